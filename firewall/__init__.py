@@ -1,0 +1,1 @@
+"""Gnomon: a memory firewall for AI agents (public API is assembled at the end of the core)."""

@@ -1,0 +1,273 @@
+"""The eight types of the epistemic chain, as strict, frozen pydantic models.
+
+Observation → Claim → EvidenceSet → Belief → Decision → Action → Outcome → Revision.
+
+They are first-class types rather than fields on a generic event: each has its own table, its own
+invariants and its own place in an audit. All are frozen; a state change produces a new version
+through the gate (``firewall.gate``), never an in-place edit. Claims and beliefs keep the text
+they are about, because auditors read it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from firewall.origin import Integrity, Origin
+from firewall.states import (
+    EVIDENCE_STRENGTH,
+    READING_CLASS,
+    Authority,
+    Axis,
+    ClaimKind,
+    EvidenceQuality,
+    EvidenceRelation,
+    ExtractionMethod,
+    FreshnessStatus,
+    ObservationTrust,
+    RetrievalStatus,
+    Scope,
+    SecurityStatus,
+    Sensitivity,
+    TruthStatus,
+)
+
+Text = Annotated[str, Field(min_length=1)]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class ChainModel(BaseModel):
+    """Base for chain records: strict on input, frozen, unknown fields refused."""
+
+    model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class SessionInfo(ChainModel):
+    id: str
+    project: str
+    actor: str
+    user: str | None = None
+    started_at: AwareDatetime
+    ended_at: AwareDatetime | None = None
+    model_id: str | None = None
+    prompt_id: str | None = None
+    tool_version: str | None = None
+
+
+class Observation(ChainModel):
+    """The raw output of one tool call, with the origin of its content."""
+
+    id: str
+    session_id: str | None
+    project: str
+    actor: str
+    user: str | None = None
+    tool: Text
+    invocation_id: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    captured_at: AwareDatetime
+    trust: ObservationTrust = ObservationTrust.RAW
+    sensitivity: Sensitivity = Sensitivity.INTERNAL
+    origin: Origin
+    blocks: list[str]
+    block_hashes: list[str]
+    tool_version: str | None = None
+
+
+class Claim(ChainModel):
+    """A proposition extracted from observations (or written by the agent or the user)."""
+
+    id: str
+    kind: ClaimKind
+    statement: Text
+    subject: str | None = None
+    predicate: str | None = None
+    observation_ids: list[str] = Field(default_factory=list)
+    extraction: ExtractionMethod
+    scope: Scope = Scope.PROJECT
+    project: str
+    user: str | None = None
+    session_id: str | None = None
+    sensitivity: Sensitivity = Sensitivity.INTERNAL
+    origin: Origin
+    created_at: AwareDatetime
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+
+
+class EvidenceItem(ChainModel):
+    """One piece of evidence relative to one claim. No scalar score decides promotion."""
+
+    id: str
+    claim_id: str
+    source: str
+    relation: EvidenceRelation
+    quality: EvidenceQuality
+    independence_group: str
+    origin: Origin
+    observed_at: AwareDatetime
+    freshness: FreshnessStatus = FreshnessStatus.FRESH
+    action_id: str | None = None
+    note: str | None = None
+
+    @property
+    def reading_class(self) -> bool:
+        return self.quality in READING_CLASS
+
+
+class EvidenceSet(ChainModel):
+    claim_id: str
+    items: list[EvidenceItem] = Field(default_factory=list)
+
+    def strongest(self) -> EvidenceQuality | None:
+        supporting = [i.quality for i in self.items if i.relation == EvidenceRelation.SUPPORTS]
+        if not supporting:
+            return None
+        return max(supporting, key=lambda q: EVIDENCE_STRENGTH[q])
+
+    def independent_corroboration(self, claim_origin: Origin) -> int:
+        """Count independence groups that may corroborate a claim with ``claim_origin``.
+
+        An item counts only if it supports the claim, is strictly stronger than reading, comes
+        from an origin that shares no id with the claim's own origins, and is itself untainted
+        (a trusted tool echoing the claim's text carries the text's label and does not count).
+        Several items in one independence group count once: Sybil copies are one witness.
+        """
+        groups = {
+            item.independence_group
+            for item in self.items
+            if item.relation == EvidenceRelation.SUPPORTS
+            and item.quality not in READING_CLASS
+            and item.origin.integrity >= Integrity.OBSERVED
+            and not item.origin.shares_origin_with(claim_origin)
+            and item.action_id is None
+        }
+        return len(groups)
+
+
+class Belief(ChainModel):
+    """A claim the system may let the agent act on, with four independent status axes."""
+
+    id: str
+    claim_id: str
+    kind: ClaimKind
+    statement: Text
+    subject: str | None = None
+    predicate: str | None = None
+    confidence: Confidence = 0.5
+    scope: Scope = Scope.PROJECT
+    project: str
+    user: str | None = None
+    session_id: str | None = None
+    authority: Authority
+    sensitivity: Sensitivity = Sensitivity.INTERNAL
+    origin: Origin
+    truth_status: TruthStatus = TruthStatus.UNVERIFIED
+    retrieval_status: RetrievalStatus = RetrievalStatus.RESTRICTED
+    security_status: SecurityStatus = SecurityStatus.CLEAN
+    freshness_status: FreshnessStatus = FreshnessStatus.FRESH
+    observed_at: AwareDatetime
+    last_verified_at: AwareDatetime | None = None
+    expires_at: AwareDatetime | None = None
+    superseded_by: str | None = None
+    supersedes: str | None = None
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    contradicts: list[str] = Field(default_factory=list)
+    created_at: AwareDatetime
+    updated_at: AwareDatetime
+    version: int = 1
+
+    def status(self, axis: Axis) -> str:
+        return str(getattr(self, f"{axis.value}_status"))
+
+
+class Decision(ChainModel):
+    """A choice the agent made, citing the beliefs it rests on."""
+
+    id: str
+    session_id: str
+    summary: Text
+    depends_on: list[str]
+    dependency_truth: dict[str, TruthStatus] = Field(default_factory=dict)
+    policy_id: str | None = None
+    created_at: AwareDatetime
+    flags: list[str] = Field(default_factory=list)
+
+
+class Action(ChainModel):
+    id: str
+    decision_id: str
+    session_id: str
+    name: Text
+    args: dict[str, Any] = Field(default_factory=dict)
+    created_at: AwareDatetime
+
+
+class Outcome(ChainModel):
+    id: str
+    action_id: str
+    session_id: str
+    success: bool
+    summary: str = ""
+    created_at: AwareDatetime
+
+
+class Revision(ChainModel):
+    """One accepted change to a belief: which axis moved, from what, to what, on whose authority."""
+
+    id: str
+    belief_id: str
+    axis: Axis | None = None
+    from_state: str | None = None
+    to_state: str | None = None
+    authority: Authority
+    reason: str
+    grant_id: str | None = None
+    related_ids: list[str] = Field(default_factory=list)
+    created_at: AwareDatetime
+
+
+class Contradiction(ChainModel):
+    """A set of beliefs that cannot all be true: same subject and predicate, or linked."""
+
+    id: str
+    belief_ids: list[str]
+    subject: str | None = None
+    predicate: str | None = None
+    reason: str
+    detected_at: AwareDatetime
+
+
+def aware(moment: datetime) -> datetime:
+    """Guard used where a datetime arrives from a caller outside pydantic."""
+    if moment.tzinfo is None:
+        from firewall.errors import InputError
+
+        raise InputError(
+            f"timestamp {moment.isoformat()} has no timezone",
+            hint="pass timezone-aware datetimes, e.g. datetime.now(UTC)",
+        )
+    return moment
+
+
+__all__ = [
+    "Action",
+    "Belief",
+    "ChainModel",
+    "Claim",
+    "Contradiction",
+    "Decision",
+    "EvidenceItem",
+    "EvidenceSet",
+    "Observation",
+    "Outcome",
+    "Revision",
+    "SessionInfo",
+    "aware",
+]

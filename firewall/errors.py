@@ -1,0 +1,203 @@
+"""One error tree for everything Gnomon refuses.
+
+Every failure a user can act on has its own type, and every message says what was wrong and what
+to do about it. The CLI catches :class:`GnomonError` once and exits non-zero; nothing below it
+should let a driver or parser exception escape raw.
+
+::
+
+    GnomonError
+    ├── InputError                    bad input at an edge (content, ids, origins, arguments)
+    │   ├── InvalidContentError       binary, invalid UTF-8, empty or oversized content
+    │   ├── InvalidOriginError        an origin that cannot be parsed or is not allowed here
+    │   └── UnknownIdError            a belief / claim / session id that does not exist
+    ├── PolicyError                   a ContextPolicy that cannot be loaded or is invalid
+    ├── GateError                     the belief gate refused a move
+    │   ├── TransitionRefused         the move is not in the axis table, or the authority lacks it
+    │   ├── ParallaxError             reading-class evidence cannot make a claim supported
+    │   ├── SelfPromotionError        an agent's own outcome cannot promote what it acted on
+    │   └── TerminalStateError        `malicious` / `blocked` / `superseded` cannot move again
+    ├── GrantError                    authority that was not properly granted
+    │   ├── ForgedGrantError          signature does not verify against a pinned key
+    │   ├── ExpiredGrantError         the grant's validity window is over
+    │   └── MissingGrantError         a privileged operation was called without a grant
+    ├── StoreError                    the backing store failed
+    │   ├── StoreLockedError          another process holds the database lock
+    │   ├── StoreCorruptError         the file or schema is not a Gnomon store
+    │   └── UnsupportedURLError       `firewall.open` does not know the URL scheme
+    ├── LogIntegrityError             the event chain does not verify (names the first bad seq)
+    └── KeyFileError                  a key file that cannot be read or parsed
+"""
+
+from __future__ import annotations
+
+
+class GnomonError(Exception):
+    """Root of every error Gnomon raises on purpose.
+
+    ``hint`` carries the "how to fix it" sentence so the CLI can print it on its own line.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message} (hint: {self.hint})"
+        return self.message
+
+
+class InputError(GnomonError):
+    """Input at an edge of the library was malformed or hostile."""
+
+
+class InvalidContentError(InputError):
+    """Observed or remembered content is binary, not UTF-8, empty or too large."""
+
+
+class InvalidOriginError(InputError):
+    """An origin label could not be parsed, or is not allowed on this path."""
+
+
+class UnknownIdError(InputError):
+    """A referenced id (belief, claim, observation, decision, session) does not exist."""
+
+    def __init__(self, kind: str, ident: str) -> None:
+        super().__init__(
+            f"unknown {kind} id {ident!r}",
+            hint=f"list existing ids with `gnomon beliefs list`; {kind} ids are case-sensitive",
+        )
+        self.kind = kind
+        self.ident = ident
+
+
+class PolicyError(GnomonError):
+    """A ContextPolicy could not be loaded, parsed or validated."""
+
+
+class GateError(GnomonError):
+    """The belief gate refused a state change."""
+
+
+class TransitionRefused(GateError):
+    """A move that is not in the axis table, or that the acting authority may not make."""
+
+    def __init__(
+        self,
+        *,
+        axis: str,
+        from_state: str,
+        to_state: str,
+        authority: str,
+        allowed: frozenset[str] | None,
+        belief_id: str | None = None,
+    ) -> None:
+        where = f" on belief {belief_id}" if belief_id else ""
+        if not allowed:
+            message = (
+                f"{axis} move {from_state} -> {to_state}{where} is not in the {axis} transition "
+                f"table (attempted by authority {authority!r})"
+            )
+            hint = "this move is never allowed; see `firewall.gate.TRANSITIONS`"
+        else:
+            need = ", ".join(sorted(allowed))
+            message = (
+                f"{axis} move {from_state} -> {to_state}{where} refused: authority {authority!r} "
+                f"is missing; the move needs one of: {need}"
+            )
+            hint = "obtain a grant for one of those authorities (`Firewall.grant`)"
+        super().__init__(message, hint=hint)
+        self.axis = axis
+        self.from_state = from_state
+        self.to_state = to_state
+        self.authority = authority
+        self.allowed = allowed or frozenset()
+        self.belief_id = belief_id
+
+
+class ParallaxError(GateError):
+    """Reading-class evidence (external documents, model inference) cannot promote a claim."""
+
+
+class SelfPromotionError(GateError):
+    """The agent's own outcome cannot count as evidence for a belief it acted on."""
+
+
+class TerminalStateError(GateError):
+    """The belief is in a terminal state on that axis and cannot move."""
+
+
+class GrantError(GnomonError):
+    """Authority was claimed without a valid grant."""
+
+
+class ForgedGrantError(GrantError):
+    """A grant's signature does not verify against any pinned key."""
+
+
+class ExpiredGrantError(GrantError):
+    """A grant is outside its validity window."""
+
+
+class MissingGrantError(GrantError):
+    """A privileged operation was attempted without a grant of the required authority."""
+
+
+class StoreError(GnomonError):
+    """The backing store failed; the message names the store."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the store's write lock for longer than the busy timeout."""
+
+
+class StoreCorruptError(StoreError):
+    """The store exists but is not a readable Gnomon store (corrupt file or foreign schema)."""
+
+
+class UnsupportedURLError(StoreError):
+    """`firewall.open` was given a URL whose scheme has no backend."""
+
+
+class LogIntegrityError(GnomonError):
+    """The event chain failed verification; ``seq`` is the first bad sequence number."""
+
+    def __init__(self, seq: int, problem: str) -> None:
+        super().__init__(
+            f"event log fails verification at seq {seq}: {problem}",
+            hint="the log was edited, truncated or reordered after it was written; "
+            "restore from a verified export",
+        )
+        self.seq = seq
+        self.problem = problem
+
+
+class KeyFileError(GnomonError):
+    """A key file could not be read or is not an Ed25519 key in the expected format."""
+
+
+__all__ = [
+    "ExpiredGrantError",
+    "ForgedGrantError",
+    "GateError",
+    "GnomonError",
+    "GrantError",
+    "InputError",
+    "InvalidContentError",
+    "InvalidOriginError",
+    "KeyFileError",
+    "LogIntegrityError",
+    "MissingGrantError",
+    "ParallaxError",
+    "PolicyError",
+    "SelfPromotionError",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreLockedError",
+    "TerminalStateError",
+    "TransitionRefused",
+    "UnknownIdError",
+    "UnsupportedURLError",
+]

@@ -1,0 +1,258 @@
+"""Events: canonical bytes, the SHA-256 hash chain, and chain verification.
+
+Every state change is one event. An event's *body* is canonical JSON (sorted keys, compact
+separators, UTF-8, timestamps in one fixed text form) and is stored as the exact bytes that were
+hashed, so verification never depends on how a JSON library happens to re-encode a value. The
+chain hash is domain-separated::
+
+    hash(n) = SHA-256( b"gnomon.event.v1\\x00" || u64be(n) || bytes(hash(n-1)) || body(n) )
+
+with ``hash(0)`` the all-zero genesis. The sequence number is inside the hash, so a renumbered or
+reordered log breaks the chain without the verifier having to parse any body.
+
+The body carries the full snapshots of the records the event changed (``payload.records``), so
+every projection can be rebuilt from the log alone with :func:`records_from_payload`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from firewall.chain import (
+    Action,
+    Belief,
+    ChainModel,
+    Claim,
+    Contradiction,
+    Decision,
+    EvidenceItem,
+    Observation,
+    Outcome,
+    Revision,
+    SessionInfo,
+)
+from firewall.clock import iso
+from firewall.errors import LogIntegrityError
+
+SCHEMA_VERSION = 1
+DOMAIN = b"gnomon.event.v1\x00"
+GENESIS_HASH = "0" * 64
+
+
+@dataclass(frozen=True, slots=True)
+class Records:
+    """Typed snapshots of the projection rows one event writes (each a full new version)."""
+
+    sessions: tuple[SessionInfo, ...] = ()
+    observations: tuple[Observation, ...] = ()
+    claims: tuple[Claim, ...] = ()
+    evidence: tuple[EvidenceItem, ...] = ()
+    beliefs: tuple[Belief, ...] = ()
+    decisions: tuple[Decision, ...] = ()
+    actions: tuple[Action, ...] = ()
+    outcomes: tuple[Outcome, ...] = ()
+    revisions: tuple[Revision, ...] = ()
+    contradictions: tuple[Contradiction, ...] = ()
+
+    def to_payload(self) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for name, _model in RECORD_TYPES:
+            items: tuple[ChainModel, ...] = getattr(self, name)
+            if items:
+                out[name] = [item.to_json_dict() for item in items]
+        return out
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, name) for name, _ in RECORD_TYPES)
+
+
+RECORD_TYPES: tuple[tuple[str, type[ChainModel]], ...] = (
+    ("sessions", SessionInfo),
+    ("observations", Observation),
+    ("claims", Claim),
+    ("evidence", EvidenceItem),
+    ("beliefs", Belief),
+    ("decisions", Decision),
+    ("actions", Action),
+    ("outcomes", Outcome),
+    ("revisions", Revision),
+    ("contradictions", Contradiction),
+)
+
+
+def records_from_payload(payload: Mapping[str, Any]) -> Records:
+    """Rebuild typed records from an event payload (the inverse of :meth:`Records.to_payload`)."""
+    raw = payload.get("records") or {}
+    parts: dict[str, tuple[ChainModel, ...]] = {}
+    for name, model in RECORD_TYPES:
+        items = raw.get(name)
+        if items:
+            parts[name] = tuple(model.model_validate(item, strict=False) for item in items)
+    return Records(**parts)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class EventDraft:
+    """An event before the store gives it a sequence number and a place in the chain."""
+
+    kind: str
+    actor: str
+    at: datetime
+    session_id: str | None = None
+    project: str | None = None
+    user: str | None = None
+    versions: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, Any] = field(default_factory=dict)
+    records: Records = field(default_factory=Records)
+
+    def payload(self) -> dict[str, Any]:
+        out = dict(self.data)
+        if self.records:
+            out["records"] = self.records.to_payload()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A sealed event: its canonical body bytes and its place in the chain."""
+
+    seq: int
+    kind: str
+    at: str
+    actor: str
+    session_id: str | None
+    project: str | None
+    user: str | None
+    versions: Mapping[str, Any]
+    payload: Mapping[str, Any]
+    prev_hash: str
+    hash: str
+    body: bytes
+
+    @classmethod
+    def from_body(cls, seq: int, body: bytes, prev_hash: str, digest: str) -> Event:
+        doc = orjson.loads(body)
+        return cls(
+            seq=seq,
+            kind=doc["kind"],
+            at=doc["at"],
+            actor=doc["actor"],
+            session_id=doc.get("session"),
+            project=doc.get("project"),
+            user=doc.get("user"),
+            versions=doc.get("versions", {}),
+            payload=doc.get("payload", {}),
+            prev_hash=prev_hash,
+            hash=digest,
+            body=body,
+        )
+
+    def records(self) -> Records:
+        return records_from_payload(self.payload)
+
+
+def canonical_body(seq: int, draft: EventDraft) -> bytes:
+    """The exact bytes that are hashed and stored for an event."""
+    doc = {
+        "schema": SCHEMA_VERSION,
+        "seq": seq,
+        "kind": draft.kind,
+        "at": iso(draft.at),
+        "actor": draft.actor,
+        "session": draft.session_id,
+        "project": draft.project,
+        "user": draft.user,
+        "versions": dict(draft.versions),
+        "payload": draft.payload(),
+    }
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+
+
+def chain_hash(seq: int, prev_hash: str, body: bytes) -> str:
+    return hashlib.sha256(DOMAIN + seq.to_bytes(8, "big") + bytes.fromhex(prev_hash) + body).hexdigest()
+
+
+def seal(seq: int, prev_hash: str, draft: EventDraft) -> Event:
+    """Give a draft its sequence number and chain hash. Called by a store inside its lock."""
+    body = canonical_body(seq, draft)
+    digest = chain_hash(seq, prev_hash, body)
+    return Event(
+        seq=seq,
+        kind=draft.kind,
+        at=iso(draft.at),
+        actor=draft.actor,
+        session_id=draft.session_id,
+        project=draft.project,
+        user=draft.user,
+        versions=dict(draft.versions),
+        payload=draft.payload(),
+        prev_hash=prev_hash,
+        hash=digest,
+        body=body,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    ok: bool
+    events: int
+    head_seq: int
+    head_hash: str
+    first_bad_seq: int | None = None
+    problem: str | None = None
+
+    def raise_for_problem(self) -> None:
+        if not self.ok:
+            assert self.first_bad_seq is not None and self.problem is not None
+            raise LogIntegrityError(self.first_bad_seq, self.problem)
+
+
+def verify_chain(rows: Iterable[tuple[int, bytes, str, str]]) -> VerifyReport:
+    """Verify ``(seq, body, prev_hash, hash)`` rows in order, from genesis.
+
+    Returns a report naming the first bad sequence number instead of raising, so that callers
+    can render it; :meth:`VerifyReport.raise_for_problem` turns it into a typed error.
+    """
+    expected_seq = 1
+    prev = GENESIS_HASH
+    count = 0
+    sha = hashlib.sha256
+    for seq, body, prev_hash, digest in rows:
+        if seq != expected_seq:
+            problem = f"expected seq {expected_seq}, found {seq} (events missing or reordered)"
+            return VerifyReport(False, count, expected_seq - 1, prev, expected_seq, problem)
+        if prev_hash != prev:
+            return VerifyReport(
+                False, count, seq - 1, prev, seq, "prev_hash does not match the previous event"
+            )
+        if sha(DOMAIN + seq.to_bytes(8, "big") + bytes.fromhex(prev) + body).hexdigest() != digest:
+            return VerifyReport(
+                False, count, seq - 1, prev, seq, "hash does not match the event body"
+            )
+        prev = digest
+        expected_seq += 1
+        count += 1
+    return VerifyReport(True, count, expected_seq - 1, prev)
+
+
+__all__ = [
+    "DOMAIN",
+    "GENESIS_HASH",
+    "RECORD_TYPES",
+    "SCHEMA_VERSION",
+    "Event",
+    "EventDraft",
+    "Records",
+    "VerifyReport",
+    "canonical_body",
+    "chain_hash",
+    "records_from_payload",
+    "seal",
+    "verify_chain",
+]

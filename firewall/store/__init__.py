@@ -1,0 +1,1 @@
+"""Store backends behind one contract (``firewall.store.base.Store``)."""

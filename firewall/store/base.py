@@ -1,0 +1,164 @@
+"""The storage contract every backend implements.
+
+A store holds two things that must never disagree: the append-only, hash-chained event log and
+the projections (sessions, observations, claims, evidence, beliefs, decisions, …) derived from it.
+:meth:`Store.commit` writes both in one transaction; there is no other write path.
+
+Policy filters arrive as a :class:`BeliefFilter` and must be answered by an indexed query, so the
+cost of a recall grows with the number of results and not with the number of stored beliefs.
+Backends convert their driver errors into :mod:`firewall.errors` types at their own edge.
+
+One contract test suite (``tests/store_contract.py``) runs against every backend.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from firewall.chain import (
+    Belief,
+    Claim,
+    Contradiction,
+    Decision,
+    EvidenceSet,
+    Observation,
+    Revision,
+    SessionInfo,
+)
+from firewall.events import Event, EventDraft, VerifyReport, verify_chain
+from firewall.states import (
+    FreshnessStatus,
+    RetrievalStatus,
+    SecurityStatus,
+    Sensitivity,
+    TruthStatus,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BeliefFilter:
+    """A conjunction of conditions on beliefs. ``None`` means "no condition on this field".
+
+    ``text`` matches if any query term (``firewall.text.query_terms``) occurs in the statement;
+    results are then ordered by BM25 relevance (best first), otherwise by ``observed_at``
+    descending then id. Time conditions:
+
+    * ``anchor_after``: ``coalesce(last_verified_at, observed_at) >= anchor_after`` (freshness);
+    * ``not_expired_at``: ``expires_at IS NULL OR expires_at > not_expired_at``;
+    * ``as_of`` is reserved for the audit issue (belief history) and not used by recall.
+
+    Scoping: when ``project`` is set, a belief matches if its project equals it or its scope is
+    ``global``; when ``user`` is set, beliefs with scope ``user`` must belong to that user.
+    """
+
+    text: str | None = None
+    truth: frozenset[TruthStatus] | None = None
+    retrieval: frozenset[RetrievalStatus] | None = None
+    security: frozenset[SecurityStatus] | None = None
+    freshness: frozenset[FreshnessStatus] | None = None
+    max_sensitivity: Sensitivity | None = None
+    anchor_after: datetime | None = None
+    not_expired_at: datetime | None = None
+    project: str | None = None
+    user: str | None = None
+    subject: str | None = None
+    predicate: str | None = None
+    session_id: str | None = None
+    exclude_ids: frozenset[str] = field(default_factory=frozenset)
+    limit: int = 10
+    offset: int = 0
+
+
+class Store(ABC):
+    """Abstract store: one transactional commit, log reads, and indexed projection reads."""
+
+    #: Human-readable location used in error messages ("sqlite:///path", "memory://").
+    url: str
+
+    # -- the only write path --------------------------------------------------------------
+
+    @abstractmethod
+    def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
+        """Seal the drafts onto the chain and apply their records, all in one transaction.
+
+        Either every event and every projection row is written, or none is. Concurrent
+        committers (threads or processes) must produce one gap-free chain.
+        """
+
+    # -- the log --------------------------------------------------------------------------
+
+    @abstractmethod
+    def head(self) -> tuple[int, str]:
+        """``(seq, hash)`` of the last event, ``(0, GENESIS_HASH)`` when empty."""
+
+    @abstractmethod
+    def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
+        """Events with ``seq > after`` in order."""
+
+    @abstractmethod
+    def chain_rows(self, after: int = 0) -> Iterator[tuple[int, bytes, str, str]]:
+        """``(seq, body, prev_hash, hash)`` in order: the raw material of verification."""
+
+    def verify(self) -> VerifyReport:
+        return verify_chain(self.chain_rows())
+
+    # -- projections ----------------------------------------------------------------------
+
+    @abstractmethod
+    def get_session(self, session_id: str) -> SessionInfo | None: ...
+
+    @abstractmethod
+    def get_observation(self, observation_id: str) -> Observation | None: ...
+
+    @abstractmethod
+    def get_claim(self, claim_id: str) -> Claim | None: ...
+
+    @abstractmethod
+    def get_evidence(self, claim_id: str) -> EvidenceSet: ...
+
+    @abstractmethod
+    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, Belief]:
+        """The current version of each id that exists (missing ids are simply absent)."""
+
+    def get_belief(self, belief_id: str) -> Belief | None:
+        return self.get_beliefs([belief_id]).get(belief_id)
+
+    @abstractmethod
+    def find_beliefs(self, where: BeliefFilter) -> list[Belief]:
+        """Beliefs matching every condition, ordered as :class:`BeliefFilter` describes."""
+
+    @abstractmethod
+    def count_beliefs(self, where: BeliefFilter) -> int:
+        """How many beliefs match (``limit`` and ``offset`` ignored)."""
+
+    @abstractmethod
+    def get_decision(self, decision_id: str) -> Decision | None: ...
+
+    @abstractmethod
+    def decisions_depending_on(self, belief_id: str) -> list[Decision]:
+        """Every decision that cites ``belief_id`` (indexed, not a scan)."""
+
+    @abstractmethod
+    def revisions_for(self, belief_id: str) -> list[Revision]:
+        """The belief's revisions, oldest first."""
+
+    @abstractmethod
+    def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
+        """Contradictions that involve any of the given beliefs."""
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["BeliefFilter", "Store"]
