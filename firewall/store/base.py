@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from firewall.chain import (
+    Action,
     Belief,
     Claim,
     Contradiction,
@@ -136,6 +137,15 @@ class Store(ABC):
 
     @abstractmethod
     def get_decision(self, decision_id: str) -> Decision | None: ...
+
+    def get_action(self, action_id: str) -> Action | None:
+        """The action with this id. Backends should override with an indexed lookup; this
+        fallback replays the log."""
+        for event in self.events():
+            for action in event.records().actions:
+                if action.id == action_id:
+                    return action
+        return None
 
     @abstractmethod
     def decisions_depending_on(self, belief_id: str) -> list[Decision]:
