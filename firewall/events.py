@@ -175,7 +175,9 @@ def canonical_body(seq: int, draft: EventDraft) -> bytes:
 
 
 def chain_hash(seq: int, prev_hash: str, body: bytes) -> str:
-    return hashlib.sha256(DOMAIN + seq.to_bytes(8, "big") + bytes.fromhex(prev_hash) + body).hexdigest()
+    return hashlib.sha256(
+        DOMAIN + seq.to_bytes(8, "big") + bytes.fromhex(prev_hash) + body
+    ).hexdigest()
 
 
 def seal(seq: int, prev_hash: str, draft: EventDraft) -> Event:

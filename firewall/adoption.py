@@ -1,0 +1,151 @@
+"""Building claim → evidence → belief triples for new memories, with the gate deciding states.
+
+This is the single place where a new belief gets its initial truth and retrieval status
+(:func:`firewall.gate.adoption_for`); observe, remember and import all come through it, so no
+path can adopt a belief in a state the gate would not give it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from firewall.chain import Belief, Claim, EvidenceItem
+from firewall.gate import adoption_for
+from firewall.ids import new_id
+from firewall.origin import Origin
+from firewall.states import (
+    ClaimKind,
+    EvidenceQuality,
+    EvidenceRelation,
+    ExtractionMethod,
+    Scope,
+    Sensitivity,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Who is writing: copied onto every record so that scoping never depends on joins."""
+
+    project: str
+    actor: str
+    user: str | None
+    session_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NewBelief:
+    claim: Claim
+    evidence: EvidenceItem
+    belief: Belief
+
+
+def independence_group(origin: Origin) -> str:
+    """Evidence from the same set of origins is one witness, however many copies it sends."""
+    return "|".join(sorted(origin.origin_ids))
+
+
+def adopt(
+    ctx: Context,
+    *,
+    kind: ClaimKind,
+    statement: str,
+    origin: Origin,
+    quality: EvidenceQuality,
+    extraction: ExtractionMethod,
+    source: str,
+    now: datetime,
+    observation_ids: list[str] | None = None,
+    subject: str | None = None,
+    predicate: str | None = None,
+    sensitivity: Sensitivity = Sensitivity.INTERNAL,
+    scope: Scope = Scope.PROJECT,
+    confidence: float | None = None,
+    expires_at: datetime | None = None,
+    valid_from: datetime | None = None,
+    valid_to: datetime | None = None,
+    contradicts: list[str] | None = None,
+    observed_at: datetime | None = None,
+) -> NewBelief:
+    claim_id = new_id("clm")
+    decided = adoption_for(origin, quality)
+    claim = Claim(
+        id=claim_id,
+        kind=kind,
+        statement=statement,
+        subject=subject,
+        predicate=predicate,
+        observation_ids=observation_ids or [],
+        extraction=extraction,
+        scope=scope,
+        project=ctx.project,
+        user=ctx.user,
+        session_id=ctx.session_id,
+        sensitivity=sensitivity,
+        origin=origin,
+        created_at=now,
+        valid_from=valid_from,
+        valid_to=valid_to,
+    )
+    evidence = EvidenceItem(
+        id=new_id("evi"),
+        claim_id=claim_id,
+        source=source,
+        relation=EvidenceRelation.SUPPORTS,
+        quality=quality,
+        independence_group=independence_group(origin),
+        origin=origin,
+        observed_at=observed_at or now,
+    )
+    belief = Belief(
+        id=new_id("bel"),
+        claim_id=claim_id,
+        kind=kind,
+        statement=statement,
+        subject=subject,
+        predicate=predicate,
+        confidence=confidence if confidence is not None else _confidence(decided.truth.value),
+        scope=scope,
+        project=ctx.project,
+        user=ctx.user,
+        session_id=ctx.session_id,
+        authority=decided.authority,
+        sensitivity=sensitivity,
+        origin=origin,
+        truth_status=decided.truth,
+        retrieval_status=decided.retrieval,
+        observed_at=observed_at or now,
+        last_verified_at=now if decided.truth.value == "supported" else None,
+        expires_at=expires_at,
+        valid_from=valid_from,
+        valid_to=valid_to,
+        contradicts=contradicts or [],
+        created_at=now,
+        updated_at=now,
+    )
+    return NewBelief(claim, evidence, belief)
+
+
+def _confidence(truth: str) -> float:
+    return 0.9 if truth == "supported" else 0.3
+
+
+def quality_for(origin: Origin, *, envelope: bool = False) -> EvidenceQuality:
+    """The evidence class a content origin provides. External and imported text is a document
+    the agent read; agent text is inference; a trusted tool's own output is a direct observation."""
+    if envelope:
+        return EvidenceQuality.TOOL_RESULT
+    classes = {c.value for c in origin.classes}
+    if classes & {"external", "imported"}:
+        return EvidenceQuality.EXTERNAL_DOCUMENT
+    if "agent" in classes:
+        return EvidenceQuality.MODEL_INFERENCE
+    if "probe" in classes:
+        return EvidenceQuality.SYNTHETIC_PROBE
+    if "user" in classes:
+        return EvidenceQuality.HUMAN_ASSERTION
+    return EvidenceQuality.DIRECT_OBSERVATION
+
+
+__all__ = ["Context", "NewBelief", "adopt", "independence_group", "quality_for"]

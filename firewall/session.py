@@ -1,0 +1,734 @@
+"""A Session: what one agent run may do with memory, and what it has read.
+
+A session remembers the join of the origin labels of everything it has read (observed content
+and recalled memories). An agent-authored write in the session inherits that join unless the
+host names the write's inputs exactly with ``derived_from``: this closes summarization laundering,
+where the agent paraphrases a poisoned page into its "own" memory.
+
+Sessions cannot mint authority. Nothing here promotes a belief except the policy acting on
+independent, stronger corroboration (:meth:`Session.corroborate`), which the gate checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from firewall.adoption import Context, NewBelief, adopt, independence_group, quality_for
+from firewall.chain import (
+    Action,
+    Belief,
+    Contradiction,
+    Decision,
+    EvidenceItem,
+    EvidenceSet,
+    Observation,
+    Outcome,
+    SessionInfo,
+)
+from firewall.content import (
+    block_hash,
+    checked_args,
+    checked_name,
+    content_blocks,
+    render_args,
+    statement_text,
+)
+from firewall.contradictions import (
+    ACTIVE_TRUTH,
+    conflicting,
+    contradiction_record,
+    flag_decisions,
+    to_demote,
+)
+from firewall.errors import (
+    GateError,
+    InputError,
+    InvalidOriginError,
+    MissingGrantError,
+    SelfPromotionError,
+    UnknownIdError,
+)
+from firewall.events import Records
+from firewall.gate import Move, apply_moves, check_parallax
+from firewall.grants import Grant
+from firewall.ids import new_id
+from firewall.origin import Origin, join_all
+from firewall.policy import ContextPolicy, resolve
+from firewall.recall import (
+    ContradictionView,
+    QuotedItem,
+    RecallResult,
+    RejectedItem,
+    Uncertainty,
+)
+from firewall.states import (
+    Authority,
+    Axis,
+    ClaimKind,
+    EvidenceQuality,
+    EvidenceRelation,
+    ExtractionMethod,
+    RetrievalStatus,
+    Scope,
+    SecurityStatus,
+    Sensitivity,
+    TruthStatus,
+)
+from firewall.store.base import BeliefFilter
+
+if TYPE_CHECKING:
+    from firewall.firewall import Firewall
+
+MAX_K = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What :meth:`Session.observe` returns: the envelope belief and one belief per block."""
+
+    observation: Observation
+    envelope: Belief
+    content: tuple[Belief, ...]
+
+    @property
+    def beliefs(self) -> tuple[Belief, ...]:
+        return (self.envelope, *self.content)
+
+
+class Session:
+    """One agent run. Obtain it from :meth:`Firewall.session` (a context manager)."""
+
+    def __init__(self, wall: Firewall, info: SessionInfo) -> None:
+        self.wall = wall
+        self.info = info
+        self.label: Origin | None = None
+        self._ctx = Context(
+            project=info.project, actor=info.actor, user=info.user, session_id=info.id
+        )
+        self._ended = False
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def project(self) -> str:
+        return self.info.project
+
+    @property
+    def actor(self) -> str:
+        return self.info.actor
+
+    @property
+    def user(self) -> str | None:
+        return self.info.user
+
+    @classmethod
+    def start(
+        cls,
+        wall: Firewall,
+        *,
+        project: str,
+        actor: str,
+        user: str | None,
+        model_id: str | None,
+        prompt_id: str | None,
+        tool_version: str | None,
+    ) -> Session:
+        info = SessionInfo(
+            id=new_id("ses"),
+            project=checked_name("project", project),
+            actor=checked_name("actor", actor),
+            user=checked_name("user", user) if user is not None else None,
+            started_at=wall.clock(),
+            model_id=model_id,
+            prompt_id=prompt_id,
+            tool_version=tool_version,
+        )
+        session = cls(wall, info)
+        session._commit("session.started", records=Records(sessions=(info,)))
+        return session
+
+    def end(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        ended = self.info.model_copy(update={"ended_at": self.wall.clock()})
+        self.info = ended
+        self._commit("session.ended", records=Records(sessions=(ended,)))
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _versions(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "model": self.info.model_id,
+            "prompt": self.info.prompt_id,
+            "tool_version": self.info.tool_version,
+        }
+        if extra:
+            out.update(extra)
+        return out
+
+    def _commit(
+        self,
+        kind: str,
+        *,
+        data: Mapping[str, Any] | None = None,
+        records: Records | None = None,
+        versions: Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> int:
+        events = self.wall.commit(
+            self.wall.draft(
+                kind,
+                actor=self.actor,
+                now=now or self.wall.clock(),
+                session_id=self.id,
+                project=self.project,
+                user=self.user,
+                data=data,
+                records=records,
+                versions=self._versions(versions),
+            )
+        )
+        return events[-1].seq
+
+    def _read(self, labels: Iterable[Origin]) -> None:
+        self.label = join_all([*([self.label] if self.label else []), *labels])
+
+    def _check_open(self) -> None:
+        if self._ended:
+            raise InputError(
+                f"session {self.id} has ended", hint="open a new one with wall.session(...)"
+            )
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def observe(
+        self,
+        *,
+        tool: str,
+        content: object,
+        args: Mapping[str, Any] | None = None,
+        origin: Origin | None = None,
+        sensitivity: Sensitivity = Sensitivity.INTERNAL,
+        invocation_id: str | None = None,
+        subject: str | None = None,
+        predicate: str | None = None,
+        expires_at: datetime | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+        tool_version: str | None = None,
+    ) -> Observed:
+        """Record one tool call: a trusted envelope claim, and one claim per content block.
+
+        ``origin`` is where the *content* came from; it defaults to external (fail closed).
+        The envelope ("tool X was called and returned N blocks") is the host's own observation
+        and is adopted supported; the content is adopted by its origin.
+        """
+        self._check_open()
+        tool = checked_name("tool", tool)
+        if origin is not None and not isinstance(origin, Origin):
+            raise InvalidOriginError(
+                f"origin must be a firewall.Origin, got {type(origin).__name__}",
+                hint="use Origin.external('...'), Origin.user('...') or Origin.tool('...')",
+            )
+        checked = checked_args(args)
+        blocks = content_blocks(content, self.wall.max_block_bytes)
+        content_origin = origin or Origin.external(f"tool:{tool}")
+        now = self.wall.clock()
+        observation = Observation(
+            id=new_id("obs"),
+            session_id=self.id,
+            project=self.project,
+            actor=self.actor,
+            user=self.user,
+            tool=tool,
+            invocation_id=invocation_id or new_id("obs"),
+            args=checked,
+            captured_at=now,
+            sensitivity=sensitivity,
+            origin=content_origin,
+            blocks=blocks,
+            block_hashes=[block_hash(b) for b in blocks],
+            tool_version=tool_version,
+        )
+        envelope_origin = Origin.tool(tool)
+        rendered = render_args(checked)
+        envelope = adopt(
+            self._ctx,
+            kind=ClaimKind.ENVELOPE,
+            statement=(
+                f"{tool}({rendered}) was called in session {self.id} and returned "
+                f"{len(blocks)} block(s)"
+            ),
+            origin=envelope_origin,
+            quality=EvidenceQuality.TOOL_RESULT,
+            extraction=ExtractionMethod.TOOL,
+            source=observation.id,
+            now=now,
+            observation_ids=[observation.id],
+            sensitivity=sensitivity,
+            scope=Scope.SESSION,
+        )
+        quality = quality_for(content_origin)
+        made = [
+            adopt(
+                self._ctx,
+                kind=ClaimKind.CONTENT,
+                statement=block,
+                origin=content_origin,
+                quality=quality,
+                extraction=ExtractionMethod.TOOL,
+                source=f"{observation.id}#{i}",
+                now=now,
+                observation_ids=[observation.id],
+                subject=subject,
+                predicate=predicate,
+                sensitivity=sensitivity,
+                expires_at=expires_at,
+                valid_from=valid_from,
+                valid_to=valid_to,
+            )
+            for i, block in enumerate(blocks)
+        ]
+        records, contradictions, current = self._with_contradictions([envelope, *made], now)
+        self._commit(
+            "observation.recorded",
+            data={"tool": tool, "blocks": len(blocks), "contradictions": contradictions},
+            records=Records(observations=(observation,), **records),
+            versions={"tool_version": tool_version} if tool_version else None,
+            now=now,
+        )
+        if blocks:
+            self._read([content_origin])
+        return Observed(
+            observation, current[envelope.belief.id], tuple(current[m.belief.id] for m in made)
+        )
+
+    def remember(
+        self,
+        statement: str,
+        derived_from: Sequence[str] | None = None,
+        *,
+        subject: str | None = None,
+        predicate: str | None = None,
+        sensitivity: Sensitivity = Sensitivity.INTERNAL,
+        contradicts: Sequence[str] = (),
+        expires_at: datetime | None = None,
+        valid_from: datetime | None = None,
+        valid_to: datetime | None = None,
+    ) -> Belief:
+        """Record an agent-authored write. Its label is the agent joined with its inputs:
+        ``derived_from`` ids when the host names them exactly, otherwise everything this
+        session has read. It is adopted unverified and restricted."""
+        self._check_open()
+        text = statement_text(statement, self.wall.max_block_bytes)
+        inputs = (
+            self._labels_of(derived_from)
+            if derived_from is not None
+            else ([self.label] if self.label else [])
+        )
+        origin = Origin.join(Origin.agent(self.actor), *inputs)
+        for other in contradicts:
+            self.wall.require_belief(other)
+        now = self.wall.clock()
+        made = adopt(
+            self._ctx,
+            kind=ClaimKind.STATEMENT,
+            statement=text,
+            origin=origin,
+            quality=quality_for(origin),
+            extraction=ExtractionMethod.LLM,
+            source=f"session:{self.id}",
+            now=now,
+            subject=subject,
+            predicate=predicate,
+            sensitivity=sensitivity,
+            expires_at=expires_at,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            contradicts=list(contradicts),
+        )
+        records, contradictions, current = self._with_contradictions([made], now)
+        self._commit(
+            "belief.remembered",
+            data={
+                "derived_from": list(derived_from) if derived_from is not None else None,
+                "contradictions": contradictions,
+            },
+            records=Records(**records),
+            now=now,
+        )
+        return current[made.belief.id]
+
+    def _labels_of(self, ids: Sequence[str]) -> list[Origin]:
+        if isinstance(ids, str):
+            raise InputError(
+                "derived_from must be a list of ids, not a single string",
+                hint="pass derived_from=[belief_id, ...]",
+            )
+        labels = []
+        for ident in ids:
+            if ident.startswith("obs_"):
+                obs = self.wall.store.get_observation(ident)
+                if obs is None:
+                    raise UnknownIdError("observation", ident)
+                labels.append(obs.origin)
+            else:
+                labels.append(self.wall.require_belief(ident).origin)
+        return labels
+
+    def _with_contradictions(
+        self, made: Sequence[NewBelief], now: datetime
+    ) -> tuple[dict[str, tuple[Any, ...]], list[str], dict[str, Belief]]:
+        """Records for new beliefs plus any contradictions they create with existing beliefs,
+        and the current version of every belief touched (new ones may already be demoted)."""
+        beliefs = {m.belief.id: m.belief for m in made}
+        decisions: list[Decision] = []
+        revisions = []
+        found: list[Contradiction] = []
+        for m in made:
+            new = m.belief
+            groups: list[list[Belief]] = []
+            if new.subject and new.predicate:
+                existing = self.wall.store.find_beliefs(
+                    BeliefFilter(
+                        project=self.project,
+                        subject=new.subject,
+                        predicate=new.predicate,
+                        truth=ACTIVE_TRUTH,
+                        limit=50,
+                    )
+                )
+                rivals = conflicting(new, existing)
+                if rivals:
+                    groups.append([new, *rivals])
+            if new.contradicts:
+                linked = self.wall.store.get_beliefs(new.contradicts)
+                groups.append([new, *linked.values()])
+            for group in groups:
+                found.append(
+                    contradiction_record(
+                        group, reason=f"{new.subject}/{new.predicate} conflict", now=now
+                    )
+                )
+                for member in to_demote([beliefs.get(b.id, b) for b in group]):
+                    moved, revs = apply_moves(
+                        member,
+                        [Move(Axis.TRUTH, TruthStatus.CONTRADICTED)],
+                        authority=Authority.POLICY,
+                        reason=f"conflicts with a supported belief in {found[-1].id}",
+                        now=now,
+                        related_ids=[b.id for b in group if b.id != member.id],
+                    )
+                    beliefs[member.id] = moved
+                    revisions.extend(revs)
+                    decisions.extend(
+                        flag_decisions(
+                            self.wall.store.decisions_depending_on(member.id),
+                            member.id,
+                            why="contradicted",
+                        )
+                    )
+        records: dict[str, tuple[Any, ...]] = {
+            "claims": tuple(m.claim for m in made),
+            "evidence": tuple(m.evidence for m in made),
+            "beliefs": tuple(beliefs.values()),
+            "revisions": tuple(revisions),
+            "decisions": tuple(decisions),
+            "contradictions": tuple(found),
+        }
+        return records, [c.id for c in found], beliefs
+
+    # -- corroboration --------------------------------------------------------------------
+
+    def corroborate(
+        self,
+        belief_id: str,
+        observed: Observed | str,
+        *,
+        relation: EvidenceRelation = EvidenceRelation.SUPPORTS,
+        action_id: str | None = None,
+        required: int = 1,
+    ) -> Belief:
+        """Attach an observation as evidence for a belief; promote it if the gate agrees.
+
+        The evidence's class and origin come from the observation's *content* origin: a trusted
+        tool that merely carried external text is external evidence and counts for nothing.
+        Evidence produced by an action whose decision depended on the belief is refused.
+        """
+        self._check_open()
+        belief = self.wall.require_belief(belief_id)
+        obs_id = observed.observation.id if isinstance(observed, Observed) else observed
+        observation = self.wall.store.get_observation(obs_id)
+        if observation is None:
+            raise UnknownIdError("observation", obs_id)
+        if action_id is not None:
+            self._refuse_self_promotion(belief, action_id)
+        now = self.wall.clock()
+        item = EvidenceItem(
+            id=new_id("evi"),
+            claim_id=belief.claim_id,
+            source=observation.id,
+            relation=relation,
+            quality=quality_for(observation.origin),
+            independence_group=independence_group(observation.origin),
+            origin=observation.origin,
+            observed_at=observation.captured_at,
+            action_id=action_id,
+        )
+        existing = self.wall.store.get_evidence(belief.claim_id)
+        evidence = EvidenceSet(claim_id=belief.claim_id, items=[*existing.items, item])
+        updated, revisions = belief, []
+        promotable = (
+            relation == EvidenceRelation.SUPPORTS
+            and belief.truth_status == TruthStatus.UNVERIFIED
+            and belief.security_status == SecurityStatus.CLEAN
+        )
+        promoted = False
+        if promotable:
+            try:
+                check_parallax(belief, evidence, Authority.POLICY, required=required)
+            except GateError:
+                promoted = False
+            else:
+                updated, revisions = apply_moves(
+                    belief,
+                    [
+                        Move(Axis.TRUTH, TruthStatus.SUPPORTED),
+                        Move(Axis.RETRIEVAL, RetrievalStatus.NORMAL),
+                    ],
+                    authority=Authority.POLICY,
+                    reason=f"corroborated by independent {item.quality.value} ({item.source})",
+                    now=now,
+                    related_ids=[item.source],
+                )
+                promoted = True
+        self._commit(
+            "evidence.added",
+            data={"belief_id": belief.id, "evidence_id": item.id, "promoted": promoted},
+            records=Records(
+                evidence=(item,),
+                beliefs=(updated,) if revisions else (),
+                revisions=tuple(revisions),
+            ),
+            now=now,
+        )
+        return updated
+
+    def _refuse_self_promotion(self, belief: Belief, action_id: str) -> None:
+        action = self.wall.store.get_action(action_id)
+        if action is None:
+            raise UnknownIdError("action", action_id)
+        for decision in self.wall.store.decisions_depending_on(belief.id):
+            # Any action of a decision that rested on this belief is the agent's own success.
+            if action.decision_id == decision.id:
+                raise SelfPromotionError(
+                    f"evidence from action {action_id} cannot promote belief {belief.id}: the "
+                    f"action's decision {decision.id} depended on it",
+                    hint="corroborate with an observation independent of the agent's own actions",
+                )
+
+    # -- recall ---------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        policy: ContextPolicy | str = "default",
+        k: int = 10,
+        *,
+        grant: Grant | None = None,
+    ) -> RecallResult:
+        """Policy-filtered recall. Returns accepted, quoted, rejected (with reasons),
+        contradictions and uncertainties, and logs what was returned."""
+        self._check_open()
+        if not isinstance(query, str):
+            raise InputError(f"query must be a string, got {type(query).__name__}")
+        if not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise InputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
+        chosen = resolve(policy)
+        if chosen.privileged:
+            raise MissingGrantError(
+                f"policy {chosen.name!r} is privileged: recall through it is the audit path",
+                hint="use Firewall.audit(query, grant=wall.grant('auditor', ...))",
+            )
+        now = self.wall.clock()
+        store = self.wall.store
+        scope = {"text": query, "project": self.project, "user": self.user, "now": now}
+        accepted = store.find_beliefs(chosen.accept_filter(**scope, limit=k))
+        taken = {b.id for b in accepted}
+        quoted: list[Belief] = []
+        quote_where = chosen.quote_filter(**scope, limit=chosen.quote.max_items)
+        if quote_where is not None:
+            quoted = [b for b in store.find_beliefs(quote_where) if b.id not in taken]
+            taken |= {b.id for b in quoted}
+        others = store.find_beliefs(
+            BeliefFilter(
+                text=query,
+                project=self.project,
+                user=self.user,
+                exclude_ids=frozenset(taken),
+                limit=k,
+            )
+        )
+        rejected = [
+            RejectedItem(b.id, tuple(chosen.rejection_reasons(b, now)), b.origin) for b in others
+        ]
+        uncertainties: list[Uncertainty] = []
+        if chosen.surface_uncertainties:
+            for b, r in zip(others, rejected, strict=True):
+                if _uncertain(b, r):
+                    uncertainties.append(Uncertainty(b.id, b.subject, b.origin, r.reasons))
+        views: list[ContradictionView] = []
+        if chosen.surface_contradictions:
+            views = self._contradiction_views(chosen, [*accepted, *quoted, *others], now)
+        result = RecallResult(
+            query=query,
+            policy=chosen.name,
+            policy_digest=chosen.digest,
+            accepted=tuple(accepted),
+            quoted=tuple(QuotedItem(b) for b in quoted),
+            rejected=tuple(rejected),
+            contradictions=tuple(views),
+            uncertainties=tuple(uncertainties),
+        )
+        seq = self._commit(
+            "recall.performed",
+            data={
+                "query": query,
+                "k": k,
+                "accepted": result.accepted_ids,
+                "quoted": result.quoted_ids,
+                "rejected": {r.belief_id: list(r.codes) for r in rejected},
+                "contradictions": [v.contradiction.id for v in views],
+                "uncertainties": [u.belief_id for u in uncertainties],
+            },
+            versions={"policy": chosen.name, "policy_digest": chosen.digest},
+            now=now,
+        )
+        self._read(b.origin for b in result.shown())
+        return RecallResult(**{**_fields(result), "event_seq": seq})
+
+    def _contradiction_views(
+        self, policy: ContextPolicy, matched: Sequence[Belief], now: datetime
+    ) -> list[ContradictionView]:
+        store = self.wall.store
+        records = store.contradictions_for([b.id for b in matched])
+        if not records:
+            return []
+        members = store.get_beliefs(sorted({i for c in records for i in c.belief_ids}))
+        views = []
+        for record in records:
+            visible, withheld = [], []
+            for ident in record.belief_ids:
+                b = members.get(ident)
+                if b is None:
+                    continue
+                shown = policy.quotable(b, now) or _admits_but_truth(policy, b, now)
+                (visible if shown else withheld).append(b if shown else b.id)
+            views.append(ContradictionView(record, tuple(visible), tuple(withheld)))  # type: ignore[arg-type]
+        return views
+
+    # -- decisions and actions ------------------------------------------------------------
+
+    def decide(
+        self,
+        summary: str,
+        depends_on: Sequence[str],
+        *,
+        policy: ContextPolicy | str = "default",
+    ) -> Decision:
+        """Record a decision citing the beliefs it rests on. Dependencies that are not
+        supported are flagged (and refused if the policy forbids them)."""
+        self._check_open()
+        chosen = resolve(policy)
+        if isinstance(depends_on, str):
+            raise InputError("depends_on must be a list of belief ids")
+        if chosen.decisions.require_citations and not depends_on:
+            raise InputError(
+                f"policy {chosen.name!r} requires decisions to cite the beliefs they depend on",
+                hint="pass depends_on=[belief ids from the recall you acted on]",
+            )
+        found = self.wall.store.get_beliefs(list(depends_on))
+        for ident in depends_on:
+            if ident not in found:
+                raise UnknownIdError("belief", ident)
+        truth = {i: found[i].truth_status for i in depends_on}
+        flags = [
+            f"dependency {i} is {t.value}" for i, t in truth.items() if t != TruthStatus.SUPPORTED
+        ]
+        if flags and not chosen.decisions.allow_unverified_dependencies:
+            flags.append(f"policy {chosen.name!r} does not allow unsupported dependencies")
+        now = self.wall.clock()
+        decision = Decision(
+            id=new_id("dec"),
+            session_id=self.id,
+            summary=statement_text(summary),
+            depends_on=list(depends_on),
+            dependency_truth=truth,
+            policy_id=chosen.name,
+            created_at=now,
+            flags=flags,
+        )
+        self._commit(
+            "decision.recorded",
+            data={"decision_id": decision.id, "flags": flags},
+            records=Records(decisions=(decision,)),
+            versions={"policy": chosen.name, "policy_digest": chosen.digest},
+            now=now,
+        )
+        return decision
+
+    def act(self, decision_id: str, name: str, args: Mapping[str, Any] | None = None) -> Action:
+        self._check_open()
+        if self.wall.store.get_decision(decision_id) is None:
+            raise UnknownIdError("decision", decision_id)
+        now = self.wall.clock()
+        action = Action(
+            id=new_id("act"),
+            decision_id=decision_id,
+            session_id=self.id,
+            name=checked_name("action name", name),
+            args=checked_args(args),
+            created_at=now,
+        )
+        self._commit("action.taken", records=Records(actions=(action,)), now=now)
+        return action
+
+    def record_outcome(self, action_id: str, *, success: bool, summary: str = "") -> Outcome:
+        self._check_open()
+        now = self.wall.clock()
+        outcome = Outcome(
+            id=new_id("out"),
+            action_id=action_id,
+            session_id=self.id,
+            success=bool(success),
+            summary=summary,
+            created_at=now,
+        )
+        self._commit("outcome.recorded", records=Records(outcomes=(outcome,)), now=now)
+        return outcome
+
+
+def _admits_but_truth(policy: ContextPolicy, belief: Belief, now: datetime) -> bool:
+    return all(r.code.value == "truth" for r in policy.rejection_reasons(belief, now))
+
+
+def _uncertain(belief: Belief, rejected: RejectedItem) -> bool:
+    """Not trusted yet, but not hidden for security or access reasons either."""
+    if belief.security_status != SecurityStatus.CLEAN:
+        return False
+    if belief.retrieval_status not in (RetrievalStatus.NORMAL, RetrievalStatus.RESTRICTED):
+        return False
+    return belief.truth_status == TruthStatus.UNVERIFIED or "freshness" in rejected.codes
+
+
+def _fields(result: RecallResult) -> dict[str, Any]:
+    return {name: getattr(result, name) for name in result.__dataclass_fields__}
+
+
+__all__ = ["Observed", "Session"]
