@@ -61,8 +61,8 @@ MAX_TEXT_LENGTH = 64
 # Anything longer than this cannot be applied to any datetime (years 1..9999) anyway.
 _MAX_DAYS = Decimal(3_660_000)
 
-_DATE_UNITS = ("Y", "M", "W", "D")
-_TIME_UNITS = ("H", "M", "S")
+_DATE_UNITS: tuple[str, ...] = ("Y", "M", "W", "D")
+_TIME_UNITS: tuple[str, ...] = ("H", "M", "S")
 _FIELDS = ("years", "months", "weeks", "days", "hours", "minutes", "seconds")
 _COMPONENT = re.compile(r"([0-9]+)(?:[.,]([0-9]+))?([A-Za-z])")
 
@@ -145,8 +145,7 @@ class Duration:
         total_days = sum((getattr(self, n) * _APPROX_DAYS[n] for n in _FIELDS), _ZERO)
         if total_days > _MAX_DAYS:
             raise PolicyError(
-                f"duration {self} is longer than any moment can be shifted by (about 10,000 "
-                "years)",
+                f"duration {self} is longer than any moment can be shifted by (about 10,000 years)",
                 hint="use a shorter max_age, or omit it for no age limit",
             )
 
@@ -260,9 +259,7 @@ class Duration:
     ) -> core_schema.CoreSchema:
         return core_schema.no_info_plain_validator_function(
             _validate,
-            serialization=core_schema.plain_serializer_function_ser_schema(
-                str, when_used="json"
-            ),
+            serialization=core_schema.plain_serializer_function_ser_schema(str, when_used="json"),
         )
 
     @classmethod
