@@ -32,8 +32,13 @@ class QuotedItem:
         return (
             f'<quoted-data belief="{b.id}" truth="{b.truth_status}" '
             f'origin="{", ".join(sorted(b.origin.origin_ids))}">\n'
-            f"{b.statement}\n</quoted-data>"
+            f"{_escape(b.statement)}\n</quoted-data>"
         )
+
+
+def _escape(text: str) -> str:
+    """Quoted text must not be able to close its own quotation and speak as the system."""
+    return text.replace("</quoted-data", "<\\/quoted-data").replace("<quoted-data", "<\\quoted-data")
 
 
 @dataclass(frozen=True, slots=True)
