@@ -1,0 +1,403 @@
+"""``memory://``: the in-process store, for tests, notebooks and short-lived agents.
+
+Everything lives in Python containers behind one re-entrant lock. The log is a list of sealed
+events; projections are dicts keyed by id, with the few indexes the read paths need so that they
+stay proportional to their result: beliefs by ``(project, subject, predicate)``, decision
+dependencies by belief id, contradictions by belief id, and an inverted text index
+``token -> {belief id: term frequency}`` from which BM25 is computed with the same formula SQLite
+FTS5 uses (``k1=1.2``, ``b=0.75``, IDF ``log((N - n + 0.5) / (n + 0.5))`` floored at ``1e-6``).
+
+A commit first does everything that can fail (sealing, tokenizing, computing sort keys) and only
+then mutates, so a failing commit leaves neither events nor projections behind.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from firewall.chain import (
+    Action,
+    Belief,
+    Claim,
+    Contradiction,
+    Decision,
+    EvidenceItem,
+    EvidenceSet,
+    Observation,
+    Outcome,
+    Revision,
+    SessionInfo,
+)
+from firewall.errors import GnomonError, StoreError
+from firewall.events import GENESIS_HASH, Event, EventDraft, seal
+from firewall.states import Scope
+from firewall.store.base import BeliefFilter, Store
+from firewall.text import query_terms, tokens
+
+K1 = 1.2
+B = 0.75
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(moment: datetime) -> int:
+    """Exact integer microseconds since the epoch: a sort key that never rounds."""
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def bm25_idf(rows: int, hits: int) -> float:
+    """FTS5's IDF: terms in more than half of the rows get a tiny positive weight."""
+    idf = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0.0 else 1e-6
+
+
+def belief_matches(
+    belief: Belief, where: BeliefFilter, *, anchor: int, expires: int | None
+) -> bool:
+    """Every condition of ``where`` except ``text`` and paging (the caller handles those)."""
+    if where.truth is not None and belief.truth_status not in where.truth:
+        return False
+    if where.retrieval is not None and belief.retrieval_status not in where.retrieval:
+        return False
+    if where.security is not None and belief.security_status not in where.security:
+        return False
+    if where.freshness is not None and belief.freshness_status not in where.freshness:
+        return False
+    if where.max_sensitivity is not None and belief.sensitivity.rank > where.max_sensitivity.rank:
+        return False
+    if where.anchor_after is not None and anchor < micros(where.anchor_after):
+        return False
+    if (
+        where.not_expired_at is not None
+        and expires is not None
+        and expires <= micros(where.not_expired_at)
+    ):
+        return False
+    if where.project is not None and not (
+        belief.project == where.project or belief.scope == Scope.GLOBAL
+    ):
+        return False
+    if where.user is not None and belief.scope == Scope.USER and belief.user != where.user:
+        return False
+    if where.subject is not None and belief.subject != where.subject:
+        return False
+    if where.predicate is not None and belief.predicate != where.predicate:
+        return False
+    if where.session_id is not None and belief.session_id != where.session_id:
+        return False
+    return belief.id not in where.exclude_ids
+
+
+def _empty_set_condition(where: BeliefFilter) -> bool:
+    """An empty status set admits nothing: answer without looking."""
+    return any(
+        s is not None and not s
+        for s in (where.truth, where.retrieval, where.security, where.freshness)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _BeliefRow:
+    belief: Belief
+    terms: Counter[str]
+    length: int
+    anchor: int
+    observed: int
+    expires: int | None
+
+
+class MemoryStore(Store):
+    """The ``memory://`` backend. Thread-safe; everything is lost when the process exits."""
+
+    def __init__(self, url: str = "memory://") -> None:
+        self.url = url
+        self._lock = threading.RLock()
+        self._closed = False
+        self._events: list[Event] = []
+        self._sessions: dict[str, SessionInfo] = {}
+        self._observations: dict[str, Observation] = {}
+        self._claims: dict[str, Claim] = {}
+        self._evidence: dict[str, dict[str, EvidenceItem]] = {}
+        self._evidence_claim: dict[str, str] = {}
+        self._beliefs: dict[str, _BeliefRow] = {}
+        self._decisions: dict[str, Decision] = {}
+        self._actions: dict[str, Action] = {}
+        self._outcomes: dict[str, Outcome] = {}
+        self._revisions: dict[str, tuple[int, int, Revision]] = {}
+        self._revision_order = 0
+        self._contradictions: dict[str, Contradiction] = {}
+        # indexes
+        self._by_spo: dict[tuple[str, str | None, str | None], set[str]] = {}
+        self._global: set[str] = set()
+        self._decision_deps: dict[str, set[str]] = {}
+        self._revisions_by_belief: dict[str, set[str]] = {}
+        self._contradictions_by_belief: dict[str, set[str]] = {}
+        self._postings: dict[str, dict[str, int]] = {}
+        self._total_length = 0
+
+    # -- write path -----------------------------------------------------------------------
+
+    def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
+        with self._lock:
+            self._check_open()
+            seq, prev = self.head()
+            sealed: list[Event] = []
+            staged: list[_BeliefRow] = []
+            try:
+                for draft in drafts:
+                    seq += 1
+                    event = seal(seq, prev, draft)
+                    prev = event.hash
+                    sealed.append(event)
+                    staged.extend(_stage_belief(b) for b in draft.records.beliefs)
+            except GnomonError:
+                raise
+            except Exception as exc:
+                raise StoreError(
+                    f"{self.url}: commit failed and was rolled back: {exc!r}",
+                    hint="nothing was written; fix the draft that could not be stored",
+                ) from exc
+            # Nothing below can fail: the commit is all or nothing.
+            self._events.extend(sealed)
+            rows = iter(staged)
+            for draft in drafts:
+                rec = draft.records
+                for session in rec.sessions:
+                    self._sessions[session.id] = session
+                for observation in rec.observations:
+                    self._observations[observation.id] = observation
+                for claim in rec.claims:
+                    self._claims[claim.id] = claim
+                for item in rec.evidence:
+                    self._put_evidence(item)
+                for _ in rec.beliefs:
+                    self._put_belief(next(rows))
+                for decision in rec.decisions:
+                    self._put_decision(decision)
+                for action in rec.actions:
+                    self._actions[action.id] = action
+                for outcome in rec.outcomes:
+                    self._outcomes[outcome.id] = outcome
+                for revision in rec.revisions:
+                    self._put_revision(revision)
+                for contradiction in rec.contradictions:
+                    self._put_contradiction(contradiction)
+            return sealed
+
+    def _put_evidence(self, item: EvidenceItem) -> None:
+        old_claim = self._evidence_claim.get(item.id)
+        if old_claim is not None and old_claim != item.claim_id:
+            self._evidence[old_claim].pop(item.id, None)
+        self._evidence_claim[item.id] = item.claim_id
+        self._evidence.setdefault(item.claim_id, {})[item.id] = item
+
+    def _put_belief(self, row: _BeliefRow) -> None:
+        belief = row.belief
+        old = self._beliefs.get(belief.id)
+        if old is not None:
+            self._unindex_belief(old)
+        self._beliefs[belief.id] = row
+        self._by_spo.setdefault((belief.project, belief.subject, belief.predicate), set()).add(
+            belief.id
+        )
+        if belief.scope == Scope.GLOBAL:
+            self._global.add(belief.id)
+        for term, count in row.terms.items():
+            self._postings.setdefault(term, {})[belief.id] = count
+        self._total_length += row.length
+
+    def _unindex_belief(self, row: _BeliefRow) -> None:
+        belief = row.belief
+        key = (belief.project, belief.subject, belief.predicate)
+        bucket = self._by_spo.get(key)
+        if bucket is not None:
+            bucket.discard(belief.id)
+            if not bucket:
+                del self._by_spo[key]
+        self._global.discard(belief.id)
+        for term in row.terms:
+            posting = self._postings.get(term)
+            if posting is not None:
+                posting.pop(belief.id, None)
+                if not posting:
+                    del self._postings[term]
+        self._total_length -= row.length
+
+    def _put_decision(self, decision: Decision) -> None:
+        old = self._decisions.get(decision.id)
+        if old is not None:
+            for belief_id in old.depends_on:
+                self._decision_deps.get(belief_id, set()).discard(decision.id)
+        self._decisions[decision.id] = decision
+        for belief_id in decision.depends_on:
+            self._decision_deps.setdefault(belief_id, set()).add(decision.id)
+
+    def _put_revision(self, revision: Revision) -> None:
+        old = self._revisions.get(revision.id)
+        if old is not None:
+            self._revisions_by_belief.get(old[2].belief_id, set()).discard(revision.id)
+            order = old[1]
+        else:
+            self._revision_order += 1
+            order = self._revision_order
+        self._revisions[revision.id] = (micros(revision.created_at), order, revision)
+        self._revisions_by_belief.setdefault(revision.belief_id, set()).add(revision.id)
+
+    def _put_contradiction(self, contradiction: Contradiction) -> None:
+        old = self._contradictions.get(contradiction.id)
+        if old is not None:
+            for belief_id in old.belief_ids:
+                self._contradictions_by_belief.get(belief_id, set()).discard(contradiction.id)
+        self._contradictions[contradiction.id] = contradiction
+        for belief_id in contradiction.belief_ids:
+            self._contradictions_by_belief.setdefault(belief_id, set()).add(contradiction.id)
+
+    # -- the log --------------------------------------------------------------------------
+
+    def head(self) -> tuple[int, str]:
+        with self._lock:
+            if not self._events:
+                return 0, GENESIS_HASH
+            last = self._events[-1]
+            return last.seq, last.hash
+
+    def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
+        with self._lock:
+            # seq n lives at index n - 1: the chain is gap-free by construction.
+            chosen = self._events[max(after, 0) :]
+            if limit is not None:
+                chosen = chosen[: max(limit, 0)]
+        return iter(chosen)
+
+    def chain_rows(self, after: int = 0) -> Iterator[tuple[int, bytes, str, str]]:
+        with self._lock:
+            chosen = self._events[max(after, 0) :]
+        return ((e.seq, e.body, e.prev_hash, e.hash) for e in chosen)
+
+    # -- projections ----------------------------------------------------------------------
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        with self._lock:
+            return self._sessions.get(session_id)
+
+    def get_observation(self, observation_id: str) -> Observation | None:
+        with self._lock:
+            return self._observations.get(observation_id)
+
+    def get_claim(self, claim_id: str) -> Claim | None:
+        with self._lock:
+            return self._claims.get(claim_id)
+
+    def get_evidence(self, claim_id: str) -> EvidenceSet:
+        with self._lock:
+            items = list(self._evidence.get(claim_id, {}).values())
+        return EvidenceSet(claim_id=claim_id, items=items)
+
+    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, Belief]:
+        with self._lock:
+            out: dict[str, Belief] = {}
+            for belief_id in belief_ids:
+                row = self._beliefs.get(belief_id)
+                if row is not None:
+                    out[belief_id] = row.belief
+            return out
+
+    def find_beliefs(self, where: BeliefFilter) -> list[Belief]:
+        with self._lock:
+            ranked = self._select(where)
+        start = max(where.offset, 0)
+        return [row.belief for row in ranked[start : start + max(where.limit, 0)]]
+
+    def count_beliefs(self, where: BeliefFilter) -> int:
+        with self._lock:
+            return len(self._select(where, rank=False))
+
+    def _select(self, where: BeliefFilter, *, rank: bool = True) -> list[_BeliefRow]:
+        if _empty_set_condition(where):
+            return []
+        if where.text is not None:
+            terms = [t for t in query_terms(where.text) if t in self._postings]
+            candidates: Iterable[str] = {i for t in terms for i in self._postings[t]}
+        elif where.subject is not None and where.predicate is not None and where.project:
+            key = (where.project, where.subject, where.predicate)
+            candidates = self._by_spo.get(key, set()) | self._global
+        else:
+            candidates = self._beliefs.keys()
+        rows = [
+            row
+            for row in (self._beliefs[i] for i in candidates)
+            if belief_matches(row.belief, where, anchor=row.anchor, expires=row.expires)
+        ]
+        if not rank:
+            return rows
+        if where.text is None:
+            rows.sort(key=lambda r: r.belief.id)
+            rows.sort(key=lambda r: r.observed, reverse=True)
+            return rows
+        scores = self._bm25(rows, terms)
+        rows.sort(key=lambda r: (-scores[r.belief.id], r.belief.id))
+        return rows
+
+    def _bm25(self, rows: list[_BeliefRow], terms: list[str]) -> dict[str, float]:
+        count = len(self._beliefs)
+        avgdl = self._total_length / count if count else 0.0
+        weights = [(t, bm25_idf(count, len(self._postings[t]))) for t in terms]
+        scores: dict[str, float] = {}
+        for row in rows:
+            norm = K1 * (1 - B + B * row.length / avgdl) if avgdl else K1
+            score = 0.0
+            for term, idf in weights:
+                freq = row.terms.get(term, 0)
+                if freq:
+                    score += idf * (freq * (K1 + 1.0)) / (freq + norm)
+            scores[row.belief.id] = score
+        return scores
+
+    def get_decision(self, decision_id: str) -> Decision | None:
+        with self._lock:
+            return self._decisions.get(decision_id)
+
+    def decisions_depending_on(self, belief_id: str) -> list[Decision]:
+        with self._lock:
+            found = [self._decisions[i] for i in self._decision_deps.get(belief_id, ())]
+        return sorted(found, key=lambda d: (micros(d.created_at), d.id))
+
+    def revisions_for(self, belief_id: str) -> list[Revision]:
+        with self._lock:
+            found = [self._revisions[i] for i in self._revisions_by_belief.get(belief_id, ())]
+        return [r for _, _, r in sorted(found, key=lambda entry: entry[:2])]
+
+    def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
+        with self._lock:
+            ids = {c for b in belief_ids for c in self._contradictions_by_belief.get(b, ())}
+            found = [self._contradictions[i] for i in ids]
+        return sorted(found, key=lambda c: (micros(c.detected_at), c.id))
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"{self.url} is closed", hint="open a new store with firewall.open()")
+
+    def close(self) -> None:
+        self._closed = True
+
+
+def _stage_belief(belief: Belief) -> _BeliefRow:
+    terms = Counter(tokens(belief.statement))
+    return _BeliefRow(
+        belief=belief,
+        terms=terms,
+        length=sum(terms.values()),
+        anchor=micros(belief.last_verified_at or belief.observed_at),
+        observed=micros(belief.observed_at),
+        expires=micros(belief.expires_at) if belief.expires_at is not None else None,
+    )
+
+
+__all__ = ["MemoryStore", "belief_matches", "bm25_idf", "micros"]

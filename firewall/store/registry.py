@@ -1,0 +1,77 @@
+"""Open a store from a URL: the one place that maps URL schemes to backends.
+
+>>> store = open_store("memory://")
+>>> type(store).__name__
+'MemoryStore'
+>>> store.close()
+
+``sqlite:///`` is followed by the file path exactly as written: ``sqlite:///./x.db`` and
+``sqlite:///x.db`` are relative to the working directory, ``sqlite:////abs/x.db`` is absolute and
+``sqlite:///:memory:`` is a private in-memory database. PostgreSQL needs the ``postgres`` extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+from firewall.errors import UnsupportedURLError
+from firewall.store.base import Store
+
+DEFAULT_URL = "sqlite:///./.gnomon/gnomon.db"
+SUPPORTED = ("memory://", "sqlite:///<path>", "postgresql://<dsn>")
+
+
+def default_url() -> str:
+    """``$GNOMON_URL`` if set, else the embedded default ``sqlite:///./.gnomon/gnomon.db``."""
+    return os.environ.get("GNOMON_URL") or DEFAULT_URL
+
+
+def open_store(url: str, **options: Any) -> Store:
+    """Open the store ``url`` names; ``options`` go to the backend (e.g. ``busy_timeout``)."""
+    scheme, sep, rest = url.partition("://")
+    scheme = scheme.lower()
+    if not sep:
+        scheme = ""
+    if scheme == "memory":
+        from firewall.store.memory import MemoryStore
+
+        return MemoryStore(url)  # nothing to tune: options are for persistent backends
+    if scheme == "sqlite":
+        if not rest.startswith("/") or len(rest) < 2:
+            raise UnsupportedURLError(
+                f"SQLite URL {url!r} has no file path",
+                hint="write sqlite:///relative/path.db, sqlite:////absolute/path.db "
+                "or sqlite:///:memory:",
+            )
+        from firewall.store.sqlite import SQLiteStore
+
+        return SQLiteStore(rest[1:], url=url, **options)
+    if scheme in ("postgresql", "postgres"):
+        try:
+            backend = importlib.import_module("firewall.store.postgres")
+        except ImportError as exc:
+            raise UnsupportedURLError(
+                f"cannot open {_redact(url)}: PostgreSQL support is not installed",
+                hint="PostgreSQL support arrives with `pip install 'gnomon[postgres]'`",
+            ) from exc
+        store: Store = backend.PostgresStore(url, **options)
+        return store
+    raise UnsupportedURLError(
+        f"no store backend for URL {_redact(url)!r}; supported: {', '.join(SUPPORTED)}",
+        hint=f"use one of the supported schemes, e.g. {DEFAULT_URL}",
+    )
+
+
+def _redact(url: str) -> str:
+    """Hide a password in ``scheme://user:password@host`` before it reaches a message."""
+    scheme, sep, rest = url.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if sep and at and ":" in credentials:
+        user = credentials.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url
+
+
+__all__ = ["DEFAULT_URL", "default_url", "open_store"]

@@ -1,0 +1,595 @@
+"""``sqlite:///path``: the embedded default store (stdlib :mod:`sqlite3`, WAL, FTS5).
+
+One connection per store, shared by threads behind a lock. Every write goes through
+:meth:`SQLiteStore.commit`, which takes SQLite's write lock with ``BEGIN IMMEDIATE`` *before*
+reading the chain head: several processes appending to one file therefore queue on that lock and
+keep one gap-free chain. Every :mod:`sqlite3` exception is converted at this module's edge into
+:class:`~firewall.errors.StoreLockedError`, :class:`~firewall.errors.StoreCorruptError` or
+:class:`~firewall.errors.StoreError`, each naming the file.
+
+>>> from firewall.store.sqlite import SQLiteStore
+>>> with SQLiteStore(":memory:") as store:
+...     store.head()[0]
+0
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+
+from firewall.chain import (
+    Belief,
+    ChainModel,
+    Claim,
+    Contradiction,
+    Decision,
+    EvidenceItem,
+    EvidenceSet,
+    Observation,
+    Revision,
+    SessionInfo,
+)
+from firewall.errors import GnomonError, StoreCorruptError, StoreError, StoreLockedError
+from firewall.events import GENESIS_HASH, Event, EventDraft, seal
+from firewall.states import SENSITIVITY_RANK, Scope
+from firewall.store import sqlite_schema as schema
+from firewall.store.base import BeliefFilter, Store
+from firewall.store.memory import micros
+from firewall.text import fts5_match, tokens
+
+M = TypeVar("M", bound=ChainModel)
+
+PAGE = 1000
+_IN_CHUNK = 500
+_dumps = orjson.dumps
+
+
+class SQLiteStore(Store):
+    """The ``sqlite:///`` backend.
+
+    ``path`` is a file path (parent directories are created) or ``":memory:"``.
+    ``busy_timeout`` is how many seconds a writer waits for another process's lock before
+    :class:`StoreLockedError` is raised. ``facets_in_match`` pushes the four status-set
+    conditions into the FTS5 MATCH expression instead of the SQL WHERE clause.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = 5.0,
+        facets_in_match: bool = False,
+        url: str | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.url = url or f"sqlite:///{self.path}"
+        self.busy_timeout = busy_timeout
+        self.facets_in_match = facets_in_match
+        self._lock = threading.RLock()
+        self._closed = True
+        if self.path != ":memory:":
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the directory for {self.path}: {exc.strerror or exc}",
+                    hint="check the path in the store URL and the directory permissions",
+                ) from exc
+        try:
+            self._conn = sqlite3.connect(
+                self.path,
+                timeout=busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                cached_statements=512,
+            )
+        except sqlite3.Error as exc:
+            raise self._convert(exc, "opening the database") from exc
+        self._closed = False
+        try:
+            with self._guard("opening the database"):
+                self._setup()
+        except BaseException:
+            self._closed = True
+            self._conn.close()
+            raise
+
+    # -- opening --------------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        conn = self._conn
+        conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            tables = {
+                name
+                for (name,) in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
+                )
+            }
+            if "meta" in tables:
+                self._check_meta()
+            elif tables:
+                raise StoreCorruptError(
+                    f"{self.path} is an SQLite database but not a Gnomon store "
+                    f"(it has tables {', '.join(sorted(tables)[:5])} and no gnomon meta table)",
+                    hint="point the store URL at a new file or an existing Gnomon store",
+                )
+            else:
+                for statement in _statements(schema.DDL):
+                    conn.execute(statement)
+                conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [
+                        ("application", schema.APPLICATION),
+                        ("schema_version", str(schema.SCHEMA_VERSION)),
+                    ],
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    def _check_meta(self) -> None:
+        meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+        application = meta.get("application")
+        if application != schema.APPLICATION:
+            raise StoreCorruptError(
+                f"{self.path} belongs to another application ({application!r}), not a Gnomon store",
+                hint="point the store URL at a new file or an existing Gnomon store",
+            )
+        version = meta.get("schema_version", "")
+        if not version.isdigit():
+            raise StoreCorruptError(
+                f"{self.path} has an unreadable schema_version {version!r}",
+                hint="restore the store from a verified NDJSON export",
+            )
+        if int(version) > schema.SCHEMA_VERSION:
+            raise StoreCorruptError(
+                f"{self.path} uses Gnomon store schema {version}, newer than the "
+                f"{schema.SCHEMA_VERSION} this version understands",
+                hint="upgrade gnomon (`pip install -U gnomon`) to open this store",
+            )
+
+    # -- error edge -----------------------------------------------------------------------
+
+    def _convert(self, exc: sqlite3.Error, doing: str) -> StoreError:
+        text = str(exc)
+        low = text.lower()
+        if "locked" in low or "busy" in low:
+            return StoreLockedError(
+                f"{self.path} is locked by another connection or process "
+                f"(waited {self.busy_timeout:g} s while {doing})",
+                hint="wait for the other writer to finish, or open the store with a longer "
+                "busy_timeout, e.g. firewall.open(url, busy_timeout=30)",
+            )
+        if "not a database" in low or "malformed" in low or "corrupt" in low:
+            return StoreCorruptError(
+                f"{self.path} is not a readable Gnomon store ({text})",
+                hint="move the file aside and open a new path, or restore from a verified "
+                "NDJSON export",
+            )
+        return StoreError(
+            f"{self.url}: {doing} failed: {text}",
+            hint="check that the database file is readable and writable and the disk has space",
+        )
+
+    @contextmanager
+    def _guard(self, doing: str) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise StoreError(
+                    f"{self.url} is closed", hint="open the store again with firewall.open()"
+                )
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise self._convert(exc, doing) from exc
+
+    # -- the only write path --------------------------------------------------------------
+
+    def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
+        if not drafts:
+            return []
+        with self._guard("committing events") as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                sealed = self._write(conn, drafts)
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                if conn.in_transaction:
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                if isinstance(exc, GnomonError | sqlite3.Error) or not isinstance(exc, Exception):
+                    raise
+                raise StoreError(
+                    f"{self.url}: commit failed and was rolled back: {exc!r}",
+                    hint="nothing was written; fix the draft that could not be stored",
+                ) from exc
+            return sealed
+
+    def _write(self, conn: sqlite3.Connection, drafts: Sequence[EventDraft]) -> list[Event]:
+        row = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
+        sealed: list[Event] = []
+        rows = _Rows()
+        for draft in drafts:
+            seq += 1
+            event = seal(seq, prev, draft)
+            prev = event.hash
+            sealed.append(event)
+            if draft.records:
+                rows.add(draft, event.payload["records"])
+        conn.executemany(
+            schema.INSERT_EVENT,
+            [
+                (e.seq, e.kind, e.at, e.actor, e.session_id, e.body, e.prev_hash, e.hash)
+                for e in sealed
+            ],
+        )
+        rows.write(conn)
+        return sealed
+
+    # -- the log --------------------------------------------------------------------------
+
+    def head(self) -> tuple[int, str]:
+        with self._guard("reading the chain head") as conn:
+            row = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        return (row[0], row[1]) if row else (0, GENESIS_HASH)
+
+    def _pages(self, after: int, limit: int | None) -> Iterator[tuple[int, bytes, str, str]]:
+        # Pages, so that no cursor (and no lock) is held while the caller consumes the log.
+        remaining = limit
+        cursor = after
+        while remaining is None or remaining > 0:
+            size = PAGE if remaining is None else min(PAGE, remaining)
+            with self._guard("reading events") as conn:
+                page = conn.execute(
+                    "SELECT seq, body, prev_hash, hash FROM events "
+                    "WHERE seq > ? ORDER BY seq LIMIT ?",
+                    (cursor, size),
+                ).fetchall()
+            yield from page
+            if len(page) < size:
+                return
+            cursor = page[-1][0]
+            if remaining is not None:
+                remaining -= len(page)
+
+    def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
+        for seq, body, prev_hash, digest in self._pages(after, limit):
+            yield Event.from_body(seq, body, prev_hash, digest)
+
+    def chain_rows(self, after: int = 0) -> Iterator[tuple[int, bytes, str, str]]:
+        return self._pages(after, None)
+
+    # -- projections ----------------------------------------------------------------------
+
+    def _one(self, model: type[M], sql: str, params: Sequence[Any]) -> M | None:
+        with self._guard("reading") as conn:
+            row = conn.execute(sql, params).fetchone()
+        return None if row is None else model.model_validate_json(row[0], strict=False)
+
+    def _many(self, model: type[M], sql: str, params: Sequence[Any]) -> list[M]:
+        with self._guard("reading") as conn:
+            docs = conn.execute(sql, params).fetchall()
+        validate = model.model_validate_json
+        return [validate(doc, strict=False) for (doc,) in docs]
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        return self._one(SessionInfo, "SELECT doc FROM sessions WHERE id = ?", (session_id,))
+
+    def get_observation(self, observation_id: str) -> Observation | None:
+        return self._one(
+            Observation, "SELECT doc FROM observations WHERE id = ?", (observation_id,)
+        )
+
+    def get_claim(self, claim_id: str) -> Claim | None:
+        return self._one(Claim, "SELECT doc FROM claims WHERE id = ?", (claim_id,))
+
+    def get_evidence(self, claim_id: str) -> EvidenceSet:
+        items = self._many(
+            EvidenceItem, "SELECT doc FROM evidence WHERE claim_id = ? ORDER BY rowid", (claim_id,)
+        )
+        return EvidenceSet(claim_id=claim_id, items=items)
+
+    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, Belief]:
+        ids = list(dict.fromkeys(belief_ids))
+        found: dict[str, Belief] = {}
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for belief in self._many(
+                Belief, f"SELECT doc FROM beliefs WHERE id IN ({marks})", chunk
+            ):
+                found[belief.id] = belief
+        return {i: found[i] for i in ids if i in found}
+
+    def find_beliefs(self, where: BeliefFilter) -> list[Belief]:
+        query = self._belief_query(where, count=False)
+        if query is None:
+            return []
+        return self._many(Belief, *query)
+
+    def count_beliefs(self, where: BeliefFilter) -> int:
+        query = self._belief_query(where, count=True)
+        if query is None:
+            return 0
+        with self._guard("counting beliefs") as conn:
+            return int(conn.execute(*query).fetchone()[0])
+
+    def _belief_query(self, where: BeliefFilter, *, count: bool) -> tuple[str, list[Any]] | None:
+        """One SQL statement answering ``where``, or None when nothing can match."""
+        sets = (
+            ("truth", "t", where.truth),
+            ("retrieval", "r", where.retrieval),
+            ("security", "s", where.security),
+            ("freshness", "f", where.freshness),
+        )
+        if any(values is not None and not values for _, _, values in sets):
+            return None
+        conds: list[str] = []
+        params: list[Any] = []
+        match: str | None = None
+        if where.text is not None:
+            terms = fts5_match(where.text)
+            if terms is None:
+                return None
+            match = f"terms:({terms})"
+        for column, prefix, values in sets:
+            if values is None:
+                continue
+            ordered = sorted(values)
+            if match is not None and self.facets_in_match:
+                match += " AND facets:(" + " OR ".join(f'"{prefix}_{v}"' for v in ordered) + ")"
+            elif len(ordered) == 1:
+                conds.append(f"b.{column} = ?")
+                params.append(ordered[0].value)
+            else:
+                conds.append(f"b.{column} IN ({','.join('?' * len(ordered))})")
+                params.extend(v.value for v in ordered)
+        if where.max_sensitivity is not None:
+            conds.append("b.sensitivity_rank <= ?")
+            params.append(SENSITIVITY_RANK[where.max_sensitivity])
+        if where.anchor_after is not None:
+            conds.append("b.anchor_us >= ?")
+            params.append(micros(where.anchor_after))
+        if where.not_expired_at is not None:
+            conds.append("(b.expires_us IS NULL OR b.expires_us > ?)")
+            params.append(micros(where.not_expired_at))
+        if where.project is not None:
+            conds.append("(b.project = ? OR b.scope = ?)")
+            params.extend((where.project, Scope.GLOBAL.value))
+        if where.user is not None:
+            conds.append("(b.scope <> ? OR b.user = ?)")
+            params.extend((Scope.USER.value, where.user))
+        for column, value in (
+            ("subject", where.subject),
+            ("predicate", where.predicate),
+            ("session_id", where.session_id),
+        ):
+            if value is not None:
+                conds.append(f"b.{column} = ?")
+                params.append(value)
+        if where.exclude_ids:
+            conds.append(f"b.id NOT IN ({','.join('?' * len(where.exclude_ids))})")
+            params.extend(sorted(where.exclude_ids))
+
+        select = "count(*)" if count else "b.doc"
+        if match is not None:
+            sql = (
+                f"SELECT {select} FROM beliefs_fts JOIN beliefs b ON b.rid = beliefs_fts.rowid "
+                "WHERE beliefs_fts MATCH ?"
+            )
+            params.insert(0, match)
+            order = "bm25(beliefs_fts, 1.0, 0.0), b.id"
+        else:
+            sql = f"SELECT {select} FROM beliefs b WHERE 1"
+            order = "b.observed_us DESC, b.id"
+        if conds:
+            sql += " AND " + " AND ".join(conds)
+        if not count:
+            sql += f" ORDER BY {order} LIMIT ? OFFSET ?"
+            params.extend((max(where.limit, 0), max(where.offset, 0)))
+        return sql, params
+
+    def get_decision(self, decision_id: str) -> Decision | None:
+        return self._one(Decision, "SELECT doc FROM decisions WHERE id = ?", (decision_id,))
+
+    def decisions_depending_on(self, belief_id: str) -> list[Decision]:
+        return self._many(
+            Decision,
+            "SELECT d.doc FROM decision_deps x JOIN decisions d ON d.id = x.decision_id "
+            "WHERE x.belief_id = ? ORDER BY d.created_us, d.id",
+            (belief_id,),
+        )
+
+    def revisions_for(self, belief_id: str) -> list[Revision]:
+        return self._many(
+            Revision,
+            "SELECT doc FROM revisions WHERE belief_id = ? ORDER BY created_us, rid",
+            (belief_id,),
+        )
+
+    def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
+        ids = list(dict.fromkeys(belief_ids))
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        return self._many(
+            Contradiction,
+            "SELECT doc FROM contradictions WHERE id IN (SELECT contradiction_id "
+            f"FROM contradiction_members WHERE belief_id IN ({marks})) "
+            "ORDER BY detected_us, id",
+            ids,
+        )
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                with suppress(sqlite3.Error):
+                    self._conn.execute("PRAGMA optimize")
+            finally:
+                self._conn.close()
+
+
+class _Rows:
+    """Projection rows of one commit, collected per table for ``executemany``."""
+
+    def __init__(self) -> None:
+        self.sessions: list[tuple[Any, ...]] = []
+        self.observations: list[tuple[Any, ...]] = []
+        self.claims: list[tuple[Any, ...]] = []
+        self.evidence: list[tuple[Any, ...]] = []
+        self.beliefs: list[tuple[Any, ...]] = []
+        self.decisions: dict[str, tuple[Decision, bytes]] = {}
+        self.actions: list[tuple[Any, ...]] = []
+        self.outcomes: list[tuple[Any, ...]] = []
+        self.revisions: list[tuple[Any, ...]] = []
+        self.contradictions: dict[str, tuple[Contradiction, bytes]] = {}
+
+    def add(self, draft: EventDraft, payload: dict[str, list[dict[str, Any]]]) -> None:
+        # The event payload already holds each record's JSON form: reuse it as the row's doc.
+        rec = draft.records
+        if rec.sessions:
+            self.sessions.extend(
+                (s.id, s.project, _dumps(d))
+                for s, d in zip(rec.sessions, payload["sessions"], strict=True)
+            )
+        if rec.observations:
+            self.observations.extend(
+                (o.id, o.session_id, _dumps(d))
+                for o, d in zip(rec.observations, payload["observations"], strict=True)
+            )
+        if rec.claims:
+            self.claims.extend(
+                (c.id, _dumps(d)) for c, d in zip(rec.claims, payload["claims"], strict=True)
+            )
+        if rec.evidence:
+            self.evidence.extend(
+                (e.id, e.claim_id, _dumps(d))
+                for e, d in zip(rec.evidence, payload["evidence"], strict=True)
+            )
+        if rec.beliefs:
+            self.beliefs.extend(
+                _belief_row(b, _dumps(d))
+                for b, d in zip(rec.beliefs, payload["beliefs"], strict=True)
+            )
+        for decision, doc in zip(rec.decisions, payload.get("decisions", ()), strict=True):
+            self.decisions.pop(decision.id, None)  # keep the last version, in order
+            self.decisions[decision.id] = (decision, _dumps(doc))
+        if rec.actions:
+            self.actions.extend(
+                (a.id, a.decision_id, a.session_id, _dumps(d))
+                for a, d in zip(rec.actions, payload["actions"], strict=True)
+            )
+        if rec.outcomes:
+            self.outcomes.extend(
+                (o.id, o.action_id, o.session_id, _dumps(d))
+                for o, d in zip(rec.outcomes, payload["outcomes"], strict=True)
+            )
+        if rec.revisions:
+            self.revisions.extend(
+                (r.id, r.belief_id, micros(r.created_at), _dumps(d))
+                for r, d in zip(rec.revisions, payload["revisions"], strict=True)
+            )
+        for contradiction, doc in zip(
+            rec.contradictions, payload.get("contradictions", ()), strict=True
+        ):
+            self.contradictions.pop(contradiction.id, None)
+            self.contradictions[contradiction.id] = (contradiction, _dumps(doc))
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        for sql, rows in (
+            (schema.UPSERT_SESSION, self.sessions),
+            (schema.UPSERT_OBSERVATION, self.observations),
+            (schema.UPSERT_CLAIM, self.claims),
+            (schema.UPSERT_EVIDENCE, self.evidence),
+            (schema.UPSERT_BELIEF, self.beliefs),
+            (schema.UPSERT_ACTION, self.actions),
+            (schema.UPSERT_OUTCOME, self.outcomes),
+            (schema.UPSERT_REVISION, self.revisions),
+        ):
+            if rows:
+                conn.executemany(sql, rows)
+        if self.decisions:
+            decisions = list(self.decisions.values())
+            conn.executemany(
+                schema.UPSERT_DECISION,
+                [(d.id, d.session_id, micros(d.created_at), doc) for d, doc in decisions],
+            )
+            conn.executemany(schema.DELETE_DECISION_DEPS, [(d.id,) for d, _ in decisions])
+            conn.executemany(
+                schema.INSERT_DECISION_DEP,
+                [(b, d.id) for d, _ in decisions for b in d.depends_on],
+            )
+        if self.contradictions:
+            found = list(self.contradictions.values())
+            conn.executemany(
+                schema.UPSERT_CONTRADICTION,
+                [(c.id, micros(c.detected_at), doc) for c, doc in found],
+            )
+            conn.executemany(schema.DELETE_CONTRADICTION_MEMBERS, [(c.id,) for c, _ in found])
+            conn.executemany(
+                schema.INSERT_CONTRADICTION_MEMBER,
+                [(b, c.id) for c, _ in found for b in c.belief_ids],
+            )
+
+
+def _belief_row(b: Belief, doc: bytes) -> tuple[Any, ...]:
+    truth = b.truth_status.value
+    retrieval = b.retrieval_status.value
+    security = b.security_status.value
+    freshness = b.freshness_status.value
+    observed = micros(b.observed_at)
+    return (
+        b.id,
+        truth,
+        retrieval,
+        security,
+        freshness,
+        SENSITIVITY_RANK[b.sensitivity],
+        micros(b.last_verified_at) if b.last_verified_at is not None else observed,
+        observed,
+        micros(b.expires_at) if b.expires_at is not None else None,
+        b.project,
+        b.scope.value,
+        b.user,
+        b.subject,
+        b.predicate,
+        b.session_id,
+        " ".join(tokens(b.statement)),
+        f"t_{truth} r_{retrieval} s_{security} f_{freshness}",
+        doc,
+    )
+
+
+def _statements(script: str) -> Iterator[str]:
+    """Split a DDL script into statements (trigger bodies included) without executescript,
+    which would commit the surrounding transaction."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statement = buffer.strip()
+            buffer = ""
+            if statement:
+                yield statement
+
+
+__all__ = ["SQLiteStore"]

@@ -1,0 +1,228 @@
+"""The SQLite schema (version 1): the event log, the projections and the full-text index.
+
+Each projection row keeps the record's full JSON in ``doc`` (what reads return) next to the few
+columns that filters and indexes need. Times used for filtering or ordering are stored as integer
+microseconds since the epoch, so comparisons are exact and timezone-proof.
+
+Full-text search is an external-content FTS5 table over ``beliefs(terms, facets)``:
+
+* ``terms`` is ``" ".join(firewall.text.tokens(statement))``: Python tokenizes, FTS5 only splits
+  on the spaces, so SQLite matches exactly what the memory backend matches;
+* ``facets`` holds one token per status axis (``t_supported r_normal s_clean f_fresh``) so that
+  the status conditions of a policy can be pushed into the MATCH expression when that is cheaper.
+
+Triggers keep the FTS index in step with every insert, update and delete of a belief row.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+APPLICATION = "gnomon"
+
+FTS_TOKENIZE = "unicode61 remove_diacritics 2 tokenchars '_'"
+
+DDL = f"""
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE events (
+    seq        INTEGER PRIMARY KEY,
+    kind       TEXT NOT NULL,
+    at         TEXT NOT NULL,
+    actor      TEXT NOT NULL,
+    session_id TEXT,
+    body       BLOB NOT NULL,
+    prev_hash  TEXT NOT NULL,
+    hash       TEXT NOT NULL
+);
+CREATE INDEX events_session ON events (session_id);
+
+CREATE TABLE sessions (
+    id      TEXT PRIMARY KEY,
+    project TEXT NOT NULL,
+    doc     BLOB NOT NULL
+);
+
+CREATE TABLE observations (
+    id         TEXT PRIMARY KEY,
+    session_id TEXT,
+    doc        BLOB NOT NULL
+);
+CREATE INDEX observations_session ON observations (session_id);
+
+CREATE TABLE claims (
+    id  TEXT PRIMARY KEY,
+    doc BLOB NOT NULL
+);
+
+CREATE TABLE evidence (
+    id       TEXT PRIMARY KEY,
+    claim_id TEXT NOT NULL,
+    doc      BLOB NOT NULL
+);
+CREATE INDEX evidence_claim ON evidence (claim_id);
+
+CREATE TABLE beliefs (
+    rid              INTEGER PRIMARY KEY,
+    id               TEXT NOT NULL UNIQUE,
+    truth            TEXT NOT NULL,
+    retrieval        TEXT NOT NULL,
+    security         TEXT NOT NULL,
+    freshness        TEXT NOT NULL,
+    sensitivity_rank INTEGER NOT NULL,
+    anchor_us        INTEGER NOT NULL,
+    observed_us      INTEGER NOT NULL,
+    expires_us       INTEGER,
+    project          TEXT NOT NULL,
+    scope            TEXT NOT NULL,
+    user             TEXT,
+    subject          TEXT,
+    predicate        TEXT,
+    session_id       TEXT,
+    terms            TEXT NOT NULL,
+    facets           TEXT NOT NULL,
+    doc              BLOB NOT NULL
+);
+CREATE INDEX beliefs_policy
+    ON beliefs (truth, retrieval, security, sensitivity_rank, anchor_us);
+CREATE INDEX beliefs_recent ON beliefs (observed_us DESC, id);
+CREATE INDEX beliefs_spo ON beliefs (project, subject, predicate);
+CREATE INDEX beliefs_subject ON beliefs (subject, predicate);
+CREATE INDEX beliefs_session ON beliefs (session_id);
+
+CREATE VIRTUAL TABLE beliefs_fts USING fts5 (
+    terms, facets,
+    content = 'beliefs', content_rowid = 'rid',
+    tokenize = "{FTS_TOKENIZE}"
+);
+CREATE TRIGGER beliefs_fts_insert AFTER INSERT ON beliefs BEGIN
+    INSERT INTO beliefs_fts (rowid, terms, facets) VALUES (new.rid, new.terms, new.facets);
+END;
+CREATE TRIGGER beliefs_fts_delete AFTER DELETE ON beliefs BEGIN
+    INSERT INTO beliefs_fts (beliefs_fts, rowid, terms, facets)
+        VALUES ('delete', old.rid, old.terms, old.facets);
+END;
+CREATE TRIGGER beliefs_fts_update AFTER UPDATE ON beliefs BEGIN
+    INSERT INTO beliefs_fts (beliefs_fts, rowid, terms, facets)
+        VALUES ('delete', old.rid, old.terms, old.facets);
+    INSERT INTO beliefs_fts (rowid, terms, facets) VALUES (new.rid, new.terms, new.facets);
+END;
+
+CREATE TABLE decisions (
+    id         TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    doc        BLOB NOT NULL
+);
+CREATE INDEX decisions_session ON decisions (session_id);
+
+CREATE TABLE decision_deps (
+    belief_id   TEXT NOT NULL,
+    decision_id TEXT NOT NULL,
+    PRIMARY KEY (belief_id, decision_id)
+) WITHOUT ROWID;
+CREATE INDEX decision_deps_decision ON decision_deps (decision_id);
+
+CREATE TABLE actions (
+    id          TEXT PRIMARY KEY,
+    decision_id TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    doc         BLOB NOT NULL
+);
+CREATE INDEX actions_decision ON actions (decision_id);
+
+CREATE TABLE outcomes (
+    id         TEXT PRIMARY KEY,
+    action_id  TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    doc        BLOB NOT NULL
+);
+CREATE INDEX outcomes_action ON outcomes (action_id);
+
+CREATE TABLE revisions (
+    rid        INTEGER PRIMARY KEY,
+    id         TEXT NOT NULL UNIQUE,
+    belief_id  TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    doc        BLOB NOT NULL
+);
+CREATE INDEX revisions_belief ON revisions (belief_id, created_us, rid);
+
+CREATE TABLE contradictions (
+    id          TEXT PRIMARY KEY,
+    detected_us INTEGER NOT NULL,
+    doc         BLOB NOT NULL
+);
+
+CREATE TABLE contradiction_members (
+    belief_id        TEXT NOT NULL,
+    contradiction_id TEXT NOT NULL,
+    PRIMARY KEY (belief_id, contradiction_id)
+) WITHOUT ROWID;
+CREATE INDEX contradiction_members_contradiction ON contradiction_members (contradiction_id);
+"""
+
+BELIEF_COLUMNS = (
+    "id",
+    "truth",
+    "retrieval",
+    "security",
+    "freshness",
+    "sensitivity_rank",
+    "anchor_us",
+    "observed_us",
+    "expires_us",
+    "project",
+    "scope",
+    "user",
+    "subject",
+    "predicate",
+    "session_id",
+    "terms",
+    "facets",
+    "doc",
+)
+
+
+def upsert(table: str, columns: tuple[str, ...], key: str = "id") -> str:
+    """``INSERT … ON CONFLICT(key) DO UPDATE``: a new version keeps the row (and its rowid)."""
+    names = ", ".join(columns)
+    marks = ", ".join("?" for _ in columns)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
+    return (
+        f"INSERT INTO {table} ({names}) VALUES ({marks}) "
+        f"ON CONFLICT ({key}) DO UPDATE SET {updates}"
+    )
+
+
+UPSERT_SESSION = upsert("sessions", ("id", "project", "doc"))
+UPSERT_OBSERVATION = upsert("observations", ("id", "session_id", "doc"))
+UPSERT_CLAIM = upsert("claims", ("id", "doc"))
+UPSERT_EVIDENCE = upsert("evidence", ("id", "claim_id", "doc"))
+UPSERT_BELIEF = upsert("beliefs", BELIEF_COLUMNS)
+UPSERT_DECISION = upsert("decisions", ("id", "session_id", "created_us", "doc"))
+UPSERT_ACTION = upsert("actions", ("id", "decision_id", "session_id", "doc"))
+UPSERT_OUTCOME = upsert("outcomes", ("id", "action_id", "session_id", "doc"))
+UPSERT_REVISION = upsert("revisions", ("id", "belief_id", "created_us", "doc"))
+UPSERT_CONTRADICTION = upsert("contradictions", ("id", "detected_us", "doc"))
+
+INSERT_EVENT = (
+    "INSERT INTO events (seq, kind, at, actor, session_id, body, prev_hash, hash) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+DELETE_DECISION_DEPS = "DELETE FROM decision_deps WHERE decision_id = ?"
+INSERT_DECISION_DEP = "INSERT OR IGNORE INTO decision_deps (belief_id, decision_id) VALUES (?, ?)"
+DELETE_CONTRADICTION_MEMBERS = "DELETE FROM contradiction_members WHERE contradiction_id = ?"
+INSERT_CONTRADICTION_MEMBER = (
+    "INSERT OR IGNORE INTO contradiction_members (belief_id, contradiction_id) VALUES (?, ?)"
+)
+
+__all__ = [
+    "APPLICATION",
+    "BELIEF_COLUMNS",
+    "DDL",
+    "FTS_TOKENIZE",
+    "SCHEMA_VERSION",
+]

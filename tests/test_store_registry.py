@@ -1,0 +1,74 @@
+"""``open_store``: URL schemes to backends, and the errors for the ones we do not serve."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from firewall.errors import UnsupportedURLError
+from firewall.store.memory import MemoryStore
+from firewall.store.registry import DEFAULT_URL, default_url, open_store
+from firewall.store.sqlite import SQLiteStore
+
+
+def test_memory() -> None:
+    with open_store("memory://") as store:
+        assert isinstance(store, MemoryStore)
+        assert store.url == "memory://"
+
+
+def test_sqlite_relative(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with open_store("sqlite:///./data/x.db") as store:
+        assert isinstance(store, SQLiteStore)
+        assert store.url == "sqlite:///./data/x.db"
+    assert (tmp_path / "data" / "x.db").exists()
+    with open_store("sqlite:///y.db"):
+        pass
+    assert (tmp_path / "y.db").exists()
+
+
+def test_sqlite_absolute(tmp_path: Path) -> None:
+    path = tmp_path / "abs" / "x.db"
+    assert str(path).startswith("/")
+    with open_store(f"sqlite:///{path}", busy_timeout=1.5) as store:
+        assert isinstance(store, SQLiteStore)
+        assert store.busy_timeout == 1.5
+    assert path.exists()
+
+
+def test_sqlite_in_memory() -> None:
+    with open_store("sqlite:///:memory:") as store:
+        assert isinstance(store, SQLiteStore)
+        assert store.head()[0] == 0
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite://host/x.db"])
+def test_sqlite_without_path(url: str) -> None:
+    with pytest.raises(UnsupportedURLError, match="path"):
+        open_store(url)
+
+
+def test_postgres_without_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "firewall.store.postgres", None)
+    with pytest.raises(UnsupportedURLError) as err:
+        open_store("postgresql://gnomon:s3cret@db.example/gnomon")
+    assert "pip install 'gnomon[postgres]'" in str(err.value)
+    assert "s3cret" not in str(err.value)
+
+
+@pytest.mark.parametrize("url", ["mysql://localhost/db", "redis://x", "./gnomon.db", ""])
+def test_unknown_scheme_lists_supported(url: str) -> None:
+    with pytest.raises(UnsupportedURLError) as err:
+        open_store(url)
+    for scheme in ("memory://", "sqlite:///", "postgresql://"):
+        assert scheme in str(err.value)
+
+
+def test_default_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GNOMON_URL", raising=False)
+    assert default_url() == DEFAULT_URL == "sqlite:///./.gnomon/gnomon.db"
+    monkeypatch.setenv("GNOMON_URL", "memory://")
+    assert default_url() == "memory://"
