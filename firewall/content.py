@@ -135,7 +135,8 @@ def render_args(args: Mapping[str, Any]) -> str:
     parts = []
     for key in sorted(args):
         value = args[key]
-        if isinstance(value, bool | int | float) or value is None or (isinstance(value, str) and _INLINE_ARG.match(value)):
+        scalar = isinstance(value, bool | int | float) or value is None
+        if scalar or (isinstance(value, str) and _INLINE_ARG.match(value)):
             shown = orjson.dumps(value).decode()
         else:
             digest = hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()

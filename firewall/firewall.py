@@ -8,7 +8,8 @@ mint authority: promotion, quarantine clearance and the audit path all need a
 >>> import firewall
 >>> wall = firewall.open("memory://")
 >>> with wall.session(project="shop", actor="coder", user="alice") as s:
-...     fact = s.observe(tool="chat", content="We deploy on Fridays", origin=firewall.Origin.user("alice"))
+...     said = firewall.Origin.user("alice")
+...     fact = s.observe(tool="chat", content="We deploy on Fridays", origin=said)
 ...     s.recall("deploy").accepted[0].statement
 'We deploy on Fridays'
 """

@@ -1,4 +1,4 @@
-"""The belief gate: which states a belief starts in, and which moves it may make, on whose authority.
+"""The belief gate: the states a belief starts in and the moves it may make, by whose authority.
 
 Each axis has its own transition table. A move that is not in the table is refused; a move in the
 table is refused unless the acting authority is listed for it. Every accepted move becomes a

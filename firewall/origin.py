@@ -11,7 +11,7 @@ can change what a *belief* is trusted for, and even then its label keeps its his
 >>> summary = Origin.join(Origin.agent("coder"), Origin.external("file:DEVELOPMENT.md"))
 >>> summary.integrity.name
 'UNTRUSTED'
->>> sorted(summary.classes)
+>>> sorted(c.value for c in summary.classes)
 ['agent', 'external']
 """
 

@@ -38,7 +38,9 @@ class QuotedItem:
 
 def _escape(text: str) -> str:
     """Quoted text must not be able to close its own quotation and speak as the system."""
-    return text.replace("</quoted-data", "<\\/quoted-data").replace("<quoted-data", "<\\quoted-data")
+    return text.replace("</quoted-data", "<\\/quoted-data").replace(
+        "<quoted-data", "<\\quoted-data"
+    )
 
 
 @dataclass(frozen=True, slots=True)

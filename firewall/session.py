@@ -26,6 +26,7 @@ from firewall.chain import (
     EvidenceSet,
     Observation,
     Outcome,
+    Revision,
     SessionInfo,
 )
 from firewall.content import (
@@ -483,7 +484,7 @@ class Session:
         )
         existing = self.wall.store.get_evidence(belief.claim_id)
         evidence = EvidenceSet(claim_id=belief.claim_id, items=[*existing.items, item])
-        updated, revisions = belief, []
+        updated, revisions = belief, list[Revision]()
         promotable = (
             relation == EvidenceRelation.SUPPORTS
             and belief.truth_status == TruthStatus.UNVERIFIED
@@ -558,11 +559,18 @@ class Session:
             )
         now = self.wall.clock()
         store = self.wall.store
-        scope = {"text": query, "project": self.project, "user": self.user, "now": now}
-        accepted = store.find_beliefs(chosen.accept_filter(**scope, limit=k))
+        accepted = store.find_beliefs(
+            chosen.accept_filter(text=query, project=self.project, user=self.user, now=now, limit=k)
+        )
         taken = {b.id for b in accepted}
         quoted: list[Belief] = []
-        quote_where = chosen.quote_filter(**scope, limit=chosen.quote.max_items)
+        quote_where = chosen.quote_filter(
+            text=query,
+            project=self.project,
+            user=self.user,
+            now=now,
+            limit=chosen.quote.max_items,
+        )
         if quote_where is not None:
             quoted = [b for b in store.find_beliefs(quote_where) if b.id not in taken]
             taken |= {b.id for b in quoted}
@@ -623,14 +631,17 @@ class Session:
         members = store.get_beliefs(sorted({i for c in records for i in c.belief_ids}))
         views = []
         for record in records:
-            visible, withheld = [], []
+            visible: list[Belief] = []
+            withheld: list[str] = []
             for ident in record.belief_ids:
                 b = members.get(ident)
                 if b is None:
                     continue
-                shown = policy.quotable(b, now) or _admits_but_truth(policy, b, now)
-                (visible if shown else withheld).append(b if shown else b.id)
-            views.append(ContradictionView(record, tuple(visible), tuple(withheld)))  # type: ignore[arg-type]
+                if policy.quotable(b, now) or _admits_but_truth(policy, b, now):
+                    visible.append(b)
+                else:
+                    withheld.append(b.id)
+            views.append(ContradictionView(record, tuple(visible), tuple(withheld)))
         return views
 
     # -- decisions and actions ------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Session and Firewall behaviour over every store backend: flows, refusals, nothing half-written."""
+"""Session and Firewall behaviour over every backend: flows, refusals, nothing half-written."""
 
 from __future__ import annotations
 
@@ -41,7 +41,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture(params=["memory", "sqlite"])
-def wall(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Iterator[firewall.Firewall]:
+def wall(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: Clock
+) -> Iterator[firewall.Firewall]:
     url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/g.db"
     with firewall.open(url, clock=clock) as opened:
         yield opened
@@ -181,7 +183,9 @@ def test_audit_sees_everything_and_is_logged(wall: firewall.Firewall) -> None:
 def test_sensitivity_freshness_and_expiry(wall: firewall.Firewall, clock: Clock) -> None:
     with wall.session(project="p", actor="a", user="alice") as s:
         secret = user_fact(s, "Vault unseal key shard one", sensitivity=Sensitivity.SECRET)
-        soon = user_fact(s, "Vault maintenance window tonight", expires_at=clock() + timedelta(hours=1))
+        soon = user_fact(
+            s, "Vault maintenance window tonight", expires_at=clock() + timedelta(hours=1)
+        )
         old = user_fact(s, "Vault runs version one")
         clock.advance(days=31)
         fresh = user_fact(s, "Vault runs version two")
