@@ -1,0 +1,59 @@
+"""The ``gnomon`` command line: each command parses, calls one library function, renders.
+
+::
+
+    gnomon demo                         the poisoned-repository scenario, end to end
+    gnomon beliefs list | show ID       what a store holds, on all four axes
+    gnomon recall QUERY --project P     a policy-filtered recall, bucket by bucket
+    gnomon promote | quarantine | clear privileged moves (signed grants)
+    gnomon policy check FILE | schema   ContextPolicy files
+    gnomon log verify                   the hash-chained event log
+    gnomon keys generate                operator keys, pinned
+    gnomon probes run                   the executable threat model
+
+Every :class:`~firewall.errors.GnomonError` is caught once, at the root group, and printed as
+``error:`` / ``hint:`` lines on stderr with exit status 1.
+"""
+
+from __future__ import annotations
+
+import click
+
+from firewall import __about__
+from firewall.cli.admin import demo, keys, log, policy, probes
+from firewall.cli.common import GnomonGroup, Settings
+from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
+
+
+@click.group(cls=GnomonGroup)
+@click.version_option(__about__.__version__, prog_name="gnomon")
+@click.option(
+    "--url",
+    default=None,
+    metavar="URL",
+    help="Store URL for every command (default: $GNOMON_URL or sqlite:///./.gnomon/gnomon.db).",
+)
+@click.option(
+    "--trusted-keys",
+    "trusted_keys",
+    default=None,
+    metavar="DIR",
+    help="Directory of pinned *.pub operator keys (default: $GNOMON_TRUSTED_KEYS or "
+    "./.gnomon/trusted_keys).",
+)
+@click.pass_context
+def cli(ctx: click.Context, url: str | None, trusted_keys: str | None) -> None:
+    """Gnomon: a memory firewall for AI agents."""
+    ctx.obj = Settings(url=url, trusted_keys=trusted_keys)
+
+
+for command in (demo, beliefs, recall, promote, quarantine, clear, policy, log, keys, probes):
+    cli.add_command(command)
+
+
+def main() -> None:
+    """Console-script entry point (``gnomon``)."""
+    cli(prog_name="gnomon")
+
+
+__all__ = ["cli", "main"]

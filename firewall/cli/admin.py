@@ -1,0 +1,240 @@
+"""Operator commands: the demo, policies, the event log, keys and probes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+from rich.table import Table
+
+import firewall
+from firewall import config
+from firewall.cli.common import (
+    console,
+    echo_json,
+    json_option,
+    resolve_trusted_keys,
+    resolve_url,
+    trusted_keys_option,
+    url_option,
+    with_progress,
+)
+from firewall.cli.render import policy_summary, verify_json
+from firewall.demo import DemoResult, run_demo
+from firewall.errors import GnomonError, LogIntegrityError, StoreError
+from firewall.events import verify_chain
+from firewall.grants import write_keypair
+from firewall.policy import ContextPolicy
+
+# -- demo -----------------------------------------------------------------------------------
+
+
+@click.command()
+@click.option(
+    "--url",
+    default=config.DEMO_URL,
+    show_default=True,
+    help="Where to run the demo. The default file is recreated on every run; "
+    "$GNOMON_URL is deliberately ignored so the demo never writes into a real store.",
+)
+@json_option
+def demo(url: str, as_json: bool) -> None:
+    """Run the poisoned-repository scenario end to end and print the verdict."""
+    path = config.sqlite_path(url)
+    if url == config.DEMO_URL:
+        config.reset_sqlite_file(url)
+    elif path is not None and path.exists():
+        raise StoreError(
+            f"the demo needs a fresh store and {path} already exists",
+            hint=f"remove it, or run `gnomon demo` with the default --url {config.DEMO_URL}",
+        )
+    out = console()
+    if not as_json and path is not None:
+        out.print(f"Demo store: {path.resolve()} ({url})")
+    result = run_demo(url, on_step=None if as_json else lambda line: out.print(line, markup=False))
+    if as_json:
+        echo_json(result.to_json())
+    else:
+        _demo_report(result)
+    if not result.passed:
+        raise GnomonError(
+            result.verdict, hint="a check above failed: this is a bug, please report it"
+        )
+
+
+def _demo_report(result: DemoResult) -> None:
+    out = console()
+    table = Table(title="checks", title_justify="left")
+    for column in ("check", "result", "detail"):
+        table.add_column(column, overflow="fold")
+    for check in result.checks:
+        table.add_row(check.name, "pass" if check.passed else "FAIL", check.detail)
+    out.print(table)
+    out.print("What the model sees under the reference policy:", style="bold")
+    context, _, uncertain = result.recalls["reference"].context.partition("\n## Uncertain\n")
+    out.print(context, markup=False, highlight=False, soft_wrap=True)
+    if uncertain:
+        count = len(uncertain.splitlines())
+        out.print(f"## Uncertain\n- ({count} unconfirmed memories named by origin, not shown here)")
+    out.print()
+    out.print(
+        result.verdict,
+        style="bold green" if result.passed else "bold red",
+        markup=False,
+        soft_wrap=True,
+    )
+    out.print(f"({result.events} events in the log, {result.seconds:.2f} s)")
+    url = result.url
+    out.print("\nWhere to look next:", style="bold")
+    for line in (
+        f"gnomon beliefs list --url {url}",
+        f"gnomon beliefs show {result.poison_content_id} --url {url}",
+        f"gnomon log verify --url {url}",
+        f'gnomon recall "{result.query}" --project shop --user alice --policy reference '
+        f"--url {url}",
+    ):
+        out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+# -- policy ---------------------------------------------------------------------------------
+
+
+@click.group()
+def policy() -> None:
+    """Validate ContextPolicy files and print their JSON Schema."""
+
+
+@policy.command("check")
+@click.argument("file", type=click.Path(dir_okay=False))
+@json_option
+def policy_check(file: str, as_json: bool) -> None:
+    """Validate a policy FILE and print its summary and digest."""
+    loaded = ContextPolicy.from_yaml(file)
+    if as_json:
+        echo_json({"file": file, "policy": loaded.model_dump(mode="json"), "digest": loaded.digest})
+        return
+    policy_summary(console(), loaded, file)
+    console().print(f"ok: {file} is a valid ContextPolicy", markup=False)
+
+
+@policy.command("schema")
+def policy_schema() -> None:
+    """Print the ContextPolicy JSON Schema (draft 2020-12)."""
+    click.echo(json.dumps(ContextPolicy.json_schema(), indent=2, sort_keys=True))
+
+
+# -- log ------------------------------------------------------------------------------------
+
+
+@click.group()
+def log() -> None:
+    """The hash-chained event log."""
+
+
+@log.command("verify")
+@url_option
+@json_option
+@click.pass_context
+def log_verify(ctx: click.Context, url: str | None, as_json: bool) -> None:
+    """Verify every event's hash and link; name the first bad seq (exit 1) if any."""
+    with firewall.open(resolve_url(ctx, url)) as wall:
+        total = wall.store.head()[0]
+        report = verify_chain(with_progress(wall.store.chain_rows(), total, "verifying"))
+    if as_json:
+        echo_json(verify_json(report))
+        if not report.ok:
+            ctx.exit(1)
+        return
+    if not report.ok:
+        assert report.first_bad_seq is not None and report.problem is not None
+        raise LogIntegrityError(report.first_bad_seq, report.problem)
+    console().print(
+        f"ok: {report.events} events verified; head seq {report.head_seq} hash {report.head_hash}",
+        markup=False,
+    )
+
+
+# -- keys -----------------------------------------------------------------------------------
+
+
+@click.group()
+def keys() -> None:
+    """Operator keys that sign grants (user authority for promote / clear)."""
+
+
+@keys.command("generate")
+@click.option(
+    "--dir",
+    "directory",
+    default=str(config.DEFAULT_KEYS_DIR),
+    show_default=True,
+    help="Where to write the key pair.",
+)
+@click.option("--name", default="operator", show_default=True, help="File name stem.")
+@trusted_keys_option
+@click.pass_context
+def keys_generate(
+    ctx: click.Context, directory: str, name: str, trusted_keys: str | None
+) -> None:
+    """Write an Ed25519 key pair and pin its public key in the trusted-keys directory."""
+    private_path, public_path = write_keypair(directory, name)
+    pinned = config.pin_key(public_path, resolve_trusted_keys(ctx, trusted_keys))
+    out = console()
+    out.print(f"private key: {private_path}  (keep it secret; mode 0600)", markup=False)
+    out.print(f"public key:  {public_path}", markup=False)
+    out.print(f"pinned:      {pinned}", markup=False)
+
+
+# -- probes ---------------------------------------------------------------------------------
+
+
+@click.group()
+def probes() -> None:
+    """The executable threat model."""
+
+
+@probes.command("run")
+@json_option
+@click.pass_context
+def probes_run(ctx: click.Context, as_json: bool) -> None:
+    """Run every probe and show which held; exit 1 if any failed."""
+    results = _load_runner()()
+    rows: list[dict[str, Any]] = [
+        {"name": str(r.name), "passed": bool(r.passed), "detail": str(r.detail)} for r in results
+    ]
+    failed = [r["name"] for r in rows if not r["passed"]]
+    if as_json:
+        echo_json({"passed": not failed, "probes": rows})
+        if failed:
+            ctx.exit(1)
+        return
+    table = Table(title=f"probes ({len(rows)})", title_justify="left")
+    for column in ("probe", "result", "detail"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(row["name"], "pass" if row["passed"] else "FAIL", row["detail"])
+    console().print(table)
+    if failed:
+        raise GnomonError(
+            f"{len(failed)} of {len(rows)} probes failed: {', '.join(failed)}",
+            hint="each failing probe names the attack that got through; see its detail above",
+        )
+    console().print(f"ok: all {len(rows)} probes held")
+
+
+def _load_runner() -> Any:
+    try:
+        from probes import runner
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("probes", "probes.runner"):
+            raise
+        raise GnomonError(
+            "the probe harness (probes.runner) is not installed in this environment",
+            hint="run from a checkout that has probes/runner.py, installed with "
+            "`pip install -e .`",
+        ) from exc
+    return runner.run_all
+
+
+__all__ = ["demo", "keys", "log", "policy", "probes"]

@@ -1,0 +1,123 @@
+"""Plumbing every command shares: the error boundary, store options, output helpers.
+
+Errors: every :class:`~firewall.errors.GnomonError` raised anywhere below the root group is
+caught once, in :class:`GnomonGroup`, and printed as ``error: …`` / ``hint: …`` on stderr with
+exit status 1. Usage errors (unknown option, bad choice) stay click's (exit status 2).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from firewall import config
+from firewall.errors import GnomonError
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+
+
+@dataclass
+class Settings:
+    """Root-level options, inherited by every command unless it repeats them."""
+
+    url: str | None = None
+    trusted_keys: str | None = None
+
+
+class GnomonGroup(click.Group):
+    """A click group that turns Gnomon errors into a two-line message and exit status 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except GnomonError as exc:
+            click.echo(f"error: {exc.message}", err=True)
+            if exc.hint:
+                click.echo(f"hint: {exc.hint}", err=True)
+            ctx.exit(1)
+
+
+def settings(ctx: click.Context) -> Settings:
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, Settings) else Settings()
+
+
+def url_option(f: F) -> F:
+    return click.option(
+        "--url",
+        default=None,
+        metavar="URL",
+        help="Store URL (default: $GNOMON_URL or sqlite:///./.gnomon/gnomon.db).",
+    )(f)
+
+
+def trusted_keys_option(f: F) -> F:
+    return click.option(
+        "--trusted-keys",
+        "trusted_keys",
+        default=None,
+        metavar="DIR",
+        help="Directory of pinned *.pub keys (default: $GNOMON_TRUSTED_KEYS or "
+        "./.gnomon/trusted_keys).",
+    )(f)
+
+
+def json_option(f: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(f)
+
+
+def resolve_url(ctx: click.Context, url: str | None, *, must_exist: bool = True) -> str:
+    chosen = config.store_url(url or settings(ctx).url)
+    if must_exist:
+        config.require_existing_store(chosen)
+    return chosen
+
+
+def resolve_trusted_keys(ctx: click.Context, directory: str | None) -> Path:
+    return config.trusted_keys_dir(directory or settings(ctx).trusted_keys)
+
+
+def console() -> Console:
+    """Stdout console; wide enough that ids are never wrapped when not on a terminal."""
+    return Console(soft_wrap=False, width=None if sys.stdout.isatty() else 120)
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def with_progress(rows: Iterable[T], total: int, description: str) -> Iterator[T]:
+    """Yield ``rows``, drawing a progress bar on stderr when (and only when) it is a terminal."""
+    if not sys.stderr.isatty() or total < 1:
+        yield from rows
+        return
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task(description, total=total)
+        for row in rows:
+            yield row
+            progress.advance(task)
+
+
+__all__ = [
+    "GnomonGroup",
+    "Settings",
+    "console",
+    "echo_json",
+    "json_option",
+    "resolve_trusted_keys",
+    "resolve_url",
+    "settings",
+    "trusted_keys_option",
+    "url_option",
+    "with_progress",
+]
