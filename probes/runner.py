@@ -1,0 +1,223 @@
+"""Run the probes: each one is a small attack scenario with explicit expectations.
+
+A probe module exposes ``NAME``, ``TITLE``, optionally ``STORE = "sqlite"`` (it needs a file that
+several processes can open), a ``check(url, c)`` function that drives a firewall opened on
+``url`` and states its expectations through ``c`` (a :class:`Checks`), and
+``run(url) -> ProbeResult``, which is :func:`execute` applied to that check.
+
+A probe never raises: a broken expectation becomes ``passed=False`` with a detail naming the
+expectation, and an unexpected exception becomes ``passed=False`` with the error text. That way
+``gnomon probes run`` can always print a full table, and a regression in one mechanism cannot hide
+the results of the others.
+
+>>> from probes.runner import run_one
+>>> result = run_one("sensitivity_ceiling")
+>>> result.passed, result.name
+(True, 'sensitivity_ceiling')
+"""
+
+from __future__ import annotations
+
+import importlib
+import tempfile
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+from firewall.errors import InputError
+
+#: Probe modules, in the order they run and are reported.
+PROBE_MODULES: tuple[str, ...] = (
+    "auto_observation_gate",
+    "no_self_promotion",
+    "quarantine_not_retrievable",
+    "sensitivity_ceiling",
+    "contradiction_routing",
+    "laundering_summarization",
+    "laundering_tool_echo",
+    "laundering_corroboration",
+    "cross_session_sqlite",
+)
+
+DEFAULT_URL = "memory://"
+
+E = TypeVar("E", bound=BaseException)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    name: str
+    title: str
+    passed: bool
+    detail: str
+    duration_s: float
+
+
+class ProbeFailure(AssertionError):
+    """An expectation of a probe did not hold. Caught by :func:`execute`, never escapes it."""
+
+
+@dataclass
+class Checks:
+    """Records the expectations a probe states; the first one that breaks ends the probe."""
+
+    held: list[str] = field(default_factory=list)
+
+    def expect(self, condition: object, expectation: str, *, got: object = None) -> None:
+        """``expectation`` says what must be true, e.g. "external content is unverified"."""
+        if not condition:
+            seen = "" if got is None else f" (got: {got!r})"
+            raise ProbeFailure(f"{expectation}{seen}")
+        self.held.append(expectation)
+
+    def raises(
+        self, error: type[E], expectation: str, call: Callable[..., Any], *args: Any, **kw: Any
+    ) -> E:
+        """Expect ``call(*args, **kw)`` to raise ``error``; return it for further checks."""
+        try:
+            call(*args, **kw)
+        except error as exc:
+            self.held.append(expectation)
+            return exc
+        except Exception as exc:  # noqa: BLE001 - a wrong error is a broken expectation
+            raise ProbeFailure(
+                f"{expectation}: expected {error.__name__}, got {type(exc).__name__}: {exc}"
+            ) from exc
+        raise ProbeFailure(f"{expectation}: expected {error.__name__}, nothing was raised")
+
+
+def execute(name: str, title: str, check: Callable[[str, Checks], None], url: str) -> ProbeResult:
+    """Run one probe's ``check`` and turn whatever happens into a :class:`ProbeResult`."""
+    checks = Checks()
+    started = time.perf_counter()
+    try:
+        check(url, checks)
+    except ProbeFailure as exc:
+        passed, detail = False, f"expectation broke: {exc}"
+        if checks.held:
+            detail += f" (after {len(checks.held)} held; last: {checks.held[-1]})"
+    except Exception as exc:  # noqa: BLE001 - a probe reports, it never raises
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        passed = False
+        detail = (
+            f"unexpected {type(exc).__name__}: {exc} "
+            f"(at {Path(where.filename).name}:{where.lineno}, after {len(checks.held)} "
+            "expectation(s) held)"
+        )
+    else:
+        passed = True
+        detail = f"{len(checks.held)} expectation(s) held: " + "; ".join(checks.held)
+    return ProbeResult(name, title, passed, detail, time.perf_counter() - started)
+
+
+# -- helpers shared by probes ----------------------------------------------------------------
+
+
+def project_for(name: str) -> str:
+    """A project of the probe's own, so probes never read each other's (or a team's) memories."""
+    return f"probe-{name}-{uuid.uuid4().hex[:12]}"
+
+
+class ProbeClock:
+    """A clock the probe moves by hand (``firewall.open(url, clock=clock)``)."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, delta: timedelta) -> None:
+        self.now += delta
+
+
+# -- registry --------------------------------------------------------------------------------
+
+
+def load(name: str) -> ModuleType:
+    """Import one probe module by name."""
+    if name not in PROBE_MODULES:
+        raise InputError(f"unknown probe {name!r}", hint=f"known probes: {', '.join(PROBE_MODULES)}")
+    return importlib.import_module(f"probes.{name}")
+
+
+def registry() -> dict[str, ModuleType]:
+    """Probe name → module, in run order (imports every probe module)."""
+    return {name: load(name) for name in PROBE_MODULES}
+
+
+def names() -> list[str]:
+    return list(PROBE_MODULES)
+
+
+def run_module(module: ModuleType, url: str | None = None) -> ProbeResult:
+    """Run a loaded probe module, choosing its store; never raises."""
+    name = getattr(module, "NAME", getattr(module, "__name__", "?"))
+    title = getattr(module, "TITLE", "")
+    started = time.perf_counter()
+    try:
+        if getattr(module, "STORE", "memory") == "sqlite":
+            # Several processes must open the same store: always a fresh temporary file.
+            with tempfile.TemporaryDirectory(prefix="gnomon-probe-") as folder:
+                result: ProbeResult = module.run(f"sqlite:///{Path(folder) / 'gnomon.db'}")
+        else:
+            result = module.run(url or DEFAULT_URL)
+    except Exception as exc:  # noqa: BLE001 - a misbehaving probe module is a failed probe
+        return ProbeResult(
+            name,
+            title,
+            False,
+            f"probe module raised {type(exc).__name__}: {exc}",
+            time.perf_counter() - started,
+        )
+    return result
+
+
+def _run_name(name: str, url: str | None) -> ProbeResult:
+    try:
+        module = load(name)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a probe that cannot even load has failed
+        return ProbeResult(name, "", False, f"cannot load probe: {type(exc).__name__}: {exc}", 0.0)
+    return run_module(module, url)
+
+
+def run_one(name: str, url: str | None = None) -> ProbeResult:
+    """Run one probe by name. ``url`` defaults to a fresh ``memory://`` store.
+
+    Probes write into a project of their own (``probe-<name>-<id>``), so running them against a
+    real store (``url="sqlite:///./.gnomon/gnomon.db"``) does not mix with a team's memories.
+    An unknown name raises :class:`~firewall.errors.InputError`; anything else is a result.
+    """
+    return _run_name(name, url)
+
+
+def run_all(url: str | None = None) -> list[ProbeResult]:
+    """Run every probe, each on a fresh ``memory://`` store unless ``url`` is given
+    (``cross_session_sqlite`` always uses its own temporary SQLite file)."""
+    return [_run_name(name, url) for name in PROBE_MODULES]
+
+
+__all__ = [
+    "DEFAULT_URL",
+    "PROBE_MODULES",
+    "Checks",
+    "ProbeClock",
+    "ProbeFailure",
+    "ProbeResult",
+    "execute",
+    "load",
+    "names",
+    "project_for",
+    "registry",
+    "run_all",
+    "run_module",
+    "run_one",
+]
