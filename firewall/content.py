@@ -135,11 +135,17 @@ def render_args(args: Mapping[str, Any]) -> str:
     parts = []
     for key in sorted(args):
         value = args[key]
+        # Argument names are caller text too: the same inline rule applies to them.
+        name = key if _INLINE_ARG.match(key) else _digest(key)
         scalar = isinstance(value, bool | int | float) or value is None
         if scalar or (isinstance(value, str) and _INLINE_ARG.match(value)):
             shown = orjson.dumps(value).decode()
         else:
-            digest = hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
-            shown = f"<sha256:{digest[:12]}>"
-        parts.append(f"{key}={shown}")
+            shown = _digest(value)
+        parts.append(f"{name}={shown}")
     return ", ".join(parts)
+
+
+def _digest(value: Any) -> str:
+    digest = hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return f"<sha256:{digest[:12]}>"
