@@ -230,12 +230,11 @@ def run_demo(url: str = "memory://", *, on_step: Step | None = None) -> DemoResu
         say("  read: DEVELOPMENT.md, poisoned, 'verified by the user' (origin external)")
         say("  wrote: its own summary of DEVELOPMENT.md (inherits the session's tainted label)")
         say(f"  read: {COPIES} planted copies from {COPIES} different files, each vouching")
-    finally:
-        wall.close()
-
-    # Session B is later: a new process would reopen the same store, so do exactly that.
-    wall = open_firewall(url)
-    try:
+        if not url.startswith("memory:"):
+            # Session B is later: a new process would reopen the same store, so do that.
+            # (A memory:// store lives only as long as its Firewall, so it is kept open.)
+            wall.close()
+            wall = open_firewall(url)
         result = _session_b(
             wall,
             say,

@@ -8,6 +8,7 @@ exit status 1. Usage errors (unknown option, bad choice) stay click's (exit stat
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -87,7 +88,8 @@ def resolve_trusted_keys(ctx: click.Context, directory: str | None) -> Path:
 
 def console() -> Console:
     """Stdout console; wide enough that ids are never wrapped when not on a terminal."""
-    return Console(soft_wrap=False, width=None if sys.stdout.isatty() else 120)
+    wide = sys.stdout.isatty() or "COLUMNS" in os.environ
+    return Console(soft_wrap=False, width=None if wide else 120)
 
 
 def echo_json(data: Any) -> None:

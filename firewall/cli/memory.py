@@ -23,7 +23,14 @@ from firewall.cli.common import (
     trusted_keys_option,
     url_option,
 )
-from firewall.cli.render import belief_detail, belief_json, beliefs_table, recall_json, recall_tables
+from firewall.cli.render import (
+    belief_detail,
+    belief_json,
+    beliefs_table,
+    recall_json,
+    recall_tables,
+    section,
+)
 from firewall.grants import GrantSigner
 from firewall.states import Authority, SecurityStatus, TruthStatus
 from firewall.store.base import BeliefFilter
@@ -66,7 +73,7 @@ def beliefs_list(
     if as_json:
         echo_json({"total": total, "beliefs": [belief_json(b) for b in found]})
         return
-    console().print(beliefs_table(found, f"beliefs ({len(found)} of {total})"))
+    section(console(), f"beliefs ({len(found)} of {total})", beliefs_table(found), len(found))
 
 
 @beliefs.command("show")

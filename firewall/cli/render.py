@@ -34,14 +34,20 @@ def _short(text: str, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def beliefs_table(beliefs: Sequence[Belief], title: str) -> Table:
-    table = Table(title=title, title_justify="left")
+def section(out: Console, title: str, table: Table, rows: int) -> None:
+    """A bold heading, then the table, or ``(none)`` when it is empty."""
+    out.print(title, style="bold", markup=False)
+    out.print(table if rows else "  (none)")
+
+
+def beliefs_table(beliefs: Sequence[Belief]) -> Table:
+    table = Table()
     table.add_column("id", no_wrap=True)
     table.add_column("truth")
     table.add_column("retrieval")
     table.add_column("security")
-    table.add_column("origin", overflow="fold")
-    table.add_column("statement", overflow="fold")
+    table.add_column("origin", overflow="fold", max_width=30)
+    table.add_column("statement", overflow="fold", ratio=1)
     for b in beliefs:
         table.add_row(
             b.id,
@@ -143,30 +149,41 @@ def recall_tables(out: Console, result: RecallResult) -> None:
         f"recall {escape(repr(result.query))} under policy [bold]{escape(result.policy)}[/] "
         f"(digest {result.policy_digest[:16]}…, event seq {result.event_seq})"
     )
-    out.print(beliefs_table(result.accepted, f"accepted ({len(result.accepted)}): trusted"))
-    quoted = Table(
-        title=f"quoted ({len(result.quoted)}): untrusted data, never facts", title_justify="left"
+    section(
+        out,
+        f"accepted ({len(result.accepted)}): trusted context",
+        beliefs_table(result.accepted),
+        len(result.accepted),
     )
-    for column in ("id", "truth", "origin", "statement"):
-        quoted.add_column(column, overflow="fold", no_wrap=column == "id")
+    quoted = Table()
+    quoted.add_column("id", no_wrap=True)
+    quoted.add_column("truth")
+    quoted.add_column("origin", overflow="fold", max_width=30)
+    quoted.add_column("statement", overflow="fold", ratio=1)
     for q in result.quoted:
         b = q.belief
         quoted.add_row(
             b.id, b.truth_status.value, escape(b.origin.describe()), escape(_short(b.statement))
         )
-    out.print(quoted)
-    rejected = Table(
-        title=f"rejected ({len(result.rejected)}): text withheld", title_justify="left"
+    section(
+        out,
+        f"quoted ({len(result.quoted)}): untrusted data, never facts",
+        quoted,
+        len(result.quoted),
     )
-    for column in ("id", "origin", "reasons"):
-        rejected.add_column(column, overflow="fold", no_wrap=column == "id")
+    rejected = Table()
+    rejected.add_column("id", no_wrap=True)
+    rejected.add_column("origin", overflow="fold")
+    rejected.add_column("reasons", overflow="fold")
     for r in result.rejected:
         rejected.add_row(
             r.belief_id, escape(r.origin.describe()), escape(", ".join(dict.fromkeys(r.codes)))
         )
-    out.print(rejected)
+    section(
+        out, f"rejected ({len(result.rejected)}): text withheld", rejected, len(result.rejected)
+    )
     if result.contradictions:
-        table = Table(title="contradictions", title_justify="left")
+        table = Table()
         for column in ("id", "visible", "withheld", "reason"):
             table.add_column(column, overflow="fold")
         for v in result.contradictions:
@@ -176,7 +193,7 @@ def recall_tables(out: Console, result: RecallResult) -> None:
                 "\n".join(v.withheld) or "-",
                 escape(v.contradiction.reason),
             )
-        out.print(table)
+        section(out, f"contradictions ({len(result.contradictions)})", table, 1)
     out.print(f"uncertainties: {len(result.uncertainties)} (unconfirmed matches, text withheld)")
 
 
@@ -229,6 +246,7 @@ __all__ = [
     "belief_detail",
     "belief_json",
     "beliefs_table",
+    "section",
     "policy_summary",
     "recall_json",
     "recall_tables",
