@@ -183,7 +183,10 @@ class Duration:
                 continue
             match = _COMPONENT.match(text, pos)
             if match is None:
-                if text[pos].isascii() and text[pos].isdigit():
+                number = re.match(r"[0-9]+(?:([.,])([0-9]*))?", text[pos:])
+                if number is not None and number.group(1) and not number.group(2):
+                    raise _invalid(text, f"the fraction at position {pos} needs digits after it")
+                if number is not None:
                     raise _invalid(text, f"the number at position {pos} has no unit designator")
                 raise _invalid(text, f"unexpected {text[pos]!r} at position {pos}")
             whole, fraction, designator = match.groups()
