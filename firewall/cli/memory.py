@@ -102,7 +102,9 @@ def beliefs_show(ctx: click.Context, belief_id: str, url: str | None, as_json: b
     show_default=True,
     help="A preset (default, planner, reference) or a path to a policy .yaml file.",
 )
-@click.option("-k", "k", type=click.IntRange(1, 200), default=10, show_default=True)
+@click.option(
+    "-k", "k", type=click.IntRange(1, 200), default=10, show_default=True, help="Most matches."
+)
 @url_option
 @json_option
 @click.pass_context
