@@ -1,0 +1,178 @@
+"""Each probe fails when the mechanism it tests is removed: the probes are not vacuous.
+
+Every case monkeypatches one mechanism out of the library (where the code looks the name up) and
+runs the probe that guards it; the probe must report ``passed is False``, and for the expected
+reason: the detail names the expectation that broke (not an unexpected exception).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
+import pytest
+
+import firewall.adoption
+import firewall.session
+from firewall.chain import EvidenceSet
+from firewall.gate import TRANSITIONS, Adoption
+from firewall.grants import Grant, GrantVerifier
+from firewall.origin import Integrity, Origin
+from firewall.session import Session
+from firewall.states import (
+    READING_CLASS,
+    Authority,
+    Axis,
+    EvidenceRelation,
+    RetrievalStatus,
+    SecurityStatus,
+    TruthStatus,
+)
+from probes.runner import run_one
+
+Patch = Callable[[pytest.MonkeyPatch], None]
+
+
+# -- the mechanisms, removed ---------------------------------------------------------------------
+
+
+def adopt_everything_trusted(mp: pytest.MonkeyPatch) -> None:
+    """The gate adopts every new belief supported+normal, whatever its origin."""
+
+    def adoption_for(origin: Origin, strongest: object) -> Adoption:
+        return Adoption(
+            TruthStatus.SUPPORTED, RetrievalStatus.NORMAL, Authority.AUTO_OBSERVATION, "patched"
+        )
+
+    # adoption.py imports adoption_for by name: patch it where it is looked up.
+    mp.setattr(firewall.adoption, "adoption_for", adoption_for)
+
+
+def join_keeps_first_label(mp: pytest.MonkeyPatch) -> None:
+    """Origin.join forgets every input but the first (the agent's own label in remember())."""
+    mp.setattr(Origin, "join", classmethod(lambda cls, *labels: labels[0]))
+
+
+def session_forgets_what_it_read(mp: pytest.MonkeyPatch) -> None:
+    """The session never accumulates a label, so remember() sees only the agent."""
+    mp.setattr(Session, "_read", lambda self, labels: None)
+
+
+def envelope_inlines_arguments(mp: pytest.MonkeyPatch) -> None:
+    """render_args inlines every argument name and value verbatim."""
+
+    def render_args(args: Mapping[str, Any]) -> str:
+        return ", ".join(f"{k}={v}" for k, v in sorted(args.items()))
+
+    mp.setattr(firewall.session, "render_args", render_args)
+
+
+def reading_counts_and_copies_count(mp: pytest.MonkeyPatch) -> None:
+    """Corroboration counts every supporting item: reading-class, tainted, same origin, copies."""
+
+    def count(self: EvidenceSet, claim_origin: Origin) -> int:
+        return sum(1 for item in self.items if item.relation == EvidenceRelation.SUPPORTS)
+
+    mp.setattr(EvidenceSet, "independent_corroboration", count)
+
+
+def copies_count_separately(mp: pytest.MonkeyPatch) -> None:
+    """Corroboration keeps every rule except independence groups: each item counts."""
+
+    def count(self: EvidenceSet, claim_origin: Origin) -> int:
+        return sum(
+            1
+            for item in self.items
+            if item.relation == EvidenceRelation.SUPPORTS
+            and item.quality not in READING_CLASS
+            and item.origin.integrity >= Integrity.OBSERVED
+            and not item.origin.shares_origin_with(claim_origin)
+            and item.action_id is None
+        )
+
+    mp.setattr(EvidenceSet, "independent_corroboration", count)
+
+
+def self_promotion_allowed(mp: pytest.MonkeyPatch) -> None:
+    """The session no longer refuses evidence from the agent's own action."""
+    mp.setattr(Session, "_refuse_self_promotion", lambda self, belief, action_id: None)
+
+
+def sentinel_may_clear_quarantine(mp: pytest.MonkeyPatch) -> None:
+    """The security table lets automation clear a quarantine."""
+    table = dict(TRANSITIONS[Axis.SECURITY])
+    table[(SecurityStatus.QUARANTINED, SecurityStatus.CLEAN)] = frozenset(Authority)
+    mp.setitem(TRANSITIONS, Axis.SECURITY, table)
+
+
+def signatures_not_checked(mp: pytest.MonkeyPatch) -> None:
+    """The verifier checks the authority but not the signature, the key or the validity window."""
+
+    def verify(
+        self: GrantVerifier, grant: Grant | None, required: Any, **kw: Any
+    ) -> Grant | None:
+        if grant is None or grant.authority not in frozenset(required):
+            from firewall.errors import MissingGrantError
+
+            raise MissingGrantError("patched: missing")
+        return grant
+
+    mp.setattr(GrantVerifier, "verify", verify)
+
+
+def untrusted_notes_demote(mp: pytest.MonkeyPatch) -> None:
+    """Any conflict demotes every member, so a planted note knocks a true fact out."""
+    mp.setattr(firewall.session, "to_demote", lambda members: list(members))
+
+
+def no_contradiction_detection(mp: pytest.MonkeyPatch) -> None:
+    """Conflicting subject/predicate statements are not compared at all."""
+    mp.setattr(firewall.session, "conflicting", lambda new, existing: [])
+
+
+# -- probe × removed mechanism → the expectation that must break --------------------------------
+
+CASES: list[tuple[str, Patch, str]] = [
+    ("auto_observation_gate", adopt_everything_trusted, "external file content is adopted"),
+    ("laundering_summarization", adopt_everything_trusted, "adopted unverified+restricted"),
+    ("laundering_summarization", join_keeps_first_label, "carries the external origin class"),
+    ("laundering_summarization", session_forgets_what_it_read, "carries the external origin"),
+    ("laundering_tool_echo", envelope_inlines_arguments, "contains no part of the multi-line"),
+    ("laundering_tool_echo", reading_counts_and_copies_count, "does not promote it"),
+    ("laundering_corroboration", reading_counts_and_copies_count, "still unverified"),
+    ("laundering_corroboration", copies_count_separately, "CI corroboration #2"),
+    ("no_self_promotion", self_promotion_allowed, "refused as self-promotion"),
+    ("quarantine_not_retrievable", sentinel_may_clear_quarantine, "sentinel authority"),
+    ("quarantine_not_retrievable", signatures_not_checked, "refused as forged"),
+    ("contradiction_routing", untrusted_notes_demote, "does not demote the supported fact"),
+    ("contradiction_routing", no_contradiction_detection, "become contradicted"),
+]
+
+
+@pytest.mark.parametrize(
+    ("probe", "remove", "breaks"),
+    CASES,
+    ids=[f"{probe}-without-{remove.__name__}" for probe, remove, _ in CASES],
+)
+def test_probe_fails_without_its_mechanism(
+    monkeypatch: pytest.MonkeyPatch, probe: str, remove: Patch, breaks: str
+) -> None:
+    assert run_one(probe).passed, "control: the probe passes with the mechanism in place"
+    remove(monkeypatch)
+    result = run_one(probe)
+    assert result.passed is False, f"{probe} still passed without {remove.__name__}"
+    assert result.detail.startswith("expectation broke:"), result.detail
+    assert breaks in result.detail, result.detail
+
+
+def test_the_inlining_patch_really_inlines() -> None:
+    # Guard against a vacuous patch: the replacement must reproduce the unsafe behaviour.
+    mp = pytest.MonkeyPatch()
+    try:
+        envelope_inlines_arguments(mp)
+        rendered = firewall.session.render_args({"pattern": "a\nb"})
+    finally:
+        mp.undo()
+    assert "a\nb" in rendered
+    assert orjson.dumps("a\nb").decode() not in rendered
