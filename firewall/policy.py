@@ -8,7 +8,7 @@ carries its reasons (:class:`Reason`), one per failing check, in a fixed order.
 
 >>> from datetime import UTC, datetime
 >>> policy = ContextPolicy.preset("default")
->>> sorted(policy.truth), str(policy.freshness.max_age)
+>>> [state.value for state in policy.truth], str(policy.freshness.max_age)
 (['supported'], 'P30D')
 >>> where = policy.accept_filter(now=datetime(2026, 3, 31, tzinfo=UTC), limit=5)
 >>> where.anchor_after.isoformat()
@@ -274,6 +274,11 @@ class ContextPolicy(_PolicyModel):
     @classmethod
     def from_yaml_text(cls, text: str, source: str = "<string>") -> ContextPolicy:
         """Parse policy YAML (safe loader only; duplicate keys refused)."""
+        if not isinstance(text, str):
+            raise PolicyError(
+                f"{source}: policy text must be str, got {_kind(text)}",
+                hint="decode bytes as UTF-8 first, or use ContextPolicy.from_yaml(path)",
+            )
         if len(text.encode("utf-8", "surrogatepass")) > MAX_POLICY_BYTES:
             raise PolicyError(
                 f"{source}: policy is larger than {MAX_POLICY_BYTES // 1024} KiB",

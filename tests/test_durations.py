@@ -182,3 +182,11 @@ def test_pydantic_json_schema_is_a_patterned_string() -> None:
     schema = _Holder.model_json_schema()["properties"]["age"]
     assert schema["type"] == "string"
     assert schema["pattern"] == PATTERN
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+    import importlib
+
+    failures, tried = doctest.testmod(importlib.import_module("firewall.durations"))
+    assert tried > 0 and failures == 0

@@ -367,6 +367,11 @@ def test_top_level_must_be_a_mapping(text: str, expected: str) -> None:
     assert expected in refused(text)
 
 
+def test_bytes_are_refused() -> None:
+    with pytest.raises(PolicyError, match="policy text must be str"):
+        ContextPolicy.from_yaml_text(b"name: x")  # type: ignore[arg-type]
+
+
 def test_unsafe_yaml_tags_are_refused() -> None:
     message = refused("name: !!python/object/apply:os.system ['true']\n")
     assert "invalid YAML" in message
@@ -748,6 +753,7 @@ def test_accept_filter_selects_exactly_what_admits_accepts(
     scenario: tuple[ContextPolicy, datetime, list[Belief]],
 ) -> None:
     policy, now, beliefs = scenario
+    assert ContextPolicy.from_yaml_text(policy.to_yaml()) == policy
     where = policy.accept_filter(now=now, limit=len(beliefs))
     for belief in beliefs:
         assert filter_selects(where, belief) == policy.admits(belief, now)
@@ -785,3 +791,11 @@ def test_memory_store_agrees_with_the_policy(
             assert {b.id for b in quoted} == {b.id for b in beliefs if policy.quotable(b, now)}
     finally:
         store.close()
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+    import importlib
+
+    failures, tried = doctest.testmod(importlib.import_module("firewall.policy"))
+    assert tried > 0 and failures == 0
