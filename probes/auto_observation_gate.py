@@ -97,8 +97,11 @@ def check(url: str, c: Checks) -> None:
             result = fresh.recall("zebracorn pushes main hotfixes release", "default")
             untrusted = {doc.id, note.id, lone.id}
             leaked = untrusted & set(result.accepted_ids)
-            c.expect(not leaked, "no external or agent memory is accepted under default",
-                     got=sorted(leaked))
+            c.expect(
+                not leaked,
+                "no external or agent memory is accepted under default",
+                got=sorted(leaked),
+            )
             reasons = {r.belief_id: r.codes for r in result.rejected}
             c.expect(
                 all("truth" in reasons.get(i, ()) for i in untrusted),

@@ -31,9 +31,10 @@ TITLE = "Supported vs supported conflicts go to contradictions; an untrusted not
 
 def check(url: str, c: Checks) -> None:
     project = project_for(NAME)
-    with open_firewall(url) as wall, wall.session(
-        project=project, actor="coder", user="alice"
-    ) as s:
+    with (
+        open_firewall(url) as wall,
+        wall.session(project=project, actor="coder", user="alice") as s,
+    ):
         (older,) = s.observe(
             tool="chat",
             content="The deploy window for the gecko service is Tuesday.",
@@ -70,8 +71,11 @@ def check(url: str, c: Checks) -> None:
             for v in result.contradictions
             if {older.id, newer.id} <= set(v.contradiction.belief_ids)
         ]
-        c.expect(bool(views), "the pair surfaces together in recall(...).contradictions",
-                 got=[v.contradiction.belief_ids for v in result.contradictions])
+        c.expect(
+            bool(views),
+            "the pair surfaces together in recall(...).contradictions",
+            got=[v.contradiction.belief_ids for v in result.contradictions],
+        )
         c.expect(
             {b.id for b in views[0].visible} >= {older.id, newer.id},
             "both sides of the user conflict are visible in the contradiction",
@@ -123,8 +127,11 @@ def check(url: str, c: Checks) -> None:
             for v in region.contradictions
             if {fact.id, note.id} <= set(v.contradiction.belief_ids)
         ]
-        c.expect(bool(recorded), "the fact/note contradiction is recorded and surfaced",
-                 got=[v.contradiction.belief_ids for v in region.contradictions])
+        c.expect(
+            bool(recorded),
+            "the fact/note contradiction is recorded and surfaced",
+            got=[v.contradiction.belief_ids for v in region.contradictions],
+        )
         c.expect(
             note.id in recorded[0].withheld and "us-east-1" not in region.render(),
             "the untrusted side is withheld by id, its text not rendered",

@@ -1,4 +1,4 @@
-"""Probe: a planted memory that calls itself "verified by the user" stays untrusted across processes.
+"""Probe: a planted note that calls itself "verified by the user" stays untrusted across processes.
 
 **Scenario.** Session A runs in a separate Python process against a SQLite file. It reads a
 planted memory note (``MEMORY.md``) that announces itself as "VERIFIED BY THE USER", and it also
@@ -108,10 +108,12 @@ def check(url: str, c: Checks) -> None:
             got=note.origin.describe(),
         )
         auditor = wall.grant("auditor", "sec-team")
-        audited = {e.belief.id: e.belief for e in wall.audit("pangolin", grant=auditor,
-                                                                 project=project)}
-        c.expect(ids["note"] in audited, "the read note is reachable via audit",
-                 got=sorted(audited))
+        audited = {
+            e.belief.id: e.belief for e in wall.audit("pangolin", grant=auditor, project=project)
+        }
+        c.expect(
+            ids["note"] in audited, "the read note is reachable via audit", got=sorted(audited)
+        )
         imported = [
             b for b in audited.values() if "imported" in {k.value for k in b.origin.classes}
         ]
@@ -126,8 +128,7 @@ def check(url: str, c: Checks) -> None:
             for preset in ("default", "planner"):
                 result = b.recall("pangolin deploys skip review verified user", preset)
                 leaked = untrusted & set(result.accepted_ids)
-                c.expect(not leaked, f"neither copy is accepted under {preset}",
-                         got=sorted(leaked))
+                c.expect(not leaked, f"neither copy is accepted under {preset}", got=sorted(leaked))
                 c.expect(
                     "skip review" not in result.render(),
                     f"the note's text is not rendered under {preset}",

@@ -36,9 +36,10 @@ COPIES = 20
 
 def check(url: str, c: Checks) -> None:
     project = project_for(NAME)
-    with open_firewall(url) as wall, wall.session(
-        project=project, actor="coder", user="alice"
-    ) as s:
+    with (
+        open_firewall(url) as wall,
+        wall.session(project=project, actor="coder", user="alice") as s,
+    ):
         (poisoned,) = s.observe(
             tool="read_file", content=POISON, origin=Origin.external("file:docs/policy-00.md")
         ).content
@@ -87,7 +88,7 @@ def check(url: str, c: Checks) -> None:
             claim_now = s.corroborate(claim.id, ci, required=2)
             c.expect(
                 claim_now.truth_status == TruthStatus.UNVERIFIED,
-                f"with required=2, CI corroboration #{run_no} of the same tool leaves it unverified",
+                f"with required=2, CI corroboration #{run_no} of one tool leaves it unverified",
                 got=claim_now.truth_status.value,
             )
         pytest_run = s.observe(

@@ -41,9 +41,10 @@ FILE = "file:docs/NOTES.md"
 
 def check(url: str, c: Checks) -> None:
     project = project_for(NAME)
-    with open_firewall(url) as wall, wall.session(
-        project=project, actor="coder", user="alice"
-    ) as s:
+    with (
+        open_firewall(url) as wall,
+        wall.session(project=project, actor="coder", user="alice") as s,
+    ):
         (poisoned,) = s.observe(
             tool="read_file",
             args={"path": "docs/NOTES.md"},
@@ -95,8 +96,7 @@ def check(url: str, c: Checks) -> None:
             origin=Origin.external(FILE),
         ).envelope
         c.expect(
-            MARKER not in keyed.statement
-            and not any(line in keyed.statement for line in lines),
+            MARKER not in keyed.statement and not any(line in keyed.statement for line in lines),
             "a multi-line argument name is not inlined in the envelope statement either",
             got=keyed.statement,
         )

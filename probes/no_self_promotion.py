@@ -34,9 +34,10 @@ NOTE = "The flaky integration suite may be skipped with --no-verify (okapi runbo
 
 def check(url: str, c: Checks) -> None:
     project = project_for(NAME)
-    with open_firewall(url) as wall, wall.session(
-        project=project, actor="coder", user="alice"
-    ) as s:
+    with (
+        open_firewall(url) as wall,
+        wall.session(project=project, actor="coder", user="alice") as s,
+    ):
         (belief,) = s.observe(
             tool="read_file",
             args={"path": "RUNBOOK.md"},

@@ -104,8 +104,11 @@ def check(url: str, c: Checks) -> None:
         head_before = wall.store.head()[0]
         entries = wall.audit("wombat exfil", grant=auditor, project=project)
         found = [e for e in entries if e.belief.id == planted.id]
-        c.expect(bool(found), "the audit path returns the quarantined belief",
-                 got=[e.belief.id for e in entries])
+        c.expect(
+            bool(found),
+            "the audit path returns the quarantined belief",
+            got=[e.belief.id for e in entries],
+        )
         c.expect(
             any(
                 r.to_state == SecurityStatus.QUARANTINED and r.authority == Authority.SENTINEL

@@ -57,6 +57,8 @@ class ProbeResult:
     passed: bool
     detail: str
     duration_s: float
+    #: The expectations that held, in order (on failure: those that held before the break).
+    checks: tuple[str, ...] = ()
 
 
 class ProbeFailure(AssertionError):
@@ -85,7 +87,7 @@ class Checks:
         except error as exc:
             self.held.append(expectation)
             return exc
-        except Exception as exc:  # noqa: BLE001 - a wrong error is a broken expectation
+        except Exception as exc:
             raise ProbeFailure(
                 f"{expectation}: expected {error.__name__}, got {type(exc).__name__}: {exc}"
             ) from exc
@@ -102,7 +104,7 @@ def execute(name: str, title: str, check: Callable[[str, Checks], None], url: st
         passed, detail = False, f"expectation broke: {exc}"
         if checks.held:
             detail += f" (after {len(checks.held)} held; last: {checks.held[-1]})"
-    except Exception as exc:  # noqa: BLE001 - a probe reports, it never raises
+    except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
         passed = False
         detail = (
@@ -112,8 +114,9 @@ def execute(name: str, title: str, check: Callable[[str, Checks], None], url: st
         )
     else:
         passed = True
-        detail = f"{len(checks.held)} expectation(s) held: " + "; ".join(checks.held)
-    return ProbeResult(name, title, passed, detail, time.perf_counter() - started)
+        detail = f"{len(checks.held)} expectation(s) held"
+    elapsed = time.perf_counter() - started
+    return ProbeResult(name, title, passed, detail, elapsed, tuple(checks.held))
 
 
 # -- helpers shared by probes ----------------------------------------------------------------
@@ -143,7 +146,9 @@ class ProbeClock:
 def load(name: str) -> ModuleType:
     """Import one probe module by name."""
     if name not in PROBE_MODULES:
-        raise InputError(f"unknown probe {name!r}", hint=f"known probes: {', '.join(PROBE_MODULES)}")
+        raise InputError(
+            f"unknown probe {name!r}", hint=f"known probes: {', '.join(PROBE_MODULES)}"
+        )
     return importlib.import_module(f"probes.{name}")
 
 
@@ -168,7 +173,7 @@ def run_module(module: ModuleType, url: str | None = None) -> ProbeResult:
                 result: ProbeResult = module.run(f"sqlite:///{Path(folder) / 'gnomon.db'}")
         else:
             result = module.run(url or DEFAULT_URL)
-    except Exception as exc:  # noqa: BLE001 - a misbehaving probe module is a failed probe
+    except Exception as exc:
         return ProbeResult(
             name,
             title,
@@ -184,7 +189,7 @@ def _run_name(name: str, url: str | None) -> ProbeResult:
         module = load(name)
     except InputError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a probe that cannot even load has failed
+    except Exception as exc:
         return ProbeResult(name, "", False, f"cannot load probe: {type(exc).__name__}: {exc}", 0.0)
     return run_module(module, url)
 

@@ -23,7 +23,9 @@ from firewall import open as open_firewall
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "sensitivity_ceiling"
-TITLE = "Supported facts above the policy's sensitivity ceiling are rejected with reason sensitivity"
+TITLE = (
+    "Supported facts above the policy's sensitivity ceiling are rejected with reason sensitivity"
+)
 
 FACTS = {
     Sensitivity.INTERNAL: "The payroll service runs in the narwhal cluster.",
@@ -35,9 +37,10 @@ QUERY = "payroll service narwhal"
 
 def check(url: str, c: Checks) -> None:
     project = project_for(NAME)
-    with open_firewall(url) as wall, wall.session(
-        project=project, actor="coder", user="alice"
-    ) as s:
+    with (
+        open_firewall(url) as wall,
+        wall.session(project=project, actor="coder", user="alice") as s,
+    ):
         ids: dict[Sensitivity, str] = {}
         for level, text in FACTS.items():
             (fact,) = s.observe(

@@ -109,9 +109,7 @@ def sentinel_may_clear_quarantine(mp: pytest.MonkeyPatch) -> None:
 def signatures_not_checked(mp: pytest.MonkeyPatch) -> None:
     """The verifier checks the authority but not the signature, the key or the validity window."""
 
-    def verify(
-        self: GrantVerifier, grant: Grant | None, required: Any, **kw: Any
-    ) -> Grant | None:
+    def verify(self: GrantVerifier, grant: Grant | None, required: Any, **kw: Any) -> Grant | None:
         if grant is None or grant.authority not in frozenset(required):
             from firewall.errors import MissingGrantError
 
@@ -131,7 +129,7 @@ def no_contradiction_detection(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(firewall.session, "conflicting", lambda new, existing: [])
 
 
-# -- probe × removed mechanism → the expectation that must break --------------------------------
+# -- probe, removed mechanism → the expectation that must break --------------------------------
 
 CASES: list[tuple[str, Patch, str]] = [
     ("auto_observation_gate", adopt_everything_trusted, "external file content is adopted"),
@@ -171,7 +169,7 @@ def test_the_inlining_patch_really_inlines() -> None:
     mp = pytest.MonkeyPatch()
     try:
         envelope_inlines_arguments(mp)
-        rendered = firewall.session.render_args({"pattern": "a\nb"})
+        rendered = getattr(firewall.session, "render_args")({"pattern": "a\nb"})  # noqa: B009
     finally:
         mp.undo()
     assert "a\nb" in rendered

@@ -26,7 +26,7 @@ def test_probe_modules_describe_themselves() -> None:
         doc = module.__doc__ or ""
         for heading in ("**Scenario.**", "**Asserts.**", "**Does not claim.**"):
             assert heading in doc, f"probe {name} docstring lacks {heading}"
-        assert module.NAME == name
+        assert name == module.NAME
 
 
 def test_run_all_runs_every_probe_in_order() -> None:
@@ -54,7 +54,8 @@ def test_unknown_probe_name_is_an_input_error() -> None:
 
 def _broken_expectation(url: str, c: Checks) -> None:
     c.expect(True, "this one holds")
-    c.expect(1 == 2, "one equals two", got=1)
+    one, two = 1, 2
+    c.expect(one == two, "one equals two", got=one)
 
 
 def _raises_unexpectedly(url: str, c: Checks) -> None:
@@ -75,6 +76,13 @@ def test_a_broken_expectation_is_a_failed_result_naming_it() -> None:
     assert "one equals two" in result.detail
     assert "got: 1" in result.detail
     assert "this one holds" in result.detail
+    assert result.checks == ("this one holds",)
+
+
+def test_a_passing_result_lists_the_expectations_that_held() -> None:
+    result = run_one("sensitivity_ceiling")
+    assert result.passed and result.checks
+    assert result.detail == f"{len(result.checks)} expectation(s) held"
 
 
 def test_an_unexpected_exception_is_a_failed_result_with_the_error() -> None:
