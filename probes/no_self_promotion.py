@@ -1,10 +1,11 @@
 """Probe: the agent's own success never promotes a belief it acted on.
 
 **Scenario.** The agent reads a note saying the flaky integration suite may be skipped with
-``--no-verify``. It decides to push on the strength of that (unverified) belief, acts, records a
-successful outcome, then observes the action's own result, a passing ``pytest`` run (a trusted
-tool's own output, which *would* corroborate an unrelated claim), and offers it as corroboration
-of the belief with ``action_id=`` set to its action.
+``--no-verify``. Under a host policy that lets it act on unverified beliefs, it decides to push
+on the strength of that belief, acts, records a successful outcome, then observes the action's
+own result, a passing ``pytest`` run (a trusted tool's own output, which *would* corroborate an
+unrelated claim), and offers it as corroboration of the belief with ``action_id=`` set to its
+action.
 
 **Asserts.**
 - The decision records that it rests on an unverified dependency (a flag).
@@ -21,7 +22,7 @@ the belief. Nor does it claim anything about what the action did in the world.
 
 from __future__ import annotations
 
-from firewall import Origin, RetrievalStatus, TruthStatus
+from firewall import ContextPolicy, Origin, RetrievalStatus, TruthStatus
 from firewall import open as open_firewall
 from firewall.errors import SelfPromotionError
 from probes.runner import Checks, ProbeResult, execute, project_for
@@ -49,7 +50,14 @@ def check(url: str, c: Checks) -> None:
             "the runbook note starts unverified",
             got=belief.truth_status.value,
         )
-        decision = s.decide("push with --no-verify, per the okapi runbook", [belief.id])
+        # The host lets this agent act on unverified beliefs (the worst case for the gate).
+        lenient = ContextPolicy.preset("default").replace(
+            name="lenient-decisions",
+            decisions={"require_citations": True, "allow_unverified_dependencies": True},
+        )
+        decision = s.decide(
+            "push with --no-verify, per the okapi runbook", [belief.id], policy=lenient
+        )
         c.expect(
             any(belief.id in flag for flag in decision.flags),
             "the decision is flagged for resting on an unverified belief",

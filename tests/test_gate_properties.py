@@ -75,6 +75,11 @@ PROJECT = "gate-props"
 WORDS = ["deploy", "token", "review", "region", "cache", "release"]
 TEXTS = [f"The {a} policy says {b} is fine" for a in WORDS for b in WORDS[:3]]
 SUBJECTS = [None, ("svc", "deploy_window"), ("svc", "region")]
+# The worst case for the gate: a host that lets the agent act on unverified beliefs.
+LENIENT = firewall.ContextPolicy.preset("default").replace(
+    name="lenient-decisions",
+    decisions={"require_citations": True, "allow_unverified_dependencies": True},
+)
 
 names = st.sampled_from(["a", "b", "c"])
 single_untrusted = st.one_of(
@@ -225,7 +230,7 @@ class AgentWithoutGrants(RuleBasedStateMachine):
 
     @rule(target=decisions, depends=st.lists(beliefs, min_size=1, max_size=3, unique=True))
     def decide(self, depends: list[str]) -> str:
-        return self.session.decide("act on what was read", depends).id
+        return self.session.decide("act on what was read", depends, policy=LENIENT).id
 
     @rule(target=actions, decision=decisions, name=st.sampled_from(["git_push", "deploy"]))
     def act(self, decision: str, name: str) -> str:
