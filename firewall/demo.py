@@ -335,15 +335,13 @@ def _session_b(
     later = wall.audit(QUARANTINE_QUERY, grant=auditor, project=PROJECT, limit=200)
     quarantined = next((e for e in later if e.belief.id == poison_id), None)
     in_audit = (
-        quarantined is not None
-        and quarantined.belief.security_status == SecurityStatus.QUARANTINED
+        quarantined is not None and quarantined.belief.security_status == SecurityStatus.QUARANTINED
     )
     _check(
         checks,
         "quarantine: gone from reference",
         poison_id not in after.quoted_ids and poison_id not in after.accepted_ids,
-        f"quoted before: {poison_id in before.quoted_ids}; after: "
-        f"{poison_id in after.quoted_ids}",
+        f"quoted before: {poison_id in before.quoted_ids}; after: {poison_id in after.quoted_ids}",
     )
     _check(
         checks,

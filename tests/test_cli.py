@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test runs in its own working directory with no Gnomon environment."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")  # pytest-xdist workers set this; be the same without
     for name in ("GNOMON_URL", "GNOMON_TRUSTED_KEYS"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
@@ -114,8 +115,9 @@ def test_beliefs_list_filters_json(demo: Demo) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert [b["id"] for b in data["beliefs"]] == [demo.result.poison_content_id]
-    supported = json.loads(run("beliefs", "list", "--url", demo.url, "--truth", "supported",
-                               "--json").output)
+    supported = json.loads(
+        run("beliefs", "list", "--url", demo.url, "--truth", "supported", "--json").output
+    )
     assert supported["beliefs"]
     assert {b["truth_status"] for b in supported["beliefs"]} == {"supported"}
     assert demo.result.user_fact_id in {b["id"] for b in supported["beliefs"]}
@@ -137,8 +139,16 @@ def test_beliefs_show_has_four_axes_origin_and_revisions(demo: Demo) -> None:
     ident = demo.result.poison_content_id
     result = run("beliefs", "show", ident, "--url", demo.url)
     assert result.exit_code == 0, result.output
-    for word in ("truth", "retrieval", "security", "freshness", "quarantined", "sentinel",
-                 "external:file:DEVELOPMENT.md", "revisions (2)"):
+    for word in (
+        "truth",
+        "retrieval",
+        "security",
+        "freshness",
+        "quarantined",
+        "sentinel",
+        "external:file:DEVELOPMENT.md",
+        "revisions (2)",
+    ):
         assert word in result.output
     data = json.loads(run("beliefs", "show", ident, "--url", demo.url, "--json").output)
     assert data["security_status"] == "quarantined"
@@ -172,16 +182,40 @@ def test_recall_default_accepts_the_user_fact_only(demo: Demo) -> None:
     assert "accepted (1)" in result.output
     assert "quoted (0)" in result.output
     assert "ADMIN_TOKEN" not in result.output  # rejected items are shown by id, never by text
-    data = json.loads(run("recall", QUERY, "--project", "shop", "--user", "alice", "--url",
-                          demo.url, "--json", "-k", "50").output)
+    data = json.loads(
+        run(
+            "recall",
+            QUERY,
+            "--project",
+            "shop",
+            "--user",
+            "alice",
+            "--url",
+            demo.url,
+            "--json",
+            "-k",
+            "50",
+        ).output
+    )
     assert [b["id"] for b in data["accepted"]] == [demo.result.user_fact_id]
     rejected = {r["belief_id"] for r in data["rejected"]}
     assert set(demo.result.poison_ids) - {demo.result.poison_content_id} <= rejected
 
 
 def test_recall_reference_quotes_poison(demo: Demo) -> None:
-    data = json.loads(run("recall", QUERY, "--project", "shop", "--policy", "reference",
-                          "--url", demo.url, "--json").output)
+    data = json.loads(
+        run(
+            "recall",
+            QUERY,
+            "--project",
+            "shop",
+            "--policy",
+            "reference",
+            "--url",
+            demo.url,
+            "--json",
+        ).output
+    )
     assert data["policy"] == "reference"
     quoted = {b["id"] for b in data["quoted"]}
     assert quoted and quoted <= set(demo.result.poison_ids)
@@ -192,22 +226,29 @@ def test_recall_reference_quotes_poison(demo: Demo) -> None:
 def test_recall_with_policy_file(demo: Demo, tmp_path: Path) -> None:
     custom = tmp_path / "mine.yaml"
     custom.write_text(ContextPolicy.preset("planner").replace(name="mine").to_yaml())
-    result = run("recall", QUERY, "--project", "shop", "--policy", str(custom), "--url", demo.url,
-                 "--json")
+    result = run(
+        "recall", QUERY, "--project", "shop", "--policy", str(custom), "--url", demo.url, "--json"
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["policy"] == "mine"
 
 
 def test_recall_unknown_policy(demo: Demo) -> None:
-    fails(run("recall", QUERY, "--project", "shop", "--policy", "lenient", "--url", demo.url),
-          "unknown policy preset 'lenient'")
-    fails(run("recall", QUERY, "--project", "shop", "--policy", "nope.yaml", "--url", demo.url),
-          "nope.yaml: no such policy file")
+    fails(
+        run("recall", QUERY, "--project", "shop", "--policy", "lenient", "--url", demo.url),
+        "unknown policy preset 'lenient'",
+    )
+    fails(
+        run("recall", QUERY, "--project", "shop", "--policy", "nope.yaml", "--url", demo.url),
+        "nope.yaml: no such policy file",
+    )
 
 
 def test_recall_refuses_the_privileged_preset(demo: Demo) -> None:
-    fails(run("recall", QUERY, "--project", "shop", "--policy", "audit", "--url", demo.url),
-          "privileged")
+    fails(
+        run("recall", QUERY, "--project", "shop", "--policy", "audit", "--url", demo.url),
+        "privileged",
+    )
 
 
 def test_recall_requires_project(demo: Demo) -> None:
@@ -236,27 +277,69 @@ def test_keys_generate_custom_dirs(tmp_path: Path) -> None:
 
 
 def test_promote_without_pinned_keys(demo: Demo, tmp_path: Path) -> None:
-    fails(run("promote", demo.result.source_file_id, "--key", "x.key", "--reason", "ok",
-              "--url", demo.url), "no pinned operator keys", "gnomon keys generate")
+    fails(
+        run(
+            "promote",
+            demo.result.source_file_id,
+            "--key",
+            "x.key",
+            "--reason",
+            "ok",
+            "--url",
+            demo.url,
+        ),
+        "no pinned operator keys",
+        "gnomon keys generate",
+    )
 
 
 def test_promote_with_missing_key_file(demo: Demo, operator_key: Path) -> None:
-    fails(run("promote", demo.result.source_file_id, "--key", "missing.key", "--reason", "ok",
-              "--url", demo.url), "cannot read key file missing.key")
+    fails(
+        run(
+            "promote",
+            demo.result.source_file_id,
+            "--key",
+            "missing.key",
+            "--reason",
+            "ok",
+            "--url",
+            demo.url,
+        ),
+        "cannot read key file missing.key",
+    )
 
 
 def test_promote_with_unpinned_key(demo: Demo, operator_key: Path) -> None:
     assert run("keys", "generate", "--dir", "rogue", "--trusted-keys", "elsewhere").exit_code == 0
-    fails(run("promote", demo.result.source_file_id, "--key", "rogue/operator.key", "--reason",
-              "ok", "--url", demo.url), "which is not pinned")
+    fails(
+        run(
+            "promote",
+            demo.result.source_file_id,
+            "--key",
+            "rogue/operator.key",
+            "--reason",
+            "ok",
+            "--url",
+            demo.url,
+        ),
+        "which is not pinned",
+    )
     with firewall.open(demo.url) as wall:
         assert wall.require_belief(demo.result.source_file_id).truth_status == "unverified"
 
 
 def test_promote_with_pinned_key(demo: Demo, operator_key: Path) -> None:
     ident = demo.result.source_file_id
-    result = run("promote", ident, "--key", str(operator_key), "--reason", "alice confirmed",
-                 "--url", demo.url)
+    result = run(
+        "promote",
+        ident,
+        "--key",
+        str(operator_key),
+        "--reason",
+        "alice confirmed",
+        "--url",
+        demo.url,
+    )
     assert result.exit_code == 0, result.output
     assert "truth=supported" in result.output
     data = json.loads(run("beliefs", "show", ident, "--url", demo.url, "--json").output)
@@ -270,14 +353,24 @@ def test_trusted_keys_from_environment(
 ) -> None:
     assert run("keys", "generate", "--dir", "k", "--trusted-keys", "pins").exit_code == 0
     monkeypatch.setenv("GNOMON_TRUSTED_KEYS", str(tmp_path / "pins"))
-    result = run("promote", demo.result.source_file_id, "--key", "k/operator.key", "--reason",
-                 "ok", "--url", demo.url)
+    result = run(
+        "promote",
+        demo.result.source_file_id,
+        "--key",
+        "k/operator.key",
+        "--reason",
+        "ok",
+        "--url",
+        demo.url,
+    )
     assert result.exit_code == 0, result.output
 
 
 def test_promote_unknown_id(demo: Demo, operator_key: Path) -> None:
-    fails(run("promote", "bel_nope", "--key", str(operator_key), "--reason", "ok", "--url",
-              demo.url), "unknown belief id")
+    fails(
+        run("promote", "bel_nope", "--key", str(operator_key), "--reason", "ok", "--url", demo.url),
+        "unknown belief id",
+    )
 
 
 def test_quarantine_as_sentinel_then_clear(demo: Demo, operator_key: Path) -> None:
@@ -285,8 +378,9 @@ def test_quarantine_as_sentinel_then_clear(demo: Demo, operator_key: Path) -> No
     result = run("quarantine", ident, "--reason", "planted", "--url", demo.url)
     assert result.exit_code == 0, result.output
     assert "sentinel" in result.output and "security=quarantined" in result.output
-    result = run("clear", ident, "--key", str(operator_key), "--reason", "false positive",
-                 "--url", demo.url)
+    result = run(
+        "clear", ident, "--key", str(operator_key), "--reason", "false positive", "--url", demo.url
+    )
     assert result.exit_code == 0, result.output
     assert "security=clean" in result.output
     data = json.loads(run("beliefs", "show", ident, "--url", demo.url, "--json").output)
@@ -295,8 +389,16 @@ def test_quarantine_as_sentinel_then_clear(demo: Demo, operator_key: Path) -> No
 
 
 def test_quarantine_with_key(demo: Demo, operator_key: Path) -> None:
-    result = run("quarantine", demo.result.copy_ids[1], "--reason", "planted", "--key",
-                 str(operator_key), "--url", demo.url)
+    result = run(
+        "quarantine",
+        demo.result.copy_ids[1],
+        "--reason",
+        "planted",
+        "--key",
+        str(operator_key),
+        "--url",
+        demo.url,
+    )
     assert result.exit_code == 0, result.output
     assert "user grant" in result.output
 
@@ -306,8 +408,19 @@ def test_quarantine_unknown_id(demo: Demo) -> None:
 
 
 def test_clear_without_pinned_keys(demo: Demo) -> None:
-    fails(run("clear", demo.result.poison_content_id, "--key", "k.key", "--reason", "x",
-              "--url", demo.url), "gnomon keys generate")
+    fails(
+        run(
+            "clear",
+            demo.result.poison_content_id,
+            "--key",
+            "k.key",
+            "--reason",
+            "x",
+            "--url",
+            demo.url,
+        ),
+        "gnomon keys generate",
+    )
 
 
 # -- policy ----------------------------------------------------------------------------------
@@ -363,8 +476,11 @@ def _tamper(path: Path, seq: int, sql: str) -> None:
 
 def test_log_verify_names_the_tampered_seq(demo: Demo) -> None:
     _tamper(demo.path, 5, "CAST(replace(CAST(body AS TEXT), 'alice', 'mallor') AS BLOB)")
-    fails(run("log", "verify", "--url", demo.url), "fails verification at seq 5",
-          "hash does not match")
+    fails(
+        run("log", "verify", "--url", demo.url),
+        "fails verification at seq 5",
+        "hash does not match",
+    )
     result = run("log", "verify", "--url", demo.url, "--json")
     assert result.exit_code == 1
     data = json.loads(result.output)
@@ -396,9 +512,6 @@ class FakeProbe:
 def fake_runner(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     module = types.ModuleType("probes.runner")
     monkeypatch.setitem(sys.modules, "probes.runner", module)
-    import probes
-
-    monkeypatch.setattr(probes, "runner", module, raising=False)
     yield module
 
 
@@ -470,14 +583,22 @@ def test_script_demo_then_verify(tmp_path: Path) -> None:
 
 def test_script_bad_input_exits_1_without_traceback(tmp_path: Path) -> None:
     assert _script(tmp_path, "demo").returncode == 0
-    shown = _script(tmp_path, "beliefs", "show", "bel_nope", "--url",
-                    "sqlite:///./.gnomon/demo.db")
+    shown = _script(tmp_path, "beliefs", "show", "bel_nope", "--url", "sqlite:///./.gnomon/demo.db")
     assert shown.returncode == 1
     assert shown.stderr.startswith("error: unknown belief id 'bel_nope'")
     assert "hint: " in shown.stderr
     assert "Traceback" not in shown.stderr
-    missing = _script(tmp_path, "promote", "bel_x", "--key", "k.key", "--reason", "x", "--url",
-                      "sqlite:///./.gnomon/demo.db")
+    missing = _script(
+        tmp_path,
+        "promote",
+        "bel_x",
+        "--key",
+        "k.key",
+        "--reason",
+        "x",
+        "--url",
+        "sqlite:///./.gnomon/demo.db",
+    )
     assert missing.returncode == 1
     assert "gnomon keys generate" in missing.stderr
 
@@ -487,6 +608,16 @@ def test_script_version_and_help(tmp_path: Path) -> None:
     assert version.returncode == 0 and firewall.__version__ in version.stdout
     helped = _script(tmp_path, "--help")
     assert helped.returncode == 0
-    for command in ("demo", "beliefs", "recall", "promote", "quarantine", "clear", "policy",
-                    "log", "keys", "probes"):
+    for command in (
+        "demo",
+        "beliefs",
+        "recall",
+        "promote",
+        "quarantine",
+        "clear",
+        "policy",
+        "log",
+        "keys",
+        "probes",
+    ):
         assert command in helped.stdout

@@ -45,8 +45,9 @@ def mentioned() -> set[tuple[str, ...]]:
     """``gnomon word [word]`` occurrences in the README, resolved against the command tree."""
     groups = {name for name, c in cli.commands.items() if isinstance(c, click.Group)}
     found: set[tuple[str, ...]] = set()
-    for first, second in re.findall(r"\bgnomon(?: --url \S+)? ([a-z][\w-]*)(?: ([a-z][\w-]*))?",
-                                     README):
+    for first, second in re.findall(
+        r"\bgnomon(?: --url \S+)? ([a-z][\w-]*)(?: ([a-z][\w-]*))?", README
+    ):
         found.add((first, second) if first in groups else (first,))
     return found
 
@@ -85,7 +86,9 @@ def test_every_documented_option_exists(path: tuple[str, ...]) -> None:
     for name in path:
         assert isinstance(command, click.Group)
         command = command.commands[name]
-    row = next(line for line in README.splitlines() if line.startswith(f"| `gnomon {' '.join(path)}"))
+    row = next(
+        line for line in README.splitlines() if line.startswith(f"| `gnomon {' '.join(path)}")
+    )
     usage = row.split("`")[1]
     declared = {opt for p in command.params for opt in getattr(p, "opts", [])}
     for option in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", usage):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -51,7 +52,7 @@ def demo(url: str, as_json: bool) -> None:
         )
     out = console()
     if not as_json and path is not None:
-        out.print(f"Demo store: {path.resolve()} ({url})")
+        out.print(f"Demo store: {path.resolve()} ({url})", markup=False, soft_wrap=True)
     result = run_demo(url, on_step=None if as_json else lambda line: out.print(line, markup=False))
     if as_json:
         echo_json(result.to_json())
@@ -115,7 +116,7 @@ def policy_check(file: str, as_json: bool) -> None:
         echo_json({"file": file, "policy": loaded.model_dump(mode="json"), "digest": loaded.digest})
         return
     policy_summary(console(), loaded, file)
-    console().print(f"ok: {file} is a valid ContextPolicy", markup=False)
+    console().print(f"ok: {file} is a valid ContextPolicy", markup=False, soft_wrap=True)
 
 
 @policy.command("schema")
@@ -152,6 +153,7 @@ def log_verify(ctx: click.Context, url: str | None, as_json: bool) -> None:
     console().print(
         f"ok: {report.events} events verified; head seq {report.head_seq} hash {report.head_hash}",
         markup=False,
+        soft_wrap=True,
     )
 
 
@@ -174,16 +176,16 @@ def keys() -> None:
 @click.option("--name", default="operator", show_default=True, help="File name stem.")
 @trusted_keys_option
 @click.pass_context
-def keys_generate(
-    ctx: click.Context, directory: str, name: str, trusted_keys: str | None
-) -> None:
+def keys_generate(ctx: click.Context, directory: str, name: str, trusted_keys: str | None) -> None:
     """Write an Ed25519 key pair and pin its public key in the trusted-keys directory."""
     private_path, public_path = write_keypair(directory, name)
     pinned = config.pin_key(public_path, resolve_trusted_keys(ctx, trusted_keys))
     out = console()
-    out.print(f"private key: {private_path}  (keep it secret; mode 0600)", markup=False)
-    out.print(f"public key:  {public_path}", markup=False)
-    out.print(f"pinned:      {pinned}", markup=False)
+    out.print(
+        f"private key: {private_path}  (keep it secret; mode 0600)", markup=False, soft_wrap=True
+    )
+    out.print(f"public key:  {public_path}", markup=False, soft_wrap=True)
+    out.print(f"pinned:      {pinned}", markup=False, soft_wrap=True)
 
 
 # -- probes ---------------------------------------------------------------------------------
@@ -225,14 +227,13 @@ def probes_run(ctx: click.Context, as_json: bool) -> None:
 
 def _load_runner() -> Any:
     try:
-        from probes import runner
+        runner = importlib.import_module("probes.runner")
     except ModuleNotFoundError as exc:
         if exc.name not in ("probes", "probes.runner"):
             raise
         raise GnomonError(
             "the probe harness (probes.runner) is not installed in this environment",
-            hint="run from a checkout that has probes/runner.py, installed with "
-            "`pip install -e .`",
+            hint="run from a checkout that has probes/runner.py, installed with `pip install -e .`",
         ) from exc
     return runner.run_all
 

@@ -141,7 +141,8 @@ def _granted_wall(
 def _report(belief: firewall.Belief, verb: str, authority: str) -> None:
     console().print(
         f"{verb} {belief.id} ({authority}): truth={belief.truth_status.value} "
-        f"retrieval={belief.retrieval_status.value} security={belief.security_status.value}"
+        f"retrieval={belief.retrieval_status.value} security={belief.security_status.value}",
+        soft_wrap=True,
     )
 
 

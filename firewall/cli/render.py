@@ -147,7 +147,8 @@ def recall_json(result: RecallResult) -> dict[str, Any]:
 def recall_tables(out: Console, result: RecallResult) -> None:
     out.print(
         f"recall {escape(repr(result.query))} under policy [bold]{escape(result.policy)}[/] "
-        f"(digest {result.policy_digest[:16]}…, event seq {result.event_seq})"
+        f"(digest {result.policy_digest[:16]}…, event seq {result.event_seq})",
+        soft_wrap=True,
     )
     section(
         out,
@@ -238,17 +239,17 @@ def policy_summary(out: Console, policy: ContextPolicy, source: str) -> None:
     table.add_row("surface contradictions", str(policy.surface_contradictions))
     table.add_row("surface uncertainties", str(policy.surface_uncertainties))
     table.add_row("privileged (audit path)", str(policy.privileged))
-    table.add_row("digest", policy.digest)
     out.print(table)
+    out.print(f"digest: {policy.digest}", soft_wrap=True)
 
 
 __all__ = [
     "belief_detail",
     "belief_json",
     "beliefs_table",
-    "section",
     "policy_summary",
     "recall_json",
     "recall_tables",
+    "section",
     "verify_json",
 ]
