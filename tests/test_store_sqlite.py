@@ -12,6 +12,7 @@ import pytest
 
 from firewall.errors import StoreCorruptError, StoreError, StoreLockedError
 from firewall.store.base import BeliefFilter, Store
+from firewall.store.memory import MemoryStore
 from firewall.store.sqlite import SQLiteStore
 from tests.factories import belief_draft, make_belief, make_decision, make_draft, make_records
 from tests.store_contract import StoreContract
@@ -22,17 +23,6 @@ REPO = Path(__file__).resolve().parent.parent
 class TestSQLiteStore(StoreContract):
     def make_store(self, tmp_path: Path) -> Store:
         return SQLiteStore(tmp_path / "gnomon.db")
-
-    def tamper_body(self, store: Store, seq: int, body: bytes) -> None:
-        assert isinstance(store, SQLiteStore)
-        store._conn.execute("UPDATE events SET body = ? WHERE seq = ?", (body, seq))
-
-
-class TestSQLiteFacetsInMatch(StoreContract):
-    """The same contract with the status sets pushed into the FTS5 MATCH expression."""
-
-    def make_store(self, tmp_path: Path) -> Store:
-        return SQLiteStore(tmp_path / "gnomon.db", facets_in_match=True)
 
     def tamper_body(self, store: Store, seq: int, body: bytes) -> None:
         assert isinstance(store, SQLiteStore)
@@ -133,6 +123,7 @@ def test_closed_store_refuses_work(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
+from firewall.store.memory import MemoryStore
 from firewall.store.sqlite import SQLiteStore
 from tests.factories import belief_draft, make_belief
 with SQLiteStore(sys.argv[1], busy_timeout=30) as store:
@@ -156,3 +147,23 @@ def test_two_processes_append_one_gap_free_chain(tmp_path: Path) -> None:
         assert report.ok and report.events == 400
         assert store.count_beliefs(BeliefFilter(text="left")) == 200
         assert store.count_beliefs(BeliefFilter(text="right")) == 200
+
+
+def test_relevance_order_matches_the_memory_backend(tmp_path: Path) -> None:
+    """FTS5's bm25() over the Python tokens and the memory backend's BM25 rank alike."""
+    words = "payment stripe deploy argo cafe service key rotation billing".split()
+    beliefs = [
+        make_belief(
+            id=f"bel_{i:03d}",
+            statement=" ".join(words[(i * 7 + j * 3) % len(words)] for j in range(1 + i % 9)),
+        )
+        for i in range(60)
+    ]
+    with SQLiteStore(tmp_path / "gnomon.db") as sqlite, MemoryStore() as memory:
+        for store in (sqlite, memory):
+            store.commit([belief_draft(*beliefs)])
+        for query in ("stripe", "payment argo", "cafe key rotation", "billing service deploy"):
+            where = BeliefFilter(text=query, limit=100)
+            assert [b.id for b in sqlite.find_beliefs(where)] == [
+                b.id for b in memory.find_beliefs(where)
+            ], query

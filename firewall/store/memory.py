@@ -18,7 +18,6 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 
 from firewall.chain import (
     Action,
@@ -37,17 +36,11 @@ from firewall.errors import GnomonError, StoreError
 from firewall.events import GENESIS_HASH, Event, EventDraft, seal
 from firewall.states import Scope
 from firewall.store.base import BeliefFilter, Store
-from firewall.text import query_terms, tokens
+from firewall.store.keys import index_tokens, micros
+from firewall.text import query_terms
 
 K1 = 1.2
 B = 0.75
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def micros(moment: datetime) -> int:
-    """Exact integer microseconds since the epoch: a sort key that never rounds."""
-    return (moment - _EPOCH) // _MICROSECOND
 
 
 def bm25_idf(rows: int, hits: int) -> float:
@@ -389,7 +382,7 @@ class MemoryStore(Store):
 
 
 def _stage_belief(belief: Belief) -> _BeliefRow:
-    terms = Counter(tokens(belief.statement))
+    terms = Counter(index_tokens(belief.statement))
     return _BeliefRow(
         belief=belief,
         terms=terms,
@@ -400,4 +393,4 @@ def _stage_belief(belief: Belief) -> _BeliefRow:
     )
 
 
-__all__ = ["MemoryStore", "belief_matches", "bm25_idf", "micros"]
+__all__ = ["MemoryStore", "belief_matches", "bm25_idf"]

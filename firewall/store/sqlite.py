@@ -41,8 +41,8 @@ from firewall.events import GENESIS_HASH, Event, EventDraft, seal
 from firewall.states import SENSITIVITY_RANK, Scope
 from firewall.store import sqlite_schema as schema
 from firewall.store.base import BeliefFilter, Store
-from firewall.store.memory import micros
-from firewall.text import fts5_match, tokens
+from firewall.store.keys import index_tokens, micros
+from firewall.text import fts5_match
 
 M = TypeVar("M", bound=ChainModel)
 
@@ -56,8 +56,7 @@ class SQLiteStore(Store):
 
     ``path`` is a file path (parent directories are created) or ``":memory:"``.
     ``busy_timeout`` is how many seconds a writer waits for another process's lock before
-    :class:`StoreLockedError` is raised. ``facets_in_match`` pushes the four status-set
-    conditions into the FTS5 MATCH expression instead of the SQL WHERE clause.
+    :class:`StoreLockedError` is raised; ``cache_mb`` sizes the page cache and the memory map.
     """
 
     def __init__(
@@ -65,13 +64,13 @@ class SQLiteStore(Store):
         path: str | Path,
         *,
         busy_timeout: float = 5.0,
-        facets_in_match: bool = False,
+        cache_mb: int = 64,
         url: str | None = None,
     ) -> None:
         self.path = str(path)
         self.url = url or f"sqlite:///{self.path}"
         self.busy_timeout = busy_timeout
-        self.facets_in_match = facets_in_match
+        self.cache_mb = cache_mb
         self._lock = threading.RLock()
         self._closed = True
         if self.path != ":memory:":
@@ -108,6 +107,9 @@ class SQLiteStore(Store):
         conn.execute("PRAGMA journal_mode = WAL").fetchone()
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA temp_store = MEMORY")
+        conn.execute(f"PRAGMA cache_size = {-1024 * int(self.cache_mb)}")
+        if self.path != ":memory:":
+            conn.execute(f"PRAGMA mmap_size = {1024 * 1024 * int(self.cache_mb) * 4}")
         conn.execute("BEGIN IMMEDIATE")
         try:
             tables = {
@@ -329,50 +331,47 @@ class SQLiteStore(Store):
             return int(conn.execute(*query).fetchone()[0])
 
     def _belief_query(self, where: BeliefFilter, *, count: bool) -> tuple[str, list[Any]] | None:
-        """One SQL statement answering ``where``, or None when nothing can match."""
-        sets = (
-            ("truth", "t", where.truth),
-            ("retrieval", "r", where.retrieval),
-            ("security", "s", where.security),
-            ("freshness", "f", where.freshness),
-        )
-        if any(values is not None and not values for _, _, values in sets):
-            return None
+        """One SQL statement answering ``where``, or None when nothing can match.
+
+        The plan is fixed rather than left to the statistics: with text, FTS5 drives (``CROSS
+        JOIN`` keeps it the outer loop) and every other condition is checked on the joined row;
+        without text, only the status columns and the scoping columns may pick an index (the
+        unary ``+`` on the others keeps them out of index selection), so a policy recall walks
+        ``beliefs_recall`` newest first and stops at the limit.
+        """
         conds: list[str] = []
         params: list[Any] = []
-        match: str | None = None
-        if where.text is not None:
-            terms = fts5_match(where.text)
-            if terms is None:
-                return None
-            match = f"terms:({terms})"
-        for column, prefix, values in sets:
+        for column, values in (
+            ("truth", where.truth),
+            ("retrieval", where.retrieval),
+            ("security", where.security),
+            ("freshness", where.freshness),
+        ):
             if values is None:
                 continue
+            if not values:
+                return None
             ordered = sorted(values)
-            if match is not None and self.facets_in_match:
-                match += " AND facets:(" + " OR ".join(f'"{prefix}_{v}"' for v in ordered) + ")"
-            elif len(ordered) == 1:
+            if len(ordered) == 1:
                 conds.append(f"b.{column} = ?")
-                params.append(ordered[0].value)
             else:
                 conds.append(f"b.{column} IN ({','.join('?' * len(ordered))})")
-                params.extend(v.value for v in ordered)
+            params.extend(ordered)
         if where.max_sensitivity is not None:
-            conds.append("b.sensitivity_rank <= ?")
+            conds.append("+b.sensitivity_rank <= ?")
             params.append(SENSITIVITY_RANK[where.max_sensitivity])
         if where.anchor_after is not None:
-            conds.append("b.anchor_us >= ?")
+            conds.append("+b.anchor_us >= ?")
             params.append(micros(where.anchor_after))
         if where.not_expired_at is not None:
-            conds.append("(b.expires_us IS NULL OR b.expires_us > ?)")
+            conds.append("(+b.expires_us IS NULL OR +b.expires_us > ?)")
             params.append(micros(where.not_expired_at))
         if where.project is not None:
-            conds.append("(b.project = ? OR b.scope = ?)")
-            params.extend((where.project, Scope.GLOBAL.value))
+            conds.append("(+b.project = ? OR +b.scope = ?)")
+            params.extend((where.project, Scope.GLOBAL))
         if where.user is not None:
-            conds.append("(b.scope <> ? OR b.user = ?)")
-            params.extend((Scope.USER.value, where.user))
+            conds.append("(+b.scope <> ? OR +b.user = ?)")
+            params.extend((Scope.USER, where.user))
         for column, value in (
             ("subject", where.subject),
             ("predicate", where.predicate),
@@ -382,19 +381,30 @@ class SQLiteStore(Store):
                 conds.append(f"b.{column} = ?")
                 params.append(value)
         if where.exclude_ids:
-            conds.append(f"b.id NOT IN ({','.join('?' * len(where.exclude_ids))})")
+            conds.append(f"+b.id NOT IN ({','.join('?' * len(where.exclude_ids))})")
             params.extend(sorted(where.exclude_ids))
 
         select = "count(*)" if count else "b.doc"
-        if match is not None:
+        if where.text is not None:
+            match = fts5_match(where.text)
+            if match is None:
+                return None
             sql = (
-                f"SELECT {select} FROM beliefs_fts JOIN beliefs b ON b.rid = beliefs_fts.rowid "
-                "WHERE beliefs_fts MATCH ?"
+                f"SELECT {select} FROM beliefs_fts CROSS JOIN beliefs b "
+                "ON b.rid = beliefs_fts.rowid WHERE beliefs_fts MATCH ?"
             )
             params.insert(0, match)
-            order = "bm25(beliefs_fts, 1.0, 0.0), b.id"
+            order = "beliefs_fts.rank, b.id"
         else:
-            sql = f"SELECT {select} FROM beliefs b WHERE 1"
+            # A subject or a session is far more selective than any status, but the planner
+            # would rather walk an index already in result order: name the index it should use.
+            if where.subject is not None:
+                hint = " INDEXED BY beliefs_subject"
+            elif where.session_id is not None:
+                hint = " INDEXED BY beliefs_session"
+            else:
+                hint = ""
+            sql = f"SELECT {select} FROM beliefs b{hint} WHERE 1"
             order = "b.observed_us DESC, b.id"
         if conds:
             sql += " AND " + " AND ".join(conds)
@@ -552,29 +562,27 @@ class _Rows:
 
 
 def _belief_row(b: Belief, doc: bytes) -> tuple[Any, ...]:
-    truth = b.truth_status.value
-    retrieval = b.retrieval_status.value
-    security = b.security_status.value
-    freshness = b.freshness_status.value
+    # StrEnum members bind as their text value; no .value lookups on the hot path.
     observed = micros(b.observed_at)
+    verified = b.last_verified_at
+    expires = b.expires_at
     return (
         b.id,
-        truth,
-        retrieval,
-        security,
-        freshness,
+        b.truth_status,
+        b.retrieval_status,
+        b.security_status,
+        b.freshness_status,
         SENSITIVITY_RANK[b.sensitivity],
-        micros(b.last_verified_at) if b.last_verified_at is not None else observed,
+        observed if verified is None else micros(verified),
         observed,
-        micros(b.expires_at) if b.expires_at is not None else None,
+        None if expires is None else micros(expires),
         b.project,
-        b.scope.value,
+        b.scope,
         b.user,
         b.subject,
         b.predicate,
         b.session_id,
-        " ".join(tokens(b.statement)),
-        f"t_{truth} r_{retrieval} s_{security} f_{freshness}",
+        " ".join(index_tokens(b.statement)),
         doc,
     )
 
