@@ -226,6 +226,9 @@ def verify_chain(rows: Iterable[tuple[int, bytes, str, str]]) -> VerifyReport:
     count = 0
     sha = hashlib.sha256
     for seq, body, prev_hash, digest in rows:
+        if not isinstance(body, bytes):
+            problem = f"event body is stored as {type(body).__name__}, not bytes (edited?)"
+            return VerifyReport(False, count, expected_seq - 1, prev, seq, problem)
         if seq != expected_seq:
             problem = f"expected seq {expected_seq}, found {seq} (events missing or reordered)"
             return VerifyReport(False, count, expected_seq - 1, prev, expected_seq, problem)

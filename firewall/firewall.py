@@ -225,6 +225,7 @@ class Firewall:
             reason=reason,
             now=now,
             grant_id=grant.id if grant else None,
+            evidence=self.store.get_evidence(belief.claim_id),
         )
         extra_records: list[Decision] = []
         if updated.truth_status == TruthStatus.CONTRADICTED != belief.truth_status:

@@ -232,6 +232,16 @@ def coupled_moves(moves: Iterable[Move]) -> list[Move]:
     return out
 
 
+def _promotes(belief: Belief, move: Move) -> bool:
+    if belief.status(move.axis) == move.to_state:
+        return False
+    if move.axis == Axis.TRUTH:
+        return move.to_state == T.SUPPORTED
+    if move.axis == Axis.RETRIEVAL:
+        return move.to_state == R.NORMAL and belief.truth_status != T.SUPPORTED
+    return False
+
+
 def apply_moves(
     belief: Belief,
     moves: Iterable[Move],
@@ -241,13 +251,28 @@ def apply_moves(
     now: datetime,
     grant_id: str | None = None,
     related_ids: Iterable[str] = (),
+    evidence: EvidenceSet | None = None,
+    required: int = 1,
 ) -> tuple[Belief, list[Revision]]:
-    """Check and apply moves; returns the new belief version and one revision per axis moved."""
+    """Check and apply moves; returns the new belief version and one revision per axis moved.
+
+    Parallax is enforced here, for every caller: a move that makes a belief ``supported``, or
+    normally retrievable while it is not supported, needs a user/probe grant or ``evidence``
+    with independent corroboration stronger than reading.
+    """
     current = belief
     revisions: list[Revision] = []
     related = list(related_ids)
     for move in coupled_moves(moves):
         check_move(current, move, authority)
+        if _promotes(current, move) and authority not in (U, P):
+            if evidence is None:
+                raise ParallaxError(
+                    f"{move.axis.value} move to {move.to_state} on belief {belief.id} by "
+                    f"{authority.value} authority needs corroborating evidence, and none was given",
+                    hint="corroborate it (Session.corroborate) or promote with a user grant",
+                )
+            check_parallax(current, evidence, authority, required=required)
         before = current.status(move.axis)
         if before == move.to_state:
             continue

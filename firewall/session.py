@@ -45,15 +45,15 @@ from firewall.contradictions import (
     to_demote,
 )
 from firewall.errors import (
-    GateError,
     InputError,
     InvalidOriginError,
     MissingGrantError,
+    ParallaxError,
     SelfPromotionError,
     UnknownIdError,
 )
 from firewall.events import Records
-from firewall.gate import Move, apply_moves, check_parallax
+from firewall.gate import Move, apply_moves
 from firewall.grants import Grant
 from firewall.ids import new_id
 from firewall.origin import Origin, join_all
@@ -493,10 +493,6 @@ class Session:
         promoted = False
         if promotable:
             try:
-                check_parallax(belief, evidence, Authority.POLICY, required=required)
-            except GateError:
-                promoted = False
-            else:
                 updated, revisions = apply_moves(
                     belief,
                     [
@@ -507,8 +503,13 @@ class Session:
                     reason=f"corroborated by independent {item.quality.value} ({item.source})",
                     now=now,
                     related_ids=[item.source],
+                    evidence=evidence,
+                    required=required,
                 )
                 promoted = True
+            except ParallaxError:
+                # Not enough independent corroboration yet: the evidence is still recorded.
+                updated, revisions = belief, []
         self._commit(
             "evidence.added",
             data={"belief_id": belief.id, "evidence_id": item.id, "promoted": promoted},
@@ -653,8 +654,11 @@ class Session:
         *,
         policy: ContextPolicy | str = "default",
     ) -> Decision:
-        """Record a decision citing the beliefs it rests on. Dependencies that are not
-        supported are flagged (and refused if the policy forbids them)."""
+        """Record a decision citing the beliefs it rests on.
+
+        A decision is always recorded, because the audit must show what the agent did; each
+        dependency that is not supported is flagged, and when the policy does not allow such
+        dependencies the decision carries a policy flag too (the trust report surfaces both)."""
         self._check_open()
         chosen = resolve(policy)
         if isinstance(depends_on, str):
@@ -712,6 +716,8 @@ class Session:
 
     def record_outcome(self, action_id: str, *, success: bool, summary: str = "") -> Outcome:
         self._check_open()
+        if self.wall.store.get_action(action_id) is None:
+            raise UnknownIdError("action", action_id)
         now = self.wall.clock()
         outcome = Outcome(
             id=new_id("out"),

@@ -487,12 +487,6 @@ def test_log_verify_names_the_tampered_seq(demo: Demo) -> None:
     assert data["ok"] is False and data["first_bad_seq"] == 5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="library bug: SQLiteStore.chain_rows yields a TEXT body as str and verify_chain "
-    "raises TypeError instead of reporting the seq (firewall/events.py verify_chain)",
-)
 def test_log_verify_when_tampering_changes_the_body_type(demo: Demo) -> None:
     _tamper(demo.path, 5, "replace(body, 'alice', 'mallory')")  # replace() returns TEXT
     fails(run("log", "verify", "--url", demo.url), "fails verification at seq 5")
