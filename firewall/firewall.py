@@ -227,6 +227,8 @@ class Firewall:
             grant_id=grant.id if grant else None,
             evidence=self.store.get_evidence(belief.claim_id),
         )
+        if not revisions:
+            return updated  # already in the requested states: nothing to record
         extra_records: list[Decision] = []
         if updated.truth_status == TruthStatus.CONTRADICTED != belief.truth_status:
             extra_records = flag_decisions(

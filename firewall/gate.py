@@ -25,6 +25,7 @@ from datetime import datetime
 
 from firewall.chain import Belief, EvidenceSet, Revision
 from firewall.errors import (
+    GateError,
     ParallaxError,
     TerminalStateError,
     TransitionRefused,
@@ -295,9 +296,29 @@ def apply_moves(
                 created_at=now,
             )
         )
+    check_invariants(current)
     if revisions:
         current = current.model_copy(update={"updated_at": now, "version": belief.version + 1})
     return current, revisions
+
+
+# Security states that pin the retrieval axis: what is quarantined stays on the audit path and
+# what is malicious stays blocked, whatever else moves, until a user clears the security state.
+PINNED_RETRIEVAL: dict[str, frozenset[str]] = {
+    S.QUARANTINED: frozenset({R.PRIVILEGED_ONLY, R.BLOCKED}),
+    S.MALICIOUS: frozenset({R.BLOCKED}),
+}
+
+
+def check_invariants(belief: Belief) -> None:
+    """Cross-axis rules the per-axis tables cannot express on their own."""
+    allowed = PINNED_RETRIEVAL.get(belief.security_status)
+    if allowed is not None and belief.retrieval_status not in allowed:
+        raise GateError(
+            f"belief {belief.id} is {belief.security_status}; its retrieval must stay "
+            f"{' or '.join(sorted(allowed))}, not {belief.retrieval_status}",
+            hint="clear the security state first (`gnomon clear` with a user grant)",
+        )
 
 
 __all__ = [
@@ -308,6 +329,7 @@ __all__ = [
     "Move",
     "adoption_for",
     "apply_moves",
+    "check_invariants",
     "check_move",
     "check_parallax",
     "coupled_moves",

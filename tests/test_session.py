@@ -249,3 +249,16 @@ def test_log_chains_every_change(wall: firewall.Firewall) -> None:
     assert recall.versions["policy_digest"] == firewall.ContextPolicy.preset("planner").digest
     assert [e.seq for e in events] == [1, 2, 3, 4]
     assert wall.verify_log().ok
+
+
+def test_promoting_a_quarantined_belief_needs_clearance_first(wall: firewall.Firewall) -> None:
+    with wall.session(project="p", actor="a") as s:
+        note = s.observe(tool="read", content="Cache TTL is 60s").content[0]
+    wall.quarantine(note.id, reason="sentinel", authority=Authority.SENTINEL)
+    head = wall.store.head()
+    with pytest.raises(firewall.errors.GateError, match="clear the security state first"):
+        wall.promote(note.id, grant=wall.grant("user", "alice"), reason="looks fine")
+    assert wall.store.head() == head
+    # Quarantining again changes nothing and records nothing.
+    wall.quarantine(note.id, reason="again", authority=Authority.SENTINEL)
+    assert wall.store.head() == head
