@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -104,20 +105,18 @@ class SQLiteStore(Store):
 
     def _setup(self) -> None:
         conn = self._conn
-        conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        self._enable_wal()
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA temp_store = MEMORY")
         conn.execute(f"PRAGMA cache_size = {-1024 * int(self.cache_mb)}")
         if self.path != ":memory:":
             conn.execute(f"PRAGMA mmap_size = {1024 * 1024 * int(self.cache_mb) * 4}")
+        if "meta" in self._tables():
+            self._check_meta()  # the common case: an existing store, no write lock needed
+            return
         conn.execute("BEGIN IMMEDIATE")
         try:
-            tables = {
-                name
-                for (name,) in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')"
-                )
-            }
+            tables = self._tables()  # again, under the lock: another process may have won
             if "meta" in tables:
                 self._check_meta()
             elif tables:
@@ -141,6 +140,23 @@ class SQLiteStore(Store):
             with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise
+
+    def _enable_wal(self) -> None:
+        # Switching a new file to WAL needs an exclusive lock and SQLite does not call the busy
+        # handler for it: two processes opening a fresh store at once would fail without a retry.
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc).lower() or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
+
+    def _tables(self) -> set[str]:
+        rows = self._conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        return {name for (name,) in rows}
 
     def _check_meta(self) -> None:
         meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
@@ -453,6 +469,8 @@ class SQLiteStore(Store):
             self._closed = True
             try:
                 with suppress(sqlite3.Error):
+                    # keeps the planner statistics current; bounded so close() stays fast
+                    self._conn.execute("PRAGMA analysis_limit = 400")
                     self._conn.execute("PRAGMA optimize")
             finally:
                 self._conn.close()
