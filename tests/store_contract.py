@@ -454,6 +454,17 @@ class StoreContract(ABC):
         store.commit([belief_draft(a, c, b)])
         assert ids(store.find_beliefs(BeliefFilter())) == ["bel_b", "bel_c", "bel_a"]
 
+    def test_moving_observed_at_keeps_one_entry(self, store: Store) -> None:
+        belief = make_belief(id="bel_moving", observed_at=at(days=-1))
+        other = make_belief(id="bel_other", observed_at=at(hours=-12))
+        store.commit([belief_draft(belief, other)])
+        for days in (1, -1, 1):
+            moved = belief.model_copy(update={"observed_at": at(days=days)})
+            store.commit([belief_draft(moved)])
+            expected = ["bel_moving", "bel_other"] if days > 0 else ["bel_other", "bel_moving"]
+            assert ids(store.find_beliefs(BeliefFilter())) == expected
+        assert store.count_beliefs(BeliefFilter()) == 2
+
     def test_exclude_ids_limit_offset(self, store: Store, corpus: dict[str, Belief]) -> None:
         everything = store.find_beliefs(BeliefFilter(limit=100))
         assert len(everything) == len(corpus)

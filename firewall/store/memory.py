@@ -132,6 +132,10 @@ class MemoryStore(Store):
         self._contradictions_by_belief: dict[str, set[str]] = {}
         self._postings: dict[str, dict[str, int]] = {}
         self._total_length = 0
+        # (-observed, id) newest first; appended unsorted, sorted lazily by the next read
+        # (timsort merges the new run in linear time).
+        self._recent: list[tuple[int, str]] = []
+        self._recent_sorted = 0
 
     # -- write path -----------------------------------------------------------------------
 
@@ -194,6 +198,11 @@ class MemoryStore(Store):
         old = self._beliefs.get(belief.id)
         if old is not None:
             self._unindex_belief(old)
+        if old is None or old.observed != row.observed:
+            if old is not None:
+                self._recent.remove((-old.observed, belief.id))  # rare: observed_at moved
+                self._recent_sorted = 0
+            self._recent.append((-row.observed, belief.id))
         self._beliefs[belief.id] = row
         self._by_spo.setdefault((belief.project, belief.subject, belief.predicate), set()).add(
             belief.id
@@ -301,14 +310,34 @@ class MemoryStore(Store):
             return out
 
     def find_beliefs(self, where: BeliefFilter) -> list[Belief]:
+        start = max(where.offset, 0)
+        if where.text is None and not (where.subject and where.predicate and where.project):
+            with self._lock:
+                return self._newest(where, start, max(where.limit, 0))
         with self._lock:
             ranked = self._select(where)
-        start = max(where.offset, 0)
         return [row.belief for row in ranked[start : start + max(where.limit, 0)]]
 
     def count_beliefs(self, where: BeliefFilter) -> int:
         with self._lock:
             return len(self._select(where, rank=False))
+
+    def _newest(self, where: BeliefFilter, start: int, limit: int) -> list[Belief]:
+        """Walk beliefs newest first and stop once the page is full."""
+        if limit == 0 or _empty_set_condition(where):
+            return []
+        if self._recent_sorted != len(self._recent):
+            self._recent.sort()
+            self._recent_sorted = len(self._recent)
+        wanted = start + limit
+        found: list[Belief] = []
+        for _, belief_id in self._recent:
+            row = self._beliefs[belief_id]
+            if belief_matches(row.belief, where, anchor=row.anchor, expires=row.expires):
+                found.append(row.belief)
+                if len(found) == wanted:
+                    break
+        return found[start:]
 
     def _select(self, where: BeliefFilter, *, rank: bool = True) -> list[_BeliefRow]:
         if _empty_set_condition(where):
