@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import Any
 
-from firewall.chain import Belief, Contradiction, Decision
+from firewall.adoption import NewBelief
+from firewall.chain import Belief, Contradiction, Decision, Revision
+from firewall.gate import Move, apply_moves
 from firewall.ids import new_id
-from firewall.states import TruthStatus
+from firewall.states import Authority, Axis, TruthStatus
+from firewall.store.base import BeliefFilter, Store
 from firewall.text import normalize
 
 ACTIVE_TRUTH = frozenset({TruthStatus.UNVERIFIED, TruthStatus.SUPPORTED, TruthStatus.CONTRADICTED})
@@ -67,10 +71,74 @@ def flag_decisions(decisions: Iterable[Decision], belief_id: str, *, why: str) -
     ]
 
 
+def detect(
+    store: Store, made: Sequence[NewBelief], now: datetime
+) -> tuple[dict[str, tuple[Any, ...]], list[str], dict[str, Belief]]:
+    """Records for new beliefs plus any contradictions they create with existing beliefs,
+    and the current version of every belief touched (new ones may already be demoted)."""
+    beliefs = {m.belief.id: m.belief for m in made}
+    decisions: list[Decision] = []
+    revisions: list[Revision] = []
+    found: list[Contradiction] = []
+    for m in made:
+        new = m.belief
+        groups: list[list[Belief]] = []
+        if new.subject and new.predicate:
+            existing = store.find_beliefs(
+                BeliefFilter(
+                    project=new.project,
+                    subject=new.subject,
+                    predicate=new.predicate,
+                    truth=ACTIVE_TRUTH,
+                    limit=50,
+                )
+            )
+            rivals = conflicting(new, existing)
+            if rivals:
+                groups.append([new, *rivals])
+        if new.contradicts:
+            linked = store.get_beliefs(new.contradicts)
+            groups.append([new, *linked.values()])
+        for group in groups:
+            found.append(
+                contradiction_record(
+                    group, reason=f"{new.subject}/{new.predicate} conflict", now=now
+                )
+            )
+            for member in to_demote([beliefs.get(b.id, b) for b in group]):
+                moved, revs = apply_moves(
+                    member,
+                    [Move(Axis.TRUTH, TruthStatus.CONTRADICTED)],
+                    authority=Authority.POLICY,
+                    reason=f"conflicts with a supported belief in {found[-1].id}",
+                    now=now,
+                    related_ids=[b.id for b in group if b.id != member.id],
+                )
+                beliefs[member.id] = moved
+                revisions.extend(revs)
+                decisions.extend(
+                    flag_decisions(
+                        store.decisions_depending_on(member.id),
+                        member.id,
+                        why="contradicted",
+                    )
+                )
+    records: dict[str, tuple[Any, ...]] = {
+        "claims": tuple(m.claim for m in made),
+        "evidence": tuple(m.evidence for m in made),
+        "beliefs": tuple(beliefs.values()),
+        "revisions": tuple(revisions),
+        "decisions": tuple(decisions),
+        "contradictions": tuple(found),
+    }
+    return records, [c.id for c in found], beliefs
+
+
 __all__ = [
     "ACTIVE_TRUTH",
     "conflicting",
     "contradiction_record",
+    "detect",
     "flag_decisions",
     "to_demote",
 ]

@@ -12,15 +12,14 @@ independent, stronger corroboration (:meth:`Session.corroborate`), which the gat
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from firewall.adoption import Context, NewBelief, adopt, independence_group, quality_for
+from firewall.adoption import Context, adopt, independence_group, quality_for
 from firewall.chain import (
     Action,
     Belief,
-    Contradiction,
     Decision,
     EvidenceItem,
     EvidenceSet,
@@ -37,13 +36,7 @@ from firewall.content import (
     render_args,
     statement_text,
 )
-from firewall.contradictions import (
-    ACTIVE_TRUTH,
-    conflicting,
-    contradiction_record,
-    flag_decisions,
-    to_demote,
-)
+from firewall.contradictions import detect
 from firewall.errors import (
     InputError,
     InvalidOriginError,
@@ -59,12 +52,9 @@ from firewall.ids import new_id
 from firewall.origin import Origin, join_all
 from firewall.policy import ContextPolicy, resolve
 from firewall.recall import (
-    ContradictionView,
-    QuotedItem,
     RecallResult,
-    RejectedItem,
-    Uncertainty,
 )
+from firewall.retrieval import gather
 from firewall.states import (
     Authority,
     Axis,
@@ -78,7 +68,6 @@ from firewall.states import (
     Sensitivity,
     TruthStatus,
 )
-from firewall.store.base import BeliefFilter
 
 if TYPE_CHECKING:
     from firewall.firewall import Firewall
@@ -296,7 +285,7 @@ class Session:
             )
             for i, block in enumerate(blocks)
         ]
-        records, contradictions, current = self._with_contradictions([envelope, *made], now)
+        records, contradictions, current = detect(self.wall.store, [envelope, *made], now)
         self._commit(
             "observation.recorded",
             data={"tool": tool, "blocks": len(blocks), "contradictions": contradictions},
@@ -354,7 +343,7 @@ class Session:
             valid_to=valid_to,
             contradicts=list(contradicts),
         )
-        records, contradictions, current = self._with_contradictions([made], now)
+        records, contradictions, current = detect(self.wall.store, [made], now)
         self._commit(
             "belief.remembered",
             data={
@@ -382,68 +371,6 @@ class Session:
             else:
                 labels.append(self.wall.require_belief(ident).origin)
         return labels
-
-    def _with_contradictions(
-        self, made: Sequence[NewBelief], now: datetime
-    ) -> tuple[dict[str, tuple[Any, ...]], list[str], dict[str, Belief]]:
-        """Records for new beliefs plus any contradictions they create with existing beliefs,
-        and the current version of every belief touched (new ones may already be demoted)."""
-        beliefs = {m.belief.id: m.belief for m in made}
-        decisions: list[Decision] = []
-        revisions = []
-        found: list[Contradiction] = []
-        for m in made:
-            new = m.belief
-            groups: list[list[Belief]] = []
-            if new.subject and new.predicate:
-                existing = self.wall.store.find_beliefs(
-                    BeliefFilter(
-                        project=self.project,
-                        subject=new.subject,
-                        predicate=new.predicate,
-                        truth=ACTIVE_TRUTH,
-                        limit=50,
-                    )
-                )
-                rivals = conflicting(new, existing)
-                if rivals:
-                    groups.append([new, *rivals])
-            if new.contradicts:
-                linked = self.wall.store.get_beliefs(new.contradicts)
-                groups.append([new, *linked.values()])
-            for group in groups:
-                found.append(
-                    contradiction_record(
-                        group, reason=f"{new.subject}/{new.predicate} conflict", now=now
-                    )
-                )
-                for member in to_demote([beliefs.get(b.id, b) for b in group]):
-                    moved, revs = apply_moves(
-                        member,
-                        [Move(Axis.TRUTH, TruthStatus.CONTRADICTED)],
-                        authority=Authority.POLICY,
-                        reason=f"conflicts with a supported belief in {found[-1].id}",
-                        now=now,
-                        related_ids=[b.id for b in group if b.id != member.id],
-                    )
-                    beliefs[member.id] = moved
-                    revisions.extend(revs)
-                    decisions.extend(
-                        flag_decisions(
-                            self.wall.store.decisions_depending_on(member.id),
-                            member.id,
-                            why="contradicted",
-                        )
-                    )
-        records: dict[str, tuple[Any, ...]] = {
-            "claims": tuple(m.claim for m in made),
-            "evidence": tuple(m.evidence for m in made),
-            "beliefs": tuple(beliefs.values()),
-            "revisions": tuple(revisions),
-            "decisions": tuple(decisions),
-            "contradictions": tuple(found),
-        }
-        return records, [c.id for c in found], beliefs
 
     # -- corroboration --------------------------------------------------------------------
 
@@ -559,51 +486,8 @@ class Session:
                 hint="use Firewall.audit(query, grant=wall.grant('auditor', ...))",
             )
         now = self.wall.clock()
-        store = self.wall.store
-        accepted = store.find_beliefs(
-            chosen.accept_filter(text=query, project=self.project, user=self.user, now=now, limit=k)
-        )
-        taken = {b.id for b in accepted}
-        quoted: list[Belief] = []
-        quote_where = chosen.quote_filter(
-            text=query,
-            project=self.project,
-            user=self.user,
-            now=now,
-            limit=chosen.quote.max_items,
-        )
-        if quote_where is not None:
-            quoted = [b for b in store.find_beliefs(quote_where) if b.id not in taken]
-            taken |= {b.id for b in quoted}
-        others = store.find_beliefs(
-            BeliefFilter(
-                text=query,
-                project=self.project,
-                user=self.user,
-                exclude_ids=frozenset(taken),
-                limit=k,
-            )
-        )
-        rejected = [
-            RejectedItem(b.id, tuple(chosen.rejection_reasons(b, now)), b.origin) for b in others
-        ]
-        uncertainties: list[Uncertainty] = []
-        if chosen.surface_uncertainties:
-            for b, r in zip(others, rejected, strict=True):
-                if _uncertain(b, r):
-                    uncertainties.append(Uncertainty(b.id, b.subject, b.origin, r.reasons))
-        views: list[ContradictionView] = []
-        if chosen.surface_contradictions:
-            views = self._contradiction_views(chosen, [*accepted, *quoted, *others], now)
-        result = RecallResult(
-            query=query,
-            policy=chosen.name,
-            policy_digest=chosen.digest,
-            accepted=tuple(accepted),
-            quoted=tuple(QuotedItem(b) for b in quoted),
-            rejected=tuple(rejected),
-            contradictions=tuple(views),
-            uncertainties=tuple(uncertainties),
+        result = gather(
+            self.wall.store, chosen, query=query, project=self.project, user=self.user, k=k, now=now
         )
         seq = self._commit(
             "recall.performed",
@@ -612,38 +496,15 @@ class Session:
                 "k": k,
                 "accepted": result.accepted_ids,
                 "quoted": result.quoted_ids,
-                "rejected": {r.belief_id: list(r.codes) for r in rejected},
-                "contradictions": [v.contradiction.id for v in views],
-                "uncertainties": [u.belief_id for u in uncertainties],
+                "rejected": {r.belief_id: list(r.codes) for r in result.rejected},
+                "contradictions": [v.contradiction.id for v in result.contradictions],
+                "uncertainties": [u.belief_id for u in result.uncertainties],
             },
             versions={"policy": chosen.name, "policy_digest": chosen.digest},
             now=now,
         )
         self._read(b.origin for b in result.shown())
-        return RecallResult(**{**_fields(result), "event_seq": seq})
-
-    def _contradiction_views(
-        self, policy: ContextPolicy, matched: Sequence[Belief], now: datetime
-    ) -> list[ContradictionView]:
-        store = self.wall.store
-        records = store.contradictions_for([b.id for b in matched])
-        if not records:
-            return []
-        members = store.get_beliefs(sorted({i for c in records for i in c.belief_ids}))
-        views = []
-        for record in records:
-            visible: list[Belief] = []
-            withheld: list[str] = []
-            for ident in record.belief_ids:
-                b = members.get(ident)
-                if b is None:
-                    continue
-                if policy.quotable(b, now) or _admits_but_truth(policy, b, now):
-                    visible.append(b)
-                else:
-                    withheld.append(b.id)
-            views.append(ContradictionView(record, tuple(visible), tuple(withheld)))
-        return views
+        return replace(result, event_seq=seq)
 
     # -- decisions and actions ------------------------------------------------------------
 
@@ -729,23 +590,6 @@ class Session:
         )
         self._commit("outcome.recorded", records=Records(outcomes=(outcome,)), now=now)
         return outcome
-
-
-def _admits_but_truth(policy: ContextPolicy, belief: Belief, now: datetime) -> bool:
-    return all(r.code.value == "truth" for r in policy.rejection_reasons(belief, now))
-
-
-def _uncertain(belief: Belief, rejected: RejectedItem) -> bool:
-    """Not trusted yet, but not hidden for security or access reasons either."""
-    if belief.security_status != SecurityStatus.CLEAN:
-        return False
-    if belief.retrieval_status not in (RetrievalStatus.NORMAL, RetrievalStatus.RESTRICTED):
-        return False
-    return belief.truth_status == TruthStatus.UNVERIFIED or "freshness" in rejected.codes
-
-
-def _fields(result: RecallResult) -> dict[str, Any]:
-    return {name: getattr(result, name) for name in result.__dataclass_fields__}
 
 
 __all__ = ["Observed", "Session"]

@@ -1,4 +1,4 @@
-"""Every runnable example runs, in a real subprocess, and keeps the poison out of trusted context."""
+"""Every runnable example runs in a real subprocess and keeps the poison out of trusted context."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 import firewall.adoption
+import firewall.contradictions
 import firewall.session
 from firewall.chain import EvidenceSet
 from firewall.gate import TRANSITIONS, Adoption
@@ -121,12 +122,12 @@ def signatures_not_checked(mp: pytest.MonkeyPatch) -> None:
 
 def untrusted_notes_demote(mp: pytest.MonkeyPatch) -> None:
     """Any conflict demotes every member, so a planted note knocks a true fact out."""
-    mp.setattr(firewall.session, "to_demote", lambda members: list(members))
+    mp.setattr(firewall.contradictions, "to_demote", lambda members: list(members))
 
 
 def no_contradiction_detection(mp: pytest.MonkeyPatch) -> None:
     """Conflicting subject/predicate statements are not compared at all."""
-    mp.setattr(firewall.session, "conflicting", lambda new, existing: [])
+    mp.setattr(firewall.contradictions, "conflicting", lambda new, existing: [])
 
 
 # -- probe, removed mechanism → the expectation that must break --------------------------------

@@ -1,0 +1,120 @@
+"""The read side of recall: which beliefs a policy admits, quotes, rejects and surfaces.
+
+Every condition of the policy is pushed into the store's indexed queries (accepted and quoted);
+one more bounded query fetches the other matches so that each exclusion can explain itself.
+Nothing here writes: :meth:`firewall.session.Session.recall` logs the result it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from firewall.chain import Belief
+from firewall.policy import ContextPolicy
+from firewall.recall import (
+    ContradictionView,
+    QuotedItem,
+    RecallResult,
+    RejectedItem,
+    Uncertainty,
+)
+from firewall.states import RetrievalStatus, SecurityStatus, TruthStatus
+from firewall.store.base import BeliefFilter, Store
+
+
+def gather(
+    store: Store,
+    chosen: ContextPolicy,
+    *,
+    query: str,
+    project: str,
+    user: str | None,
+    k: int,
+    now: datetime,
+) -> RecallResult:
+    """Run the policy's queries for ``query`` and sort the matches into the recall buckets."""
+    accepted = store.find_beliefs(
+        chosen.accept_filter(text=query, project=project, user=user, now=now, limit=k)
+    )
+    taken = {b.id for b in accepted}
+    quoted: list[Belief] = []
+    quote_where = chosen.quote_filter(
+        text=query,
+        project=project,
+        user=user,
+        now=now,
+        limit=chosen.quote.max_items,
+    )
+    if quote_where is not None:
+        quoted = [b for b in store.find_beliefs(quote_where) if b.id not in taken]
+        taken |= {b.id for b in quoted}
+    others = store.find_beliefs(
+        BeliefFilter(
+            text=query,
+            project=project,
+            user=user,
+            exclude_ids=frozenset(taken),
+            limit=k,
+        )
+    )
+    rejected = [
+        RejectedItem(b.id, tuple(chosen.rejection_reasons(b, now)), b.origin) for b in others
+    ]
+    uncertainties: list[Uncertainty] = []
+    if chosen.surface_uncertainties:
+        for b, r in zip(others, rejected, strict=True):
+            if _uncertain(b, r):
+                uncertainties.append(Uncertainty(b.id, b.subject, b.origin, r.reasons))
+    views: list[ContradictionView] = []
+    if chosen.surface_contradictions:
+        views = contradiction_views(store, chosen, [*accepted, *quoted, *others], now)
+    return RecallResult(
+        query=query,
+        policy=chosen.name,
+        policy_digest=chosen.digest,
+        accepted=tuple(accepted),
+        quoted=tuple(QuotedItem(b) for b in quoted),
+        rejected=tuple(rejected),
+        contradictions=tuple(views),
+        uncertainties=tuple(uncertainties),
+    )
+
+
+def contradiction_views(
+    store: Store, policy: ContextPolicy, matched: Sequence[Belief], now: datetime
+) -> list[ContradictionView]:
+    records = store.contradictions_for([b.id for b in matched])
+    if not records:
+        return []
+    members = store.get_beliefs(sorted({i for c in records for i in c.belief_ids}))
+    views = []
+    for record in records:
+        visible: list[Belief] = []
+        withheld: list[str] = []
+        for ident in record.belief_ids:
+            b = members.get(ident)
+            if b is None:
+                continue
+            if policy.quotable(b, now) or _admits_but_truth(policy, b, now):
+                visible.append(b)
+            else:
+                withheld.append(b.id)
+        views.append(ContradictionView(record, tuple(visible), tuple(withheld)))
+    return views
+
+
+def _admits_but_truth(policy: ContextPolicy, belief: Belief, now: datetime) -> bool:
+    return all(r.code.value == "truth" for r in policy.rejection_reasons(belief, now))
+
+
+def _uncertain(belief: Belief, rejected: RejectedItem) -> bool:
+    """Not trusted yet, but not hidden for security or access reasons either."""
+    if belief.security_status != SecurityStatus.CLEAN:
+        return False
+    if belief.retrieval_status not in (RetrievalStatus.NORMAL, RetrievalStatus.RESTRICTED):
+        return False
+    return belief.truth_status == TruthStatus.UNVERIFIED or "freshness" in rejected.codes
+
+
+__all__ = ["contradiction_views", "gather"]
