@@ -1,0 +1,987 @@
+"""``postgresql://``: the shared store for many sessions, processes and machines (psycopg 3).
+
+**Tenancy.** A store is opened for one tenant (``postgresql://host/db?tenant=acme`` or
+``firewall.open(url, tenant="acme")``; default ``default``). Every table has ``tenant`` first in
+its primary key and every statement this module sends filters on it, so no read path (a recall,
+a listing, an audit, a ``why``) can return another tenant's rows, and each tenant has its own
+gap-free hash chain.
+
+**Appends.** :meth:`PostgresStore.commit` locks the tenant's row in ``chain_heads`` with
+``SELECT … FOR UPDATE`` before it seals anything, then inserts the events, upserts the
+projections, updates the BM25 statistics and moves the head, all in one transaction: writers of
+one tenant queue on that row whatever process or machine they run in, and nothing is visible
+until everything is. Serialization failures and deadlocks are retried a bounded number of times
+and then reported as :class:`~firewall.errors.StoreLockedError`; they are never swallowed.
+
+**Schema.** Versioned migrations (:mod:`firewall.store.postgres_schema`). Opening a database
+with *no* Gnomon schema creates the current one (under an advisory lock, so concurrent first
+opens are safe): a fresh database works like a fresh SQLite file. An *existing* schema is never
+migrated implicitly: an older one asks for ``gnomon db upgrade``, a newer one for a newer gnomon.
+Pass ``create=False`` to refuse to create a schema at all.
+
+**Errors.** Every driver error is converted here: an unreachable server or a connection lost
+mid-commit becomes a :class:`~firewall.errors.StoreError` naming ``host:port/dbname`` (never the
+password), and the transaction is rolled back by the server, so nothing is half-written. The
+connection pool checks each connection before lending it, so a store keeps working after the
+server (or a terminated backend) comes back.
+
+**Recall.** Policy filters are SQL conditions on indexed columns. Text search uses a ``tsvector``
+of :func:`firewall.text.tokens` with a GIN index, and ranks with the same BM25 formula and
+constants as the memory backend (and SQLite's FTS5), so every backend orders results alike.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from firewall.chain import (
+    Action,
+    Belief,
+    ChainModel,
+    Claim,
+    Contradiction,
+    Decision,
+    EvidenceItem,
+    EvidenceSet,
+    Observation,
+    Revision,
+    SessionInfo,
+)
+from firewall.errors import (
+    GnomonError,
+    StoreCorruptError,
+    StoreError,
+    StoreLockedError,
+    UnsupportedURLError,
+)
+from firewall.events import GENESIS_HASH, Event, EventDraft, seal
+from firewall.states import SENSITIVITY_RANK, Scope
+from firewall.store import postgres_schema as schema
+from firewall.store.base import BeliefFilter, Store
+from firewall.store.keys import index_tokens, micros
+from firewall.store.memory import K1, B
+from firewall.store.sql_common import ProjectionRows, belief_keys
+from firewall.text import query_terms
+
+M = TypeVar("M", bound=ChainModel)
+R = TypeVar("R")
+
+DEFAULT_TENANT = "default"
+PAGE = 1000
+MAX_TENANT_LENGTH = 200
+#: PostgreSQL keeps at most 256 positions per lexeme, so term frequencies above it count as 256.
+MAX_TF = 256
+#: Lexemes are limited to 2047 bytes; longer tokens are indexed (and queried) by their digest.
+MAX_LEXEME_BYTES = 2000
+
+
+# -- URLs -------------------------------------------------------------------------------------
+
+
+def split_tenant(url: str) -> tuple[str, str | None]:
+    """Remove the ``tenant`` query parameter: ``(url for libpq, tenant or None)``.
+
+    >>> split_tenant("postgresql://u@h:5432/db?tenant=acme&sslmode=disable")
+    ('postgresql://u@h:5432/db?sslmode=disable', 'acme')
+    >>> split_tenant("postgresql://u@h/db")
+    ('postgresql://u@h/db', None)
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    tenants = [v for k, v in query if k == "tenant"]
+    rest = [(k, v) for k, v in query if k != "tenant"]
+    if len(tenants) > 1:
+        raise UnsupportedURLError(
+            f"{redact(url)} names the tenant {len(tenants)} times",
+            hint="give ?tenant= once",
+        )
+    scheme = "postgresql" if parts.scheme.lower() == "postgres" else parts.scheme
+    clean = urlunsplit((scheme, parts.netloc, parts.path, urlencode(rest), parts.fragment))
+    return clean, (tenants[0] if tenants else None)
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced by ``***``.
+
+    >>> redact("postgresql://gnomon:s3cret@db.example:5433/prod?tenant=a")
+    'postgresql://gnomon:***@db.example:5433/prod?tenant=a'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"{parts.username or ''}:***@{host}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def database_name(conninfo: str) -> str:
+    """``host:port/dbname`` for messages (defaults as libpq applies them; never a password).
+
+    >>> database_name("postgresql://postgres:pw@127.0.0.1:5432/test")
+    '127.0.0.1:5432/test'
+    >>> database_name("postgresql:///test")
+    'localhost:5432/test'
+    """
+    try:
+        params = conninfo_to_dict(conninfo)
+    except psycopg.Error:
+        return "an unparseable PostgreSQL URL"
+    host = str(params.get("host") or "localhost")
+    port = str(params.get("port") or "5432")
+    dbname = str(params.get("dbname") or params.get("user") or "postgres")
+    return f"{host}:{port}/{dbname}"
+
+
+def check_tenant(tenant: object) -> str:
+    if (
+        not isinstance(tenant, str)
+        or not tenant
+        or len(tenant) > MAX_TENANT_LENGTH
+        or not tenant.isprintable()
+    ):
+        raise UnsupportedURLError(
+            f"invalid tenant {tenant!r}",
+            hint=f"a tenant is a non-empty printable string of at most {MAX_TENANT_LENGTH} "
+            "characters, e.g. ?tenant=acme",
+        )
+    return tenant
+
+
+# -- the full-text index ----------------------------------------------------------------------
+
+
+def lexeme(token: str) -> str:
+    """The lexeme stored for a token: itself, or a digest if PostgreSQL could not hold it."""
+    if len(token) * 4 <= MAX_LEXEME_BYTES or len(token.encode()) <= MAX_LEXEME_BYTES:
+        return token
+    import hashlib
+
+    return "~" + hashlib.sha256(token.encode()).hexdigest()
+
+
+def tsvector_text(counts: Counter[str]) -> str:
+    """A ``tsvector`` literal with one position per occurrence (capped at :data:`MAX_TF`).
+
+    Tokens are ``\\w+`` runs (no quote or backslash), so quoting them needs no escaping.
+
+    >>> tsvector_text(Counter({"stripe": 3, "billing": 1}))
+    "'stripe':1,2,3 'billing':1"
+    """
+    return " ".join(
+        f"'{term}':" + ",".join(str(i) for i in range(1, min(n, MAX_TF) + 1))
+        for term, n in counts.items()
+    )
+
+
+def _term_counts(statement: str) -> Counter[str]:
+    return Counter(lexeme(t) for t in index_tokens(statement))
+
+
+# -- SQL --------------------------------------------------------------------------------------
+
+
+def _upsert(
+    table: str,
+    columns: Sequence[tuple[str, str]],
+    *,
+    conflict: str = "tenant, id",
+    update: bool = True,
+) -> str:
+    """``INSERT … SELECT FROM unnest(arrays) … ON CONFLICT``: one statement per table per commit.
+
+    ``columns`` are ``(name, array element type)``; ``tsvector`` columns travel as text. Rows keep
+    their order (``WITH ORDINALITY``) so identity columns number them in write order.
+    """
+    names = [name for name, _ in columns]
+    aliases = [f"c{i}" for i in range(len(columns))]
+    arrays = ", ".join(f"%s::{'text' if kind == 'tsvector' else kind}[]" for _name, kind in columns)
+    values = ", ".join(
+        f"u.{alias}::tsvector" if kind == "tsvector" else f"u.{alias}"
+        for alias, (_name, kind) in zip(aliases, columns, strict=True)
+    )
+    sql = (
+        f"INSERT INTO {table} (tenant, {', '.join(names)}) "
+        f"SELECT %s, {values} FROM unnest({arrays}) WITH ORDINALITY "
+        f"AS u({', '.join(aliases)}, n) ORDER BY u.n ON CONFLICT ({conflict}) "
+    )
+    keys = {c.strip() for c in conflict.split(",")}
+    sets = [f"{n} = excluded.{n}" for n in names if n not in keys]
+    if update and sets:
+        return sql + "DO UPDATE SET " + ", ".join(sets)
+    return sql + "DO NOTHING"
+
+
+UPSERT_SESSIONS = _upsert("sessions", [("id", "text"), ("project", "text"), ("doc", "bytea")])
+UPSERT_OBSERVATIONS = _upsert(
+    "observations", [("id", "text"), ("session_id", "text"), ("doc", "bytea")]
+)
+UPSERT_CLAIMS = _upsert("claims", [("id", "text"), ("doc", "bytea")])
+UPSERT_EVIDENCE = _upsert("evidence", [("id", "text"), ("claim_id", "text"), ("doc", "bytea")])
+BELIEF_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("id", "text"),
+    ("truth", "text"),
+    ("retrieval", "text"),
+    ("security", "text"),
+    ("freshness", "text"),
+    ("sensitivity_rank", "smallint"),
+    ("anchor_us", "bigint"),
+    ("observed_us", "bigint"),
+    ("expires_us", "bigint"),
+    ("project", "text"),
+    ("scope", "text"),
+    ("user_id", "text"),
+    ("subject", "text"),
+    ("predicate", "text"),
+    ("session_id", "text"),
+    ("length", "integer"),
+    ("tsv", "tsvector"),
+    ("doc", "bytea"),
+)
+UPSERT_BELIEFS = _upsert("beliefs", BELIEF_COLUMNS)
+UPSERT_DECISIONS = _upsert(
+    "decisions",
+    [("id", "text"), ("session_id", "text"), ("created_us", "bigint"), ("doc", "bytea")],
+)
+UPSERT_ACTIONS = _upsert(
+    "actions",
+    [("id", "text"), ("decision_id", "text"), ("session_id", "text"), ("doc", "bytea")],
+)
+UPSERT_OUTCOMES = _upsert(
+    "outcomes",
+    [("id", "text"), ("action_id", "text"), ("session_id", "text"), ("doc", "bytea")],
+)
+UPSERT_REVISIONS = _upsert(
+    "revisions",
+    [("id", "text"), ("belief_id", "text"), ("created_us", "bigint"), ("doc", "bytea")],
+)
+UPSERT_CONTRADICTIONS = _upsert(
+    "contradictions", [("id", "text"), ("detected_us", "bigint"), ("doc", "bytea")]
+)
+INSERT_DECISION_DEPS = _upsert(
+    "decision_deps",
+    [("belief_id", "text"), ("decision_id", "text")],
+    conflict="tenant, belief_id, decision_id",
+    update=False,
+)
+INSERT_CONTRADICTION_MEMBERS = _upsert(
+    "contradiction_members",
+    [("belief_id", "text"), ("contradiction_id", "text")],
+    conflict="tenant, belief_id, contradiction_id",
+    update=False,
+)
+INSERT_EVENTS = (
+    "INSERT INTO events (tenant, seq, kind, at, actor, session_id, body, prev_hash, hash) "
+    "SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    "%s::bytea[], %s::text[], %s::text[])"
+)
+UPDATE_TERM_STATS = (
+    "INSERT INTO term_stats (tenant, term, df) SELECT %s, * FROM unnest(%s::text[], %s::bigint[]) "
+    "ON CONFLICT (tenant, term) DO UPDATE SET df = term_stats.df + excluded.df"
+)
+
+# BM25 as the memory backend computes it: IDF from the tenant's statistics, summed over the query
+# terms in query order (the ORDER BY inside sum() keeps the floating-point sum identical).
+_TEXT_FROM = """
+WITH stats AS (
+    SELECT belief_count::float8 AS n,
+           CASE WHEN belief_count > 0 THEN belief_tokens::float8 / belief_count ELSE 0 END
+               AS avgdl
+    FROM chain_heads WHERE tenant = %(tenant)s
+), w AS (
+    SELECT q.ord, q.term,
+           greatest(ln((s.n - t.df + 0.5) / (t.df + 0.5)), 0) AS raw_idf
+    FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS q(term, ord)
+    JOIN term_stats t ON t.tenant = %(tenant)s AND t.term = q.term AND t.df > 0
+    CROSS JOIN stats s
+)
+SELECT {select}
+FROM beliefs b CROSS JOIN stats s CROSS JOIN LATERAL (
+    SELECT sum(
+        (CASE WHEN w.raw_idf > 0 THEN w.raw_idf ELSE 1e-6::float8 END)
+        * (cardinality(u.positions)::float8 * %(k1p1)s::float8)
+        / (cardinality(u.positions) + CASE WHEN s.avgdl > 0
+            THEN %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * b.length / s.avgdl)
+            ELSE %(k1)s::float8 END)
+        ORDER BY w.ord) AS score
+    FROM unnest(b.tsv) AS u JOIN w ON w.term = u.lexeme
+) r
+WHERE b.tsv @@ %(tsquery)s::tsquery
+"""
+
+
+class PostgresStore(Store):
+    """The ``postgresql://`` backend.
+
+    ``tenant`` scopes everything this store reads and writes (it may also be given as the URL's
+    ``?tenant=`` parameter); ``pool_size`` bounds the connection pool; ``timeout`` is how many
+    seconds to wait for a connection (or for the server at open); ``lock_timeout`` how long a
+    commit waits for another writer of the same tenant; ``retries`` how many times a
+    serialization failure or deadlock is retried; ``create=False`` refuses to create the schema
+    in a database that has none.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        tenant: str | None = None,
+        pool_size: int = 8,
+        timeout: float = 10.0,
+        lock_timeout: float = 30.0,
+        retries: int = 5,
+        create: bool = True,
+    ) -> None:
+        conninfo, url_tenant = split_tenant(url)
+        if tenant is not None and url_tenant is not None and tenant != url_tenant:
+            raise UnsupportedURLError(
+                f"two tenants given: {url_tenant!r} in the URL and {tenant!r} as an option",
+                hint="give the tenant once, in the URL (?tenant=) or as the tenant= option",
+            )
+        self.tenant = check_tenant(tenant or url_tenant or DEFAULT_TENANT)
+        self.conninfo = conninfo
+        self.database = database_name(conninfo)
+        self.url = redact(url)
+        self.timeout = timeout
+        self.lock_timeout = lock_timeout
+        self.retries = max(0, retries)
+        self._closed = True
+        self._close_lock = threading.Lock()
+        # Open and check the schema on a direct connection: an unreachable server fails now,
+        # with the driver's reason, instead of after the pool's timeout.
+        try:
+            with psycopg.connect(
+                conninfo, autocommit=True, connect_timeout=max(1, round(timeout))
+            ) as conn:
+                ensure_schema(conn, self.database, create=create)
+                conn.execute(
+                    "INSERT INTO chain_heads (tenant, seq, hash) VALUES (%s, 0, %s) "
+                    "ON CONFLICT (tenant) DO NOTHING",
+                    (self.tenant, GENESIS_HASH),
+                )
+        except psycopg.Error as exc:
+            raise self._convert(exc, "opening the store") from exc
+        self._pool = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs={"autocommit": True},
+            configure=self._configure,
+            check=ConnectionPool.check_connection,
+            timeout=timeout,
+            name=f"gnomon {self.database}",
+            open=False,
+        )
+        self._pool.open(wait=False)
+        self._closed = False
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute(f"SET lock_timeout = {int(self.lock_timeout * 1000)}")
+
+    # -- error edge -----------------------------------------------------------------------
+
+    def _convert(self, exc: Exception, doing: str) -> StoreError:
+        where = f"PostgreSQL database {self.database}"
+        if isinstance(exc, GnomonError | PoolTimeout) and not isinstance(exc, psycopg.Error):
+            if isinstance(exc, StoreError):
+                return exc
+            return StoreError(
+                f"{where}: no connection within {self.timeout:g} s while {doing}",
+                hint="check that the server is running and reachable; the store reconnects "
+                "by itself once it is",
+            )
+        text = _first_line(exc)
+        conflicts = (
+            pgerrors.LockNotAvailable,
+            pgerrors.SerializationFailure,
+            pgerrors.DeadlockDetected,
+        )
+        if isinstance(exc, conflicts):
+            return StoreLockedError(
+                f"{where}: {doing} conflicted with concurrent writers ({text}); nothing was "
+                "written",
+                hint="retry later, or open the store with a longer lock_timeout",
+            )
+        if isinstance(exc, pgerrors.UndefinedTable | pgerrors.UndefinedColumn):
+            return StoreCorruptError(
+                f"{where}: the Gnomon schema is missing or damaged while {doing} ({text})",
+                hint="run `gnomon db upgrade --url URL`, or restore from a verified NDJSON export",
+            )
+        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            return StoreError(
+                f"{where} is unreachable or the connection was lost while {doing} ({text}); "
+                "the transaction was rolled back, nothing was written",
+                hint="check that the server is running and the URL is right; the store "
+                "reconnects by itself once the server is back",
+            )
+        return StoreError(f"{where}: {doing} failed: {text}", hint="see the PostgreSQL server log")
+
+    @contextmanager
+    def _connection(self, doing: str) -> Iterator[psycopg.Connection[Any]]:
+        if self._closed:
+            raise StoreError(
+                f"{self.url} is closed", hint="open the store again with firewall.open()"
+            )
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._convert(exc, doing) from exc
+
+    def _read(self, doing: str, sql: str, params: Any) -> list[tuple[Any, ...]]:
+        with self._connection(doing) as conn:
+            return conn.execute(sql, params, binary=True).fetchall()
+
+    # -- the only write path --------------------------------------------------------------
+
+    def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
+        if not drafts:
+            return []
+        attempt = 0
+        while True:
+            try:
+                return self._commit_once(drafts)
+            except StoreLockedError as exc:
+                cause = exc.__cause__
+                retryable = isinstance(
+                    cause, pgerrors.SerializationFailure | pgerrors.DeadlockDetected
+                )
+                if not retryable or attempt >= self.retries:
+                    if retryable:
+                        raise StoreLockedError(
+                            f"{exc.message} (gave up after {attempt + 1} attempts)",
+                            hint=exc.hint,
+                        ) from cause
+                    raise
+                attempt += 1
+                time.sleep(min(0.2, 0.005 * 2**attempt))
+
+    def _commit_once(self, drafts: Sequence[EventDraft]) -> list[Event]:
+        with self._connection("committing events") as conn:
+            conn.execute("BEGIN")
+            committing = False
+            try:
+                sealed = self._write(conn, drafts)
+                committing = True
+                conn.execute("COMMIT")
+                return sealed
+            except BaseException as exc:
+                if not conn.closed:
+                    with suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                if committing and isinstance(exc, psycopg.OperationalError):
+                    raise StoreError(
+                        f"PostgreSQL database {self.database}: the connection was lost while "
+                        f"the commit was being confirmed ({_first_line(exc)})",
+                        hint="the events may or may not be written: check `gnomon log verify` "
+                        "and the chain head before retrying",
+                    ) from exc
+                if isinstance(exc, GnomonError | psycopg.Error) or not isinstance(exc, Exception):
+                    raise
+                raise StoreError(
+                    f"{self.url}: commit failed and was rolled back: {exc!r}",
+                    hint="nothing was written; fix the draft that could not be stored",
+                ) from exc
+
+    def _write(self, conn: psycopg.Connection[Any], drafts: Sequence[EventDraft]) -> list[Event]:
+        tenant = self.tenant
+        head = conn.execute(
+            "SELECT seq, hash, belief_count, belief_tokens FROM chain_heads "
+            "WHERE tenant = %s FOR UPDATE",
+            (tenant,),
+        ).fetchone()
+        if head is None:  # the head row was removed behind our back: start the chain again
+            conn.execute(
+                "INSERT INTO chain_heads (tenant, seq, hash) VALUES (%s, 0, %s) "
+                "ON CONFLICT (tenant) DO NOTHING",
+                (tenant, GENESIS_HASH),
+            )
+            head = conn.execute(
+                "SELECT seq, hash, belief_count, belief_tokens FROM chain_heads "
+                "WHERE tenant = %s FOR UPDATE",
+                (tenant,),
+            ).fetchone()
+            assert head is not None
+        seq, prev, belief_count, belief_tokens = head
+        sealed: list[Event] = []
+        for draft in drafts:
+            seq += 1
+            event = seal(seq, prev, draft)
+            prev = event.hash
+            sealed.append(event)
+        rows = ProjectionRows.of(sealed, [d.records for d in drafts])
+        cur = conn.cursor()
+        cur.execute(
+            INSERT_EVENTS,
+            (
+                tenant,
+                [e.seq for e in sealed],
+                [e.kind for e in sealed],
+                [e.at for e in sealed],
+                [e.actor for e in sealed],
+                [e.session_id for e in sealed],
+                [e.body for e in sealed],
+                [e.prev_hash for e in sealed],
+                [e.hash for e in sealed],
+            ),
+        )
+        count_delta, token_delta = self._write_beliefs(cur, rows)
+        self._write_projections(cur, rows)
+        cur.execute(
+            "UPDATE chain_heads SET seq = %s, hash = %s, belief_count = %s, belief_tokens = %s "
+            "WHERE tenant = %s",
+            (seq, prev, belief_count + count_delta, belief_tokens + token_delta, tenant),
+        )
+        return sealed
+
+    def _write_beliefs(self, cur: psycopg.Cursor[Any], rows: ProjectionRows) -> tuple[int, int]:
+        """Upsert the beliefs and keep the BM25 statistics exact: ``(count, token) deltas``."""
+        if not rows.beliefs:
+            return 0, 0
+        tenant = self.tenant
+        ids = list(rows.beliefs)
+        old = cur.execute(
+            "SELECT length, tsvector_to_array(tsv) FROM beliefs WHERE tenant = %s AND id = ANY(%s)",
+            (tenant, ids),
+        ).fetchall()
+        df: Counter[str] = Counter()
+        tokens = -sum(length for length, _ in old)
+        for _length, terms in old:
+            df.subtract(terms)
+        columns: list[list[Any]] = [[] for _ in BELIEF_COLUMNS]
+        for belief, doc in rows.beliefs.values():
+            counts = _term_counts(belief.statement)
+            df.update(counts.keys())
+            length = sum(counts.values())
+            tokens += length
+            values = (belief.id, *belief_keys(belief), length, tsvector_text(counts), doc)
+            for column, value in zip(columns, values, strict=True):
+                column.append(value)
+        cur.execute(UPSERT_BELIEFS, (tenant, *columns))
+        changed = sorted((t, n) for t, n in df.items() if n)
+        if changed:
+            cur.execute(
+                UPDATE_TERM_STATS, (tenant, [t for t, _ in changed], [n for _, n in changed])
+            )
+        return len(ids) - len(old), tokens
+
+    def _write_projections(self, cur: psycopg.Cursor[Any], rows: ProjectionRows) -> None:
+        tenant = self.tenant
+
+        def put(
+            sql: str, table: dict[str, tuple[Any, bytes]], *fields: Callable[[Any], Any]
+        ) -> None:
+            if not table:
+                return
+            items = list(table.values())
+            arrays = [[field(record) for record, _ in items] for field in fields]
+            cur.execute(sql, (tenant, *arrays, [doc for _, doc in items]))
+
+        def ident(r: Any) -> Any:
+            return r.id
+
+        put(UPSERT_SESSIONS, rows.sessions, ident, lambda s: s.project)
+        put(UPSERT_OBSERVATIONS, rows.observations, ident, lambda o: o.session_id)
+        put(UPSERT_CLAIMS, rows.claims, ident)
+        put(UPSERT_EVIDENCE, rows.evidence, ident, lambda e: e.claim_id)
+        put(UPSERT_ACTIONS, rows.actions, ident, lambda a: a.decision_id, lambda a: a.session_id)
+        put(UPSERT_OUTCOMES, rows.outcomes, ident, lambda o: o.action_id, lambda o: o.session_id)
+        put(
+            UPSERT_REVISIONS,
+            rows.revisions,
+            ident,
+            lambda r: r.belief_id,
+            lambda r: micros(r.created_at),
+        )
+        if rows.decisions:
+            put(
+                UPSERT_DECISIONS,
+                rows.decisions,
+                ident,
+                lambda d: d.session_id,
+                lambda d: micros(d.created_at),
+            )
+            decisions = [d for d, _ in rows.decisions.values()]
+            cur.execute(
+                "DELETE FROM decision_deps WHERE tenant = %s AND decision_id = ANY(%s)",
+                (tenant, [d.id for d in decisions]),
+            )
+            pairs = [(b, d.id) for d in decisions for b in d.depends_on]
+            if pairs:
+                cur.execute(
+                    INSERT_DECISION_DEPS, (tenant, [b for b, _ in pairs], [d for _, d in pairs])
+                )
+        if rows.contradictions:
+            put(
+                UPSERT_CONTRADICTIONS,
+                rows.contradictions,
+                ident,
+                lambda c: micros(c.detected_at),
+            )
+            found = [c for c, _ in rows.contradictions.values()]
+            cur.execute(
+                "DELETE FROM contradiction_members "
+                "WHERE tenant = %s AND contradiction_id = ANY(%s)",
+                (tenant, [c.id for c in found]),
+            )
+            pairs = [(b, c.id) for c in found for b in c.belief_ids]
+            if pairs:
+                cur.execute(
+                    INSERT_CONTRADICTION_MEMBERS,
+                    (tenant, [b for b, _ in pairs], [c for _, c in pairs]),
+                )
+
+    # -- the log --------------------------------------------------------------------------
+
+    def head(self) -> tuple[int, str]:
+        rows = self._read(
+            "reading the chain head",
+            "SELECT seq, hash FROM chain_heads WHERE tenant = %s",
+            (self.tenant,),
+        )
+        return (int(rows[0][0]), rows[0][1]) if rows else (0, GENESIS_HASH)
+
+    def _pages(self, after: int, limit: int | None) -> Iterator[tuple[int, bytes, str, str]]:
+        # Pages, so that no connection is held while the caller consumes the log.
+        remaining = limit
+        cursor = after
+        while remaining is None or remaining > 0:
+            size = PAGE if remaining is None else min(PAGE, remaining)
+            page = self._read(
+                "reading events",
+                "SELECT seq, body, prev_hash, hash FROM events "
+                "WHERE tenant = %s AND seq > %s ORDER BY seq LIMIT %s",
+                (self.tenant, cursor, size),
+            )
+            for seq, body, prev_hash, digest in page:
+                yield int(seq), bytes(body), prev_hash, digest
+            if len(page) < size:
+                return
+            cursor = page[-1][0]
+            if remaining is not None:
+                remaining -= len(page)
+
+    def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
+        for seq, body, prev_hash, digest in self._pages(after, limit):
+            yield Event.from_body(seq, body, prev_hash, digest)
+
+    def chain_rows(self, after: int = 0) -> Iterator[tuple[int, bytes, str, str]]:
+        return self._pages(after, None)
+
+    # -- projections ----------------------------------------------------------------------
+
+    def _docs(self, model: type[M], sql: str, params: Any) -> list[M]:
+        validate = model.model_validate_json
+        return [validate(doc, strict=False) for (doc,) in self._read("reading", sql, params)]
+
+    def _doc(self, model: type[M], table: str, ident: str) -> M | None:
+        found = self._docs(
+            model, f"SELECT doc FROM {table} WHERE tenant = %s AND id = %s", (self.tenant, ident)
+        )
+        return found[0] if found else None
+
+    def get_session(self, session_id: str) -> SessionInfo | None:
+        return self._doc(SessionInfo, "sessions", session_id)
+
+    def get_observation(self, observation_id: str) -> Observation | None:
+        return self._doc(Observation, "observations", observation_id)
+
+    def get_claim(self, claim_id: str) -> Claim | None:
+        return self._doc(Claim, "claims", claim_id)
+
+    def get_evidence(self, claim_id: str) -> EvidenceSet:
+        items = self._docs(
+            EvidenceItem,
+            "SELECT doc FROM evidence WHERE tenant = %s AND claim_id = %s ORDER BY rid",
+            (self.tenant, claim_id),
+        )
+        return EvidenceSet(claim_id=claim_id, items=items)
+
+    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, Belief]:
+        ids = list(dict.fromkeys(belief_ids))
+        if not ids:
+            return {}
+        found = {
+            b.id: b
+            for b in self._docs(
+                Belief,
+                "SELECT doc FROM beliefs WHERE tenant = %s AND id = ANY(%s)",
+                (self.tenant, ids),
+            )
+        }
+        return {i: found[i] for i in ids if i in found}
+
+    def get_decision(self, decision_id: str) -> Decision | None:
+        return self._doc(Decision, "decisions", decision_id)
+
+    def get_action(self, action_id: str) -> Action | None:
+        return self._doc(Action, "actions", action_id)
+
+    def decisions_depending_on(self, belief_id: str) -> list[Decision]:
+        return self._docs(
+            Decision,
+            "SELECT d.doc FROM decision_deps x JOIN decisions d "
+            "ON d.tenant = x.tenant AND d.id = x.decision_id "
+            "WHERE x.tenant = %s AND x.belief_id = %s ORDER BY d.created_us, d.id",
+            (self.tenant, belief_id),
+        )
+
+    def revisions_for(self, belief_id: str) -> list[Revision]:
+        return self._docs(
+            Revision,
+            "SELECT doc FROM revisions WHERE tenant = %s AND belief_id = %s "
+            "ORDER BY created_us, rid",
+            (self.tenant, belief_id),
+        )
+
+    def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
+        ids = list(dict.fromkeys(belief_ids))
+        if not ids:
+            return []
+        return self._docs(
+            Contradiction,
+            "SELECT doc FROM contradictions WHERE tenant = %s AND id IN ("
+            "SELECT contradiction_id FROM contradiction_members "
+            "WHERE tenant = %s AND belief_id = ANY(%s)) ORDER BY detected_us, id",
+            (self.tenant, self.tenant, ids),
+        )
+
+    # -- find_beliefs ---------------------------------------------------------------------
+
+    def find_beliefs(self, where: BeliefFilter) -> list[Belief]:
+        if where.limit <= 0:
+            return []
+        query = self._belief_query(where, count=False)
+        if query is None:
+            return []
+        return self._docs(Belief, *query)
+
+    def count_beliefs(self, where: BeliefFilter) -> int:
+        query = self._belief_query(where, count=True)
+        if query is None:
+            return 0
+        rows = self._read("counting beliefs", *query)
+        return int(rows[0][0])
+
+    def _belief_query(
+        self, where: BeliefFilter, *, count: bool
+    ) -> tuple[str, dict[str, Any]] | None:
+        """One statement answering ``where`` for this tenant, or None when nothing can match."""
+        params: dict[str, Any] = {"tenant": self.tenant}
+        conds = ["b.tenant = %(tenant)s"]
+        for column, values in (
+            ("truth", where.truth),
+            ("retrieval", where.retrieval),
+            ("security", where.security),
+            ("freshness", where.freshness),
+        ):
+            if values is None:
+                continue
+            if not values:
+                return None
+            ordered = sorted(values)
+            if len(ordered) == 1:
+                conds.append(f"b.{column} = %({column})s")
+                params[column] = ordered[0]
+            else:
+                conds.append(f"b.{column} = ANY(%({column})s::text[])")
+                params[column] = ordered
+        if where.max_sensitivity is not None:
+            conds.append("b.sensitivity_rank <= %(sensitivity)s")
+            params["sensitivity"] = SENSITIVITY_RANK[where.max_sensitivity]
+        if where.anchor_after is not None:
+            conds.append("b.anchor_us >= %(anchor)s")
+            params["anchor"] = micros(where.anchor_after)
+        if where.not_expired_at is not None:
+            conds.append("(b.expires_us IS NULL OR b.expires_us > %(expiry)s)")
+            params["expiry"] = micros(where.not_expired_at)
+        if where.project is not None:
+            conds.append("(b.project = %(project)s OR b.scope = %(global)s)")
+            params["project"] = where.project
+            params["global"] = str(Scope.GLOBAL)
+        if where.user is not None:
+            conds.append("(b.scope <> %(user_scope)s OR b.user_id = %(user)s)")
+            params["user_scope"] = str(Scope.USER)
+            params["user"] = where.user
+        for column, value in (
+            ("subject", where.subject),
+            ("predicate", where.predicate),
+            ("session_id", where.session_id),
+        ):
+            if value is not None:
+                conds.append(f"b.{column} = %({column})s")
+                params[column] = value
+        if where.exclude_ids:
+            conds.append("NOT (b.id = ANY(%(exclude)s::text[]))")
+            params["exclude"] = sorted(where.exclude_ids)
+
+        paging = " LIMIT %(limit)s OFFSET %(offset)s"
+        params["limit"] = max(where.limit, 0)
+        params["offset"] = max(where.offset, 0)
+        if where.text is not None:
+            terms = list(dict.fromkeys(lexeme(t) for t in query_terms(where.text)))
+            if not terms:
+                return None
+            params["terms"] = terms
+            params["tsquery"] = " | ".join(f"'{t}'" for t in terms)
+            if count:
+                sql = (
+                    "SELECT count(*) FROM beliefs b WHERE b.tsv @@ %(tsquery)s::tsquery AND "
+                    + " AND ".join(conds)
+                )
+                return sql, params
+            params.update(k1=K1, b=B, k1p1=K1 + 1.0)
+            sql = _TEXT_FROM.format(select="b.doc") + " AND " + " AND ".join(conds)
+            return sql + " ORDER BY r.score DESC, b.id" + paging, params
+        select = "count(*)" if count else "b.doc"
+        sql = f"SELECT {select} FROM beliefs b WHERE " + " AND ".join(conds)
+        if count:
+            return sql, params
+        return sql + " ORDER BY b.observed_us DESC, b.id" + paging, params
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._pool.close()
+
+
+# -- schema management ------------------------------------------------------------------------
+
+
+def schema_version(conn: psycopg.Connection[Any]) -> int | None:
+    """The applied schema version, ``None`` if the database has no ``schema_migrations``."""
+    row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return None
+    found = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    return int(found[0]) if found else 0
+
+
+def _foreign_tables(conn: psycopg.Connection[Any]) -> list[str]:
+    rows = conn.execute(
+        "SELECT name FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NOT NULL",
+        (list(schema.TABLES),),
+    ).fetchall()
+    return [name for (name,) in rows]
+
+
+def ensure_schema(conn: psycopg.Connection[Any], database: str, *, create: bool) -> None:
+    """Check the schema version at open; create the schema in a database that has none."""
+    version = schema_version(conn)
+    if version is None or version == 0:
+        if not create:
+            raise StoreError(
+                f"PostgreSQL database {database} has no Gnomon schema",
+                hint="run `gnomon db upgrade --url URL` to create it",
+            )
+        upgrade(conn, database, only_if_empty=True)
+        return
+    check_version(version, database)
+
+
+def check_version(version: int, database: str) -> None:
+    current = schema.SCHEMA_VERSION
+    if version < current:
+        raise StoreError(
+            f"PostgreSQL database {database} has Gnomon schema version {version}, older than "
+            f"the version {current} this gnomon uses",
+            hint="run `gnomon db upgrade --url URL` (back the database up first)",
+        )
+    if version > current:
+        raise StoreCorruptError(
+            f"PostgreSQL database {database} has Gnomon schema version {version}, newer than "
+            f"the version {current} this gnomon understands",
+            hint="upgrade gnomon (`pip install -U 'gnomon[postgres]'`) to open this store",
+        )
+
+
+def upgrade(
+    conn: psycopg.Connection[Any], database: str, *, only_if_empty: bool = False
+) -> list[schema.Migration]:
+    """Apply every pending migration, each in its own transaction; return those applied.
+
+    Runs under a transaction-scoped advisory lock, so concurrent upgrades (or first opens)
+    apply each migration once. With ``only_if_empty`` it does nothing unless the database has
+    no schema yet (a concurrent opener may have created it meanwhile).
+    """
+    applied: list[schema.Migration] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.MIGRATION_LOCK,))
+        version = schema_version(conn)
+        if version is None or version == 0:
+            foreign = _foreign_tables(conn)
+            if foreign:
+                raise StoreCorruptError(
+                    f"PostgreSQL database {database} has tables named like Gnomon's "
+                    f"({', '.join(foreign[:5])}) but no Gnomon schema_migrations record",
+                    hint="point the URL at another database or schema (search_path)",
+                )
+            conn.execute(schema.CREATE_MIGRATIONS_TABLE)
+            version = 0
+        elif only_if_empty:
+            check_version(version, database)
+            return applied
+        if version > schema.SCHEMA_VERSION:
+            check_version(version, database)
+        for migration in schema.pending(version):
+            with conn.transaction():
+                conn.execute(migration.sql)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                    (migration.version, migration.name),
+                )
+            applied.append(migration)
+    return applied
+
+
+def upgrade_url(url: str) -> tuple[str, int, list[schema.Migration]]:
+    """``gnomon db upgrade``: bring the database at ``url`` to the current schema.
+
+    Returns ``(host:port/dbname, schema version now, migrations applied)``.
+    """
+    conninfo, _tenant = split_tenant(url)
+    database = database_name(conninfo)
+    try:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+            applied = upgrade(conn, database)
+            version = schema_version(conn) or 0
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"PostgreSQL database {database}: upgrading the schema failed ({_first_line(exc)}); "
+            "each migration is one transaction, so the schema is at the last one that completed",
+            hint="check that the server is reachable and the user may create tables",
+        ) from exc
+    return database, version, applied
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+__all__ = [
+    "DEFAULT_TENANT",
+    "PostgresStore",
+    "check_version",
+    "database_name",
+    "ensure_schema",
+    "redact",
+    "schema_version",
+    "split_tenant",
+    "upgrade",
+    "upgrade_url",
+]

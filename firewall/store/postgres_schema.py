@@ -1,0 +1,258 @@
+"""The PostgreSQL schema: versioned migrations for the log, the projections and full-text search.
+
+Every table carries ``tenant`` as the first column of its primary key, so every index a query can
+use starts with the tenant and no read can reach another tenant's rows by accident of a plan.
+
+* ``schema_migrations`` records each applied migration (``version``, ``name``, ``applied_at``).
+  A store refuses to open a schema that is older ("run ``gnomon db upgrade``") or newer ("upgrade
+  gnomon") than :data:`SCHEMA_VERSION`; :func:`pending` lists what ``gnomon db upgrade`` applies.
+* ``chain_heads`` holds one row per tenant: the chain head ``(seq, hash)`` and the corpus
+  statistics BM25 needs (belief count, total token count). A commit locks that row with
+  ``SELECT … FOR UPDATE`` before it seals anything, so appends of one tenant queue on it (across
+  processes and machines) and the sequence stays gap-free; other tenants are not blocked.
+* ``term_stats`` holds each tenant's document frequency per index token, kept in step by the
+  commit that holds the head lock: the IDF of a query term is one primary-key lookup instead of a
+  count over the term's whole posting list.
+* ``beliefs.tsv`` is a ``tsvector`` built from the tokens :func:`firewall.text.tokens` produces
+  (not from PostgreSQL's parser, which splits words differently), one position per occurrence so
+  that the term frequency is the length of a lexeme's position list; a GIN index serves
+  ``tsv @@ 'a' | 'b'``. Ranking is BM25 with the memory backend's constants (see
+  ``PostgresStore``), not ``ts_rank``, which has no inverse document frequency.
+
+Index choice for the policy filters: ``beliefs_recall`` leads with the three status columns every
+policy pins by equality, then the result order, so a recall without text walks the newest matching
+beliefs and stops at ``LIMIT``; ``beliefs_recent`` serves unfiltered listings; subject, session and
+project lookups have their own indexes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1
+
+#: Taken (transaction-scoped) by whoever creates or migrates a schema, so that two processes
+#: opening a fresh database at once do not both run the DDL. The value is arbitrary but fixed.
+MIGRATION_LOCK = 0x676E6F6D6F6E  # "gnomon"
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+_V1 = """
+CREATE TABLE chain_heads (
+    tenant        text   PRIMARY KEY,
+    seq           bigint NOT NULL,
+    hash          text   NOT NULL,
+    belief_count  bigint NOT NULL DEFAULT 0,
+    belief_tokens bigint NOT NULL DEFAULT 0
+);
+
+CREATE TABLE events (
+    tenant     text   NOT NULL,
+    seq        bigint NOT NULL,
+    kind       text   NOT NULL,
+    at         text   NOT NULL,
+    actor      text   NOT NULL,
+    session_id text,
+    body       bytea  NOT NULL,
+    prev_hash  text   NOT NULL,
+    hash       text   NOT NULL,
+    PRIMARY KEY (tenant, seq)
+);
+CREATE INDEX events_session ON events (tenant, session_id);
+
+CREATE TABLE sessions (
+    tenant  text  NOT NULL,
+    id      text  NOT NULL,
+    project text  NOT NULL,
+    doc     bytea NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+
+CREATE TABLE observations (
+    tenant     text  NOT NULL,
+    id         text  NOT NULL,
+    session_id text,
+    doc        bytea NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX observations_session ON observations (tenant, session_id);
+
+CREATE TABLE claims (
+    tenant text  NOT NULL,
+    id     text  NOT NULL,
+    doc    bytea NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+
+CREATE TABLE evidence (
+    rid      bigint GENERATED ALWAYS AS IDENTITY,
+    tenant   text  NOT NULL,
+    id       text  NOT NULL,
+    claim_id text  NOT NULL,
+    doc      bytea NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX evidence_claim ON evidence (tenant, claim_id, rid);
+
+CREATE TABLE beliefs (
+    tenant           text     NOT NULL,
+    id               text     NOT NULL,
+    truth            text     NOT NULL,
+    retrieval        text     NOT NULL,
+    security         text     NOT NULL,
+    freshness        text     NOT NULL,
+    sensitivity_rank smallint NOT NULL,
+    anchor_us        bigint   NOT NULL,
+    observed_us      bigint   NOT NULL,
+    expires_us       bigint,
+    project          text     NOT NULL,
+    scope            text     NOT NULL,
+    user_id          text,
+    subject          text,
+    predicate        text,
+    session_id       text,
+    length           integer  NOT NULL,
+    tsv              tsvector NOT NULL,
+    doc              bytea    NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX beliefs_recall ON beliefs (
+    tenant, truth, retrieval, security, observed_us DESC, id
+);
+CREATE INDEX beliefs_recent ON beliefs (tenant, observed_us DESC, id);
+CREATE INDEX beliefs_subject ON beliefs (tenant, subject, predicate, project);
+CREATE INDEX beliefs_session ON beliefs (tenant, session_id);
+CREATE INDEX beliefs_project ON beliefs (tenant, project, scope);
+CREATE INDEX beliefs_tsv ON beliefs USING gin (tsv);
+
+CREATE TABLE term_stats (
+    tenant text   NOT NULL,
+    term   text   NOT NULL,
+    df     bigint NOT NULL,
+    PRIMARY KEY (tenant, term)
+);
+
+CREATE TABLE decisions (
+    tenant     text   NOT NULL,
+    id         text   NOT NULL,
+    session_id text   NOT NULL,
+    created_us bigint NOT NULL,
+    doc        bytea  NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX decisions_session ON decisions (tenant, session_id);
+
+CREATE TABLE decision_deps (
+    tenant      text NOT NULL,
+    belief_id   text NOT NULL,
+    decision_id text NOT NULL,
+    PRIMARY KEY (tenant, belief_id, decision_id)
+);
+CREATE INDEX decision_deps_decision ON decision_deps (tenant, decision_id);
+
+CREATE TABLE actions (
+    tenant      text  NOT NULL,
+    id          text  NOT NULL,
+    decision_id text  NOT NULL,
+    session_id  text  NOT NULL,
+    doc         bytea NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX actions_decision ON actions (tenant, decision_id);
+
+CREATE TABLE outcomes (
+    tenant     text  NOT NULL,
+    id         text  NOT NULL,
+    action_id  text  NOT NULL,
+    session_id text  NOT NULL,
+    doc        bytea NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX outcomes_action ON outcomes (tenant, action_id);
+
+CREATE TABLE revisions (
+    rid        bigint GENERATED ALWAYS AS IDENTITY,
+    tenant     text   NOT NULL,
+    id         text   NOT NULL,
+    belief_id  text   NOT NULL,
+    created_us bigint NOT NULL,
+    doc        bytea  NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX revisions_belief ON revisions (tenant, belief_id, created_us, rid);
+
+CREATE TABLE contradictions (
+    tenant      text   NOT NULL,
+    id          text   NOT NULL,
+    detected_us bigint NOT NULL,
+    doc         bytea  NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+
+CREATE TABLE contradiction_members (
+    tenant           text NOT NULL,
+    belief_id        text NOT NULL,
+    contradiction_id text NOT NULL,
+    PRIMARY KEY (tenant, belief_id, contradiction_id)
+);
+CREATE INDEX contradiction_members_contradiction ON contradiction_members (
+    tenant, contradiction_id
+);
+"""
+
+MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial schema", _V1),)
+
+CREATE_MIGRATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer     PRIMARY KEY,
+    name       text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+
+#: Tables of schema version 1, used to tell "an empty database" from "someone else's tables".
+TABLES = (
+    "chain_heads",
+    "events",
+    "sessions",
+    "observations",
+    "claims",
+    "evidence",
+    "beliefs",
+    "term_stats",
+    "decisions",
+    "decision_deps",
+    "actions",
+    "outcomes",
+    "revisions",
+    "contradictions",
+    "contradiction_members",
+)
+
+
+def pending(current: int, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[Migration]:
+    """Migrations newer than ``current``, in order.
+
+    >>> [m.version for m in pending(0)]
+    [1]
+    >>> pending(SCHEMA_VERSION)
+    []
+    """
+    return [m for m in migrations if m.version > current]
+
+
+__all__ = [
+    "CREATE_MIGRATIONS_TABLE",
+    "MIGRATIONS",
+    "MIGRATION_LOCK",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "Migration",
+    "pending",
+]

@@ -1,0 +1,119 @@
+"""What SQL backends derive from one commit the same way, whatever their driver.
+
+:class:`ProjectionRows` collects the records of a batch of sealed events into one entry per
+``(table, id)``: the *last* version of a record wins (a commit may carry several versions of one
+belief) while the record keeps the position of its *first* appearance, which is what an upsert
+does to a row's insertion order (SQLite's rowid, PostgreSQL's identity column). Each record is
+paired with the JSON document the event payload already holds, so no record is serialized twice.
+
+:func:`belief_keys` is the tuple of indexed values every SQL backend stores next to a belief's
+document: the four axes, the sensitivity rank, the time keys in integer microseconds
+(:func:`firewall.store.keys.micros`) and the scoping columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import orjson
+
+from firewall.chain import (
+    Action,
+    Belief,
+    ChainModel,
+    Claim,
+    Contradiction,
+    Decision,
+    EvidenceItem,
+    Observation,
+    Outcome,
+    Revision,
+    SessionInfo,
+)
+from firewall.events import RECORD_TYPES, Event
+from firewall.states import SENSITIVITY_RANK
+from firewall.store.keys import micros
+
+
+class BeliefKeys(NamedTuple):
+    truth: str
+    retrieval: str
+    security: str
+    freshness: str
+    sensitivity_rank: int
+    anchor_us: int
+    observed_us: int
+    expires_us: int | None
+    project: str
+    scope: str
+    user: str | None
+    subject: str | None
+    predicate: str | None
+    session_id: str | None
+
+
+def belief_keys(b: Belief) -> BeliefKeys:
+    """The indexed columns of a belief (enum members bind as their text value)."""
+    observed = micros(b.observed_at)
+    verified = b.last_verified_at
+    expires = b.expires_at
+    return BeliefKeys(
+        b.truth_status,
+        b.retrieval_status,
+        b.security_status,
+        b.freshness_status,
+        SENSITIVITY_RANK[b.sensitivity],
+        observed if verified is None else micros(verified),
+        observed,
+        None if expires is None else micros(expires),
+        b.project,
+        b.scope,
+        b.user,
+        b.subject,
+        b.predicate,
+        b.session_id,
+    )
+
+
+def _table() -> dict[str, Any]:
+    return {}
+
+
+@dataclass
+class ProjectionRows:
+    """One commit's records, per table, as ``{id: (record, json_doc)}`` in first-seen order."""
+
+    sessions: dict[str, tuple[SessionInfo, bytes]] = field(default_factory=_table)
+    observations: dict[str, tuple[Observation, bytes]] = field(default_factory=_table)
+    claims: dict[str, tuple[Claim, bytes]] = field(default_factory=_table)
+    evidence: dict[str, tuple[EvidenceItem, bytes]] = field(default_factory=_table)
+    beliefs: dict[str, tuple[Belief, bytes]] = field(default_factory=_table)
+    decisions: dict[str, tuple[Decision, bytes]] = field(default_factory=_table)
+    actions: dict[str, tuple[Action, bytes]] = field(default_factory=_table)
+    outcomes: dict[str, tuple[Outcome, bytes]] = field(default_factory=_table)
+    revisions: dict[str, tuple[Revision, bytes]] = field(default_factory=_table)
+    contradictions: dict[str, tuple[Contradiction, bytes]] = field(default_factory=_table)
+
+    @classmethod
+    def of(cls, events: list[Event], records: list[Any]) -> ProjectionRows:
+        """Collect ``records[i]`` (a :class:`~firewall.events.Records`) sealed as ``events[i]``."""
+        rows = cls()
+        for event, rec in zip(events, records, strict=True):
+            if rec:
+                rows.add(rec, event.payload["records"])
+        return rows
+
+    def add(self, rec: Any, payload: dict[str, list[dict[str, Any]]]) -> None:
+        dumps = orjson.dumps
+        for name, _model in RECORD_TYPES:
+            items: tuple[ChainModel, ...] = getattr(rec, name)
+            if not items:
+                continue
+            table: dict[str, tuple[Any, bytes]] = getattr(self, name)
+            for item, doc in zip(items, payload[name], strict=True):
+                # assignment to an existing key keeps its position: last version, first place
+                table[item.id] = (item, dumps(doc))  # type: ignore[attr-defined]
+
+
+__all__ = ["BeliefKeys", "ProjectionRows", "belief_keys"]
