@@ -8,6 +8,7 @@
     gnomon promote | quarantine | clear privileged moves (signed grants)
     gnomon policy check FILE | schema   ContextPolicy files
     gnomon log verify                   the hash-chained event log
+    gnomon db upgrade                   create or migrate a PostgreSQL schema
     gnomon keys generate                operator keys, pinned
     gnomon probes run                   the executable threat model
 
@@ -22,6 +23,7 @@ import click
 from firewall import __about__
 from firewall.cli.admin import demo, keys, log, policy, probes
 from firewall.cli.common import GnomonGroup, Settings
+from firewall.cli.db import db
 from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
 
 
@@ -47,7 +49,7 @@ def cli(ctx: click.Context, url: str | None, trusted_keys: str | None) -> None:
     ctx.obj = Settings(url=url, trusted_keys=trusted_keys)
 
 
-for command in (demo, beliefs, recall, promote, quarantine, clear, policy, log, keys, probes):
+for command in (demo, beliefs, recall, promote, quarantine, clear, policy, log, db, keys, probes):
     cli.add_command(command)
 
 

@@ -348,7 +348,8 @@ class PostgresStore(Store):
                 f"two tenants given: {url_tenant!r} in the URL and {tenant!r} as an option",
                 hint="give the tenant once, in the URL (?tenant=) or as the tenant= option",
             )
-        self.tenant = check_tenant(tenant or url_tenant or DEFAULT_TENANT)
+        chosen = tenant if tenant is not None else url_tenant
+        self.tenant = check_tenant(DEFAULT_TENANT if chosen is None else chosen)
         self.conninfo = conninfo
         self.database = database_name(conninfo)
         self.url = redact(url)
@@ -914,15 +915,16 @@ def upgrade(
 ) -> list[schema.Migration]:
     """Apply every pending migration, each in its own transaction; return those applied.
 
-    Runs under a transaction-scoped advisory lock, so concurrent upgrades (or first opens)
-    apply each migration once. With ``only_if_empty`` it does nothing unless the database has
-    no schema yet (a concurrent opener may have created it meanwhile).
+    ``conn`` must be in autocommit mode. Runs under a session-scoped advisory lock, so
+    concurrent upgrades (or first opens) apply each migration once; the checks after taking the
+    lock run in new transactions, so they see what a concurrent upgrader committed. With
+    ``only_if_empty`` it does nothing unless the database has no schema yet.
     """
     applied: list[schema.Migration] = []
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (schema.MIGRATION_LOCK,))
-        version = schema_version(conn)
-        if version is None or version == 0:
+    conn.execute("SELECT pg_advisory_lock(%s)", (schema.MIGRATION_LOCK,))
+    try:
+        version = schema_version(conn) or 0
+        if version == 0:
             foreign = _foreign_tables(conn)
             if foreign:
                 raise StoreCorruptError(
@@ -930,21 +932,22 @@ def upgrade(
                     f"({', '.join(foreign[:5])}) but no Gnomon schema_migrations record",
                     hint="point the URL at another database or schema (search_path)",
                 )
-            conn.execute(schema.CREATE_MIGRATIONS_TABLE)
-            version = 0
-        elif only_if_empty:
+        elif only_if_empty or version > schema.SCHEMA_VERSION:
             check_version(version, database)
             return applied
-        if version > schema.SCHEMA_VERSION:
-            check_version(version, database)
         for migration in schema.pending(version):
             with conn.transaction():
+                conn.execute(schema.CREATE_MIGRATIONS_TABLE)
                 conn.execute(migration.sql)
                 conn.execute(
                     "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                     (migration.version, migration.name),
                 )
             applied.append(migration)
+    finally:
+        if not conn.closed:
+            with suppress(psycopg.Error):
+                conn.execute("SELECT pg_advisory_unlock(%s)", (schema.MIGRATION_LOCK,))
     return applied
 
 

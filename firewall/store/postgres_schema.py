@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 SCHEMA_VERSION = 1
 
-#: Taken (transaction-scoped) by whoever creates or migrates a schema, so that two processes
+#: Taken (session-scoped) by whoever creates or migrates a schema, so that two processes
 #: opening a fresh database at once do not both run the DDL. The value is arbitrary but fixed.
 MIGRATION_LOCK = 0x676E6F6D6F6E  # "gnomon"
 
@@ -236,15 +236,16 @@ TABLES = (
 )
 
 
-def pending(current: int, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[Migration]:
-    """Migrations newer than ``current``, in order.
+def pending(current: int, migrations: tuple[Migration, ...] | None = None) -> list[Migration]:
+    """Migrations newer than ``current``, in order (of :data:`MIGRATIONS` unless given).
 
     >>> [m.version for m in pending(0)]
     [1]
     >>> pending(SCHEMA_VERSION)
     []
     """
-    return [m for m in migrations if m.version > current]
+    chosen = MIGRATIONS if migrations is None else migrations
+    return [m for m in chosen if m.version > current]
 
 
 __all__ = [
