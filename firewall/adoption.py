@@ -127,6 +127,107 @@ def adopt(
     return NewBelief(claim, evidence, belief)
 
 
+class Adopter:
+    """:func:`adopt` for a run of records that differ only in statement, source and times.
+
+    An import adopts thousands of records with one context, one origin and one evidence class,
+    so the gate's decision and every shared field are the same for all of them. The first
+    record goes through :func:`adopt` in full (strict validation, :func:`adoption_for`); each
+    later one is a copy of that validated template with its own ids, statement, source,
+    sensitivity and times. Those values are checked here with the same rules the models
+    enforce, and anything unusual (a naive or non-``datetime`` time, a sensitivity that is not a
+    :class:`Sensitivity`) goes through :func:`adopt`, so it fails exactly as it would there.
+    The statement must already have passed :func:`firewall.content.statement_text`.
+    """
+
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        kind: ClaimKind,
+        origin: Origin,
+        quality: EvidenceQuality,
+        extraction: ExtractionMethod,
+    ) -> None:
+        self.ctx = ctx
+        self.kind = kind
+        self.origin = origin
+        self.quality = quality
+        self.extraction = extraction
+        self._template: NewBelief | None = None
+
+    def adopt(
+        self,
+        statement: str,
+        *,
+        source: str,
+        now: datetime,
+        sensitivity: Sensitivity = Sensitivity.INTERNAL,
+        observed_at: datetime | None = None,
+    ) -> NewBelief:
+        template = self._template
+        if (
+            template is None
+            or type(statement) is not str
+            or not statement
+            or type(source) is not str
+            or type(sensitivity) is not Sensitivity
+            or not _plain_aware(now)
+            or (observed_at is not None and not _plain_aware(observed_at))
+        ):
+            made = adopt(
+                self.ctx,
+                kind=self.kind,
+                statement=statement,
+                origin=self.origin,
+                quality=self.quality,
+                extraction=self.extraction,
+                source=source,
+                now=now,
+                sensitivity=sensitivity,
+                observed_at=observed_at,
+            )
+            if template is None:
+                self._template = made
+            return made
+        observed = observed_at or now
+        claim_id = new_id("clm")
+        claim = template.claim.model_copy(
+            update={
+                "id": claim_id,
+                "statement": statement,
+                "sensitivity": sensitivity,
+                "created_at": now,
+            }
+        )
+        evidence = template.evidence.model_copy(
+            update={
+                "id": new_id("evi"),
+                "claim_id": claim_id,
+                "source": source,
+                "observed_at": observed,
+            }
+        )
+        belief = template.belief.model_copy(
+            update={
+                "id": new_id("bel"),
+                "claim_id": claim_id,
+                "statement": statement,
+                "sensitivity": sensitivity,
+                "observed_at": observed,
+                "last_verified_at": None if template.belief.last_verified_at is None else now,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+        return NewBelief(claim, evidence, belief)
+
+
+def _plain_aware(moment: object) -> bool:
+    """What strict ``AwareDatetime`` accepts, narrowed to exact ``datetime`` instances."""
+    return type(moment) is datetime and moment.utcoffset() is not None
+
+
 def _confidence(truth: str) -> float:
     return 0.9 if truth == "supported" else 0.3
 
@@ -148,4 +249,4 @@ def quality_for(origin: Origin, *, envelope: bool = False) -> EvidenceQuality:
     return EvidenceQuality.DIRECT_OBSERVATION
 
 
-__all__ = ["Context", "NewBelief", "adopt", "independence_group", "quality_for"]
+__all__ = ["Adopter", "Context", "NewBelief", "adopt", "independence_group", "quality_for"]

@@ -10,10 +10,15 @@ they are about, because auditors read it.
 
 from __future__ import annotations
 
-from datetime import datetime
+import types
+import typing
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from enum import Enum
 from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic_core import to_jsonable_python
 
 from firewall.origin import Integrity, Origin
 from firewall.states import (
@@ -44,7 +49,19 @@ class ChainModel(BaseModel):
     model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
 
     def to_json_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The record's JSON form, exactly ``self.model_dump(mode="json")``.
+
+        Serializing records is on every write path (each event body carries the full records,
+        each projection row their JSON), and pydantic's generic serializer, with the Python-level
+        field serializers of :class:`~firewall.origin.Origin`, dominated ingest. Each class gets
+        a dumper generated once from its field annotations (see :func:`_dumper`); a class with
+        an annotation the generator does not know keeps using pydantic. ``tests/test_json_plan.py``
+        checks that the two agree.
+        """
+        dump = _DUMPERS.get(type(self))
+        if dump is None:
+            dump = _DUMPERS.setdefault(type(self), _dumper(type(self)))
+        return dump(self)
 
 
 class SessionInfo(ChainModel):
@@ -242,6 +259,103 @@ class Contradiction(ChainModel):
     predicate: str | None = None
     reason: str
     detected_at: AwareDatetime
+
+
+_ZERO = timedelta(0)
+_DUMPERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
+_last_moment: tuple[datetime | None, Any] = (None, None)
+
+
+def _json_datetime(moment: datetime) -> Any:
+    # pydantic writes UTC as "Z" and other offsets in its own form: take the fast path only for
+    # UTC, where the two agree with isoformat(), and ask pydantic for anything else. A record
+    # usually repeats one moment (created, updated, observed): remember the last one.
+    global _last_moment
+    last = _last_moment
+    if last[0] is moment:
+        return last[1]
+    if moment.utcoffset() == _ZERO:
+        text = moment.isoformat()
+        if text.endswith("+00:00"):
+            text = text[:-6] + "Z"
+            _last_moment = (moment, text)
+            return text
+    return to_jsonable_python(moment)
+
+
+def _json_str_list(items: list[Any]) -> list[Any]:
+    return [v if type(v) is str else to_jsonable_python(v) for v in items]
+
+
+def _json_enum_dict(mapping: dict[str, Any]) -> dict[str, Any]:
+    return {k if type(k) is str else str.__str__(k): v.value for k, v in mapping.items()}
+
+
+def _field_code(annotation: Any, ref: str) -> str | None:
+    """A Python expression turning ``ref`` (a non-None field value) into its JSON form."""
+    origin = typing.get_origin(annotation)
+    if annotation in (str, bool, int):
+        return ref
+    if annotation is float:
+        return f"float({ref})"
+    if annotation is datetime or annotation is AwareDatetime:
+        return f"_json_datetime({ref})"
+    if annotation is Origin:
+        return f"{ref}.json_dict()"
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return f"{ref}._value_"
+    if origin is list and typing.get_args(annotation) == (str,):
+        return f"_json_str_list({ref})"
+    if origin is dict:
+        key, value = typing.get_args(annotation)
+        if key is str and value is Any:
+            return f"to_jsonable_python({ref})"
+        if key is str and isinstance(value, type) and issubclass(value, Enum):
+            return f"_json_enum_dict({ref})"
+    return None
+
+
+def _dumper(cls: type[ChainModel]) -> Callable[[Any], dict[str, Any]]:
+    """Generate ``dump(record) -> dict`` for ``cls``: one dict display, no per-field calls
+    beyond the conversions a field needs. Falls back to pydantic for unknown annotations."""
+    lines = ["def dump(record):", "    v = record.__dict__"]
+    items = []
+    for index, (name, info) in enumerate(cls.model_fields.items()):
+        annotation = info.annotation
+        optional = False
+        if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if len(args) != 1:
+                return _pydantic_dump
+            annotation, optional = args[0], True
+        if info.alias is not None or info.exclude or not name.isidentifier():
+            return _pydantic_dump
+        local = f"f{index}"
+        code = _field_code(annotation, local)
+        if code is None:
+            return _pydantic_dump
+        if code == local:
+            items.append(f"{name!r}: v[{name!r}]")
+            continue
+        lines.append(f"    {local} = v[{name!r}]")
+        if optional:
+            code = f"None if {local} is None else {code}"
+        items.append(f"{name!r}: {code}")
+    lines.append("    return {" + ", ".join(items) + "}")
+    namespace: dict[str, Any] = {
+        "_json_datetime": _json_datetime,
+        "_json_str_list": _json_str_list,
+        "_json_enum_dict": _json_enum_dict,
+        "to_jsonable_python": to_jsonable_python,
+    }
+    exec("\n".join(lines), namespace)  # code built from field names the class declares
+    dump: Callable[[Any], dict[str, Any]] = namespace["dump"]
+    return dump
+
+
+def _pydantic_dump(record: Any) -> dict[str, Any]:
+    out: dict[str, Any] = record.model_dump(mode="json")
+    return out
 
 
 def aware(moment: datetime) -> datetime:

@@ -62,14 +62,14 @@ class Records:
 
     def to_payload(self) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
-        for name, _model in RECORD_TYPES:
+        for name in _RECORD_NAMES:
             items: tuple[ChainModel, ...] = getattr(self, name)
             if items:
                 out[name] = [item.to_json_dict() for item in items]
         return out
 
     def __bool__(self) -> bool:
-        return any(getattr(self, name) for name, _ in RECORD_TYPES)
+        return any(getattr(self, name) for name in _RECORD_NAMES)
 
 
 RECORD_TYPES: tuple[tuple[str, type[ChainModel]], ...] = (
@@ -84,6 +84,9 @@ RECORD_TYPES: tuple[tuple[str, type[ChainModel]], ...] = (
     ("revisions", Revision),
     ("contradictions", Contradiction),
 )
+
+
+_RECORD_NAMES = tuple(name for name, _ in RECORD_TYPES)
 
 
 def records_from_payload(payload: Mapping[str, Any]) -> Records:
@@ -159,17 +162,21 @@ class Event:
 
 def canonical_body(seq: int, draft: EventDraft) -> bytes:
     """The exact bytes that are hashed and stored for an event."""
+    return _body(seq, draft, iso(draft.at), draft.payload())
+
+
+def _body(seq: int, draft: EventDraft, at: str, payload: dict[str, Any]) -> bytes:
     doc = {
         "schema": SCHEMA_VERSION,
         "seq": seq,
         "kind": draft.kind,
-        "at": iso(draft.at),
+        "at": at,
         "actor": draft.actor,
         "session": draft.session_id,
         "project": draft.project,
         "user": draft.user,
         "versions": dict(draft.versions),
-        "payload": draft.payload(),
+        "payload": payload,
     }
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
 
@@ -181,21 +188,26 @@ def chain_hash(seq: int, prev_hash: str, body: bytes) -> str:
 
 
 def seal(seq: int, prev_hash: str, draft: EventDraft) -> Event:
-    """Give a draft its sequence number and chain hash. Called by a store inside its lock."""
-    body = canonical_body(seq, draft)
-    digest = chain_hash(seq, prev_hash, body)
+    """Give a draft its sequence number and chain hash. Called by a store inside its lock.
+
+    The payload is built once: the body is its canonical encoding and the sealed event keeps
+    the same dict, so a store can reuse ``event.payload["records"]`` for its projection rows.
+    """
+    at = iso(draft.at)
+    payload = draft.payload()
+    body = _body(seq, draft, at, payload)
     return Event(
         seq=seq,
         kind=draft.kind,
-        at=iso(draft.at),
+        at=at,
         actor=draft.actor,
         session_id=draft.session_id,
         project=draft.project,
         user=draft.user,
         versions=dict(draft.versions),
-        payload=draft.payload(),
+        payload=payload,
         prev_hash=prev_hash,
-        hash=digest,
+        hash=chain_hash(seq, prev_hash, body),
         body=body,
     )
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from firewall import __about__
-from firewall.adoption import Context, adopt
+from firewall.adoption import Adopter, Context
 from firewall.chain import Belief, Contradiction, Decision, Revision
 from firewall.clock import Clock, utcnow
 from firewall.content import DEFAULT_MAX_BLOCK_BYTES, statement_text
@@ -419,30 +419,33 @@ class Firewall:
         restricted with an ``imported`` origin: the import path cannot mint authority.
         """
         ctx = Context(project=project, actor=actor, user=None, session_id=None)
-        origin = Origin.imported(store_name)
+        adopter = Adopter(
+            ctx,
+            kind=ClaimKind.CONTENT,
+            origin=Origin.imported(store_name),
+            quality=EvidenceQuality.EXTERNAL_DOCUMENT,
+            extraction=ExtractionMethod.IMPORT,
+        )
+        versions = self.versions()
         count = 0
         batch: list[EventDraft] = []
         for item in items:
             text = statement_text(item.text, self.max_block_bytes)
             now = self.clock()
-            made = adopt(
-                ctx,
-                kind=ClaimKind.CONTENT,
-                statement=text,
-                origin=origin,
-                quality=EvidenceQuality.EXTERNAL_DOCUMENT,
-                extraction=ExtractionMethod.IMPORT,
+            made = adopter.adopt(
+                text,
                 source=f"{store_name}:{item.source_id}",
                 now=now,
                 sensitivity=item.sensitivity,
                 observed_at=item.created_at,
             )
             batch.append(
-                self.draft(
-                    "belief.imported",
+                EventDraft(
+                    kind="belief.imported",
                     actor=actor,
-                    now=now,
+                    at=now,
                     project=project,
+                    versions=versions,
                     data={"store": store_name, "source_id": item.source_id},
                     records=Records(
                         claims=(made.claim,), evidence=(made.evidence,), beliefs=(made.belief,)

@@ -178,6 +178,27 @@ class Origin(BaseModel):
             integrity=min(label.integrity for label in labels),
         )
 
+    def json_dict(self) -> dict[str, Any]:
+        """``self.model_dump(mode="json")``, with the sorting done once per label.
+
+        Every record carries its origin, so its JSON form is on every write path; labels are
+        frozen, and one label is typically shared by many records (an import reuses one). The
+        cache is keyed by identity and keeps the label alive, so an id is never reused while
+        cached; each call returns fresh containers, so callers may not corrupt the cache.
+        """
+        entry = _JSON_CACHE.get(id(self))
+        if entry is None or entry[0] is not self:
+            if len(_JSON_CACHE) >= _JSON_CACHE_SIZE:
+                _JSON_CACHE.clear()
+            entry = (
+                self,
+                sorted(c.value for c in self.classes),
+                sorted(self.origin_ids),
+                self.integrity.name.lower(),
+            )
+            _JSON_CACHE[id(self)] = entry
+        return {"classes": list(entry[1]), "origin_ids": list(entry[2]), "integrity": entry[3]}
+
     def __or__(self, other: Origin) -> Origin:
         return Origin.join(self, other)
 
@@ -192,6 +213,10 @@ class Origin(BaseModel):
     def describe(self) -> str:
         ids = ", ".join(sorted(self.origin_ids))
         return f"{self.integrity.name.lower()} [{ids}]"
+
+
+_JSON_CACHE_SIZE = 256
+_JSON_CACHE: dict[int, tuple[Origin, list[str], list[str], str]] = {}
 
 
 def join_all(labels: Iterable[Origin]) -> Origin | None:

@@ -74,6 +74,7 @@ class SQLiteStore(Store):
         self.cache_mb = cache_mb
         self._lock = threading.RLock()
         self._closed = True
+        self._index_by_trigger = False
         if self.path != ":memory:":
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -113,6 +114,7 @@ class SQLiteStore(Store):
             conn.execute(f"PRAGMA mmap_size = {1024 * 1024 * int(self.cache_mb) * 4}")
         if "meta" in self._tables():
             self._check_meta()  # the common case: an existing store, no write lock needed
+            self._index_by_trigger = self._has_v1_insert_trigger()
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -135,11 +137,19 @@ class SQLiteStore(Store):
                         ("schema_version", str(schema.SCHEMA_VERSION)),
                     ],
                 )
+            self._index_by_trigger = self._has_v1_insert_trigger()
             conn.execute("COMMIT")
         except BaseException:
             with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise
+
+    def _has_v1_insert_trigger(self) -> bool:
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+            (schema.V1_INSERT_TRIGGER,),
+        ).fetchone()
+        return row is not None
 
     def _enable_wal(self) -> None:
         # Switching a new file to WAL needs an exclusive lock and SQLite does not call the busy
@@ -255,7 +265,7 @@ class SQLiteStore(Store):
                 for e in sealed
             ],
         )
-        rows.write(conn)
+        rows.write(conn, index_new_beliefs=not self._index_by_trigger)
         return sealed
 
     # -- the log --------------------------------------------------------------------------
@@ -484,7 +494,7 @@ class _Rows:
         self.observations: list[tuple[Any, ...]] = []
         self.claims: list[tuple[Any, ...]] = []
         self.evidence: list[tuple[Any, ...]] = []
-        self.beliefs: list[tuple[Any, ...]] = []
+        self.beliefs: dict[str, tuple[Any, ...]] = {}
         self.decisions: dict[str, tuple[Decision, bytes]] = {}
         self.actions: list[tuple[Any, ...]] = []
         self.outcomes: list[tuple[Any, ...]] = []
@@ -513,11 +523,12 @@ class _Rows:
                 (e.id, e.claim_id, _dumps(d))
                 for e, d in zip(rec.evidence, payload["evidence"], strict=True)
             )
-        if rec.beliefs:
-            self.beliefs.extend(
-                _belief_row(b, _dumps(d))
-                for b, d in zip(rec.beliefs, payload["beliefs"], strict=True)
-            )
+        for belief, doc in zip(rec.beliefs, payload.get("beliefs", ()), strict=True):
+            # Only the last version of a belief in one commit is written: each id then appears
+            # once in the upsert, so a belief is either new (indexed after the upsert) or an
+            # update of a row already indexed (re-indexed by its trigger), never both.
+            self.beliefs.pop(belief.id, None)
+            self.beliefs[belief.id] = _belief_row(belief, _dumps(doc))
         for decision, doc in zip(rec.decisions, payload.get("decisions", ()), strict=True):
             self.decisions.pop(decision.id, None)  # keep the last version, in order
             self.decisions[decision.id] = (decision, _dumps(doc))
@@ -542,13 +553,19 @@ class _Rows:
             self.contradictions.pop(contradiction.id, None)
             self.contradictions[contradiction.id] = (contradiction, _dumps(doc))
 
-    def write(self, conn: sqlite3.Connection) -> None:
+    def write(self, conn: sqlite3.Connection, *, index_new_beliefs: bool) -> None:
+        if self.beliefs:
+            if index_new_beliefs:
+                (before,) = conn.execute(schema.MAX_BELIEF_RID).fetchone()
+                conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
+                conn.execute(schema.INDEX_NEW_BELIEFS, (before,))
+            else:
+                conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
         for sql, rows in (
             (schema.UPSERT_SESSION, self.sessions),
             (schema.UPSERT_OBSERVATION, self.observations),
             (schema.UPSERT_CLAIM, self.claims),
             (schema.UPSERT_EVIDENCE, self.evidence),
-            (schema.UPSERT_BELIEF, self.beliefs),
             (schema.UPSERT_ACTION, self.actions),
             (schema.UPSERT_OUTCOME, self.outcomes),
             (schema.UPSERT_REVISION, self.revisions),

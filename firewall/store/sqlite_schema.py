@@ -1,4 +1,4 @@
-"""The SQLite schema (version 1): the event log, the projections and the full-text index.
+"""The SQLite schema (version 2): the event log, the projections and the full-text index.
 
 Each projection row keeps the record's full JSON in ``doc`` (what reads return) next to the few
 columns that filters and indexes need. Times used for filtering or ordering are stored as integer
@@ -7,7 +7,15 @@ microseconds since the epoch, so comparisons are exact and timezone-proof.
 Full-text search is an external-content FTS5 table over ``beliefs.terms``, which holds
 ``" ".join(firewall.text.tokens(statement))``: Python tokenizes, FTS5 only splits on the spaces, so
 SQLite matches exactly the tokens the memory backend matches and FTS5's ``bm25()`` computes the same
-score the memory backend computes. Triggers keep the index in step with every write of a belief.
+score the memory backend computes.
+
+Version 2 indexes *new* beliefs from the store's write path (:data:`INDEX_NEW_BELIEFS`, one
+``INSERT … SELECT`` per commit) instead of a row trigger: in SQLite before 3.43 every statement a
+trigger runs opens a savepoint, and FTS5 flushes its pending terms to a new segment at each
+savepoint, so a per-row trigger wrote one tiny segment per belief and then merged them (measured:
+~4x slower inserts). Triggers still keep the index in step when a belief's terms change or a row
+is deleted. A version 1 file keeps its insert trigger and is written in that mode
+(``SQLiteStore`` checks for the trigger when it opens), so old and new files both stay exact.
 
 Status facets are deliberately *not* in the FTS index. Pushing ``facets:(t_supported)`` into the
 MATCH expression was measured ~10x slower at 100k beliefs (p50 9.8 ms against 1.1 ms): FTS5's
@@ -25,7 +33,7 @@ subject or a session use those indexes instead (see ``SQLiteStore._belief_query`
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION = "gnomon"
 
 FTS_TOKENIZE = "unicode61 remove_diacritics 2 tokenchars '_'"
@@ -106,9 +114,6 @@ CREATE VIRTUAL TABLE beliefs_fts USING fts5 (
     content = 'beliefs', content_rowid = 'rid',
     tokenize = "{FTS_TOKENIZE}"
 );
-CREATE TRIGGER beliefs_fts_insert AFTER INSERT ON beliefs BEGIN
-    INSERT INTO beliefs_fts (rowid, terms) VALUES (new.rid, new.terms);
-END;
 CREATE TRIGGER beliefs_fts_delete AFTER DELETE ON beliefs BEGIN
     INSERT INTO beliefs_fts (beliefs_fts, rowid, terms) VALUES ('delete', old.rid, old.terms);
 END;
@@ -219,6 +224,14 @@ INSERT_EVENT = (
     "INSERT INTO events (seq, kind, at, actor, session_id, body, prev_hash, hash) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
+#: The name of the version 1 row trigger that indexed each inserted belief.
+V1_INSERT_TRIGGER = "beliefs_fts_insert"
+#: Index the beliefs inserted since rowid ``?`` (new rows get ``max(rid) + 1``; an upsert of an
+#: existing belief keeps its rowid and is re-indexed by ``beliefs_fts_update``).
+INDEX_NEW_BELIEFS = (
+    "INSERT INTO beliefs_fts (rowid, terms) SELECT rid, terms FROM beliefs WHERE rid > ?"
+)
+MAX_BELIEF_RID = "SELECT coalesce(max(rid), 0) FROM beliefs"
 DELETE_DECISION_DEPS = "DELETE FROM decision_deps WHERE decision_id = ?"
 INSERT_DECISION_DEP = "INSERT OR IGNORE INTO decision_deps (belief_id, decision_id) VALUES (?, ?)"
 DELETE_CONTRADICTION_MEMBERS = "DELETE FROM contradiction_members WHERE contradiction_id = ?"

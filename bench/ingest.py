@@ -1,0 +1,111 @@
+"""Ingest benchmark: ``Firewall.import_records`` into SQLite against a raw SQLite + FTS5 insert.
+
+Each repetition imports the same ``--records`` texts twice, into fresh files in a temporary
+directory:
+
+* **raw store**: ``executemany`` of ``(source_id, text)`` into one table and of ``(rowid, text)``
+  into its external-content FTS5 index, in transactions of ``--batch`` rows (WAL,
+  ``synchronous=NORMAL``, the pragmas the Gnomon store uses): what a bare memory store pays to
+  keep text findable, done the fast way.
+* **firewall**: ``wall.import_records(items, ...)``: every record validated, adopted as a claim,
+  an evidence item and a belief, one chained event per record, committed in batches with their
+  projections.
+
+Optionally (``--memory``) the firewall is also measured over ``memory://``.
+
+    .venv/bin/python bench/ingest.py --records 100000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _common as common
+
+import firewall
+from firewall.firewall import ImportItem
+
+
+def raw_import(path: Path, texts: list[str], batch: int) -> float:
+    conn = common.raw_connect(str(path))
+    for statement in common.RAW_DDL:
+        conn.execute(statement)
+    start = time.perf_counter()
+    for offset in range(0, len(texts), batch):
+        chunk = texts[offset : offset + batch]
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO memories (rid, source_id, text) VALUES (?, ?, ?)",
+            [(offset + i + 1, f"m{offset + i}", t) for i, t in enumerate(chunk)],
+        )
+        conn.executemany(
+            "INSERT INTO memories_fts (rowid, text) VALUES (?, ?)",
+            [(offset + i + 1, t) for i, t in enumerate(chunk)],
+        )
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return elapsed
+
+
+def firewall_import(url: str, texts: list[str], batch: int) -> float:
+    wall = firewall.open(url)
+    items = [ImportItem(text=t, source_id=f"m{i}") for i, t in enumerate(texts)]
+    start = time.perf_counter()
+    count = wall.import_records(items, store_name="bench", project="bench", batch_size=batch)
+    elapsed = time.perf_counter() - start
+    assert count == len(texts)
+    assert wall.store.head()[0] == len(texts)
+    wall.close()
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=100_000, help="records per run")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions (median reported)")
+    parser.add_argument("--batch", type=int, default=1000, help="records per transaction")
+    parser.add_argument("--memory", action="store_true", help="also measure memory://")
+    parser.add_argument("--dir", type=Path, default=None, help="where the files go (tmp)")
+    args = parser.parse_args(argv)
+
+    print(common.machine())
+    texts = common.Corpus.build().sentences(args.records)
+    mean_len = sum(map(len, texts)) / len(texts)
+    print(f"records={args.records} batch={args.batch} mean text length={mean_len:.0f} chars")
+    raw_rates: list[float] = []
+    fw_rates: list[float] = []
+    mem_rates: list[float] = []
+    ratios: list[float] = []
+    for rep in range(args.repeat):
+        with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+            raw = args.records / raw_import(Path(tmp) / "raw.db", texts, args.batch)
+            fw = args.records / firewall_import(f"sqlite:///{tmp}/gnomon.db", texts, args.batch)
+        line = (
+            f"rep {rep + 1}: raw {raw:,.0f}/s  firewall(sqlite) {fw:,.0f}/s  ratio {raw / fw:.2f}x"
+        )
+        if args.memory:
+            mem = args.records / firewall_import("memory://", texts, args.batch)
+            mem_rates.append(mem)
+            line += f"  firewall(memory) {mem:,.0f}/s"
+        print(line, flush=True)
+        raw_rates.append(raw)
+        fw_rates.append(fw)
+        ratios.append(raw / fw)
+    print(
+        f"median: raw {common.median(raw_rates):,.0f} records/s, "
+        f"firewall(sqlite) {common.median(fw_rates):,.0f} records/s "
+        f"({1e6 / common.median(fw_rates):.1f} us/record), "
+        f"raw/firewall {common.median(ratios):.2f}x (same-run ratios)"
+    )
+    if args.memory:
+        print(f"median: firewall(memory) {common.median(mem_rates):,.0f} records/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
