@@ -56,11 +56,13 @@ class Corpus:
         return " ".join(chosen) + "."
 
     def query(self, rng: random.Random, low: int = 2, high: int = 4) -> str:
-        # Queries lean on the rarer half of the vocabulary, as real questions name specifics.
+        # The 50 most frequent words play the part of stop words (which real queries drop, see
+        # firewall.text.STOP_WORDS): query words follow the same Zipf law over the rest.
         count = rng.randint(low, high)
-        head = rng.choices(self.words, cum_weights=self.cum_weights, k=1)
-        tail = rng.choices(self.words[50:], k=count - 1)
-        return " ".join(head + tail)
+        skip = 50
+        base = self.cum_weights[skip - 1]
+        weights = [w - base for w in self.cum_weights[skip:]]
+        return " ".join(rng.choices(self.words[skip:], cum_weights=weights, k=count))
 
     def sentences(self, count: int, seed: int = 11) -> list[str]:
         rng = random.Random(seed)
@@ -96,6 +98,17 @@ def time_calls(fn: Callable[[], object], count: int) -> list[float]:
     for _ in range(count):
         start = clock()
         fn()
+        out.append((clock() - start) * 1000.0)
+    return out
+
+
+def time_calls_each(fn: Callable[[str], object], args: list[str]) -> list[float]:
+    """Latency of ``fn(arg)`` for each argument, in milliseconds."""
+    out = []
+    clock = time.perf_counter
+    for arg in args:
+        start = clock()
+        fn(arg)
         out.append((clock() - start) * 1000.0)
     return out
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -69,7 +69,19 @@ class Records:
         return out
 
     def __bool__(self) -> bool:
-        return any(getattr(self, name) for name in _RECORD_NAMES)
+        # on every commit's hot path: one short-circuit expression, no generator
+        return bool(
+            self.sessions
+            or self.observations
+            or self.claims
+            or self.evidence
+            or self.beliefs
+            or self.decisions
+            or self.actions
+            or self.outcomes
+            or self.revisions
+            or self.contradictions
+        )
 
 
 RECORD_TYPES: tuple[tuple[str, type[ChainModel]], ...] = (
@@ -162,10 +174,23 @@ class Event:
 
 def canonical_body(seq: int, draft: EventDraft) -> bytes:
     """The exact bytes that are hashed and stored for an event."""
-    return _body(seq, draft, iso(draft.at), draft.payload())
+    return _body(seq, draft, _iso(draft.at), dict(draft.versions), draft.payload())
 
 
-def _body(seq: int, draft: EventDraft, at: str, payload: dict[str, Any]) -> bytes:
+_ZERO = timedelta(0)
+
+
+def _iso(moment: datetime) -> str:
+    """:func:`firewall.clock.iso`, without ``strftime`` for the usual UTC moment."""
+    if moment.utcoffset() == _ZERO and moment.year >= 1000:
+        # isoformat(timespec="microseconds") of a UTC moment is the same text up to the suffix
+        return moment.isoformat(timespec="microseconds")[:-6] + "Z"
+    return iso(moment)
+
+
+def _body(
+    seq: int, draft: EventDraft, at: str, versions: dict[str, Any], payload: dict[str, Any]
+) -> bytes:
     doc = {
         "schema": SCHEMA_VERSION,
         "seq": seq,
@@ -175,7 +200,7 @@ def _body(seq: int, draft: EventDraft, at: str, payload: dict[str, Any]) -> byte
         "session": draft.session_id,
         "project": draft.project,
         "user": draft.user,
-        "versions": dict(draft.versions),
+        "versions": versions,
         "payload": payload,
     }
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
@@ -193,9 +218,10 @@ def seal(seq: int, prev_hash: str, draft: EventDraft) -> Event:
     The payload is built once: the body is its canonical encoding and the sealed event keeps
     the same dict, so a store can reuse ``event.payload["records"]`` for its projection rows.
     """
-    at = iso(draft.at)
+    at = _iso(draft.at)
+    versions = dict(draft.versions)
     payload = draft.payload()
-    body = _body(seq, draft, at, payload)
+    body = _body(seq, draft, at, versions, payload)
     return Event(
         seq=seq,
         kind=draft.kind,
@@ -204,7 +230,7 @@ def seal(seq: int, prev_hash: str, draft: EventDraft) -> Event:
         session_id=draft.session_id,
         project=draft.project,
         user=draft.user,
-        versions=dict(draft.versions),
+        versions=versions,
         payload=payload,
         prev_hash=prev_hash,
         hash=chain_hash(seq, prev_hash, body),

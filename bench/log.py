@@ -1,0 +1,125 @@
+"""Event log benchmark: batched append (``store.commit``) and full verification (``verify``).
+
+Each repetition appends ``--events`` small drafts (a kind, an actor, a time and a two-field data
+object, no records) in commits of ``--batch`` drafts to a fresh SQLite store, then verifies the
+whole chain from genesis. The raw store in the same run inserts the same event bodies into a
+plain ``(seq, body)`` table in the same batches, and reads them all back (``SELECT body``): the
+cost of keeping and scanning a log with no hashing, no chain and no canonical encoding.
+
+    .venv/bin/python bench/log.py --events 200000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import _common as common
+
+from firewall.events import EventDraft
+from firewall.store.sqlite import SQLiteStore
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+VERSIONS = {"package": "bench", "schema": 1, "gate": "1"}
+
+
+def drafts(count: int) -> list[EventDraft]:
+    step = timedelta(milliseconds=1)
+    return [
+        EventDraft(
+            kind="bench.note",
+            actor="agent",
+            at=T0 + i * step,
+            session_id="ses_bench",
+            project="bench",
+            versions=VERSIONS,
+            data={"i": i, "note": f"step {i} done"},
+        )
+        for i in range(count)
+    ]
+
+
+def firewall_log(path: Path, items: list[EventDraft], batch: int) -> tuple[float, float]:
+    store = SQLiteStore(path)
+    start = time.perf_counter()
+    for offset in range(0, len(items), batch):
+        store.commit(items[offset : offset + batch])
+    append = time.perf_counter() - start
+    start = time.perf_counter()
+    report = store.verify()
+    verify = time.perf_counter() - start
+    assert report.ok and report.events == len(items), report
+    store.close()
+    return append, verify
+
+
+def raw_log(path: Path, bodies: list[bytes], batch: int) -> tuple[float, float]:
+    conn = common.raw_connect(str(path))
+    conn.execute("CREATE TABLE log (seq INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+    start = time.perf_counter()
+    for offset in range(0, len(bodies), batch):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(
+            "INSERT INTO log (seq, body) VALUES (?, ?)",
+            [(offset + i + 1, b) for i, b in enumerate(bodies[offset : offset + batch])],
+        )
+        conn.execute("COMMIT")
+    append = time.perf_counter() - start
+    start = time.perf_counter()
+    count = sum(1 for _ in conn.execute("SELECT body FROM log ORDER BY seq"))
+    scan = time.perf_counter() - start
+    assert count == len(bodies)
+    conn.close()
+    return append, scan
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=200_000, help="events per run")
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions (median reported)")
+    parser.add_argument("--batch", type=int, default=1000, help="drafts per commit")
+    parser.add_argument("--dir", type=Path, default=None, help="where the files go (tmp)")
+    args = parser.parse_args(argv)
+
+    print(common.machine())
+    items = drafts(args.events)
+    rows: dict[str, list[float]] = {k: [] for k in ("append", "verify", "raw_append", "raw_scan")}
+    for rep in range(args.repeat):
+        with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+            append, verify = firewall_log(Path(tmp) / "gnomon.db", items, args.batch)
+            store = SQLiteStore(Path(tmp) / "gnomon.db")
+            bodies = [body for _, body, _, _ in store.chain_rows()]
+            store.close()
+            raw_append, raw_scan = raw_log(Path(tmp) / "raw.db", bodies, args.batch)
+        n = args.events
+        rates = {
+            "append": n / append,
+            "verify": n / verify,
+            "raw_append": n / raw_append,
+            "raw_scan": n / raw_scan,
+        }
+        for key, value in rates.items():
+            rows[key].append(value)
+        print(
+            f"rep {rep + 1}: append {rates['append']:,.0f}/s (raw {rates['raw_append']:,.0f}/s)  "
+            f"verify {rates['verify']:,.0f}/s (raw scan {rates['raw_scan']:,.0f}/s)",
+            flush=True,
+        )
+    med = {k: common.median(v) for k, v in rows.items()}
+    append_ratios = [r / f for r, f in zip(rows["raw_append"], rows["append"], strict=True)]
+    verify_ratios = [r / f for r, f in zip(rows["raw_scan"], rows["verify"], strict=True)]
+    print(
+        f"median: append {med['append']:,.0f} events/s (raw {med['raw_append']:,.0f}/s, "
+        f"raw/firewall {common.median(append_ratios):.2f}x); "
+        f"verify {med['verify']:,.0f} events/s (raw scan {med['raw_scan']:,.0f}/s, "
+        f"raw/firewall {common.median(verify_ratios):.2f}x)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
