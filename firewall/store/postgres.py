@@ -282,8 +282,8 @@ INSERT_CONTRADICTION_MEMBERS = _upsert(
 )
 INSERT_EVENTS = (
     "INSERT INTO events (tenant, seq, kind, at, actor, session_id, body, prev_hash, hash) "
-    "SELECT %s, * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], "
-    "%s::bytea[], %s::text[], %s::text[])"
+    "SELECT %s, * FROM unnest(%b::bigint[], %b::text[], %b::text[], %b::text[], %b::text[], "
+    "%b::bytea[], %b::text[], %b::text[])"
 )
 UPDATE_TERM_STATS = (
     "INSERT INTO term_stats (tenant, term, df) SELECT %s, * FROM unnest(%s::text[], %s::bigint[]) "
