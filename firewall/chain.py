@@ -14,7 +14,7 @@ import types
 import typing
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Annotated, Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
@@ -261,6 +261,44 @@ class Contradiction(ChainModel):
     detected_at: AwareDatetime
 
 
+class BindingState(StrEnum):
+    """Where a belief written through to an external memory store stands with that store."""
+
+    PENDING = "pending"  # recorded by the firewall, the store write not yet confirmed
+    WRITTEN = "written"  # the store acknowledged the write and gave it ``store_id``
+    FAILED = "failed"  # the store write failed after the firewall recorded the observation
+    DELETED = "deleted"  # deleted through the firewall, or found missing from the store
+    DRIFTED = "drifted"  # the store's text no longer hashes to ``content_hash``
+
+
+class StoreBinding(ChainModel):
+    """The link between a belief and the item an external memory store holds for it.
+
+    One binding per ``(store, belief_id)``; its ``id`` is ``f"{store}:{belief_id}"``. A new
+    version replaces the old one (the event log keeps every version). ``content_hash`` is
+    ``"sha256:<hex>"`` of the text as it was written, so an edit made around the firewall is
+    visible as a hash mismatch (``drifted``).
+    """
+
+    id: str
+    store: Text
+    store_id: str | None = None
+    belief_id: Text
+    content_hash: str
+    state: BindingState
+    detail: str | None = None
+    updated_at: AwareDatetime
+
+    @staticmethod
+    def key(store: str, belief_id: str) -> str:
+        """The binding id of ``belief_id`` in ``store``.
+
+        >>> StoreBinding.key("mem0", "bel_1")
+        'mem0:bel_1'
+        """
+        return f"{store}:{belief_id}"
+
+
 _ZERO = timedelta(0)
 _DUMPERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
 _last_moment: tuple[datetime | None, Any] = (None, None)
@@ -373,6 +411,7 @@ def aware(moment: datetime) -> datetime:
 __all__ = [
     "Action",
     "Belief",
+    "BindingState",
     "ChainModel",
     "Claim",
     "Contradiction",
@@ -383,5 +422,6 @@ __all__ = [
     "Outcome",
     "Revision",
     "SessionInfo",
+    "StoreBinding",
     "aware",
 ]

@@ -36,6 +36,7 @@ from firewall.chain import (
     Outcome,
     Revision,
     SessionInfo,
+    StoreBinding,
 )
 from firewall.clock import iso
 from firewall.errors import LogIntegrityError
@@ -59,6 +60,7 @@ class Records:
     outcomes: tuple[Outcome, ...] = ()
     revisions: tuple[Revision, ...] = ()
     contradictions: tuple[Contradiction, ...] = ()
+    bindings: tuple[StoreBinding, ...] = ()
 
     def to_payload(self) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
@@ -81,6 +83,7 @@ class Records:
             or self.outcomes
             or self.revisions
             or self.contradictions
+            or self.bindings
         )
 
 
@@ -95,6 +98,7 @@ RECORD_TYPES: tuple[tuple[str, type[ChainModel]], ...] = (
     ("outcomes", Outcome),
     ("revisions", Revision),
     ("contradictions", Contradiction),
+    ("bindings", StoreBinding),
 )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from firewall.chain import (
     Action,
     Belief,
+    BindingState,
     Claim,
     Contradiction,
     Decision,
@@ -27,6 +28,7 @@ from firewall.chain import (
     Outcome,
     Revision,
     SessionInfo,
+    StoreBinding,
 )
 from firewall.events import EventDraft, Records
 from firewall.ids import new_id
@@ -194,6 +196,21 @@ def make_contradiction(**overrides: Any) -> Contradiction:
     return Contradiction(**fields)
 
 
+def make_binding(**overrides: Any) -> StoreBinding:
+    """A written binding in store ``"mem0"``; ``id`` follows ``store`` and ``belief_id``."""
+    fields: dict[str, Any] = {
+        "store": "mem0",
+        "store_id": "m0-" + new_id("obs")[4:],
+        "belief_id": new_id("bel"),
+        "content_hash": "sha256:" + "ab" * 32,
+        "state": BindingState.WRITTEN,
+        "updated_at": T0,
+    }
+    fields.update(overrides)
+    fields.setdefault("id", StoreBinding.key(fields["store"], fields["belief_id"]))
+    return StoreBinding(**fields)
+
+
 def make_records(**lists: Iterable[Any]) -> Records:
     """``Records`` from keyword lists: ``make_records(beliefs=[b1, b2], claims=[c])``."""
     return Records(**{name: tuple(items) for name, items in lists.items()})
@@ -224,6 +241,7 @@ __all__ = [
     "belief_draft",
     "make_action",
     "make_belief",
+    "make_binding",
     "make_claim",
     "make_contradiction",
     "make_decision",

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from firewall.chain import Belief
+from firewall.chain import Belief, BindingState
 from firewall.errors import LogIntegrityError, StoreError
 from firewall.events import GENESIS_HASH
 from firewall.states import (
@@ -43,6 +43,7 @@ from tests.factories import (
     belief_draft,
     make_action,
     make_belief,
+    make_binding,
     make_claim,
     make_contradiction,
     make_decision,
@@ -531,6 +532,73 @@ class StoreContract(ABC):
         # identical statements tie on relevance and fall back to id order
         tied = store.find_beliefs(BeliefFilter(text="stripe", limit=100))
         assert ids(tied) == sorted(ids(tied))
+
+    # -- store bindings ---------------------------------------------------------------------
+
+    def test_bindings_round_trip(self, store: Store) -> None:
+        mem0 = make_binding(store="mem0", store_id="m-1", belief_id="bel_a")
+        letta = make_binding(store="letta", store_id="p-1", belief_id="bel_a")
+        pending = make_binding(
+            store="mem0", store_id=None, belief_id="bel_b", state=BindingState.PENDING
+        )
+        store.commit([make_draft(make_records(bindings=[mem0, letta, pending]))])
+        assert store.bindings_by_store_id("mem0", ["m-1", "missing"]) == {"m-1": mem0}
+        assert store.bindings_by_store_id("letta", ["m-1"]) == {}
+        assert store.bindings_by_store_id("mem0", []) == {}
+        assert store.bindings_for_beliefs(["bel_a", "bel_b", "bel_x"]) == [letta, mem0, pending]
+        assert store.bindings_for_beliefs([]) == []
+        assert store.list_bindings("mem0") == [mem0, pending]
+        assert store.list_bindings("zep") == []
+        # the event log carries the bindings too: projections can be rebuilt from it
+        (event,) = store.events()
+        assert event.records().bindings == (mem0, letta, pending)
+
+    def test_binding_upsert_replaces(self, store: Store) -> None:
+        pending = make_binding(
+            store="mem0", store_id=None, belief_id="bel_a", state=BindingState.PENDING
+        )
+        store.commit([make_draft(make_records(bindings=[pending]))])
+        written = pending.model_copy(update={"store_id": "m-1", "state": BindingState.WRITTEN})
+        store.commit([make_draft(make_records(bindings=[written]))])
+        assert store.list_bindings("mem0") == [written]
+        assert store.bindings_by_store_id("mem0", ["m-1"]) == {"m-1": written}
+        # the store gives the item a new id (a re-write): the old id no longer resolves
+        moved = written.model_copy(update={"store_id": "m-2", "detail": "rewritten"})
+        drifted = moved.model_copy(update={"state": BindingState.DRIFTED})
+        store.commit([make_draft(make_records(bindings=[moved, drifted]))])  # last one wins
+        assert store.bindings_by_store_id("mem0", ["m-1", "m-2"]) == {"m-2": drifted}
+        assert store.bindings_for_beliefs(["bel_a"]) == [drifted]
+
+    def test_list_bindings_pages_by_belief_id(self, store: Store) -> None:
+        made = [
+            make_binding(store="mem0", belief_id=f"bel_{i:03d}", store_id=f"m-{i}")
+            for i in (5, 1, 4, 2, 3, 0)
+        ]
+        other = make_binding(store="zep", belief_id="bel_002")
+        store.commit([make_draft(make_records(bindings=made[:3]))])
+        store.commit([make_draft(make_records(bindings=[*made[3:], other]))])
+        expected = sorted(made, key=lambda b: b.belief_id)
+        pages: list[list[Any]] = []
+        after: str | None = None
+        while True:
+            page = store.list_bindings("mem0", after=after, limit=4)
+            if not page:
+                break
+            pages.append(page)
+            after = page[-1].belief_id
+        assert [len(p) for p in pages] == [4, 2]
+        assert [b for p in pages for b in p] == expected
+        assert store.list_bindings("mem0", after="bel_003", limit=100) == expected[4:]
+        assert store.list_bindings("mem0", limit=0) == []
+
+    def test_failing_commit_writes_no_binding(self, store: Store) -> None:
+        binding = make_binding(store="mem0", store_id="m-1")
+        good = make_draft(make_records(bindings=[binding]))
+        bad = make_draft(data={"unserializable": object()})
+        with pytest.raises(StoreError):
+            store.commit([good, bad])
+        assert store.list_bindings("mem0") == []
+        assert store.bindings_by_store_id("mem0", ["m-1"]) == {}
 
     # -- atomicity --------------------------------------------------------------------------
 

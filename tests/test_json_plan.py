@@ -16,13 +16,14 @@ import orjson
 import pytest
 from pydantic_core import TzInfo
 
-from firewall.chain import ChainModel, EvidenceSet
+from firewall.chain import BindingState, ChainModel, EvidenceSet
 from firewall.events import RECORD_TYPES
 from firewall.origin import Origin
 from firewall.states import Axis, Sensitivity, TruthStatus
 from tests.factories import (
     make_action,
     make_belief,
+    make_binding,
     make_claim,
     make_contradiction,
     make_decision,
@@ -84,6 +85,8 @@ def records(moment: datetime, origin: Origin) -> list[ChainModel]:
         make_revision(created_at=moment, axis=Axis.TRUTH, related_ids=["x"]),
         make_revision(created_at=moment, axis=None),
         make_contradiction(detected_at=moment, subject="s", predicate="p"),
+        make_binding(updated_at=moment, detail="error: 503"),
+        make_binding(updated_at=moment, store_id=None, state=BindingState.PENDING),
     ]
 
 

@@ -33,6 +33,7 @@ from probes.cross_session_sqlite import NOTE, _session_a
 from tests.factories import (
     belief_draft,
     make_belief,
+    make_binding,
     make_contradiction,
     make_decision,
     make_draft,
@@ -161,22 +162,59 @@ def test_older_schema_says_run_db_upgrade(
 ) -> None:
     with PostgresStore(fresh_schema, tenant="a") as store:
         store.commit([belief_draft(make_belief(statement="kept across the upgrade"))])
-    v2 = schema.Migration(2, "test column", "ALTER TABLE beliefs ADD COLUMN probe_note text")
-    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, v2))
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)
+    nxt = schema.SCHEMA_VERSION + 1
+    extra = schema.Migration(nxt, "test column", "ALTER TABLE beliefs ADD COLUMN probe_note text")
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS, extra))
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", nxt)
     with pytest.raises(StoreError, match="older") as err:
         PostgresStore(fresh_schema, tenant="a")
     assert "gnomon db upgrade" in str(err.value.hint)
 
     result = CliRunner().invoke(cli, ["db", "upgrade", "--url", fresh_schema])
     assert result.exit_code == 0, result.output
-    assert "applied 2: test column" in result.output
-    assert "schema version 2" in result.output
+    assert f"applied {nxt}: test column" in result.output
+    assert f"schema version {nxt}" in result.output
     again = CliRunner().invoke(cli, ["db", "upgrade", "--url", fresh_schema, "--json"])
     assert again.exit_code == 0 and json.loads(again.output)["applied"] == []
     with PostgresStore(fresh_schema, tenant="a") as store:
         assert store.count_beliefs(BeliefFilter(text="upgrade")) == 1
         assert store.verify().ok
+
+
+def test_version_1_schema_upgrades_to_bindings(
+    fresh_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
+        patch.setattr(schema, "SCHEMA_VERSION", 1)
+        with PostgresStore(fresh_schema, tenant="a") as store:
+            store.commit([belief_draft(make_belief(statement="before bindings"))])
+    with pytest.raises(StoreError, match="older"):
+        PostgresStore(fresh_schema, tenant="a")
+    result = CliRunner().invoke(cli, ["db", "upgrade", "--url", fresh_schema])
+    assert result.exit_code == 0, result.output
+    assert "applied 2: store bindings" in result.output
+    binding = make_binding(store_id="m-1")
+    with PostgresStore(fresh_schema, tenant="a") as store:
+        store.commit([make_draft(make_records(bindings=[binding]))])
+        assert store.bindings_by_store_id("mem0", ["m-1"]) == {"m-1": binding}
+        assert store.count_beliefs(BeliefFilter(text="bindings")) == 1
+
+
+def test_bindings_do_not_cross_a_tenant(postgres_url: str) -> None:
+    left, right = fresh_tenant(), fresh_tenant()
+    binding = make_binding(store_id="m-1", belief_id="bel_shared")
+    with PostgresStore(postgres_url, tenant=left) as store:
+        store.commit([make_draft(make_records(bindings=[binding]))])
+    with PostgresStore(postgres_url, tenant=right) as store:
+        assert store.bindings_by_store_id("mem0", ["m-1"]) == {}
+        assert store.bindings_for_beliefs(["bel_shared"]) == []
+        assert store.list_bindings("mem0") == []
+        other = make_binding(store_id="m-1", belief_id="bel_shared", detail="right")
+        store.commit([make_draft(make_records(bindings=[other]))])  # same key, other tenant
+        assert store.list_bindings("mem0") == [other]
+    with PostgresStore(postgres_url, tenant=left) as store:
+        assert store.list_bindings("mem0") == [binding]
 
 
 def test_db_upgrade_creates_and_refuses_foreign_tables(fresh_schema: str) -> None:

@@ -167,3 +167,29 @@ def test_relevance_order_matches_the_memory_backend(tmp_path: Path) -> None:
             assert [b.id for b in sqlite.find_beliefs(where)] == [
                 b.id for b in memory.find_beliefs(where)
             ], query
+
+
+@pytest.mark.parametrize("old_version", ["1", "2"])
+def test_older_file_gains_the_bindings_table(tmp_path: Path, old_version: str) -> None:
+    from firewall.store import sqlite_schema
+    from tests.factories import make_binding
+
+    path = tmp_path / f"v{old_version}.db"
+    belief = make_belief(statement="written before bindings existed")
+    with SQLiteStore(path) as store:
+        store.commit([belief_draft(belief)])
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE bindings")
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (old_version,))
+    conn.commit()
+    conn.close()
+    binding = make_binding(belief_id=belief.id, store_id="m-1")
+    with SQLiteStore(path) as store:
+        assert store.get_belief(belief.id) == belief
+        store.commit([make_draft(make_records(bindings=[binding]))])
+        assert store.bindings_by_store_id("mem0", ["m-1"]) == {"m-1": binding}
+        assert store.verify().ok
+    conn = sqlite3.connect(path)
+    (version,) = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    conn.close()
+    assert version == str(sqlite_schema.SCHEMA_VERSION)

@@ -28,6 +28,7 @@ from firewall.chain import (
     Observation,
     Revision,
     SessionInfo,
+    StoreBinding,
 )
 from firewall.events import Event, EventDraft, VerifyReport, verify_chain
 from firewall.states import (
@@ -158,6 +159,26 @@ class Store(ABC):
     @abstractmethod
     def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
         """Contradictions that involve any of the given beliefs."""
+
+    # -- store bindings (beliefs written through to an external memory store) ----------------
+
+    @abstractmethod
+    def bindings_by_store_id(self, store: str, store_ids: Sequence[str]) -> dict[str, StoreBinding]:
+        """``{store_id: binding}`` for the given ids of ``store`` that have a binding (indexed).
+
+        Should two bindings name one store id (never through an adapter), either may be returned.
+        """
+
+    @abstractmethod
+    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
+        """Every binding (in any store) of the given beliefs, ordered by ``(belief_id, store)``."""
+
+    @abstractmethod
+    def list_bindings(
+        self, store: str, *, after: str | None = None, limit: int = 1000
+    ) -> list[StoreBinding]:
+        """The bindings of ``store`` ordered by ``belief_id``; keyset pagination: pass the last
+        ``belief_id`` of a page as ``after`` to get the next one."""
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ then mutates, so a failing commit leaves neither events nor projections behind.
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from collections import Counter
@@ -31,6 +32,7 @@ from firewall.chain import (
     Outcome,
     Revision,
     SessionInfo,
+    StoreBinding,
 )
 from firewall.errors import GnomonError, StoreError
 from firewall.events import GENESIS_HASH, Event, EventDraft, seal
@@ -124,12 +126,18 @@ class MemoryStore(Store):
         self._revisions: dict[str, tuple[int, int, Revision]] = {}
         self._revision_order = 0
         self._contradictions: dict[str, Contradiction] = {}
+        self._bindings: dict[tuple[str, str], StoreBinding] = {}  # (store, belief_id)
         # indexes
         self._by_spo: dict[tuple[str, str | None, str | None], set[str]] = {}
         self._global: set[str] = set()
         self._decision_deps: dict[str, set[str]] = {}
         self._revisions_by_belief: dict[str, set[str]] = {}
         self._contradictions_by_belief: dict[str, set[str]] = {}
+        self._bindings_by_store_id: dict[tuple[str, str], tuple[str, str]] = {}
+        self._bindings_by_belief: dict[str, set[str]] = {}
+        # per store, belief ids in order, sorted lazily like ``_recent``
+        self._binding_order: dict[str, list[str]] = {}
+        self._binding_sorted: dict[str, int] = {}
         self._postings: dict[str, dict[str, int]] = {}
         self._total_length = 0
         # (-observed, id) newest first; appended unsorted, sorted lazily by the next read
@@ -184,6 +192,8 @@ class MemoryStore(Store):
                     self._put_revision(revision)
                 for contradiction in rec.contradictions:
                     self._put_contradiction(contradiction)
+                for binding in rec.bindings:
+                    self._put_binding(binding)
             return sealed
 
     def _put_evidence(self, item: EvidenceItem) -> None:
@@ -258,6 +268,22 @@ class MemoryStore(Store):
         self._contradictions[contradiction.id] = contradiction
         for belief_id in contradiction.belief_ids:
             self._contradictions_by_belief.setdefault(belief_id, set()).add(contradiction.id)
+
+    def _put_binding(self, binding: StoreBinding) -> None:
+        key = (binding.store, binding.belief_id)
+        old = self._bindings.get(key)
+        if old is None:
+            self._binding_order.setdefault(binding.store, []).append(binding.belief_id)
+            self._bindings_by_belief.setdefault(binding.belief_id, set()).add(binding.store)
+        elif (
+            old.store_id is not None
+            and old.store_id != binding.store_id
+            and self._bindings_by_store_id.get((old.store, old.store_id)) == key
+        ):
+            del self._bindings_by_store_id[(old.store, old.store_id)]
+        self._bindings[key] = binding
+        if binding.store_id is not None:
+            self._bindings_by_store_id[(binding.store, binding.store_id)] = key
 
     # -- the log --------------------------------------------------------------------------
 
@@ -399,6 +425,38 @@ class MemoryStore(Store):
             ids = {c for b in belief_ids for c in self._contradictions_by_belief.get(b, ())}
             found = [self._contradictions[i] for i in ids]
         return sorted(found, key=lambda c: (micros(c.detected_at), c.id))
+
+    # -- store bindings ---------------------------------------------------------------------
+
+    def bindings_by_store_id(self, store: str, store_ids: Sequence[str]) -> dict[str, StoreBinding]:
+        with self._lock:
+            out: dict[str, StoreBinding] = {}
+            for store_id in store_ids:
+                key = self._bindings_by_store_id.get((store, store_id))
+                if key is not None:
+                    out[store_id] = self._bindings[key]
+            return out
+
+    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
+        with self._lock:
+            found = [
+                self._bindings[(store, belief_id)]
+                for belief_id in dict.fromkeys(belief_ids)
+                for store in self._bindings_by_belief.get(belief_id, ())
+            ]
+        return sorted(found, key=lambda b: (b.belief_id, b.store))
+
+    def list_bindings(
+        self, store: str, *, after: str | None = None, limit: int = 1000
+    ) -> list[StoreBinding]:
+        with self._lock:
+            order = self._binding_order.get(store, [])
+            if self._binding_sorted.get(store) != len(order):
+                order.sort()
+                self._binding_sorted[store] = len(order)
+            start = 0 if after is None else bisect.bisect_right(order, after)
+            chosen = order[start : start + max(limit, 0)]
+            return [self._bindings[(store, belief_id)] for belief_id in chosen]
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -57,6 +57,7 @@ from firewall.chain import (
     Observation,
     Revision,
     SessionInfo,
+    StoreBinding,
 )
 from firewall.errors import (
     GnomonError,
@@ -267,6 +268,11 @@ UPSERT_REVISIONS = _upsert(
 )
 UPSERT_CONTRADICTIONS = _upsert(
     "contradictions", [("id", "text"), ("detected_us", "bigint"), ("doc", "bytea")]
+)
+UPSERT_BINDINGS = _upsert(
+    "bindings",
+    [("store", "text"), ("belief_id", "text"), ("store_id", "text"), ("doc", "bytea")],
+    conflict="tenant, store, belief_id",
 )
 INSERT_DECISION_DEPS = _upsert(
     "decision_deps",
@@ -604,6 +610,13 @@ class PostgresStore(Store):
             lambda r: r.belief_id,
             lambda r: micros(r.created_at),
         )
+        put(
+            UPSERT_BINDINGS,
+            rows.bindings,
+            lambda b: b.store,
+            lambda b: b.belief_id,
+            lambda b: b.store_id,
+        )
         if rows.decisions:
             put(
                 UPSERT_DECISIONS,
@@ -755,6 +768,43 @@ class PostgresStore(Store):
             "SELECT contradiction_id FROM contradiction_members "
             "WHERE tenant = %s AND belief_id = ANY(%s)) ORDER BY detected_us, id",
             (self.tenant, self.tenant, ids),
+        )
+
+    # -- store bindings ---------------------------------------------------------------------
+
+    def bindings_by_store_id(self, store: str, store_ids: Sequence[str]) -> dict[str, StoreBinding]:
+        ids = list(dict.fromkeys(store_ids))
+        if not ids:
+            return {}
+        found: dict[str, StoreBinding] = {}
+        for binding in self._docs(
+            StoreBinding,
+            "SELECT doc FROM bindings WHERE tenant = %s AND store = %s AND store_id = ANY(%s)",
+            (self.tenant, store, ids),
+        ):
+            assert binding.store_id is not None
+            found[binding.store_id] = binding
+        return found
+
+    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
+        ids = list(dict.fromkeys(belief_ids))
+        if not ids:
+            return []
+        return self._docs(
+            StoreBinding,
+            "SELECT doc FROM bindings WHERE tenant = %s AND belief_id = ANY(%s) "
+            "ORDER BY belief_id, store",
+            (self.tenant, ids),
+        )
+
+    def list_bindings(
+        self, store: str, *, after: str | None = None, limit: int = 1000
+    ) -> list[StoreBinding]:
+        return self._docs(
+            StoreBinding,
+            "SELECT doc FROM bindings WHERE tenant = %s AND store = %s AND belief_id > %s "
+            "ORDER BY belief_id LIMIT %s",
+            (self.tenant, store, "" if after is None else after, max(limit, 0)),
         )
 
     # -- find_beliefs ---------------------------------------------------------------------

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Taken (session-scoped) by whoever creates or migrates a schema, so that two processes
 #: opening a fresh database at once do not both run the DDL. The value is arbitrary but fixed.
@@ -206,7 +206,26 @@ CREATE INDEX contradiction_members_contradiction ON contradiction_members (
 );
 """
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial schema", _V1),)
+#: Version 2: beliefs written through to external memory stores (``StoreBinding``), one row per
+#: (tenant, store, belief), looked up by the id the store gave the item. ``belief_id`` is
+#: collated "C" so that keyset pages follow code-point order whatever the database's collation.
+_V2 = """
+CREATE TABLE bindings (
+    tenant    text  NOT NULL,
+    store     text  NOT NULL,
+    belief_id text  COLLATE "C" NOT NULL,
+    store_id  text,
+    doc       bytea NOT NULL,
+    PRIMARY KEY (tenant, store, belief_id)
+);
+CREATE INDEX bindings_store_id ON bindings (tenant, store, store_id);
+CREATE INDEX bindings_belief ON bindings (tenant, belief_id, store);
+"""
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial schema", _V1),
+    Migration(2, "store bindings", _V2),
+)
 
 CREATE_MIGRATIONS_TABLE = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -216,7 +235,7 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 )
 """
 
-#: Tables of schema version 1, used to tell "an empty database" from "someone else's tables".
+#: Tables of the first migration, used to tell "an empty database" from "someone else's tables".
 TABLES = (
     "chain_heads",
     "events",
@@ -240,7 +259,7 @@ def pending(current: int, migrations: tuple[Migration, ...] | None = None) -> li
     """Migrations newer than ``current``, in order (of :data:`MIGRATIONS` unless given).
 
     >>> [m.version for m in pending(0)]
-    [1]
+    [1, 2]
     >>> pending(SCHEMA_VERSION)
     []
     """

@@ -30,6 +30,7 @@ from firewall.chain import (
     Outcome,
     Revision,
     SessionInfo,
+    StoreBinding,
 )
 from firewall.events import RECORD_TYPES, Event
 from firewall.states import SENSITIVITY_RANK
@@ -94,6 +95,7 @@ class ProjectionRows:
     outcomes: dict[str, tuple[Outcome, bytes]] = field(default_factory=_table)
     revisions: dict[str, tuple[Revision, bytes]] = field(default_factory=_table)
     contradictions: dict[str, tuple[Contradiction, bytes]] = field(default_factory=_table)
+    bindings: dict[str, tuple[StoreBinding, bytes]] = field(default_factory=_table)
 
     @classmethod
     def of(cls, events: list[Event], records: list[Any]) -> ProjectionRows:

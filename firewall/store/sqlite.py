@@ -36,6 +36,7 @@ from firewall.chain import (
     Observation,
     Revision,
     SessionInfo,
+    StoreBinding,
 )
 from firewall.errors import GnomonError, StoreCorruptError, StoreError, StoreLockedError
 from firewall.events import GENESIS_HASH, Event, EventDraft, seal
@@ -113,14 +114,17 @@ class SQLiteStore(Store):
         if self.path != ":memory:":
             conn.execute(f"PRAGMA mmap_size = {1024 * 1024 * int(self.cache_mb) * 4}")
         if "meta" in self._tables():
-            self._check_meta()  # the common case: an existing store, no write lock needed
+            # the common case: an existing store, no write lock needed
+            if self._check_meta() < schema.SCHEMA_VERSION:
+                self._upgrade()
             self._index_by_trigger = self._has_v1_insert_trigger()
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
             tables = self._tables()  # again, under the lock: another process may have won
             if "meta" in tables:
-                self._check_meta()
+                if self._check_meta() < schema.SCHEMA_VERSION:
+                    self._upgrade_locked()
             elif tables:
                 raise StoreCorruptError(
                     f"{self.path} is an SQLite database but not a Gnomon store "
@@ -128,7 +132,7 @@ class SQLiteStore(Store):
                     hint="point the store URL at a new file or an existing Gnomon store",
                 )
             else:
-                for statement in _statements(schema.DDL):
+                for statement in _statements(schema.DDL + schema.BINDINGS_DDL):
                     conn.execute(statement)
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
@@ -143,6 +147,29 @@ class SQLiteStore(Store):
             with suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise
+
+    def _upgrade(self) -> None:
+        """Bring a version 1 or 2 file to the current version, under the write lock."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self._check_meta() < schema.SCHEMA_VERSION:  # another process may have done it
+                self._upgrade_locked()
+            conn.execute("COMMIT")
+        except BaseException:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise
+
+    def _upgrade_locked(self) -> None:
+        # Version 3 only adds the bindings table; versions 1 and 2 differ in how new beliefs
+        # are indexed, which stays as it is (see ``_has_v1_insert_trigger``).
+        for statement in _statements(schema.BINDINGS_DDL):
+            self._conn.execute(statement)
+        self._conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'",
+            (str(schema.SCHEMA_VERSION),),
+        )
 
     def _has_v1_insert_trigger(self) -> bool:
         row = self._conn.execute(
@@ -168,7 +195,7 @@ class SQLiteStore(Store):
         rows = self._conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
         return {name for (name,) in rows}
 
-    def _check_meta(self) -> None:
+    def _check_meta(self) -> int:
         meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
         application = meta.get("application")
         if application != schema.APPLICATION:
@@ -188,6 +215,7 @@ class SQLiteStore(Store):
                 f"{schema.SCHEMA_VERSION} this version understands",
                 hint="upgrade gnomon (`pip install -U gnomon`) to open this store",
             )
+        return int(version)
 
     # -- error edge -----------------------------------------------------------------------
 
@@ -470,6 +498,47 @@ class SQLiteStore(Store):
             ids,
         )
 
+    # -- store bindings ---------------------------------------------------------------------
+
+    def bindings_by_store_id(self, store: str, store_ids: Sequence[str]) -> dict[str, StoreBinding]:
+        ids = list(dict.fromkeys(store_ids))
+        found: dict[str, StoreBinding] = {}
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for binding in self._many(
+                StoreBinding,
+                f"SELECT doc FROM bindings WHERE store = ? AND store_id IN ({marks})",
+                [store, *chunk],
+            ):
+                assert binding.store_id is not None
+                found[binding.store_id] = binding
+        return found
+
+    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
+        ids = list(dict.fromkeys(belief_ids))
+        found: list[StoreBinding] = []
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found.extend(
+                self._many(
+                    StoreBinding,
+                    f"SELECT doc FROM bindings WHERE belief_id IN ({marks})",
+                    chunk,
+                )
+            )
+        return sorted(found, key=lambda b: (b.belief_id, b.store))
+
+    def list_bindings(
+        self, store: str, *, after: str | None = None, limit: int = 1000
+    ) -> list[StoreBinding]:
+        return self._many(
+            StoreBinding,
+            "SELECT doc FROM bindings WHERE store = ? AND belief_id > ? ORDER BY belief_id LIMIT ?",
+            (store, "" if after is None else after, max(limit, 0)),
+        )
+
     # -- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -500,6 +569,7 @@ class _Rows:
         self.outcomes: list[tuple[Any, ...]] = []
         self.revisions: list[tuple[Any, ...]] = []
         self.contradictions: dict[str, tuple[Contradiction, bytes]] = {}
+        self.bindings: list[tuple[Any, ...]] = []
 
     def add(self, draft: EventDraft, payload: dict[str, list[dict[str, Any]]]) -> None:
         # The event payload already holds each record's JSON form: reuse it as the row's doc.
@@ -552,6 +622,11 @@ class _Rows:
         ):
             self.contradictions.pop(contradiction.id, None)
             self.contradictions[contradiction.id] = (contradiction, _dumps(doc))
+        if rec.bindings:
+            self.bindings.extend(
+                (b.store, b.belief_id, b.store_id, _dumps(d))
+                for b, d in zip(rec.bindings, payload["bindings"], strict=True)
+            )
 
     def write(self, conn: sqlite3.Connection, *, index_new_beliefs: bool) -> None:
         if self.beliefs:
@@ -569,6 +644,7 @@ class _Rows:
             (schema.UPSERT_ACTION, self.actions),
             (schema.UPSERT_OUTCOME, self.outcomes),
             (schema.UPSERT_REVISION, self.revisions),
+            (schema.UPSERT_BINDING, self.bindings),
         ):
             if rows:
                 conn.executemany(sql, rows)

@@ -1,4 +1,4 @@
-"""The SQLite schema (version 2): the event log, the projections and the full-text index.
+"""The SQLite schema (version 3): the event log, the projections and the full-text index.
 
 Each projection row keeps the record's full JSON in ``doc`` (what reads return) next to the few
 columns that filters and indexes need. Times used for filtering or ordering are stored as integer
@@ -17,6 +17,10 @@ savepoint, so a per-row trigger wrote one tiny segment per belief and then merge
 is deleted. A version 1 file keeps its insert trigger and is written in that mode
 (``SQLiteStore`` checks for the trigger when it opens), so old and new files both stay exact.
 
+Version 3 adds ``bindings`` (beliefs written through to an external memory store, see
+:class:`~firewall.chain.StoreBinding`). Opening a version 1 or 2 file adds the table under the write
+lock (:data:`BINDINGS_DDL` is idempotent) and records version 3; nothing else changes.
+
 Status facets are deliberately *not* in the FTS index. Pushing ``facets:(t_supported)`` into the
 MATCH expression was measured ~10x slower at 100k beliefs (p50 9.8 ms against 1.1 ms): FTS5's
 ``bm25()`` computes an IDF for every phrase of the query by walking that phrase's whole doclist, and
@@ -33,7 +37,7 @@ subject or a session use those indexes instead (see ``SQLiteStore._belief_query`
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION = "gnomon"
 
 FTS_TOKENIZE = "unicode61 remove_diacritics 2 tokenchars '_'"
@@ -177,6 +181,19 @@ CREATE TABLE contradiction_members (
 CREATE INDEX contradiction_members_contradiction ON contradiction_members (contradiction_id);
 """
 
+#: Version 3: one row per (store, belief). Applied by new stores and by the upgrade at open.
+BINDINGS_DDL = """
+CREATE TABLE IF NOT EXISTS bindings (
+    store     TEXT NOT NULL,
+    belief_id TEXT NOT NULL,
+    store_id  TEXT,
+    doc       BLOB NOT NULL,
+    PRIMARY KEY (store, belief_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS bindings_store_id ON bindings (store, store_id);
+CREATE INDEX IF NOT EXISTS bindings_belief ON bindings (belief_id, store);
+"""
+
 BELIEF_COLUMNS = (
     "id",
     "truth",
@@ -219,6 +236,10 @@ UPSERT_ACTION = upsert("actions", ("id", "decision_id", "session_id", "doc"))
 UPSERT_OUTCOME = upsert("outcomes", ("id", "action_id", "session_id", "doc"))
 UPSERT_REVISION = upsert("revisions", ("id", "belief_id", "created_us", "doc"))
 UPSERT_CONTRADICTION = upsert("contradictions", ("id", "detected_us", "doc"))
+UPSERT_BINDING = (
+    "INSERT INTO bindings (store, belief_id, store_id, doc) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (store, belief_id) DO UPDATE SET store_id = excluded.store_id, doc = excluded.doc"
+)
 
 INSERT_EVENT = (
     "INSERT INTO events (seq, kind, at, actor, session_id, body, prev_hash, hash) "
@@ -242,6 +263,7 @@ INSERT_CONTRADICTION_MEMBER = (
 __all__ = [
     "APPLICATION",
     "BELIEF_COLUMNS",
+    "BINDINGS_DDL",
     "DDL",
     "FTS_TOKENIZE",
     "SCHEMA_VERSION",
