@@ -1,0 +1,383 @@
+"""An in-process fake of the Letta server's memory API, in the exact wire format of
+``letta-client`` 1.12 (paths, JSON bodies, array pages that end on an empty page after
+``?after=``, ``{"detail": ...}`` errors).
+
+It keeps agents (with core-memory blocks attached by label and one archive for their archival
+memory), standalone blocks, archives and passages in dicts, and answers searches by token
+overlap. Use it without a network:
+
+>>> import httpx
+>>> from letta_client import Letta
+>>> server = FakeLettaServer()
+>>> agent = server.add_agent(blocks={"human": "Name: Ada"})
+>>> client = Letta(base_url="http://letta.test", max_retries=0,
+...                http_client=httpx.Client(transport=server.transport()))
+>>> client.agents.blocks.retrieve("human", agent_id=agent).value
+'Name: Ada'
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+
+from adapters.fakes._http import Router, json_of, score
+
+DEFAULT_PAGE = 50
+
+
+def _id(kind: str) -> str:
+    return f"{kind}-{uuid.uuid4()}"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _page(items: list[dict[str, Any]], request: httpx.Request) -> list[dict[str, Any]]:
+    """Cursor pagination as the Letta server does it: ``after``/``before`` are item ids."""
+    params = request.url.params
+    ids = [item["id"] for item in items]
+    if params.get("order") == "desc":
+        items, ids = items[::-1], ids[::-1]
+    if "after" in params:
+        after = params["after"]
+        items = items[ids.index(after) + 1 :] if after in ids else []
+    if "before" in params:
+        before = params["before"]
+        items = items[: ids.index(before)] if before in ids else []
+    limit = int(params.get("limit", DEFAULT_PAGE))
+    return items[:limit]
+
+
+class FakeLettaServer:
+    """State plus routes. ``router.fail(name, 401)`` injects faults; ``calls`` records traffic."""
+
+    def __init__(self) -> None:
+        self.agents: dict[str, dict[str, Any]] = {}
+        self.blocks: dict[str, dict[str, Any]] = {}
+        self.archives: dict[str, dict[str, Any]] = {}
+        self.passages: dict[str, dict[str, Any]] = {}
+        self.router = Router()
+        r = self.router.add
+        r(
+            "agent_blocks.retrieve",
+            "GET",
+            "/v1/agents/{agent_id}/core-memory/blocks/{label}",
+            self._agent_block_get,
+        )
+        r(
+            "agent_blocks.update",
+            "PATCH",
+            "/v1/agents/{agent_id}/core-memory/blocks/{label}",
+            self._agent_block_patch,
+        )
+        r(
+            "agent_blocks.list",
+            "GET",
+            "/v1/agents/{agent_id}/core-memory/blocks",
+            self._agent_blocks,
+        )
+        r("blocks.create", "POST", "/v1/blocks/", self._block_create)
+        r("blocks.list", "GET", "/v1/blocks/", self._block_list)
+        r("blocks.retrieve", "GET", "/v1/blocks/{block_id}", self._block_get)
+        r("blocks.update", "PATCH", "/v1/blocks/{block_id}", self._block_patch)
+        r("blocks.delete", "DELETE", "/v1/blocks/{block_id}", self._block_delete)
+        r(
+            "agent_passages.search",
+            "GET",
+            "/v1/agents/{agent_id}/archival-memory/search",
+            self._agent_passage_search,
+        )
+        r(
+            "agent_passages.create",
+            "POST",
+            "/v1/agents/{agent_id}/archival-memory",
+            self._agent_passage_create,
+        )
+        r(
+            "agent_passages.list",
+            "GET",
+            "/v1/agents/{agent_id}/archival-memory",
+            self._agent_passage_list,
+        )
+        r(
+            "agent_passages.delete",
+            "DELETE",
+            "/v1/agents/{agent_id}/archival-memory/{passage_id}",
+            self._agent_passage_delete,
+        )
+        r("archives.create", "POST", "/v1/archives/", self._archive_create)
+        r(
+            "archive_passages.create",
+            "POST",
+            "/v1/archives/{archive_id}/passages",
+            self._archive_passage_create,
+        )
+        r(
+            "archive_passages.delete",
+            "DELETE",
+            "/v1/archives/{archive_id}/passages/{passage_id}",
+            self._archive_passage_delete,
+        )
+        r("passages.search", "POST", "/v1/passages/search", self._passage_search)
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        return self.router.handle(request)
+
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self.handle)
+
+    def fail(self, route: str, kind: int | str, *, times: int = 1, body: Any = None) -> None:
+        self.router.fail(route, kind, times=times, body=body)
+
+    # -- seeding (what a server already holds, written around any firewall) ---------------
+
+    def add_agent(
+        self, agent_id: str | None = None, *, blocks: dict[str, str] | None = None
+    ) -> str:
+        agent_id = agent_id or _id("agent")
+        archive = self._new_archive(f"{agent_id} archival memory")
+        self.agents[agent_id] = {"blocks": {}, "archive_id": archive["id"]}
+        for label, value in (blocks or {}).items():
+            block = self._new_block({"label": label, "value": value})
+            self.agents[agent_id]["blocks"][label] = block["id"]
+        return agent_id
+
+    def agent_block(self, agent_id: str, label: str) -> dict[str, Any]:
+        return self.blocks[self.agents[agent_id]["blocks"][label]]
+
+    def _new_block(self, body: dict[str, Any]) -> dict[str, Any]:
+        block = {
+            "id": _id("block"),
+            "label": body.get("label"),
+            "value": body.get("value", ""),
+            "limit": body.get("limit", 20000),
+            "description": body.get("description"),
+            "metadata": body.get("metadata") or {},
+            "tags": body.get("tags") or [],
+            "read_only": body.get("read_only", False),
+            "hidden": body.get("hidden"),
+            "project_id": body.get("project_id"),
+            "is_template": body.get("is_template", False),
+        }
+        self.blocks[block["id"]] = block
+        return block
+
+    def _new_archive(self, name: str) -> dict[str, Any]:
+        archive = {"id": _id("archive"), "name": name, "created_at": _now()}
+        self.archives[archive["id"]] = archive
+        return archive
+
+    def _new_passage(
+        self, archive_id: str, body: dict[str, Any], *, metadata: bool
+    ) -> dict[str, Any]:
+        now = _now()
+        passage = {
+            "id": _id("passage"),
+            "text": body["text"],
+            "archive_id": archive_id,
+            "tags": body.get("tags") or [],
+            "metadata": (body.get("metadata") or {}) if metadata else {},
+            "created_at": body.get("created_at") or now,
+            "updated_at": now,
+            "is_deleted": False,
+        }
+        self.passages[passage["id"]] = passage
+        return passage
+
+    def _missing(self, what: str, ident: str) -> httpx.Response:
+        return httpx.Response(404, json={"detail": f"{what} {ident} not found"})
+
+    # -- core memory ----------------------------------------------------------------------
+
+    def _agent_block_get(self, request: httpx.Request, agent_id: str, label: str) -> httpx.Response:
+        agent = self.agents.get(agent_id)
+        if agent is None:
+            return self._missing("agent", agent_id)
+        if label not in agent["blocks"]:
+            return self._missing("block with label", label)
+        return httpx.Response(200, json=self.blocks[agent["blocks"][label]])
+
+    def _agent_block_patch(
+        self, request: httpx.Request, agent_id: str, label: str
+    ) -> httpx.Response:
+        agent = self.agents.get(agent_id)
+        if agent is None:
+            return self._missing("agent", agent_id)
+        if label not in agent["blocks"]:
+            return self._missing("block with label", label)
+        block = self.blocks[agent["blocks"][label]]
+        block.update({k: v for k, v in json_of(request).items() if v is not None})
+        return httpx.Response(200, json=block)
+
+    def _agent_blocks(self, request: httpx.Request, agent_id: str) -> httpx.Response:
+        agent = self.agents.get(agent_id)
+        if agent is None:
+            return self._missing("agent", agent_id)
+        items = [self.blocks[b] for b in agent["blocks"].values()]
+        return httpx.Response(200, json=_page(items, request))
+
+    # -- standalone blocks ----------------------------------------------------------------
+
+    def _block_create(self, request: httpx.Request) -> httpx.Response:
+        body = json_of(request)
+        if not isinstance(body.get("label"), str) or not isinstance(body.get("value"), str):
+            return httpx.Response(422, json={"detail": "label and value are required"})
+        return httpx.Response(200, json=self._new_block(body))
+
+    def _block_list(self, request: httpx.Request) -> httpx.Response:
+        params = request.url.params
+        items = list(self.blocks.values())
+        if "label" in params:
+            items = [b for b in items if b["label"] == params["label"]]
+        wanted = params.get_list("tags")
+        if wanted:
+            test = all if params.get("match_all_tags") == "true" else any
+            items = [b for b in items if test(t in b["tags"] for t in wanted)]
+        if "value_search" in params:
+            items = [b for b in items if params["value_search"].lower() in b["value"].lower()]
+        return httpx.Response(200, json=_page(items, request))
+
+    def _block_get(self, request: httpx.Request, block_id: str) -> httpx.Response:
+        if block_id not in self.blocks:
+            return self._missing("block", block_id)
+        return httpx.Response(200, json=self.blocks[block_id])
+
+    def _block_patch(self, request: httpx.Request, block_id: str) -> httpx.Response:
+        if block_id not in self.blocks:
+            return self._missing("block", block_id)
+        self.blocks[block_id].update({k: v for k, v in json_of(request).items() if v is not None})
+        return httpx.Response(200, json=self.blocks[block_id])
+
+    def _block_delete(self, request: httpx.Request, block_id: str) -> httpx.Response:
+        if self.blocks.pop(block_id, None) is None:
+            return self._missing("block", block_id)
+        for agent in self.agents.values():
+            agent["blocks"] = {k: v for k, v in agent["blocks"].items() if v != block_id}
+        return httpx.Response(200, json={})
+
+    # -- archival memory ------------------------------------------------------------------
+
+    def _agent_archive(self, agent_id: str) -> str | None:
+        agent = self.agents.get(agent_id)
+        return agent["archive_id"] if agent else None
+
+    def _agent_passage_create(self, request: httpx.Request, agent_id: str) -> httpx.Response:
+        archive = self._agent_archive(agent_id)
+        if archive is None:
+            return self._missing("agent", agent_id)
+        body = json_of(request)
+        if not isinstance(body.get("text"), str):
+            return httpx.Response(422, json={"detail": "text is required"})
+        if "metadata" in body:
+            return httpx.Response(422, json={"detail": "extra field: metadata"})
+        return httpx.Response(200, json=[self._new_passage(archive, body, metadata=False)])
+
+    def _in_archive(self, archive_id: str) -> list[dict[str, Any]]:
+        return [p for p in self.passages.values() if p["archive_id"] == archive_id]
+
+    def _agent_passage_list(self, request: httpx.Request, agent_id: str) -> httpx.Response:
+        archive = self._agent_archive(agent_id)
+        if archive is None:
+            return self._missing("agent", agent_id)
+        items = self._in_archive(archive)
+        params = request.url.params
+        if "search" in params:
+            items = [p for p in items if params["search"].lower() in p["text"].lower()]
+        if params.get("ascending") == "false":
+            items = items[::-1]
+        return httpx.Response(200, json=_page(items, request))
+
+    def _agent_passage_search(self, request: httpx.Request, agent_id: str) -> httpx.Response:
+        archive = self._agent_archive(agent_id)
+        if archive is None:
+            return self._missing("agent", agent_id)
+        params = request.url.params
+        hits = self._search(
+            self._in_archive(archive),
+            params.get("query"),
+            params.get_list("tags"),
+            params.get("tag_match_mode", "any"),
+            int(params.get("top_k", 10)),
+        )
+        results = [
+            {"id": p["id"], "content": p["text"], "timestamp": p["created_at"], "tags": p["tags"]}
+            for p, _ in hits
+        ]
+        return httpx.Response(200, json={"count": len(results), "results": results})
+
+    def _agent_passage_delete(
+        self, request: httpx.Request, agent_id: str, passage_id: str
+    ) -> httpx.Response:
+        passage = self.passages.get(passage_id)
+        if passage is None or passage["archive_id"] != self._agent_archive(agent_id):
+            return self._missing("passage", passage_id)
+        del self.passages[passage_id]
+        return httpx.Response(200, json={})
+
+    def _archive_create(self, request: httpx.Request) -> httpx.Response:
+        body = json_of(request)
+        if not isinstance(body.get("name"), str):
+            return httpx.Response(422, json={"detail": "name is required"})
+        return httpx.Response(200, json=self._new_archive(body["name"]))
+
+    def _archive_passage_create(self, request: httpx.Request, archive_id: str) -> httpx.Response:
+        if archive_id not in self.archives:
+            return self._missing("archive", archive_id)
+        body = json_of(request)
+        if not isinstance(body.get("text"), str):
+            return httpx.Response(422, json={"detail": "text is required"})
+        return httpx.Response(200, json=self._new_passage(archive_id, body, metadata=True))
+
+    def _archive_passage_delete(
+        self, request: httpx.Request, archive_id: str, passage_id: str
+    ) -> httpx.Response:
+        passage = self.passages.get(passage_id)
+        if passage is None or passage["archive_id"] != archive_id:
+            return self._missing("passage", passage_id)
+        del self.passages[passage_id]
+        return httpx.Response(204)
+
+    def _passage_search(self, request: httpx.Request) -> httpx.Response:
+        body = json_of(request)
+        items = list(self.passages.values())
+        if body.get("archive_id"):
+            items = [p for p in items if p["archive_id"] == body["archive_id"]]
+        if body.get("agent_id"):
+            items = [p for p in items if p["archive_id"] == self._agent_archive(body["agent_id"])]
+        hits = self._search(
+            items,
+            body.get("query"),
+            body.get("tags") or [],
+            body.get("tag_match_mode", "any"),
+            int(body.get("limit", 50)),
+        )
+        return httpx.Response(
+            200,
+            json=[{"passage": p, "score": s, "metadata": p["metadata"] or None} for p, s in hits],
+        )
+
+    def _search(
+        self,
+        items: list[dict[str, Any]],
+        query: str | None,
+        tags: list[str],
+        mode: str,
+        limit: int,
+    ) -> list[tuple[dict[str, Any], float]]:
+        if tags:
+            test = all if mode == "all" else any
+            items = [p for p in items if test(t in p["tags"] for t in tags)]
+        scored = [(p, score(query, p["text"])) for p in items]
+        scored = [(p, s) for p, s in scored if s > 0]
+        scored.sort(key=lambda hit: -hit[1])
+        return scored[:limit]
+
+
+__all__ = ["FakeLettaServer"]
