@@ -26,6 +26,8 @@ should let a driver or parser exception escape raw.
     │   ├── StoreCorruptError         the file or schema is not a Gnomon store
     │   └── UnsupportedURLError       `firewall.open` does not know the URL scheme
     ├── LogIntegrityError             the event chain does not verify (names the first bad seq)
+    │   ├── LogFormatError            an NDJSON log file that cannot be read (names the line)
+    │   └── CheckpointError           a signed checkpoint that is forged, unpinned or disagrees
     └── KeyFileError                  a key file that cannot be read or parsed
 """
 
@@ -174,11 +176,44 @@ class LogIntegrityError(GnomonError):
         self.problem = problem
 
 
+class LogFormatError(LogIntegrityError):
+    """An NDJSON log file is not valid: torn or partial line, bad JSON, not UTF-8, unknown
+    format or schema version. Names the file, the line and (when it could be read) the seq."""
+
+    def __init__(self, source: str, line: int, problem: str, *, seq: int | None = None) -> None:
+        where = f"{source} line {line}" + (f" (seq {seq})" if seq is not None else "")
+        GnomonError.__init__(
+            self,
+            f"{where}: {problem}",
+            hint="nothing was imported; fix or re-export the file (`gnomon log export`)",
+        )
+        self.seq = seq if seq is not None else 0
+        self.problem = problem
+        self.source = source
+        self.line = line
+
+
+class CheckpointError(LogIntegrityError):
+    """A signed checkpoint does not verify (forged, edited, unpinned key) or does not match the
+    chain it claims to cover."""
+
+    def __init__(self, seq: int, problem: str) -> None:
+        GnomonError.__init__(
+            self,
+            f"checkpoint check fails at seq {seq}: {problem}",
+            hint="the log or the checkpoint was rewritten; restore from a verified export and "
+            "check which key signed the checkpoint",
+        )
+        self.seq = seq
+        self.problem = problem
+
+
 class KeyFileError(GnomonError):
     """A key file could not be read or is not an Ed25519 key in the expected format."""
 
 
 __all__ = [
+    "CheckpointError",
     "ExpiredGrantError",
     "ForgedGrantError",
     "GateError",
@@ -188,6 +223,7 @@ __all__ = [
     "InvalidContentError",
     "InvalidOriginError",
     "KeyFileError",
+    "LogFormatError",
     "LogIntegrityError",
     "MissingGrantError",
     "ParallaxError",
