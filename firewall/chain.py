@@ -10,6 +10,7 @@ they are about, because auditors read it.
 
 from __future__ import annotations
 
+import hashlib
 import types
 import typing
 from collections.abc import Callable
@@ -299,6 +300,15 @@ class StoreBinding(ChainModel):
         return f"{store}:{belief_id}"
 
 
+def content_hash(text: str) -> str:
+    """``"sha256:<hex>"`` of ``text`` as UTF-8: what a :class:`StoreBinding` records.
+
+    >>> content_hash("tea")[:19]
+    'sha256:a9f74d1ec36e'
+    """
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 _ZERO = timedelta(0)
 _DUMPERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
 _last_moment: tuple[datetime | None, Any] = (None, None)
@@ -424,4 +434,5 @@ __all__ = [
     "SessionInfo",
     "StoreBinding",
     "aware",
+    "content_hash",
 ]

@@ -16,7 +16,7 @@ mint authority: promotion, quarantine clearance and the audit path all need a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -26,7 +26,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from firewall import __about__
 from firewall.adoption import Adopter, Context
-from firewall.chain import Belief, Contradiction, Decision, Revision
+from firewall.chain import (
+    Belief,
+    BindingState,
+    Contradiction,
+    Decision,
+    Revision,
+    StoreBinding,
+    content_hash,
+)
 from firewall.clock import Clock, utcnow
 from firewall.content import DEFAULT_MAX_BLOCK_BYTES, statement_text
 from firewall.contradictions import contradiction_record, flag_decisions
@@ -412,11 +420,20 @@ class Firewall:
         project: str,
         actor: str = "importer",
         batch_size: int = 1000,
+        bind: bool = False,
+        progress: Callable[[int], None] | None = None,
     ) -> int:
         """Bring in records an existing store holds: one chained event per record, batched.
 
         Whatever a record says about itself ("verified by the user"), it lands unverified and
         restricted with an ``imported`` origin: the import path cannot mint authority.
+
+        With ``bind=True`` each ``source_id`` is the id ``store_name`` gave the item: the event
+        also writes a :class:`~firewall.chain.StoreBinding` (``written``, hash of the text), and
+        an item whose store id is already bound is skipped, so importing twice imports once (a
+        bound item whose text changed is for sync to flag as drifted, never re-imported).
+        ``progress`` is called with the number of items handled after each batch. Returns how
+        many records were imported.
         """
         ctx = Context(project=project, actor=actor, user=None, session_id=None)
         adopter = Adopter(
@@ -428,38 +445,80 @@ class Firewall:
         )
         versions = self.versions()
         count = 0
-        batch: list[EventDraft] = []
-        for item in items:
-            text = statement_text(item.text, self.max_block_bytes)
-            now = self.clock()
-            made = adopter.adopt(
-                text,
-                source=f"{store_name}:{item.source_id}",
-                now=now,
-                sensitivity=item.sensitivity,
-                observed_at=item.created_at,
-            )
-            batch.append(
-                EventDraft(
-                    kind="belief.imported",
-                    actor=actor,
-                    at=now,
-                    project=project,
-                    versions=versions,
-                    data={"store": store_name, "source_id": item.source_id},
-                    records=Records(
-                        claims=(made.claim,), evidence=(made.evidence,), beliefs=(made.belief,)
-                    ),
+        for chunk in _chunks(items, max(1, batch_size)):
+            handled = len(chunk)
+            if bind:
+                chunk = self._unbound(store_name, chunk)
+            if chunk:
+                self.commit(
+                    *(
+                        self._import_draft(
+                            item, adopter, store_name, project, actor, versions, bind
+                        )
+                        for item in chunk
+                    )
                 )
-            )
-            if len(batch) >= batch_size:
-                self.commit(*batch)
-                count += len(batch)
-                batch = []
-        if batch:
-            self.commit(*batch)
-            count += len(batch)
+                count += len(chunk)
+            if progress is not None:
+                progress(handled)
         return count
+
+    def _unbound(self, store_name: str, chunk: list[ImportItem]) -> list[ImportItem]:
+        """The items of ``chunk`` whose store id has no binding yet (first of duplicates)."""
+        bound = self.store.bindings_by_store_id(store_name, [i.source_id for i in chunk])
+        fresh: dict[str, ImportItem] = {}
+        for item in chunk:
+            if item.source_id not in bound:
+                fresh.setdefault(item.source_id, item)
+        return list(fresh.values())
+
+    def _import_draft(
+        self,
+        item: ImportItem,
+        adopter: Adopter,
+        store_name: str,
+        project: str,
+        actor: str,
+        versions: dict[str, Any],
+        bind: bool,
+    ) -> EventDraft:
+        text = statement_text(item.text, self.max_block_bytes)
+        now = self.clock()
+        made = adopter.adopt(
+            text,
+            source=f"{store_name}:{item.source_id}",
+            now=now,
+            sensitivity=item.sensitivity,
+            observed_at=item.created_at,
+        )
+        bindings: tuple[StoreBinding, ...] = ()
+        if bind:
+            bindings = (
+                StoreBinding(
+                    id=StoreBinding.key(store_name, made.belief.id),
+                    store=store_name,
+                    store_id=item.source_id,
+                    belief_id=made.belief.id,
+                    content_hash=content_hash(item.text),
+                    state=BindingState.WRITTEN,
+                    detail="imported",
+                    updated_at=now,
+                ),
+            )
+        return EventDraft(
+            kind="belief.imported",
+            actor=actor,
+            at=now,
+            project=project,
+            versions=versions,
+            data={"store": store_name, "source_id": item.source_id},
+            records=Records(
+                claims=(made.claim,),
+                evidence=(made.evidence,),
+                beliefs=(made.belief,),
+                bindings=bindings,
+            ),
+        )
 
     # -- log ------------------------------------------------------------------------------
 
@@ -474,6 +533,17 @@ class Firewall:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _chunks(items: Iterable[ImportItem], size: int) -> Iterator[list[ImportItem]]:
+    chunk: list[ImportItem] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def open(

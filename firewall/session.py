@@ -489,17 +489,38 @@ class Session:
         result = gather(
             self.wall.store, chosen, query=query, project=self.project, user=self.user, k=k, now=now
         )
+        return self.log_recall(result, chosen, k=k, now=now)
+
+    def log_recall(
+        self,
+        result: RecallResult,
+        chosen: ContextPolicy,
+        *,
+        k: int,
+        now: datetime,
+        source: str | None = None,
+    ) -> RecallResult:
+        """Log a recall result and add what it showed to the session's label.
+
+        :meth:`recall` calls this for the store's own recall; a memory-store adapter calls it
+        for the hits it screened (``source`` names the store), so every read that reaches the
+        model is one ``recall.performed`` event and taints the session the same way.
+        """
+        self._check_open()
+        data: dict[str, Any] = {
+            "query": result.query,
+            "k": k,
+            "accepted": result.accepted_ids,
+            "quoted": result.quoted_ids,
+            "rejected": {r.belief_id: list(r.codes) for r in result.rejected},
+            "contradictions": [v.contradiction.id for v in result.contradictions],
+            "uncertainties": [u.belief_id for u in result.uncertainties],
+        }
+        if source is not None:
+            data["source"] = source
         seq = self._commit(
             "recall.performed",
-            data={
-                "query": query,
-                "k": k,
-                "accepted": result.accepted_ids,
-                "quoted": result.quoted_ids,
-                "rejected": {r.belief_id: list(r.codes) for r in result.rejected},
-                "contradictions": [v.contradiction.id for v in result.contradictions],
-                "uncertainties": [u.belief_id for u in result.uncertainties],
-            },
+            data=data,
             versions={"policy": chosen.name, "policy_digest": chosen.digest},
             now=now,
         )

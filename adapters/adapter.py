@@ -1,0 +1,151 @@
+"""The store-independent surface every guarded client exposes as ``.gnomon``.
+
+An :class:`Adapter` is a :class:`~adapters.guard.Guard` driving a
+:class:`~adapters.base.StoreBackend`: write, search, get, list, update and delete with the firewall
+around each raw call, the audit path, and import / export / sync (:mod:`adapters.transfer`).
+SDK-shaped wrappers (``GuardedMemory``…) translate their SDK's signatures onto it, and the one
+adapter contract suite (``tests/adapter_contract.py``) runs against it for every store.
+
+>>> import firewall
+>>> from adapters.local import LocalMemory, GuardedLocalMemory
+>>> wall = firewall.open("memory://")
+>>> memory = GuardedLocalMemory(LocalMemory(), wall, project="shop", actor="coder")
+>>> item, binding = memory.gnomon.write("deploys go through ArgoCD", scope={"user_id": "u"})
+>>> binding.state.value, binding.store_id == item.store_id
+('written', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from adapters.base import StoreBackend, StoreItem, merged_metadata
+from adapters.errors import AdapterError, StoreCallError
+from adapters.guard import AuditView, Guard, PendingWrite, Screened
+from firewall.chain import StoreBinding
+from firewall.grants import Grant
+from firewall.origin import Origin
+
+T = TypeVar("T")
+
+
+class Adapter:
+    """A guard over one backend. Build it through a guarded client, or directly."""
+
+    def __init__(self, guard: Guard, backend: StoreBackend) -> None:
+        self.guard = guard
+        self.backend = backend
+
+    @property
+    def store(self) -> str:
+        return self.backend.name
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def call(self, call: str, fn: Callable[[], T]) -> T:
+        """Run one raw call; anything the backend did not convert becomes a StoreCallError."""
+        try:
+            return fn()
+        except AdapterError:
+            raise
+        except Exception as exc:
+            raise StoreCallError(
+                f"{type(exc).__name__}: {exc}", store=self.store, call=call
+            ) from exc
+
+    def write(
+        self,
+        text: str,
+        *,
+        scope: Mapping[str, str],
+        metadata: Mapping[str, Any] | None = None,
+        origin: Origin | None = None,
+        derived_from: Sequence[str] | None = None,
+        call: str = "add",
+    ) -> tuple[StoreItem, StoreBinding]:
+        """The write path: record, bind ``pending``, write through, bind ``written``/``failed``."""
+        checked = merged_metadata(self.store, call, self.backend.limits, metadata)
+        pending = self.guard.begin_write(text, checked, origin=origin, derived_from=derived_from)
+        item = self.write_through(pending, scope, call)
+        return item, self.guard.confirm_write(pending, item.store_id)
+
+    def write_through(
+        self, pending: PendingWrite, scope: Mapping[str, str], call: str
+    ) -> StoreItem:
+        try:
+            return self.call(
+                call, lambda: self.backend.write(pending.text, pending.metadata, scope)
+            )
+        except AdapterError as exc:
+            self.guard.fail_write(pending, exc, call)
+            raise
+
+    def search(self, query: str, *, scope: Mapping[str, str], k: int = 10) -> list[Screened]:
+        """The store's search, screened: every hit with its verdict (callers keep the passed)."""
+        items = self.call("search", lambda: self.backend.search(query, limit=k, scope=scope))
+        return self.guard.screen(items, query=query, k=k)
+
+    def get(self, store_id: str) -> Screened | None:
+        item = self.call("get", lambda: self.backend.get(store_id))
+        if item is None:
+            return None
+        (screened,) = self.guard.screen([item], query=f"get {store_id}", k=1)
+        return screened
+
+    def list_items(self, *, scope: Mapping[str, str], limit: int = 100) -> list[Screened]:
+        page = self.call("list", lambda: self.backend.list_page(scope=scope, limit=limit))
+        return self.guard.screen(page.items, query="list", k=limit)
+
+    def update(
+        self, store_id: str, text: str, *, metadata: Mapping[str, Any] | None = None
+    ) -> StoreBinding:
+        """A revision: the new text is a new agent-authored belief superseding the old one."""
+        checked = merged_metadata(self.store, "update", self.backend.limits, metadata)
+        pending, _old = self.guard.begin_update(store_id, text, checked)
+        try:
+            self.call(
+                "update",
+                lambda: self.backend.update(store_id, text=pending.text, metadata=pending.metadata),
+            )
+        except AdapterError as exc:
+            self.guard.fail_write(pending, exc, "update")
+            raise
+        return self.guard.confirm_write(pending, store_id)
+
+    def delete(self, store_id: str) -> None:
+        """A revision (binding ``deleted``, belief hidden), then the store's delete."""
+        binding = self.guard.begin_delete(store_id)
+        try:
+            self.call("delete", lambda: self.backend.delete(store_id))
+        except AdapterError as exc:
+            if binding is not None:
+                self.guard.fail_delete(binding, exc, "delete")
+            raise
+
+    # -- privileged path and transfers ------------------------------------------------------
+
+    def audit(self, query: str | None = None, *, grant: Grant, limit: int = 100) -> list[AuditView]:
+        return self.guard.audit(query, grant=grant, limit=limit, backend=self.backend)
+
+    def import_(self, scope: Mapping[str, str], **options: Any) -> Any:
+        from adapters.transfer import import_store
+
+        return import_store(self, scope, **options)
+
+    def export(self, out: IO[str] | str | Path, **options: Any) -> int:
+        from adapters.transfer import export_store
+
+        return export_store(self, out, **options)
+
+    def sync(self, scope: Mapping[str, str], **options: Any) -> Any:
+        from adapters.transfer import sync_store
+
+        return sync_store(self, scope, **options)
+
+    def close(self) -> None:
+        self.guard.close()
+
+
+__all__ = ["Adapter"]

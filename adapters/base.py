@@ -1,0 +1,236 @@
+"""The adapter contract: what every memory-store adapter provides, and what it gets for free.
+
+An adapter has two halves:
+
+* a :class:`StoreBackend`, the only store-specific part: it turns the SDK's items into
+  :class:`StoreItem` values and makes the raw calls (write, get, search, list a page, update,
+  delete, history) against the live client, converting the SDK's errors into
+  :mod:`adapters.errors` types that name the store and the call;
+* a :class:`~adapters.guard.Guard`, shared by every adapter, which does the firewall side: the
+  write path (origin, claim, evidence, belief, then a ``pending`` binding, then the store write,
+  then ``written`` or ``failed``), the read path (hits mapped to beliefs through bindings,
+  unknown hits recorded as external, drift flagged, the ContextPolicy applied with the core's own
+  evaluation), update and delete as revisions, and the audit path. Import, export and sync
+  (:mod:`adapters.transfer`) walk a backend through the same guard.
+
+The SDK-shaped wrappers (``GuardedMemory`` for mem0, ``GuardedLocalMemory``, …) keep the SDK's
+method names, signatures and return shapes and call the guard around each raw call; any other
+public SDK method is refused (:class:`~adapters.errors.BypassRefusedError`), never passed through.
+
+Metadata the firewall writes into the store (:func:`gnomon_metadata`): four scalar keys,
+``gnomon_belief_id``, ``gnomon_origin`` (the origin ids, comma-separated), ``gnomon_integrity``
+and ``gnomon_hash``. They are informational for people reading the store: the firewall itself
+trusts only its bindings (store id → belief), since anyone can write those keys into the store.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from adapters.errors import StoreMetadataError
+from firewall.chain import Belief, content_hash
+
+#: Metadata keys the firewall writes; a caller may not set them.
+BELIEF_KEY = "gnomon_belief_id"
+ORIGIN_KEY = "gnomon_origin"
+INTEGRITY_KEY = "gnomon_integrity"
+HASH_KEY = "gnomon_hash"
+GNOMON_KEYS = (BELIEF_KEY, ORIGIN_KEY, INTEGRITY_KEY, HASH_KEY)
+
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True, slots=True)
+class StoreItem:
+    """One memory as a store holds it, normalized from the SDK's own shape.
+
+    ``scope`` holds the store's partition keys (mem0's ``user_id``/``agent_id``/``run_id``, a
+    Letta agent id, a Zep thread), ``raw`` the SDK's object, returned to callers unchanged
+    apart from the ``gnomon`` annotation.
+    """
+
+    store_id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    scope: Mapping[str, str] = field(default_factory=dict)
+    raw: Any = None
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataLimits:
+    """What a store accepts as metadata. ``None``: no limit on that dimension.
+
+    Zep: at most 10 keys, scalar values (or lists of scalars); Chroma (under mem0): no nested
+    dicts; Letta archival passages: tags only (``tags_only``).
+    """
+
+    max_keys: int | None = None
+    nested: bool = True
+    tags_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of :meth:`StoreBackend.list_page`; ``cursor`` is None on the last page."""
+
+    items: list[StoreItem]
+    cursor: str | None = None
+
+
+class StoreBackend(ABC):
+    """The store-specific half of an adapter: raw calls against one live client.
+
+    Implementations convert every SDK exception into an :class:`~adapters.errors.AdapterError`
+    subclass naming ``self.name`` and the call, and every SDK response into :class:`StoreItem`
+    or a :class:`~adapters.errors.StoreResponseError`.
+    """
+
+    #: The store's name in bindings, origins and errors ("mem0", "letta", "zep", "local").
+    name: ClassVar[str]
+    #: The metadata the store accepts.
+    limits: ClassVar[MetadataLimits] = MetadataLimits()
+
+    @abstractmethod
+    def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
+        """Store one memory verbatim (no LLM rewriting) and return it with its store id."""
+
+    @abstractmethod
+    def get(self, store_id: str) -> StoreItem | None:
+        """The item, or None if the store has no such id."""
+
+    @abstractmethod
+    def search(self, query: str, *, limit: int, scope: Mapping[str, str]) -> list[StoreItem]:
+        """The store's own relevance search, best first."""
+
+    @abstractmethod
+    def list_page(
+        self, *, scope: Mapping[str, str], cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        """One page of everything the store holds in ``scope``."""
+
+    @abstractmethod
+    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> None:
+        """Replace the item's text (and merge metadata)."""
+
+    @abstractmethod
+    def delete(self, store_id: str) -> None:
+        """Delete the item."""
+
+    def history(self, store_id: str) -> list[dict[str, Any]]:
+        """The store's own change history of the item, where it keeps one (mem0 does)."""
+        return []
+
+    def walk(self, scope: Mapping[str, str], *, page_size: int = 100) -> Iterator[StoreItem]:
+        """Every item in ``scope``, page by page."""
+        cursor: str | None = None
+        while True:
+            page = self.list_page(scope=scope, cursor=cursor, limit=page_size)
+            yield from page.items
+            if page.cursor is None or not page.items:
+                return
+            cursor = page.cursor
+
+
+# -- metadata --------------------------------------------------------------------------------
+
+
+def gnomon_metadata(belief: Belief, text_hash: str) -> dict[str, Scalar]:
+    """The scalar keys the firewall writes next to a memory in the store."""
+    return {
+        BELIEF_KEY: belief.id,
+        ORIGIN_KEY: ",".join(sorted(belief.origin.origin_ids)),
+        INTEGRITY_KEY: belief.origin.integrity.name.lower(),
+        HASH_KEY: text_hash,
+    }
+
+
+def flatten(metadata: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts become dotted keys (for stores that refuse nesting).
+
+    >>> flatten({"a": {"b": 1, "c": {"d": "x"}}, "e": [1, 2]})
+    {'a.b': 1, 'a.c.d': 'x', 'e': [1, 2]}
+    """
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def merged_metadata(
+    store: str, call: str, limits: MetadataLimits, user: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The caller's metadata checked against the store's limits, leaving room for the
+    firewall's keys. Raises :class:`StoreMetadataError` *before* anything is recorded."""
+    given = dict(user or {})
+    if not all(isinstance(k, str) for k in given):
+        raise StoreMetadataError(
+            "metadata keys must be strings", store=store, call=call, hint="use string keys"
+        )
+    clash = sorted(set(given) & set(GNOMON_KEYS))
+    if clash:
+        raise StoreMetadataError(
+            f"metadata keys {', '.join(clash)} are reserved for the firewall",
+            store=store,
+            call=call,
+            hint="rename the keys; the firewall sets gnomon_* itself",
+        )
+    if not limits.nested:
+        given = flatten(given)
+    if limits.max_keys is not None and len(given) + len(GNOMON_KEYS) > limits.max_keys:
+        room = limits.max_keys - len(GNOMON_KEYS)
+        raise StoreMetadataError(
+            f"{len(given)} metadata keys given; {store} allows {limits.max_keys} and the "
+            f"firewall needs {len(GNOMON_KEYS)}",
+            store=store,
+            call=call,
+            hint=f"pass at most {room} metadata keys",
+        )
+    if limits.max_keys is not None or not limits.nested:
+        for key, value in given.items():
+            if not _scalar_or_list(value):
+                raise StoreMetadataError(
+                    f"metadata value of {key!r} is a {type(value).__name__}; {store} accepts "
+                    "strings, numbers, booleans and lists of them",
+                    store=store,
+                    call=call,
+                    hint="convert the value to a string",
+                )
+    return given
+
+
+def _scalar_or_list(value: Any) -> bool:
+    if value is None or isinstance(value, str | int | float | bool):
+        return True
+    if isinstance(value, list | tuple):
+        return all(isinstance(v, str | int | float | bool) for v in value)
+    return False
+
+
+__all__ = [
+    "BELIEF_KEY",
+    "GNOMON_KEYS",
+    "HASH_KEY",
+    "INTEGRITY_KEY",
+    "ORIGIN_KEY",
+    "MetadataLimits",
+    "Page",
+    "StoreBackend",
+    "StoreItem",
+    "flatten",
+    "gnomon_metadata",
+    "merged_metadata",
+]

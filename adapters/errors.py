@@ -1,0 +1,102 @@
+"""What a memory-store adapter refuses, under the one Gnomon error root.
+
+::
+
+    GnomonError
+    └── AdapterError                  a memory-store adapter could not do what was asked
+        ├── MissingSDKError           the store's SDK is not installed (names the pip command)
+        ├── StoreCallError            the store's SDK or server failed a call (names store, call)
+        │   └── StoreTimeoutError     the call timed out
+        ├── StoreResponseError        the store answered with something malformed or unexpected
+        ├── StoreMetadataError        metadata the store would reject (too many keys, nesting)
+        └── BypassRefusedError        an SDK method the guard does not cover was called
+
+Every error names the store and the call (``mem0.search``), so a log line says where it failed.
+The SDK's own exception is kept as ``__cause__`` (``raise … from exc``).
+"""
+
+from __future__ import annotations
+
+from firewall.errors import GnomonError
+
+
+class AdapterError(GnomonError):
+    """A memory-store adapter failed; ``store`` and ``call`` say where."""
+
+    def __init__(
+        self, message: str, *, store: str, call: str | None = None, hint: str | None = None
+    ) -> None:
+        where = f"{store}.{call}" if call else store
+        super().__init__(f"{where}: {message}", hint=hint)
+        self.store = store
+        self.call = call
+
+
+class MissingSDKError(AdapterError):
+    """The adapter's SDK is not importable."""
+
+    def __init__(self, store: str, extra: str, module: str) -> None:
+        command = f"pip install 'gnomon[{extra}]'"
+        super().__init__(
+            f"the {store} adapter needs the {module!r} package, which is not installed",
+            store=store,
+            hint=f"run {command}",
+        )
+        self.command = command
+
+
+class StoreCallError(AdapterError):
+    """The store's SDK raised, or its server answered with an error status."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        store: str,
+        call: str,
+        status: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, store=store, call=call, hint=hint)
+        self.status = status
+
+
+class StoreTimeoutError(StoreCallError):
+    """The call to the store did not complete in time."""
+
+
+class StoreResponseError(AdapterError):
+    """The store answered, but not in the shape its SDK documents."""
+
+
+class StoreMetadataError(AdapterError):
+    """Metadata the store would reject; refused before anything is recorded or written."""
+
+
+class BypassRefusedError(AdapterError):
+    """A public SDK method the guard does not cover: refused rather than passed through."""
+
+
+def status_hint(status: int | None) -> str:
+    """The "what to do" sentence for an HTTP status."""
+    if status in (401, 403):
+        return "check the API key (and that it may access this project)"
+    if status == 404:
+        return "the id does not exist in the store; list ids with get_all()"
+    if status == 429:
+        return "the store is rate limiting: retry later or lower the request rate"
+    if status is not None and status >= 500:
+        return "the store's server failed; retry later and check its status page"
+    return "see the store's error above"
+
+
+__all__ = [
+    "AdapterError",
+    "BypassRefusedError",
+    "MissingSDKError",
+    "StoreCallError",
+    "StoreMetadataError",
+    "StoreResponseError",
+    "StoreTimeoutError",
+    "status_hint",
+]

@@ -1,0 +1,523 @@
+"""The firewall side of every adapter: one :class:`Guard` per guarded client.
+
+A guard holds the :class:`~firewall.firewall.Firewall`, a :class:`~firewall.session.Session`
+(the agent run whose reads taint its writes), the store's name and the ContextPolicy. Each
+operation is split into phases so that sync and async SDK wrappers share them: the wrapper
+makes the raw call (``await`` or not) between two guard calls.
+
+**Write path.** :meth:`Guard.begin_write` records the memory with its origin: an agent's write
+is :meth:`Session.remember` (the agent joined with everything the session has read) unless the
+host passes an explicit ``origin``, recorded with :meth:`Session.observe`. Then a ``pending``
+:class:`~firewall.chain.StoreBinding`. The wrapper writes through with :func:`gnomon_metadata`;
+:meth:`Guard.confirm_write` marks the binding ``written`` with the store's id. If the store
+fails, :meth:`Guard.fail_write` marks the binding ``failed`` (with the error) and moves the
+belief's retrieval to ``hidden`` with system authority, in one event: a memory the store does
+not hold is never recalled as if it were, and the mismatch is on the record.
+
+**Read path.** :meth:`Guard.screen` maps each hit to its belief through the bindings (by store
+id; the ``gnomon_belief_id`` metadata is never trusted, anyone can write it). A hit with no
+binding was written around the firewall: it is recorded as an observation with origin
+``external:<store>:unbound:<id>`` (so it is unverified) and bound. A hit whose text no longer
+hashes to its binding's ``content_hash`` is *drifted*: the binding says so and the belief becomes
+``suspicious`` (sentinel authority), in one event. Hits whose binding is ``pending``, ``failed``
+or ``deleted`` are dropped. The rest go through :meth:`ContextPolicy.rejection_reasons` /
+:meth:`~ContextPolicy.quotable`, the core's own evaluation, and the screened result is logged
+with :meth:`Session.log_recall`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from adapters.base import gnomon_metadata
+from firewall.chain import Belief, BindingState, Revision, StoreBinding, content_hash
+from firewall.content import statement_text
+from firewall.events import Records
+from firewall.firewall import AuditEntry, Firewall
+from firewall.gate import Move, apply_moves
+from firewall.grants import Grant
+from firewall.origin import Origin
+from firewall.policy import ContextPolicy, Reason, resolve
+from firewall.recall import QuotedItem, RecallResult, RejectedItem
+from firewall.session import Session
+from firewall.states import Authority, Axis, RetrievalStatus, SecurityStatus, TruthStatus
+
+from .base import StoreItem
+
+Verdict = Literal["accepted", "quoted", "rejected", "dropped"]
+
+_HIDEABLE = (RetrievalStatus.NORMAL, RetrievalStatus.RESTRICTED)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """A memory recorded by the firewall and not yet confirmed by the store."""
+
+    belief: Belief
+    binding: StoreBinding
+    text: str
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Screened:
+    """One store hit after the read path: its belief (if any) and the policy's verdict."""
+
+    item: StoreItem
+    belief: Belief | None
+    verdict: Verdict
+    reasons: tuple[Reason, ...] = ()
+    note: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict in ("accepted", "quoted")
+
+    def annotation(self) -> dict[str, Any]:
+        """The ``gnomon`` key added to a hit that passed: its labels."""
+        b = self.belief
+        assert b is not None
+        return {
+            "belief_id": b.id,
+            "truth": b.truth_status.value,
+            "retrieval": b.retrieval_status.value,
+            "security": b.security_status.value,
+            "origin_ids": sorted(b.origin.origin_ids),
+            "integrity": b.origin.integrity.name.lower(),
+            "quoted": self.verdict == "quoted",
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AuditView:
+    """One belief on the privileged path: its revisions, bindings and the store's history."""
+
+    belief: Belief
+    revisions: tuple[Revision, ...]
+    bindings: tuple[StoreBinding, ...]
+    store_history: tuple[dict[str, Any], ...] = ()
+
+
+class Guard:
+    """The firewall side of one guarded client. See the module docstring.
+
+    ``session``: the agent run this client serves; when None, the guard starts its own (ended
+    by :meth:`close`) from ``project``, ``actor`` and ``user``.
+    """
+
+    def __init__(
+        self,
+        wall: Firewall,
+        store: str,
+        *,
+        session: Session | None = None,
+        project: str | None = None,
+        actor: str = "agent",
+        user: str | None = None,
+        policy: ContextPolicy | str = "default",
+    ) -> None:
+        self.wall = wall
+        self.store = store
+        self.policy = resolve(policy)
+        self._own_session = session is None
+        if session is None:
+            if project is None:
+                from firewall.errors import InputError
+
+                raise InputError(
+                    f"a guarded {store} client needs a session or a project",
+                    hint="pass project='...' (and actor=, user=) or session=wall_session",
+                )
+            session = Session.start(
+                wall,
+                project=project,
+                actor=actor,
+                user=user,
+                model_id=None,
+                prompt_id=None,
+                tool_version=None,
+            )
+        self.session = session
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _commit(self, kind: str, data: Mapping[str, Any], records: Records) -> None:
+        s = self.session
+        self.wall.commit(
+            self.wall.draft(
+                kind,
+                actor=s.actor,
+                now=self.wall.clock(),
+                session_id=s.id,
+                project=s.project,
+                user=s.user,
+                data={"store": self.store, **data},
+                records=records,
+            )
+        )
+
+    def _binding(
+        self,
+        belief_id: str,
+        *,
+        store_id: str | None,
+        text_hash: str,
+        state: BindingState,
+        detail: str | None = None,
+    ) -> StoreBinding:
+        return StoreBinding(
+            id=StoreBinding.key(self.store, belief_id),
+            store=self.store,
+            store_id=store_id,
+            belief_id=belief_id,
+            content_hash=text_hash,
+            state=state,
+            detail=detail,
+            updated_at=self.wall.clock(),
+        )
+
+    def _moved(
+        self, belief: Belief, moves: Sequence[Move], authority: Authority, reason: str
+    ) -> tuple[Belief, list[Revision]]:
+        """Apply the moves the gate allows from the belief's current states (others skipped)."""
+        from firewall.gate import TRANSITIONS
+
+        allowed = [
+            m
+            for m in moves
+            if authority
+            in TRANSITIONS[m.axis].get((belief.status(m.axis), str(m.to_state)), frozenset())
+        ]
+        if not allowed:
+            return belief, []
+        return apply_moves(
+            belief, allowed, authority=authority, reason=reason, now=self.wall.clock()
+        )
+
+    def close(self) -> None:
+        if self._own_session:
+            self.session.end()
+
+    # -- write path -------------------------------------------------------------------------
+
+    def record(
+        self, text: str, *, origin: Origin | None = None, derived_from: Sequence[str] | None = None
+    ) -> Belief:
+        """Record a memory with its origin (no binding): the first step of every write."""
+        text = statement_text(text, self.wall.max_block_bytes)  # one non-empty text, or refuse
+        if origin is None:
+            return self.session.remember(text, derived_from)
+        observed = self.session.observe(tool=f"{self.store}.write", content=text, origin=origin)
+        (belief,) = observed.content
+        return belief
+
+    def begin_write(
+        self,
+        text: str,
+        metadata: Mapping[str, Any],
+        *,
+        origin: Origin | None = None,
+        derived_from: Sequence[str] | None = None,
+        store_id: str | None = None,
+    ) -> PendingWrite:
+        belief = self.record(text, origin=origin, derived_from=derived_from)
+        return self.bind_pending(belief, text, metadata, store_id=store_id)
+
+    def bind_pending(
+        self,
+        belief: Belief,
+        text: str,
+        metadata: Mapping[str, Any],
+        *,
+        store_id: str | None = None,
+        extra: Records | None = None,
+    ) -> PendingWrite:
+        text_hash = content_hash(text)
+        binding = self._binding(
+            belief.id, store_id=store_id, text_hash=text_hash, state=BindingState.PENDING
+        )
+        base = extra or Records()
+        self._commit(
+            "binding.pending",
+            {"belief_id": belief.id, "store_id": store_id},
+            Records(
+                beliefs=base.beliefs,
+                revisions=base.revisions,
+                bindings=(*base.bindings, binding),
+            ),
+        )
+        full = {**metadata, **gnomon_metadata(belief, text_hash)}
+        return PendingWrite(belief, binding, text, full)
+
+    def confirm_write(self, pending: PendingWrite, store_id: str) -> StoreBinding:
+        binding = pending.binding.model_copy(
+            update={
+                "store_id": store_id,
+                "state": BindingState.WRITTEN,
+                "updated_at": self.wall.clock(),
+            }
+        )
+        self._commit(
+            "binding.written",
+            {"belief_id": binding.belief_id, "store_id": store_id},
+            Records(bindings=(binding,)),
+        )
+        return binding
+
+    def fail_write(self, pending: PendingWrite, error: BaseException, call: str) -> None:
+        """The store failed after the firewall recorded the memory: say so, hide the belief."""
+        detail = f"{call} failed: {error}"[:500]
+        binding = pending.binding.model_copy(
+            update={"state": BindingState.FAILED, "detail": detail, "updated_at": self.wall.clock()}
+        )
+        belief = self.wall.store.get_belief(pending.belief.id) or pending.belief
+        hidden, revisions = self._moved(
+            belief,
+            [Move(Axis.RETRIEVAL, RetrievalStatus.HIDDEN)],
+            Authority.SYSTEM,
+            f"the {self.store} write failed; the store does not hold this memory",
+        )
+        self._commit(
+            "binding.failed",
+            {"belief_id": belief.id, "call": call, "error": detail},
+            Records(
+                beliefs=(hidden,) if revisions else (),
+                revisions=tuple(revisions),
+                bindings=(binding,),
+            ),
+        )
+
+    def begin_update(
+        self, store_id: str, text: str, metadata: Mapping[str, Any]
+    ) -> tuple[PendingWrite, Belief | None]:
+        """An update is a revision: a new agent-authored belief supersedes the bound one."""
+        old_binding = self.wall.store.bindings_by_store_id(self.store, [store_id]).get(store_id)
+        belief = self.record(text)
+        if old_binding is None:
+            return self.bind_pending(belief, text, metadata, store_id=store_id), None
+        old = self.wall.store.get_belief(old_binding.belief_id)
+        beliefs: list[Belief] = []
+        revisions: list[Revision] = []
+        if old is not None:
+            moved, revs = self._moved(
+                old,
+                [Move(Axis.TRUTH, TruthStatus.SUPERSEDED)],
+                Authority.SYSTEM,
+                f"updated through {self.store}.update; superseded by {belief.id}",
+            )
+            beliefs.append(moved.model_copy(update={"superseded_by": belief.id}))
+            revisions.extend(revs)
+            beliefs.append(
+                belief.model_copy(update={"supersedes": old.id, "version": belief.version + 1})
+            )
+        retired = old_binding.model_copy(
+            update={
+                "store_id": None,
+                "state": BindingState.DELETED,
+                "detail": f"superseded by {belief.id} (store item {store_id})",
+                "updated_at": self.wall.clock(),
+            }
+        )
+        extra = Records(beliefs=tuple(beliefs), revisions=tuple(revisions), bindings=(retired,))
+        return self.bind_pending(belief, text, metadata, store_id=store_id, extra=extra), old
+
+    def begin_delete(self, store_id: str) -> StoreBinding | None:
+        """A delete is a revision: the binding says ``deleted``, the belief becomes hidden."""
+        binding = self.wall.store.bindings_by_store_id(self.store, [store_id]).get(store_id)
+        if binding is None:
+            return None
+        self.retire(binding, BindingState.DELETED, f"deleted through {self.store}.delete")
+        return binding
+
+    def fail_delete(self, binding: StoreBinding, error: BaseException, call: str) -> None:
+        failed = binding.model_copy(
+            update={
+                "state": BindingState.FAILED,
+                "detail": f"{call} failed: {error}"[:500],
+                "updated_at": self.wall.clock(),
+            }
+        )
+        self._commit(
+            "binding.failed",
+            {"belief_id": binding.belief_id, "call": call},
+            Records(bindings=(failed,)),
+        )
+
+    def retire(self, binding: StoreBinding, state: BindingState, reason: str) -> None:
+        belief = self.wall.store.get_belief(binding.belief_id)
+        beliefs: tuple[Belief, ...] = ()
+        revisions: tuple[Revision, ...] = ()
+        if belief is not None and belief.retrieval_status in _HIDEABLE:
+            hidden, revs = self._moved(
+                belief, [Move(Axis.RETRIEVAL, RetrievalStatus.HIDDEN)], Authority.SYSTEM, reason
+            )
+            beliefs, revisions = (hidden,) if revs else (), tuple(revs)
+        retired = binding.model_copy(
+            update={"state": state, "detail": reason, "updated_at": self.wall.clock()}
+        )
+        self._commit(
+            f"binding.{state.value}",
+            {"belief_id": binding.belief_id, "store_id": binding.store_id, "reason": reason},
+            Records(beliefs=beliefs, revisions=revisions, bindings=(retired,)),
+        )
+
+    # -- read path --------------------------------------------------------------------------
+
+    def resolve_items(self, items: Sequence[StoreItem]) -> list[tuple[StoreBinding, Belief]]:
+        """Bindings and beliefs for ``items``, in order: unbound items recorded as external,
+        drifted ones flagged. Shared by the read path and sync."""
+        bindings = self.wall.store.bindings_by_store_id(self.store, [i.store_id for i in items])
+        for item in items:
+            if item.store_id not in bindings:
+                adopted = self.adopt_unbound(item)
+                if adopted is not None:
+                    bindings[item.store_id] = adopted
+        beliefs = self.wall.store.get_beliefs(list({b.belief_id for b in bindings.values()}))
+        out: list[tuple[StoreBinding, Belief]] = []
+        for item in items:
+            binding = bindings.get(item.store_id)
+            if binding is None:
+                continue
+            belief = beliefs.get(binding.belief_id)
+            if belief is None:  # a binding to a belief this store does not hold: fail closed
+                continue
+            if binding.state == BindingState.WRITTEN and item.content_hash != binding.content_hash:
+                binding, belief = self.mark_drifted(binding, belief, item)
+                bindings[item.store_id] = binding
+            out.append((binding, belief))
+        return out
+
+    def adopt_unbound(self, item: StoreItem) -> StoreBinding | None:
+        """A memory written around the firewall: unknown external origin, then bound.
+        (An item with no text is not recorded and stays unbound: it is dropped.)"""
+        if not item.text.strip():
+            return None
+        origin = Origin.external(f"{self.store}:unbound:{item.store_id}")
+        observed = self.session.observe(
+            tool=f"{self.store}.read",
+            content=item.text,
+            origin=origin,
+            args={"store_id": item.store_id},
+        )
+        belief = observed.content[0]
+        binding = self._binding(
+            belief.id,
+            store_id=item.store_id,
+            text_hash=item.content_hash,
+            state=BindingState.WRITTEN,
+            detail="unbound: written around the firewall",
+        )
+        self._commit(
+            "binding.unbound",
+            {"belief_id": belief.id, "store_id": item.store_id},
+            Records(bindings=(binding,)),
+        )
+        return binding
+
+    def mark_drifted(
+        self, binding: StoreBinding, belief: Belief, item: StoreItem
+    ) -> tuple[StoreBinding, Belief]:
+        """The store's text changed around the firewall: suspicious, recorded, never trusted."""
+        reason = (
+            f"{self.store} item {item.store_id} no longer matches its recorded hash "
+            "(edited around the firewall)"
+        )
+        moved, revisions = self._moved(
+            belief, [Move(Axis.SECURITY, SecurityStatus.SUSPICIOUS)], Authority.SENTINEL, reason
+        )
+        drifted = binding.model_copy(
+            update={
+                "state": BindingState.DRIFTED,
+                "detail": f"found {item.content_hash}",
+                "updated_at": self.wall.clock(),
+            }
+        )
+        self._commit(
+            "binding.drifted",
+            {
+                "belief_id": belief.id,
+                "store_id": item.store_id,
+                "expected": binding.content_hash,
+                "found": item.content_hash,
+                "text": item.text,
+            },
+            Records(
+                beliefs=(moved,) if revisions else (),
+                revisions=tuple(revisions),
+                bindings=(drifted,),
+            ),
+        )
+        return drifted, moved
+
+    def screen(self, items: Sequence[StoreItem], *, query: str, k: int) -> list[Screened]:
+        """The read path for one SDK call's hits; logs the result as a recall."""
+        now = self.wall.clock()
+        resolved = dict(
+            (binding.store_id, (binding, belief)) for binding, belief in self.resolve_items(items)
+        )
+        out = [self._verdict(item, resolved.get(item.store_id), now) for item in items]
+        self.log(out, query=query, k=k, now=now)
+        return out
+
+    def _verdict(
+        self, item: StoreItem, found: tuple[StoreBinding, Belief] | None, now: datetime
+    ) -> Screened:
+        if found is None:
+            return Screened(item, None, "dropped", note="no belief for this item")
+        binding, belief = found
+        if binding.state in (BindingState.PENDING, BindingState.FAILED, BindingState.DELETED):
+            return Screened(item, belief, "dropped", note=f"binding is {binding.state.value}")
+        reasons = tuple(self.policy.rejection_reasons(belief, now))
+        if not reasons:
+            return Screened(item, belief, "accepted")
+        if self.policy.quotable(belief, now):
+            return Screened(item, belief, "quoted", reasons)
+        return Screened(item, belief, "rejected", reasons)
+
+    def log(self, screened: Sequence[Screened], *, query: str, k: int, now: datetime) -> None:
+        result = RecallResult(
+            query=query,
+            policy=self.policy.name,
+            policy_digest=self.policy.digest,
+            accepted=tuple(s.belief for s in screened if s.verdict == "accepted" and s.belief),
+            quoted=tuple(
+                QuotedItem(s.belief) for s in screened if s.verdict == "quoted" and s.belief
+            ),
+            rejected=tuple(
+                RejectedItem(s.belief.id, s.reasons, s.belief.origin)
+                for s in screened
+                if s.verdict == "rejected" and s.belief
+            ),
+        )
+        self.session.log_recall(result, self.policy, k=max(k, 1), now=now, source=self.store)
+
+    # -- privileged path --------------------------------------------------------------------
+
+    def audit(
+        self, query: str | None, *, grant: Grant, limit: int = 100, backend: Any = None
+    ) -> list[AuditView]:
+        """:meth:`Firewall.audit` (quarantined and hidden included, itself logged) plus each
+        belief's bindings and, where the backend keeps one, the store's own history."""
+        entries: list[AuditEntry] = self.wall.audit(
+            query, grant=grant, project=self.session.project, limit=limit
+        )
+        bindings = self.wall.store.bindings_for_beliefs([e.belief.id for e in entries])
+        by_belief: dict[str, list[StoreBinding]] = {}
+        for b in bindings:
+            by_belief.setdefault(b.belief_id, []).append(b)
+        views = []
+        for entry in entries:
+            mine = by_belief.get(entry.belief.id, [])
+            history: list[dict[str, Any]] = []
+            if backend is not None:
+                for b in mine:
+                    if b.store == self.store and b.store_id is not None:
+                        history.extend(backend.history(b.store_id))
+            views.append(AuditView(entry.belief, entry.revisions, tuple(mine), tuple(history)))
+        return views
+
+
+__all__ = ["AuditView", "Guard", "PendingWrite", "Screened"]
