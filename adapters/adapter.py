@@ -105,14 +105,15 @@ class Adapter:
         checked = merged_metadata(self.store, "update", self.backend.limits, metadata)
         pending, _old = self.guard.begin_update(store_id, text, checked)
         try:
-            self.call(
+            replaced = self.call(
                 "update",
                 lambda: self.backend.update(store_id, text=pending.text, metadata=pending.metadata),
             )
         except AdapterError as exc:
             self.guard.fail_write(pending, exc, "update")
             raise
-        return self.guard.confirm_write(pending, store_id)
+        # A store that cannot edit in place answers with the replacement item and its new id.
+        return self.guard.confirm_write(pending, replaced.store_id if replaced else store_id)
 
     def delete(self, store_id: str) -> None:
         """A revision (binding ``deleted``, belief hidden), then the store's delete."""

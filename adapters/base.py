@@ -119,8 +119,12 @@ class StoreBackend(ABC):
         """One page of everything the store holds in ``scope``."""
 
     @abstractmethod
-    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> None:
-        """Replace the item's text (and merge metadata)."""
+    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> StoreItem | None:
+        """Replace the item's text (and merge metadata); return None.
+
+        A store that cannot edit an item in place (Zep's episodes) deletes it and writes the
+        new text as a new item, and returns that item: the binding follows its new store id.
+        """
 
     @abstractmethod
     def delete(self, store_id: str) -> None:

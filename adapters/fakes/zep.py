@@ -30,17 +30,12 @@ from typing import Any
 import httpx
 
 from adapters.fakes._http import Router, json_of, score
+from adapters.zep_context import render_context
 
 PREFIX = "/api/v4"
 DEFAULT_PAGE = 20
 MAX_METADATA_KEYS = 10
 SCALARS = (str, int, float, bool)
-
-FACTS_HEADER = (
-    "FACTS and ENTITIES represent relevant context to the current conversation.\n"
-    "# These are the most relevant facts and their valid date ranges\n"
-    "# format: FACT (Date range: from - to)\n"
-)
 
 
 def _now() -> str:
@@ -61,21 +56,6 @@ def entity_names(text: str) -> list[str]:
         if name not in seen:
             seen.append(name)
     return seen
-
-
-def render_context(edges: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> str:
-    """Zep's default context template, from edges and nodes (used by the fake server and, over
-    the filtered items, by the firewall)."""
-    facts = "\n".join(
-        f"  - {e.get('fact')} ({e.get('valid_at') or 'date unknown'} - "
-        f"{e.get('invalid_at') or 'present'})"
-        for e in edges
-    )
-    entities = "\n".join(f"  - {n.get('name')}: {n.get('summary') or ''}" for n in nodes)
-    return (
-        f"{FACTS_HEADER}<FACTS>\n{facts}\n</FACTS>\n"
-        f"# These are the most relevant entities\n<ENTITIES>\n{entities}\n</ENTITIES>"
-    )
 
 
 def metadata_error(metadata: Any) -> str | None:

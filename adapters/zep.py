@@ -1,0 +1,940 @@
+"""Zep Cloud behind the firewall: :class:`GuardedZep` and :class:`GuardedAsyncZep` (zep-cloud 4.x).
+
+One line to adopt::
+
+    zep = GuardedZep(Zep(api_key=...), wall, project="shop", actor="coder", user="alice")
+
+Guarded (same names, signatures and return types as ``zep_cloud``); every other SDK method is
+refused (:class:`~adapters.errors.BypassRefusedError`):
+
+* ``zep.thread.add_messages / list_messages / get_context`` (plus ``create``/``get``, which
+  carry no memory text);
+* ``zep.graph.episode.add / get / list / delete``;
+* ``zep.graph.search_edges / search_nodes / search_episodes`` and ``zep.graph.get_context``;
+* ``zep.user.create / get / lookup`` (containers, passed through).
+
+**Writes.** Each message or episode is recorded with its origin (the agent's, joined with what
+its session has read, unless the host passes ``gnomon_origin=``), then written with the
+firewall's four metadata keys. Zep allows at most 10 scalar metadata keys, so a caller may pass
+six; more, or a nested value, is refused *before* anything is recorded
+(:class:`~adapters.errors.StoreMetadataError`). Store ids are ``"<graph uuid>/<uuid>"``: Zep
+addresses an episode through its graph, and a thread's messages are ingested into the user's
+graph as episodes with the message's uuid (where they are not, facts derived from them simply
+count as unknown external content: fail closed).
+
+**Extracted facts.** Zep's LLM turns episodes into edges (facts) and nodes (entities). A fact
+carries the *join* of its source episodes' labels, traced through ``episode_uuids``: the lowest
+integrity and the union of origins, so a fact that any poisoned episode contributed to is
+untrusted (summarization laundering, closed). A source episode the firewall does not know counts
+as external. The first read of an edge or node records it as a belief with that joined origin,
+bound under ``"<graph>/edge:<uuid>@<sources>"``: when Zep merges another episode into the fact,
+the source set changes and the fact is labelled afresh. A fact whose source belief is quarantined
+or malicious is dropped whatever its own label.
+
+**Context strings.** ``thread.get_context`` and ``graph.get_context`` return one blob built
+server-side from everything relevant. The guarded client never returns it: it asks
+``graph.get_context(include_results=True)`` (for a thread: on the thread's graph, queried with
+its last messages), screens every edge, node and episode, and rebuilds the blob from the items
+that passed with Zep's default template (:func:`adapters.zep_context.render_context`). Nothing
+excluded reaches the string. ``return_context=True`` on ``add_messages`` gets the same rebuild.
+
+**Failures.** HTTP 401/404/429/5xx become :class:`~adapters.errors.StoreCallError` (``status``
+set), timeouts :class:`~adapters.errors.StoreTimeoutError`, a response not in the documented
+shape :class:`~adapters.errors.StoreResponseError`, each naming ``zep`` and the call. A write the
+store fails after the firewall recorded it leaves the binding ``failed`` and the belief hidden.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar, TypeVar
+
+from adapters.errors import MissingSDKError
+
+try:
+    import httpx
+    import pydantic
+    from zep_cloud import AddMessage
+    from zep_cloud.client import AsyncZep, Zep
+    from zep_cloud.core.api_error import ApiError
+    from zep_cloud.core.pagination import AsyncPager, SyncPager
+    from zep_cloud.core.parse_error import ParsingError
+    from zep_cloud.types import (
+        ContextResults,
+        Episode,
+        GraphContextResponse,
+        Message,
+        ThreadContextResponse,
+    )
+except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
+    raise MissingSDKError("zep", "zep", "zep-cloud") from exc
+
+from adapters.adapter import Adapter
+from adapters.base import MetadataLimits, Page, StoreBackend, StoreItem, merged_metadata
+from adapters.errors import (
+    AdapterError,
+    BypassRefusedError,
+    StoreCallError,
+    StoreResponseError,
+    StoreTimeoutError,
+    status_hint,
+)
+from adapters.guard import Guard, PendingWrite, Screened
+from adapters.zep_context import render_context
+from firewall.chain import Belief
+from firewall.firewall import Firewall
+from firewall.origin import Origin
+from firewall.policy import ContextPolicy
+from firewall.session import Session
+from firewall.states import SecurityStatus
+
+STORE = "zep"
+#: Zep: at most 10 metadata keys, scalar values or lists of scalars.
+LIMITS = MetadataLimits(max_keys=10, nested=False)
+CONTEXT_MESSAGES = 4
+T = TypeVar("T")
+_TAINTED = (SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS)
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+@contextmanager
+def converted(call: str) -> Iterator[None]:
+    """Turn zep-cloud's (and httpx's) exceptions into adapter errors naming ``zep.<call>``."""
+    try:
+        yield
+    except AdapterError:
+        raise
+    except ParsingError as exc:
+        raise StoreResponseError(
+            f"unexpected response: {str(exc.cause)[:300]}", store=STORE, call=call
+        ) from exc
+    except ApiError as exc:
+        status = exc.status_code
+        raise StoreCallError(
+            f"HTTP {status}: {str(exc.body)[:300]}",
+            store=STORE,
+            call=call,
+            status=status,
+            hint=status_hint(status),
+        ) from exc
+    except httpx.TimeoutException as exc:
+        raise StoreTimeoutError(
+            "the request timed out", store=STORE, call=call, hint="retry, or raise timeout="
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise StoreCallError(
+            f"could not reach the server: {exc}",
+            store=STORE,
+            call=call,
+            hint="check base_url and the network",
+        ) from exc
+    except (pydantic.ValidationError, AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise StoreResponseError(
+            f"unexpected response: {type(exc).__name__}: {str(exc)[:300]}", store=STORE, call=call
+        ) from exc
+
+
+def _malformed(call: str, what: str, got: Any) -> StoreResponseError:
+    return StoreResponseError(
+        f"expected {what}, got {type(got).__name__}: {str(got)[:200]}", store=STORE, call=call
+    )
+
+
+def _run(call: str, fn: Callable[[], T]) -> T:
+    with converted(call):
+        return fn()
+
+
+async def _arun(call: str, fn: Callable[[], Awaitable[T]]) -> T:
+    with converted(call):
+        return await fn()
+
+
+# -- SDK objects -> store items --------------------------------------------------------------
+
+
+def store_id(graph: str, uuid: str) -> str:
+    return f"{graph}/{uuid}"
+
+
+def split_store_id(ident: str) -> tuple[str, str]:
+    graph, _, rest = ident.partition("/")
+    return graph, rest
+
+
+def _graph_of(obj: Any, fallback: str) -> str:
+    graph = getattr(obj, "graph_uuid", None)
+    return graph if isinstance(graph, str) and graph else fallback
+
+
+def content_item(obj: Any, graph: str, call: str) -> StoreItem:
+    """An episode or a message (both: ``uuid_``, ``content``, ``metadata``)."""
+    uuid, text = getattr(obj, "uuid_", None), getattr(obj, "content", None)
+    if not isinstance(uuid, str) or not uuid or not isinstance(text, str):
+        raise _malformed(call, "an item with a uuid and content", obj)
+    metadata = getattr(obj, "metadata", None)
+    return StoreItem(
+        store_id=store_id(_graph_of(obj, graph), uuid),
+        text=text,
+        metadata=dict(metadata) if isinstance(metadata, dict) else {},
+        scope={"graph_uuid": _graph_of(obj, graph)},
+        raw=obj,
+    )
+
+
+def _sources_signature(episode_uuids: Sequence[str]) -> str:
+    digest = hashlib.sha256("\n".join(sorted(episode_uuids)).encode()).hexdigest()
+    return digest[:16]
+
+
+def derived_parts(obj: Any, graph: str, call: str) -> tuple[str, str, list[str]]:
+    """(store id, text, source episode uuids) of an edge or node."""
+    uuid = getattr(obj, "uuid_", None)
+    sources = getattr(obj, "episode_uuids", None) or []
+    if not isinstance(uuid, str) or not uuid or not isinstance(sources, list):
+        raise _malformed(call, "an edge or node with a uuid and episode_uuids", obj)
+    if hasattr(obj, "fact"):
+        kind, text = "edge", getattr(obj, "fact", None)
+    else:
+        name, summary = getattr(obj, "name", None), getattr(obj, "summary", None)
+        kind, text = "node", f"{name}: {summary or ''}" if isinstance(name, str) else None
+    if not isinstance(text, str):
+        raise _malformed(call, f"an {kind} with text", obj)
+    ident = f"{_graph_of(obj, graph)}/{kind}:{uuid}@{_sources_signature(sources)}"
+    return ident, text, [s for s in sources if isinstance(s, str)]
+
+
+def annotate(screened: Screened) -> Any:
+    """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)."""
+    return screened.item.raw.model_copy(update={"gnomon": screened.annotation()})
+
+
+def withheld(screened: Screened) -> Any:
+    """An episode whose belief failed the policy: same shape, none of its text."""
+    note = {
+        "withheld": True,
+        "belief_id": screened.belief.id if screened.belief else None,
+        "reasons": [str(r) for r in screened.reasons] or [screened.note or screened.verdict],
+    }
+    return screened.item.raw.model_copy(update={"content": "", "metadata": {}, "gnomon": note})
+
+
+def _pager(items: list[Any], response: Any) -> SyncPager[Any, Any]:
+    return SyncPager(has_next=False, items=items, get_next=None, response=response)
+
+
+def _apager(items: list[Any], response: Any) -> AsyncPager[Any, Any]:
+    return AsyncPager(has_next=False, items=items, get_next=None, response=response)
+
+
+def _all_items(pager: Any, call: str) -> tuple[list[Any], Any]:
+    if not isinstance(pager, SyncPager):
+        raise _malformed(call, "a pager", pager)
+    items: list[Any] = []
+    response = None
+    for page in pager.iter_pages():
+        if page.items is None and items == []:
+            raise _malformed(call, "a page with items", page.response)
+        items.extend(page.items or [])
+        response = page.response
+    return items, response
+
+
+async def _aall_items(pager: Any, call: str) -> tuple[list[Any], Any]:
+    if not isinstance(pager, AsyncPager):
+        raise _malformed(call, "a pager", pager)
+    items: list[Any] = []
+    response = None
+    async for page in pager.iter_pages():
+        if page.items is None and items == []:
+            raise _malformed(call, "a page with items", page.response)
+        items.extend(page.items or [])
+        response = page.response
+    return items, response
+
+
+# -- the contract backend --------------------------------------------------------------------
+
+
+class ZepBackend(StoreBackend):
+    """Graph episodes of one graph (``scope={"graph_uuid": ...}``) on a sync ``Zep`` client.
+
+    Zep cannot change an episode's content, so :meth:`update` deletes the episode and adds the
+    new text as a new one, returning it (its store id changes).
+    """
+
+    name: ClassVar[str] = STORE
+    limits: ClassVar[MetadataLimits] = LIMITS
+
+    def __init__(self, client: Zep) -> None:
+        self.client = client
+
+    def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
+        graph = scope["graph_uuid"]
+        call = "graph.episode.add"
+        result = _run(
+            call,
+            lambda: self.client.graph.episode.add(
+                graph, data=text, type="text", metadata=dict(metadata)
+            ),
+        )
+        episode = getattr(result, "episode", None)
+        if not isinstance(episode, Episode):
+            raise _malformed(call, "an AddEpisodeResult with an episode", result)
+        return content_item(episode, graph, call)
+
+    def get(self, store_id: str) -> StoreItem | None:
+        graph, uuid = split_store_id(store_id)
+        try:
+            episode = _run("graph.episode.get", lambda: self.client.graph.episode.get(graph, uuid))
+        except StoreCallError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return content_item(episode, graph, "graph.episode.get")
+
+    def search(self, query: str, *, limit: int, scope: Mapping[str, str]) -> list[StoreItem]:
+        graph, call = scope["graph_uuid"], "graph.search_episodes"
+        pager = _run(
+            call, lambda: self.client.graph.search_episodes(graph, query=query, page_size=limit)
+        )
+        items, _ = _all_items(pager, call)
+        return [content_item(e, graph, call) for e in items[:limit]]
+
+    def list_page(
+        self, *, scope: Mapping[str, str], cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        graph, call = scope["graph_uuid"], "graph.episode.list"
+        pager = _run(
+            call,
+            lambda: self.client.graph.episode.list(graph, page_size=limit, cursor=cursor),
+        )
+        if not isinstance(pager, SyncPager) or pager.items is None:
+            raise _malformed(call, "a page of episodes", pager)
+        items = [content_item(e, graph, call) for e in pager.items]
+        next_cursor = getattr(pager.response, "next_cursor", None)
+        return Page(items, next_cursor if pager.has_next else None)
+
+    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> StoreItem:
+        graph, _ = split_store_id(store_id)
+        self.delete(store_id)
+        return self.write(text, metadata, {"graph_uuid": graph})
+
+    def delete(self, store_id: str) -> None:
+        graph, uuid = split_store_id(store_id)
+        _run("graph.episode.delete", lambda: self.client.graph.episode.delete(graph, uuid))
+
+
+# -- the firewall side shared by the sync and async clients -------------------------------------
+
+
+class _Core:
+    def __init__(self, adapter: Adapter) -> None:
+        self.adapter = adapter
+        self.guard: Guard = adapter.guard
+        self.threads: dict[str, str] = {}  # thread uuid -> graph uuid
+
+    # writes
+
+    def begin(self, call: str, text: Any, metadata: Any, origin: Origin | None) -> PendingWrite:
+        if not isinstance(text, str):
+            raise StoreCallError(
+                f"content must be a string, got {type(text).__name__}", store=STORE, call=call
+            )
+        checked = merged_metadata(STORE, call, LIMITS, metadata)
+        return self.guard.begin_write(text, checked, origin=origin)
+
+    def begin_messages(
+        self, messages: Any, origin: Origin | None, call: str
+    ) -> tuple[list[PendingWrite], list[AddMessage]]:
+        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+            raise StoreCallError("messages must be a list of AddMessage", store=STORE, call=call)
+        parsed = [
+            m if isinstance(m, AddMessage) else AddMessage.model_validate(m) for m in messages
+        ]
+        for m in parsed:  # refuse bad metadata for any message before recording any of them
+            merged_metadata(STORE, call, LIMITS, m.metadata)
+        pendings = [self.begin(call, m.content, m.metadata, origin) for m in parsed]
+        sent = [
+            m.model_copy(update={"metadata": p.metadata, "content": p.text})
+            for m, p in zip(parsed, pendings, strict=True)
+        ]
+        return pendings, sent
+
+    def confirm_messages(
+        self, pendings: list[PendingWrite], result: Any, graph: str, call: str
+    ) -> None:
+        stored = getattr(result, "messages", None)
+        if not isinstance(stored, list) or len(stored) != len(pendings):
+            raise _malformed(call, f"{len(pendings)} stored messages", result)
+        items = [content_item(m, graph, call) for m in stored]
+        for pending, item in zip(pendings, items, strict=True):
+            self.guard.confirm_write(pending, item.store_id)
+
+    def failed(self, pendings: Sequence[PendingWrite], exc: BaseException, call: str) -> None:
+        for pending in pendings:
+            self.guard.fail_write(pending, exc, call)
+
+    # reads
+
+    def screen(self, items: list[StoreItem], query: str) -> list[Screened]:
+        return self.guard.screen(items, query=query, k=max(1, min(len(items), 200)))
+
+    def passed(self, items: list[StoreItem], query: str) -> list[Any]:
+        return [annotate(s) for s in self.screen(items, query) if s.passed]
+
+    def contents(self, objs: Sequence[Any], graph: str, call: str, query: str) -> list[Any]:
+        return self.passed([content_item(o, graph, call) for o in objs], query)
+
+    def derived(self, objs: Sequence[Any], graph: str, call: str, query: str) -> list[Any]:
+        """Edges or nodes: each labelled with the join of its source episodes (recorded on
+        first sight), then screened; dropped if any source is quarantined or malicious."""
+        parts = [derived_parts(o, graph, call) for o in objs]
+        items = [StoreItem(i, text, raw=o) for (i, text, _), o in zip(parts, objs, strict=True)]
+        known = self.guard.wall.store.bindings_by_store_id(STORE, [i.store_id for i in items])
+        sources = self._sources(graph, [s for _, _, srcs in parts for s in srcs])
+        tainted: set[str] = set()
+        for item, (_, _, srcs) in zip(items, parts, strict=True):
+            beliefs = [sources.get(s) for s in srcs]
+            if any(b is not None and b.security_status in _TAINTED for b in beliefs):
+                tainted.add(item.store_id)
+            if item.store_id not in known and item.text.strip():
+                self._record_derived(item, srcs, beliefs, call)
+        screened = self.screen(items, query)
+        return [annotate(s) for s in screened if s.passed and s.item.store_id not in tainted]
+
+    def _sources(self, graph: str, uuids: list[str]) -> dict[str, Belief]:
+        ids = [store_id(graph, u) for u in dict.fromkeys(uuids)]
+        bindings = self.guard.wall.store.bindings_by_store_id(STORE, ids)
+        beliefs = self.guard.wall.store.get_beliefs([b.belief_id for b in bindings.values()])
+        out = {}
+        for ident, binding in bindings.items():
+            belief = beliefs.get(binding.belief_id)
+            if belief is not None:
+                out[split_store_id(ident)[1]] = belief
+        return out
+
+    def _record_derived(
+        self, item: StoreItem, sources: list[str], beliefs: list[Belief | None], call: str
+    ) -> None:
+        labels = [
+            b.origin if b is not None else Origin.external(f"{STORE}:unbound:{s}")
+            for s, b in zip(sources, beliefs, strict=True)
+        ] or [Origin.external(f"{STORE}:unsourced:{item.store_id}")]
+        joined = Origin.join(*labels)
+        observed = self.guard.session.observe(
+            tool=f"{STORE}.extracted",
+            content=item.text,
+            origin=joined,
+            args={"store_id": item.store_id, "episode_uuids": ",".join(sources)},
+        )
+        pending = self.guard.bind_pending(
+            observed.content[0], item.text, {}, store_id=item.store_id
+        )
+        self.guard.confirm_write(pending, item.store_id)
+
+    def context(self, response: Any, graph: str, call: str, query: str) -> tuple[str, Any]:
+        """The rebuilt blob and the screened results of a ``graph.get_context`` response."""
+        results = getattr(response, "results", None)
+        if not isinstance(response, GraphContextResponse) or results is None:
+            raise _malformed(call, "a context response with results", response)
+        edges = self.derived(results.edges or [], graph, call, query)
+        nodes = self.derived(results.nodes or [], graph, call, query)
+        episodes = self.contents(results.episodes or [], graph, call, query)
+        blob = render_context(
+            [{"fact": e.fact, "valid_at": e.valid_at, "invalid_at": e.invalid_at} for e in edges],
+            [{"name": n.name, "summary": n.summary} for n in nodes],
+        )
+        return blob, ContextResults(edges=edges, nodes=nodes, episodes=episodes)
+
+    def context_query(self, messages: list[Any], call: str) -> str:
+        texts = [getattr(m, "content", None) for m in messages[-CONTEXT_MESSAGES:]]
+        return " ".join(t for t in texts if isinstance(t, str)) or "context"
+
+
+def _thread_graph(thread: Any, call: str) -> str:
+    graph = getattr(thread, "graph_uuid", None)
+    if not isinstance(graph, str) or not graph:
+        raise _malformed(call, "a thread with a graph_uuid", thread)
+    return graph
+
+
+class _Refusing:
+    _path: ClassVar[str] = ""
+
+    def __getattr__(self, name: str) -> Any:
+        guarded = sorted(n for n in type(self).__dict__ if not n.startswith("_"))
+        raise BypassRefusedError(
+            f"{self._path}{name} is not a guarded method",
+            store=STORE,
+            call=f"{self._path}{name}",
+            hint=f"guarded here: {', '.join(guarded) or 'none'}",
+        )
+
+
+# -- sync resources --------------------------------------------------------------------------
+
+
+class Thread(_Refusing):
+    _path = "thread."
+
+    def __init__(self, core: _Core, raw: Any) -> None:
+        self._core, self._raw = core, raw
+
+    def create(self, **kw: Any) -> Any:
+        return _run("thread.create", lambda: self._raw.create(**kw))
+
+    def get(self, thread_uuid: str, **kw: Any) -> Any:
+        return _run("thread.get", lambda: self._raw.get(thread_uuid, **kw))
+
+    def _graph(self, thread_uuid: str) -> str:
+        if thread_uuid not in self._core.threads:
+            thread = _run("thread.get", lambda: self._raw.get(thread_uuid))
+            self._core.threads[thread_uuid] = _thread_graph(thread, "thread.get")
+        return self._core.threads[thread_uuid]
+
+    def add_messages(
+        self,
+        thread_uuid: str,
+        *,
+        messages: Sequence[AddMessage],
+        return_context: bool | None = None,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> Any:
+        call = "thread.add_messages"
+        graph = self._graph(thread_uuid)
+        pendings, sent = self._core.begin_messages(messages, gnomon_origin, call)
+        try:
+            result = _run(call, lambda: self._raw.add_messages(thread_uuid, messages=sent, **kw))
+            self._core.confirm_messages(pendings, result, graph, call)
+        except AdapterError as exc:
+            self._core.failed(pendings, exc, call)
+            raise
+        if return_context:
+            context = self.get_context(thread_uuid).context
+            return result.model_copy(update={"context": context})
+        return result
+
+    def list_messages(self, thread_uuid: str, **kw: Any) -> SyncPager[Message, Any]:
+        call = "thread.list_messages"
+        graph = self._graph(thread_uuid)
+        items, response = _all_items(
+            _run(call, lambda: self._raw.list_messages(thread_uuid, **kw)), call
+        )
+        return _pager(self._core.contents(items, graph, call, call), response)
+
+    def get_context(self, thread_uuid: str, **kw: Any) -> ThreadContextResponse:
+        """Rebuilt from the thread graph's facts and entities that pass the policy."""
+        call = "thread.get_context"
+        graph = self._graph(thread_uuid)
+        recent = _run(
+            call,
+            lambda: self._raw.list_messages(thread_uuid, page_size=CONTEXT_MESSAGES, order="desc"),
+        )
+        query = self._core.context_query(list(reversed(recent.items or [])), call)
+        response = _run(
+            call,
+            lambda: self._graph_client.get_context(graph, query=query, include_results=True),
+        )
+        blob, _ = self._core.context(response, graph, call, query)
+        return ThreadContextResponse(context=blob)
+
+    _graph_client: Any = None
+
+
+class Episodes(_Refusing):
+    _path = "graph.episode."
+
+    def __init__(self, core: _Core, raw: Any) -> None:
+        self._core, self._raw = core, raw
+
+    def add(
+        self,
+        graph_uuid: str,
+        *,
+        data: str,
+        metadata: Any = None,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> Any:
+        call = "graph.episode.add"
+        pending = self._core.begin(call, data, metadata, gnomon_origin)
+        try:
+            result = _run(
+                call,
+                lambda: self._raw.add(
+                    graph_uuid, data=pending.text, metadata=pending.metadata, **kw
+                ),
+            )
+            episode = getattr(result, "episode", None)
+            if not isinstance(episode, Episode):
+                raise _malformed(call, "an AddEpisodeResult with an episode", result)
+            item = content_item(episode, graph_uuid, call)
+        except AdapterError as exc:
+            self._core.failed([pending], exc, call)
+            raise
+        self._core.guard.confirm_write(pending, item.store_id)
+        return result
+
+    def get(self, graph_uuid: str, episode_uuid: str, **kw: Any) -> Episode:
+        call = "graph.episode.get"
+        episode = _run(call, lambda: self._raw.get(graph_uuid, episode_uuid, **kw))
+        (screened,) = self._core.screen([content_item(episode, graph_uuid, call)], call)
+        return annotate(screened) if screened.passed else withheld(screened)  # type: ignore[no-any-return]
+
+    def list(self, graph_uuid: str, **kw: Any) -> SyncPager[Episode, Any]:
+        call = "graph.episode.list"
+        items, response = _all_items(_run(call, lambda: self._raw.list(graph_uuid, **kw)), call)
+        return _pager(self._core.contents(items, graph_uuid, call, call), response)
+
+    def delete(self, graph_uuid: str, episode_uuid: str, **kw: Any) -> Any:
+        call = "graph.episode.delete"
+        binding = self._core.guard.begin_delete(store_id(graph_uuid, episode_uuid))
+        try:
+            return _run(call, lambda: self._raw.delete(graph_uuid, episode_uuid, **kw))
+        except AdapterError as exc:
+            if binding is not None:
+                self._core.guard.fail_delete(binding, exc, call)
+            raise
+
+
+class Graph(_Refusing):
+    _path = "graph."
+
+    def __init__(self, core: _Core, raw: Any) -> None:
+        self._core, self._raw = core, raw
+        self.episode = Episodes(core, raw.episode)
+
+    def search_edges(self, graph_uuid: str, *, query: str, **kw: Any) -> SyncPager[Any, Any]:
+        call = "graph.search_edges"
+        pager = _run(call, lambda: self._raw.search_edges(graph_uuid, query=query, **kw))
+        items, response = _all_items(pager, call)
+        return _pager(self._core.derived(items, graph_uuid, call, query), response)
+
+    def search_nodes(self, graph_uuid: str, *, query: str, **kw: Any) -> SyncPager[Any, Any]:
+        call = "graph.search_nodes"
+        pager = _run(call, lambda: self._raw.search_nodes(graph_uuid, query=query, **kw))
+        items, response = _all_items(pager, call)
+        return _pager(self._core.derived(items, graph_uuid, call, query), response)
+
+    def search_episodes(self, graph_uuid: str, *, query: str, **kw: Any) -> SyncPager[Any, Any]:
+        call = "graph.search_episodes"
+        pager = _run(call, lambda: self._raw.search_episodes(graph_uuid, query=query, **kw))
+        items, response = _all_items(pager, call)
+        return _pager(self._core.contents(items, graph_uuid, call, query), response)
+
+    def get_context(
+        self, graph_uuid: str, *, query: str, include_results: bool | None = None, **kw: Any
+    ) -> GraphContextResponse:
+        """Rebuilt from the edges and nodes that pass the policy (see the module docstring)."""
+        call = "graph.get_context"
+        response = _run(
+            call,
+            lambda: self._raw.get_context(graph_uuid, query=query, include_results=True, **kw),
+        )
+        blob, results = self._core.context(response, graph_uuid, call, query)
+        return GraphContextResponse(
+            context=blob,
+            results=results if include_results else None,
+            truncated=response.truncated,
+        )
+
+
+class User(_Refusing):
+    _path = "user."
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    def create(self, **kw: Any) -> Any:
+        return _run("user.create", lambda: self._raw.create(**kw))
+
+    def get(self, user_uuid: str, **kw: Any) -> Any:
+        return _run("user.get", lambda: self._raw.get(user_uuid, **kw))
+
+    def lookup(self, **kw: Any) -> Any:
+        return _run("user.lookup", lambda: self._raw.lookup(**kw))
+
+
+# -- async resources (the same phases, the raw call awaited) ---------------------------
+
+
+class AsyncThread(_Refusing):
+    _path = "thread."
+
+    def __init__(self, core: _Core, raw: Any) -> None:
+        self._core, self._raw = core, raw
+
+    async def create(self, **kw: Any) -> Any:
+        return await _arun("thread.create", lambda: self._raw.create(**kw))
+
+    async def get(self, thread_uuid: str, **kw: Any) -> Any:
+        return await _arun("thread.get", lambda: self._raw.get(thread_uuid, **kw))
+
+    async def _graph(self, thread_uuid: str) -> str:
+        if thread_uuid not in self._core.threads:
+            thread = await _arun("thread.get", lambda: self._raw.get(thread_uuid))
+            self._core.threads[thread_uuid] = _thread_graph(thread, "thread.get")
+        return self._core.threads[thread_uuid]
+
+    async def add_messages(
+        self,
+        thread_uuid: str,
+        *,
+        messages: Sequence[AddMessage],
+        return_context: bool | None = None,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> Any:
+        call = "thread.add_messages"
+        graph = await self._graph(thread_uuid)
+        pendings, sent = self._core.begin_messages(messages, gnomon_origin, call)
+        try:
+            result = await _arun(
+                call, lambda: self._raw.add_messages(thread_uuid, messages=sent, **kw)
+            )
+            self._core.confirm_messages(pendings, result, graph, call)
+        except AdapterError as exc:
+            self._core.failed(pendings, exc, call)
+            raise
+        if return_context:
+            context = (await self.get_context(thread_uuid)).context
+            return result.model_copy(update={"context": context})
+        return result
+
+    async def list_messages(self, thread_uuid: str, **kw: Any) -> AsyncPager[Message, Any]:
+        call = "thread.list_messages"
+        graph = await self._graph(thread_uuid)
+        items, response = await _aall_items(
+            await _arun(call, lambda: self._raw.list_messages(thread_uuid, **kw)), call
+        )
+        return _apager(self._core.contents(items, graph, call, call), response)
+
+    async def get_context(self, thread_uuid: str, **kw: Any) -> ThreadContextResponse:
+        """Rebuilt from the thread graph's facts and entities that pass the policy."""
+        call = "thread.get_context"
+        graph = await self._graph(thread_uuid)
+        recent = await _arun(
+            call,
+            lambda: self._raw.list_messages(thread_uuid, page_size=CONTEXT_MESSAGES, order="desc"),
+        )
+        query = self._core.context_query(list(reversed(recent.items or [])), call)
+        response = await _arun(
+            call,
+            lambda: self._graph_client.get_context(graph, query=query, include_results=True),
+        )
+        blob, _ = self._core.context(response, graph, call, query)
+        return ThreadContextResponse(context=blob)
+
+    _graph_client: Any = None
+
+
+class AsyncEpisodes(_Refusing):
+    _path = "graph.episode."
+
+    def __init__(self, core: _Core, raw: Any) -> None:
+        self._core, self._raw = core, raw
+
+    async def add(
+        self,
+        graph_uuid: str,
+        *,
+        data: str,
+        metadata: Any = None,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> Any:
+        call = "graph.episode.add"
+        pending = self._core.begin(call, data, metadata, gnomon_origin)
+        try:
+            result = await _arun(
+                call,
+                lambda: self._raw.add(
+                    graph_uuid, data=pending.text, metadata=pending.metadata, **kw
+                ),
+            )
+            episode = getattr(result, "episode", None)
+            if not isinstance(episode, Episode):
+                raise _malformed(call, "an AddEpisodeResult with an episode", result)
+            item = content_item(episode, graph_uuid, call)
+        except AdapterError as exc:
+            self._core.failed([pending], exc, call)
+            raise
+        self._core.guard.confirm_write(pending, item.store_id)
+        return result
+
+    async def get(self, graph_uuid: str, episode_uuid: str, **kw: Any) -> Episode:
+        call = "graph.episode.get"
+        episode = await _arun(call, lambda: self._raw.get(graph_uuid, episode_uuid, **kw))
+        (screened,) = self._core.screen([content_item(episode, graph_uuid, call)], call)
+        return annotate(screened) if screened.passed else withheld(screened)  # type: ignore[no-any-return]
+
+    async def list(self, graph_uuid: str, **kw: Any) -> AsyncPager[Episode, Any]:
+        call = "graph.episode.list"
+        items, response = await _aall_items(
+            await _arun(call, lambda: self._raw.list(graph_uuid, **kw)), call
+        )
+        return _apager(self._core.contents(items, graph_uuid, call, call), response)
+
+    async def delete(self, graph_uuid: str, episode_uuid: str, **kw: Any) -> Any:
+        call = "graph.episode.delete"
+        binding = self._core.guard.begin_delete(store_id(graph_uuid, episode_uuid))
+        try:
+            return await _arun(call, lambda: self._raw.delete(graph_uuid, episode_uuid, **kw))
+        except AdapterError as exc:
+            if binding is not None:
+                self._core.guard.fail_delete(binding, exc, call)
+            raise
+
+
+class AsyncGraph(_Refusing):
+    _path = "graph."
+
+    def __init__(self, core: _Core, raw: Any) -> None:
+        self._core, self._raw = core, raw
+        self.episode = AsyncEpisodes(core, raw.episode)
+
+    async def search_edges(self, graph_uuid: str, *, query: str, **kw: Any) -> AsyncPager[Any, Any]:
+        call = "graph.search_edges"
+        pager = await _arun(call, lambda: self._raw.search_edges(graph_uuid, query=query, **kw))
+        items, response = await _aall_items(pager, call)
+        return _apager(self._core.derived(items, graph_uuid, call, query), response)
+
+    async def search_nodes(self, graph_uuid: str, *, query: str, **kw: Any) -> AsyncPager[Any, Any]:
+        call = "graph.search_nodes"
+        pager = await _arun(call, lambda: self._raw.search_nodes(graph_uuid, query=query, **kw))
+        items, response = await _aall_items(pager, call)
+        return _apager(self._core.derived(items, graph_uuid, call, query), response)
+
+    async def search_episodes(
+        self, graph_uuid: str, *, query: str, **kw: Any
+    ) -> AsyncPager[Any, Any]:
+        call = "graph.search_episodes"
+        pager = await _arun(call, lambda: self._raw.search_episodes(graph_uuid, query=query, **kw))
+        items, response = await _aall_items(pager, call)
+        return _apager(self._core.contents(items, graph_uuid, call, query), response)
+
+    async def get_context(
+        self, graph_uuid: str, *, query: str, include_results: bool | None = None, **kw: Any
+    ) -> GraphContextResponse:
+        """Rebuilt from the edges and nodes that pass the policy (see the module docstring)."""
+        call = "graph.get_context"
+        response = await _arun(
+            call,
+            lambda: self._raw.get_context(graph_uuid, query=query, include_results=True, **kw),
+        )
+        blob, results = self._core.context(response, graph_uuid, call, query)
+        return GraphContextResponse(
+            context=blob,
+            results=results if include_results else None,
+            truncated=response.truncated,
+        )
+
+
+class AsyncUser(_Refusing):
+    _path = "user."
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    async def create(self, **kw: Any) -> Any:
+        return await _arun("user.create", lambda: self._raw.create(**kw))
+
+    async def get(self, user_uuid: str, **kw: Any) -> Any:
+        return await _arun("user.get", lambda: self._raw.get(user_uuid, **kw))
+
+    async def lookup(self, **kw: Any) -> Any:
+        return await _arun("user.lookup", lambda: self._raw.lookup(**kw))
+
+
+class GuardedZep(_Refusing):
+    """A ``zep_cloud.client.Zep`` behind the firewall (see the module docstring).
+
+    ``gnomon_origin=`` on a write (host code only) records it with an explicit origin;
+    ``zep.gnomon`` is the store-independent :class:`~adapters.adapter.Adapter` over the graph
+    episodes (audit, import, export, sync with ``scope={"graph_uuid": ...}``).
+    """
+
+    def __init__(
+        self,
+        client: Zep,
+        wall: Firewall,
+        *,
+        project: str | None = None,
+        actor: str = "agent",
+        user: str | None = None,
+        session: Session | None = None,
+        policy: ContextPolicy | str = "default",
+    ) -> None:
+        if not isinstance(client, Zep):
+            raise StoreCallError(
+                f"expected a zep_cloud Zep, got {type(client).__name__}",
+                store=STORE,
+                call="__init__",
+                hint="use GuardedAsyncZep for AsyncZep",
+            )
+        guard = Guard(
+            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+        )
+        self.gnomon = Adapter(guard, ZepBackend(client))
+        core = _Core(self.gnomon)
+        self.thread = Thread(core, client.thread)
+        self.thread._graph_client = client.graph
+        self.graph = Graph(core, client.graph)
+        self.user = User(client.user)
+
+    def close(self) -> None:
+        self.gnomon.close()
+
+
+class GuardedAsyncZep(_Refusing):
+    """A ``zep_cloud.client.AsyncZep`` behind the firewall: :class:`GuardedZep`'s surface with
+    the SDK's coroutines. Firewall records are written synchronously around each awaited call;
+    ``zep.gnomon`` (audit, import, export, sync) runs on a sync client sharing its settings."""
+
+    def __init__(
+        self,
+        client: AsyncZep,
+        wall: Firewall,
+        *,
+        project: str | None = None,
+        actor: str = "agent",
+        user: str | None = None,
+        session: Session | None = None,
+        policy: ContextPolicy | str = "default",
+        sync_client: Zep | None = None,
+    ) -> None:
+        if not isinstance(client, AsyncZep):
+            raise StoreCallError(
+                f"expected a zep_cloud AsyncZep, got {type(client).__name__}",
+                store=STORE,
+                call="__init__",
+                hint="use GuardedZep for Zep",
+            )
+        guard = Guard(
+            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+        )
+        wrapper = client._client_wrapper
+        sync = sync_client or Zep(
+            api_key=wrapper.api_key,
+            base_url=wrapper.get_base_url(),
+            timeout=wrapper.get_timeout(),
+            max_retries=0,
+        )
+        self.gnomon = Adapter(guard, ZepBackend(sync))
+        core = _Core(self.gnomon)
+        self.thread = AsyncThread(core, client.thread)
+        self.thread._graph_client = client.graph
+        self.graph = AsyncGraph(core, client.graph)
+        self.user = AsyncUser(client.user)
+
+    def close(self) -> None:
+        self.gnomon.close()
+
+
+__all__ = ["GuardedAsyncZep", "GuardedZep", "ZepBackend"]
