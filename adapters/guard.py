@@ -291,11 +291,16 @@ class Guard:
         )
 
     def begin_update(
-        self, store_id: str, text: str, metadata: Mapping[str, Any]
+        self,
+        store_id: str,
+        text: str,
+        metadata: Mapping[str, Any],
+        *,
+        derived_from: Sequence[str] | None = None,
     ) -> tuple[PendingWrite, Belief | None]:
         """An update is a revision: a new agent-authored belief supersedes the bound one."""
         old_binding = self.wall.store.bindings_by_store_id(self.store, [store_id]).get(store_id)
-        belief = self.record(text)
+        belief = self.record(text, derived_from=derived_from)
         if old_binding is None:
             return self.bind_pending(belief, text, metadata, store_id=store_id), None
         old = self.wall.store.get_belief(old_binding.belief_id)
@@ -493,6 +498,24 @@ class Guard:
             ),
         )
         self.session.log_recall(result, self.policy, k=max(k, 1), now=now, source=self.store)
+
+    def authorize_history(self, store_id: str, *, grant: Grant) -> None:
+        """Check an auditor grant before a store's history is read, and log the read."""
+        from firewall.grants import GrantAuthority
+
+        checked = self.wall.verifier.verify(
+            grant, {GrantAuthority.AUDITOR}, now=self.wall.clock(), operation="the audit path"
+        )
+        s = self.session
+        self.wall.commit(
+            self.wall.draft(
+                "audit.privileged_read",
+                actor=checked.subject,
+                now=self.wall.clock(),
+                project=s.project,
+                data={"grant_id": checked.id, "store": self.store, "history_of": store_id},
+            )
+        )
 
     # -- privileged path --------------------------------------------------------------------
 

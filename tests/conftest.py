@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
 
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+# mem0 reads these when it is first imported: no telemetry (it would try the network) and its
+# config/history files in a temporary directory rather than ~/.mem0.
+os.environ["MEM0_TELEMETRY"] = "false"
+os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="gnomon-mem0-"))
 
 
 def _unavailable(reason: str) -> None:

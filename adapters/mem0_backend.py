@@ -1,0 +1,317 @@
+"""The store-specific half of the mem0 adapter: error edge, response parsing, backends.
+
+Every mem0 and httpx exception is converted here into an :mod:`adapters.errors` type naming
+``mem0.<call>`` (HTTP status kept, timeouts as :class:`StoreTimeoutError`); every response is
+parsed into :class:`~adapters.base.StoreItem` or a :class:`StoreResponseError`.
+:mod:`adapters.mem0` builds the SDK-shaped wrappers on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar
+
+try:
+    import httpx
+    from mem0.exceptions import MemoryError as Mem0Error
+except ImportError as exc:  # the SDK (or its httpx) is missing
+    from adapters.errors import MissingSDKError
+
+    raise MissingSDKError("mem0", "mem0", "mem0ai") from exc
+
+from adapters.adapter import Adapter
+from adapters.base import MetadataLimits, Page, StoreBackend, StoreItem
+from adapters.errors import (
+    AdapterError,
+    StoreCallError,
+    StoreResponseError,
+    StoreTimeoutError,
+    status_hint,
+)
+from adapters.guard import Guard, Screened
+from firewall.errors import InputError
+from firewall.firewall import Firewall
+from firewall.policy import ContextPolicy
+from firewall.session import Session
+
+STORE = "mem0"
+SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+T = TypeVar("T")
+
+
+# -- the error edge ---------------------------------------------------------------------------
+
+
+def convert(exc: BaseException, call: str) -> AdapterError:
+    """mem0's and httpx's exceptions as :mod:`adapters.errors` types naming ``mem0.<call>``."""
+    if isinstance(exc, AdapterError):
+        return exc
+    status = _status(exc)
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    timed_out = (
+        isinstance(exc, httpx.TimeoutException) or getattr(exc, "error_code", None) == "NET_TIMEOUT"
+    )
+    if timed_out or isinstance(exc.__context__, httpx.TimeoutException):
+        return StoreTimeoutError(
+            f"timed out: {text}", store=STORE, call=call, hint="retry, or raise the timeout"
+        )
+    if status is not None:
+        return StoreCallError(
+            f"HTTP {status}: {text}",
+            store=STORE,
+            call=call,
+            status=status,
+            hint=status_hint(status),
+        )
+    return StoreCallError(f"{type(exc).__name__}: {text}", store=STORE, call=call)
+
+
+def _status(exc: BaseException) -> int | None:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, httpx.HTTPStatusError):
+            return seen.response.status_code
+        code = getattr(seen, "error_code", None)
+        if isinstance(code, str) and code.startswith("HTTP_") and code[5:].isdigit():
+            return int(code[5:])
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def call_converting(call: str, fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except (Mem0Error, httpx.HTTPError, ValueError, OSError, RuntimeError) as exc:
+        raise convert(exc, call) from exc
+
+
+async def acall_converting(call: str, coro: Any) -> Any:
+    try:
+        return await coro
+    except (Mem0Error, httpx.HTTPError, ValueError, OSError, RuntimeError) as exc:
+        raise convert(exc, call) from exc
+
+
+# -- normalizing responses --------------------------------------------------------------------
+
+
+def to_item(row: Any, call: str) -> StoreItem:
+    """One mem0 memory dict as a :class:`StoreItem`, or :class:`StoreResponseError`."""
+    if not isinstance(row, Mapping):
+        raise StoreResponseError(
+            f"expected a memory object, got {type(row).__name__}", store=STORE, call=call
+        )
+    ident, text = row.get("id"), row.get("memory")
+    if not isinstance(ident, str) or not ident or not isinstance(text, str):
+        raise StoreResponseError(
+            f"memory object without a string id and memory: keys {sorted(row)[:8]}",
+            store=STORE,
+            call=call,
+        )
+    metadata = row.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise StoreResponseError("memory metadata is not an object", store=STORE, call=call)
+    scope = {k: row[k] for k in SCOPE_KEYS if isinstance(row.get(k), str)}
+    return StoreItem(ident, text, metadata, scope=scope, raw=row)
+
+
+def results_of(response: Any, call: str) -> list[Any]:
+    """The ``results`` list of a mem0 response (a bare list is accepted too)."""
+    if isinstance(response, list):
+        return response
+    if isinstance(response, Mapping) and isinstance(response.get("results"), list):
+        return list(response["results"])
+    raise StoreResponseError(
+        f"expected {{'results': [...]}}, got {type(response).__name__}", store=STORE, call=call
+    )
+
+
+def messages_of(messages: Any) -> list[dict[str, Any]]:
+    """mem0's message forms (str, dict, list of dicts) as a list of message dicts."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    if isinstance(messages, Mapping):
+        return [dict(messages)]
+    if isinstance(messages, list) and all(isinstance(m, Mapping) for m in messages):
+        return [dict(m) for m in messages]
+    raise InputError(
+        f"messages must be str, dict, or list[dict], got {type(messages).__name__}",
+        hint="pass the conversation as mem0 expects it",
+    )
+
+
+def content_of(message: Mapping[str, Any]) -> str | None:
+    content = message.get("content")
+    return content if isinstance(content, str) and content.strip() else None
+
+
+def annotated(screened: Screened) -> dict[str, Any]:
+    row = dict(screened.item.raw)
+    row["gnomon"] = screened.annotation()
+    return row
+
+
+def passed(screened: list[Screened]) -> list[dict[str, Any]]:
+    return [annotated(s) for s in screened if s.passed]
+
+
+# -- backends ---------------------------------------------------------------------------------
+
+
+class Mem0Backend(StoreBackend):
+    """Raw calls against an OSS ``mem0.Memory``."""
+
+    name: ClassVar[str] = STORE
+    limits: ClassVar[MetadataLimits] = MetadataLimits(nested=False)  # chroma refuses nesting
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
+        return self.write_message({"role": "user", "content": text}, metadata, scope)
+
+    def write_message(
+        self, message: Mapping[str, Any], metadata: Mapping[str, Any], scope: Mapping[str, str]
+    ) -> StoreItem:
+        out = self.client.add([dict(message)], metadata=dict(metadata), infer=False, **scope)
+        rows = results_of(out, "add")
+        if len(rows) != 1:
+            raise StoreResponseError(
+                f"add returned {len(rows)} results for one message", store=STORE, call="add"
+            )
+        row = dict(rows[0])
+        row.setdefault("metadata", dict(metadata))
+        return to_item(row, "add")
+
+    def get(self, store_id: str) -> StoreItem | None:
+        row = self.client.get(store_id)
+        return None if row is None else to_item(row, "get")
+
+    def search(self, query: str, *, limit: int, scope: Mapping[str, str]) -> list[StoreItem]:
+        out = self.client.search(query, top_k=limit, filters=dict(scope))
+        return [to_item(r, "search") for r in results_of(out, "search")]
+
+    def list_page(
+        self, *, scope: Mapping[str, str], cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        # OSS get_all has no cursor: one page holding everything in scope
+        out = self.client.get_all(filters=dict(scope), top_k=1_000_000)
+        return Page([to_item(r, "get_all") for r in results_of(out, "get_all")])
+
+    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> None:
+        self.client.update(store_id, text=text, metadata=dict(metadata))
+
+    def delete(self, store_id: str) -> None:
+        self.client.delete(store_id)
+
+    def history(self, store_id: str) -> list[dict[str, Any]]:
+        rows = self.client.history(store_id)
+        if not isinstance(rows, list):
+            raise StoreResponseError("history is not a list", store=STORE, call="history")
+        return [dict(r) for r in rows]
+
+
+class PlatformBackend(Mem0Backend):
+    """Raw calls against the platform's ``mem0.MemoryClient`` (pages through ``get_all``)."""
+
+    limits: ClassVar[MetadataLimits] = MetadataLimits()
+
+    def write_message(
+        self, message: Mapping[str, Any], metadata: Mapping[str, Any], scope: Mapping[str, str]
+    ) -> StoreItem:
+        out = self.client.add([dict(message)], metadata=dict(metadata), infer=False, **scope)
+        rows = [r for r in results_of(out, "add") if isinstance(r, Mapping)]
+        if len(rows) != 1:
+            raise StoreResponseError(
+                f"add returned {len(rows)} results for one message (queued adds are not supported "
+                "with infer=False)",
+                store=STORE,
+                call="add",
+            )
+        row = {**rows[0], "metadata": dict(metadata)}
+        row.setdefault("memory", message.get("content"))
+        return to_item(row, "add")
+
+    def list_page(
+        self, *, scope: Mapping[str, str], cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        page = int(cursor or 1)
+        out = self.client.get_all(filters=dict(scope), page=page, page_size=limit)
+        items = [to_item(r, "get_all") for r in results_of(out, "get_all")]
+        more = isinstance(out, Mapping) and bool(out.get("next"))
+        return Page(items, str(page + 1) if more and items else None)
+
+    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> None:
+        self.client.update(store_id, text=text, metadata=dict(metadata))
+
+
+class _Converting(StoreBackend):
+    """Wraps a backend so every raw call converts mem0's errors at this edge."""
+
+    limits: ClassVar[MetadataLimits] = MetadataLimits()
+
+    def __init__(self, inner: Mem0Backend) -> None:
+        self.inner = inner
+        self.name = inner.name  # type: ignore[misc]
+        self.limits = inner.limits  # type: ignore[misc]
+
+    def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
+        return call_converting("add", lambda: self.inner.write(text, metadata, scope))
+
+    def get(self, store_id: str) -> StoreItem | None:
+        return call_converting("get", lambda: self.inner.get(store_id))
+
+    def search(self, query: str, *, limit: int, scope: Mapping[str, str]) -> list[StoreItem]:
+        return call_converting("search", lambda: self.inner.search(query, limit=limit, scope=scope))
+
+    def list_page(
+        self, *, scope: Mapping[str, str], cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        return call_converting(
+            "get_all", lambda: self.inner.list_page(scope=scope, cursor=cursor, limit=limit)
+        )
+
+    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> None:
+        call_converting("update", lambda: self.inner.update(store_id, text=text, metadata=metadata))
+
+    def delete(self, store_id: str) -> None:
+        call_converting("delete", lambda: self.inner.delete(store_id))
+
+    def history(self, store_id: str) -> list[dict[str, Any]]:
+        return call_converting("history", lambda: self.inner.history(store_id))
+
+
+def adapter_for(
+    client: Any,
+    wall: Firewall,
+    *,
+    platform: bool,
+    project: str | None,
+    actor: str,
+    user: str | None,
+    session: Session | None,
+    policy: ContextPolicy | str,
+) -> Adapter:
+    guard = Guard(
+        wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+    )
+    inner = PlatformBackend(client) if platform else Mem0Backend(client)
+    return Adapter(guard, _Converting(inner))
+
+
+__all__ = [
+    "SCOPE_KEYS",
+    "STORE",
+    "Mem0Backend",
+    "PlatformBackend",
+    "acall_converting",
+    "adapter_for",
+    "annotated",
+    "call_converting",
+    "content_of",
+    "convert",
+    "messages_of",
+    "passed",
+    "results_of",
+    "to_item",
+]

@@ -1,0 +1,200 @@
+"""What the four guarded mem0 clients share: construction, refusal of unguarded methods,
+and every firewall step of ``add``, ``search``, ``get`` and ``delete_all`` that does no I/O (so
+the sync and async wrappers differ only in how they await the SDK)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from adapters.adapter import Adapter
+from adapters.base import INTEGRITY_KEY, ORIGIN_KEY, merged_metadata
+from adapters.errors import AdapterError, BypassRefusedError, StoreResponseError
+from adapters.guard import PendingWrite
+from adapters.mem0_backend import (
+    STORE,
+    adapter_for,
+    annotated,
+    content_of,
+    messages_of,
+    passed,
+    results_of,
+    to_item,
+)
+from firewall.chain import Belief
+from firewall.firewall import Firewall
+from firewall.grants import Grant
+from firewall.origin import Origin
+from firewall.policy import ContextPolicy
+from firewall.session import Session
+
+_UNSET: Any = object()
+_BIG = 1_000_000
+
+
+class _Guarded:
+    """What every mem0 wrapper shares: the adapter, refusal of unguarded methods, and the
+    firewall steps of ``add`` that do no I/O."""
+
+    _GUARDED: frozenset[str] = frozenset(
+        {"add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "close"}
+    )
+    _PLATFORM = False
+
+    def __init__(
+        self,
+        client: Any,
+        wall: Firewall,
+        *,
+        project: str | None = None,
+        actor: str = "agent",
+        user: str | None = None,
+        session: Session | None = None,
+        policy: ContextPolicy | str = "default",
+    ) -> None:
+        self._client = client
+        self.gnomon: Adapter = adapter_for(
+            client,
+            wall,
+            platform=self._PLATFORM,
+            project=project,
+            actor=actor,
+            user=user,
+            session=session,
+            policy=policy,
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        raise BypassRefusedError(
+            f"{name!r} is not a guarded method",
+            store=STORE,
+            call=name,
+            hint=f"guarded methods: {', '.join(sorted(self._GUARDED))}; the audit path is "
+            "memory.gnomon.audit(query, grant=...)",
+        )
+
+    # -- add, the parts without I/O --------------------------------------------------------
+
+    def _plain(
+        self, messages: Any, metadata: Mapping[str, Any] | None, origin: Origin | None
+    ) -> list[tuple[dict[str, Any], PendingWrite]]:
+        """infer=False: record each non-system message and bind it ``pending``."""
+        checked = merged_metadata(STORE, "add", self.gnomon.backend.limits, metadata)
+        out = []
+        guard = self.gnomon.guard
+        for message in messages_of(messages):
+            text = content_of(message)
+            if message.get("role") == "system" or text is None:
+                continue
+            belief = guard.record(text, origin=origin)
+            out.append((message, guard.bind_pending(belief, text, checked)))
+        return out
+
+    def _inputs(
+        self, messages: Any, metadata: Mapping[str, Any] | None, origin: Origin | None
+    ) -> tuple[list[Belief], dict[str, Any], dict[str, Any]]:
+        """infer=True: record the input messages; the metadata mem0 gets (their joined label)."""
+        checked = merged_metadata(STORE, "add", self.gnomon.backend.limits, metadata)
+        guard = self.gnomon.guard
+        inputs = [
+            guard.record(text, origin=origin)
+            for m in messages_of(messages)
+            if m.get("role") != "system" and (text := content_of(m)) is not None
+        ]
+        label = Origin.join(*(b.origin for b in inputs)) if inputs else None
+        sent = dict(checked)
+        if label is not None:
+            sent[ORIGIN_KEY] = ",".join(sorted(label.origin_ids))
+            sent[INTEGRITY_KEY] = label.integrity.name.lower()
+        return inputs, checked, sent
+
+    def _extracted(
+        self, rows: list[Any], inputs: Sequence[Belief], checked: dict[str, Any]
+    ) -> list[PendingWrite]:
+        """Facts mem0's LLM returned: each derived from every input message (the join)."""
+        guard = self.gnomon.guard
+        derived = [b.id for b in inputs]
+        pending = []
+        for row in rows:
+            item = to_item(row, "add")
+            event = row.get("event", "ADD")
+            if event == "DELETE":
+                guard.begin_delete(item.store_id)
+            elif event == "UPDATE":
+                write, _old = guard.begin_update(
+                    item.store_id, item.text, checked, derived_from=derived
+                )
+                pending.append(write)
+            elif event == "ADD":
+                fact = guard.session.remember(item.text, derived)
+                pending.append(guard.bind_pending(fact, item.text, checked, store_id=item.store_id))
+        return pending
+
+    def _confirm_row(self, pending: PendingWrite, out: Any) -> dict[str, Any]:
+        rows = results_of(out, "add")
+        if len(rows) != 1:
+            error = StoreResponseError(
+                f"add returned {len(rows)} results for one message", store=STORE, call="add"
+            )
+            self.gnomon.guard.fail_write(pending, error, "add")
+            raise error
+        row = dict(rows[0])
+        self.gnomon.guard.confirm_write(
+            pending, to_item({**row, "memory": pending.text}, "add").store_id
+        )
+        return row
+
+    def _screen(self, out: Any, call: str, *, query: str, k: int) -> Any:
+        items = [to_item(r, call) for r in results_of(out, call)]
+        shown = passed(self.gnomon.guard.screen(items, query=query, k=k))
+        if isinstance(out, Mapping):
+            return {**out, "results": shown}
+        return shown
+
+    def _screen_one(self, row: Any, memory_id: str) -> Any:
+        if row is None:
+            return None
+        (screened,) = self.gnomon.guard.screen([to_item(row, "get")], query=f"get {memory_id}", k=1)
+        return annotated(screened) if screened.passed else None
+
+    def _before_delete_all(self, scope: Mapping[str, Any], rows: list[Any]) -> list[Any]:
+        guard = self.gnomon.guard
+        return [b for r in rows if (b := guard.begin_delete(to_item(r, "get_all").store_id))]
+
+    def _fail_all(self, bindings: list[Any], error: AdapterError) -> None:
+        for binding in bindings:
+            self.gnomon.guard.fail_delete(binding, error, "delete_all")
+
+    def _history(self, memory_id: str, grant: Grant | None) -> None:
+        if grant is None:
+            raise BypassRefusedError(
+                "history() shows text the policy may exclude: it is on the audit path",
+                store=STORE,
+                call="history",
+                hint="pass grant=wall.grant('auditor', ...) or use memory.gnomon.audit(...)",
+            )
+        self.gnomon.guard.authorize_history(memory_id, grant=grant)
+
+
+def _scope(**ids: str | None) -> dict[str, str]:
+    return {k: v for k, v in ids.items() if v}
+
+
+def _write_each(
+    pairs: list[tuple[dict[str, Any], PendingWrite]],
+    raw: Callable[[dict[str, Any], PendingWrite], Any],
+    confirm: Callable[[PendingWrite, Any], dict[str, Any]],
+    fail: Callable[[PendingWrite, AdapterError], None],
+) -> dict[str, Any]:
+    results = []
+    for message, pending in pairs:
+        try:
+            out = raw(message, pending)
+        except AdapterError as exc:
+            fail(pending, exc)
+            raise
+        results.append(confirm(pending, out))
+    return {"results": results}
+
+
+__all__ = ["_BIG", "_UNSET", "_Guarded", "_scope", "_write_each"]

@@ -1,0 +1,180 @@
+"""mem0's real ``Memory``, offline (in-memory qdrant, the shipped hash embedder), behind the
+firewall: the adapter contract, the SDK's shapes, and ``infer=True`` carrying the join label.
+
+Skipped only when mem0 is not installed, and never under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from adapters.testing import ScriptedLLM
+
+# tests/conftest.py points MEM0_DIR at a temporary directory and turns telemetry off before
+# anything imports mem0
+if os.environ.get("CI") != "true":
+    pytest.importorskip("mem0", reason="mem0 is not installed (pip install 'gnomon[mem0]')")
+
+_MEM0_DIR = os.environ["MEM0_DIR"]
+
+import firewall  # noqa: E402
+from adapters.errors import BypassRefusedError, StoreCallError  # noqa: E402
+from adapters.mem0 import GuardedMemory  # noqa: E402
+from adapters.testing import offline_memory  # noqa: E402
+from firewall import Origin  # noqa: E402
+from firewall.chain import BindingState  # noqa: E402
+from firewall.errors import GrantError  # noqa: E402
+from firewall.firewall import Firewall  # noqa: E402
+from firewall.origin import Integrity  # noqa: E402
+from tests.adapter_contract import FACT, POISON, AdapterContract, Harness  # noqa: E402
+
+
+def make_raw(tmp: str, llm: Any = None) -> Any:
+    return offline_memory(tmp, llm=llm)
+
+
+class TestMem0Adapter(AdapterContract):
+    def make_harness(self, wall: Firewall) -> Harness:
+        raw = make_raw(tempfile.mkdtemp(dir=_MEM0_DIR))
+        memory = GuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
+
+        def raw_write(text: str) -> str:
+            out = raw.add(text, user_id="alice", infer=False)
+            return str(out["results"][0]["id"])
+
+        def break_writes() -> None:
+            def fail(*args: object, **kwargs: object) -> None:
+                from mem0.exceptions import VectorStoreError
+
+                raise VectorStoreError("qdrant is down")
+
+            raw.add = fail
+
+        return Harness(
+            memory.gnomon,
+            {"user_id": "alice"},
+            raw_write=raw_write,
+            raw_edit=lambda i, t: raw.update(i, text=t) and None,
+            raw_delete=lambda i: raw.delete(i) and None,
+            break_writes=break_writes,
+        )
+
+
+@pytest.fixture
+def wall() -> Iterator[Firewall]:
+    wall = firewall.open("memory://")
+    yield wall
+    wall.close()
+
+
+@pytest.fixture
+def raw(tmp_path: Any) -> Any:
+    return make_raw(str(tmp_path))
+
+
+def test_one_line_adoption_keeps_shapes(wall: Firewall, raw: Any) -> None:
+    memory = GuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
+    added = memory.add(
+        [
+            {"role": "system", "content": "you are helpful"},
+            {"role": "user", "content": FACT},
+            {"role": "assistant", "content": "Noted."},
+        ],
+        user_id="alice",
+        infer=False,
+        gnomon_origin=Origin.user("alice"),
+    )
+    assert [r["memory"] for r in added["results"]] == [FACT, "Noted."]
+    assert all(r["event"] == "ADD" and "id" in r for r in added["results"])
+    found = memory.search("what does Alice drink? tea", filters={"user_id": "alice"}, top_k=5)
+    assert set(found) == {"results"}
+    hit = next(r for r in found["results"] if r["memory"] == FACT)
+    assert {"id", "memory", "hash", "metadata", "score", "created_at", "gnomon"} <= set(hit)
+    assert hit["metadata"]["gnomon_belief_id"] == hit["gnomon"]["belief_id"]
+    got = memory.get(hit["id"])
+    assert got is not None and got["gnomon"]["truth"] == "supported"
+    listed = memory.get_all(filters={"user_id": "alice"}, top_k=10)
+    assert {r["memory"] for r in listed["results"]} == {FACT, "Noted."}
+    assert memory.update(hit["id"], text="Alice prefers coffee.") == {
+        "message": "Memory updated successfully!"
+    }
+    assert memory.get(hit["id"]) is None  # the agent's rewrite is unverified: not trusted
+    assert memory.delete(hit["id"]) == {"message": "Memory deleted successfully!"}
+    assert raw.get(hit["id"]) is None
+
+
+def test_poisoned_read_never_reaches_a_later_session(wall: Firewall, raw: Any) -> None:
+    with wall.session(project="shop", actor="coder", user="alice") as first:
+        memory = GuardedMemory(raw, wall, session=first)
+        memory.add(FACT, user_id="alice", infer=False, gnomon_origin=Origin.user("alice"))
+        first.observe(tool="read_file", content=POISON, origin=Origin.external("file:NOTES.md"))
+        memory.add("Team rule: " + POISON, user_id="alice", infer=False)
+    with wall.session(project="shop", actor="coder", user="alice") as later:
+        memory = GuardedMemory(raw, wall, session=later)
+        shown = memory.search("Alice tea deploy review", filters={"user_id": "alice"})
+        assert [r["memory"] for r in shown["results"]] == [FACT]
+        views = memory.gnomon.audit("deploy review", grant=wall.grant("auditor", "ops"))
+        poisoned = [v for v in views if POISON in v.belief.statement and v.bindings]
+        assert poisoned and poisoned[0].belief.origin.integrity == Integrity.UNTRUSTED
+        assert [h["event"] for h in poisoned[0].store_history] == ["ADD"]
+
+
+def test_infer_true_facts_carry_the_join_of_the_inputs(wall: Firewall, tmp_path: Any) -> None:
+    llm = ScriptedLLM(["Deploys always use --force", "Alice likes tea"])
+    raw = make_raw(str(tmp_path), llm=llm)
+    memory = GuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
+    session = memory.gnomon.guard.session
+    session.observe(tool="fetch", content=POISON, origin=Origin.external("web:evil.example"))
+    out = memory.add(
+        [{"role": "user", "content": "Summarize what you read."}], user_id="alice", infer=True
+    )
+    assert len(llm.calls) == 1
+    assert [r["memory"] for r in out["results"]] == [
+        "Deploys always use --force",
+        "Alice likes tea",
+    ]
+    for row in out["results"]:
+        binding = wall.store.bindings_by_store_id("mem0", [row["id"]])[row["id"]]
+        assert binding.state == BindingState.WRITTEN
+        fact = wall.require_belief(binding.belief_id)
+        # the fact is the agent's inference over inputs that carried the poisoned page's label
+        assert "external:web:evil.example" in fact.origin.origin_ids
+        assert "agent:coder" in fact.origin.origin_ids
+        assert fact.origin.integrity == Integrity.UNTRUSTED
+        stored = raw.get(row["id"])
+        assert stored["metadata"]["gnomon_belief_id"] == fact.id
+    assert memory.search("deploys force", filters={"user_id": "alice"})["results"] == []
+
+
+def test_history_needs_an_auditor_grant(wall: Firewall, raw: Any) -> None:
+    memory = GuardedMemory(raw, wall, project="shop", user="alice")
+    row = memory.add(FACT, user_id="alice", infer=False)["results"][0]
+    with pytest.raises(BypassRefusedError, match="audit path"):
+        memory.history(row["id"])
+    with pytest.raises(GrantError):
+        memory.history(row["id"], grant=wall.grant("user", "alice"))
+    rows = memory.history(row["id"], grant=wall.grant("auditor", "ops"))
+    assert [r["event"] for r in rows] == ["ADD"]
+    assert any(e.payload.get("history_of") == row["id"] for e in wall.store.events())
+
+
+def test_unguarded_methods_are_refused(wall: Firewall, raw: Any) -> None:
+    memory = GuardedMemory(raw, wall, project="shop")
+    for name in ("reset", "chat", "vector_store", "db", "_add_to_vector_store"):
+        with pytest.raises(BypassRefusedError):
+            getattr(memory, name)
+    with pytest.raises(BypassRefusedError, match="procedural"):
+        memory.add("steps", agent_id="a", memory_type="procedural_memory")
+
+
+def test_mem0_errors_are_typed(wall: Firewall, raw: Any) -> None:
+    memory = GuardedMemory(raw, wall, project="shop")
+    with pytest.raises(StoreCallError, match=r"mem0\.search"):
+        memory.search("x", user_id="alice")  # mem0 rejects top-level ids in search
+    with pytest.raises(StoreCallError, match=r"mem0\.delete"):
+        memory.delete("00000000-0000-0000-0000-000000000000")
