@@ -19,13 +19,14 @@ has checked a signature; the gate itself never mints authority.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from firewall.chain import Belief, EvidenceSet, Revision
 from firewall.errors import (
     GateError,
+    InputError,
     ParallaxError,
     TerminalStateError,
     TransitionRefused,
@@ -178,6 +179,47 @@ def adoption_for(origin: Origin, strongest: EvidenceQuality) -> Adoption:
     )
 
 
+def adoption_strict(origin: Origin, strongest: EvidenceQuality) -> Adoption:
+    """Gate ``1-strict``: only attested origins (a user or probe statement) start supported.
+
+    Tool envelopes and a trusted tool's own output, which gate ``1`` adopts supported because
+    the host observed them, start ``unverified`` and ``restricted`` here like everything else
+    and need a grant or corroboration. It exists to answer "what if we had not trusted our own
+    tools?" in ``gnomon replay --gate-version 1-strict``; no live firewall runs it.
+    """
+    decided = adoption_for(origin, strongest)
+    if origin.integrity == Integrity.ATTESTED or decided.truth != TruthStatus.SUPPORTED:
+        return decided
+    return Adoption(
+        TruthStatus.UNVERIFIED,
+        RetrievalStatus.RESTRICTED,
+        Authority.AUTO_OBSERVATION,
+        f"adopted unverified (gate 1-strict): origin {origin.describe()}, "
+        f"evidence {strongest.value} is not attested",
+    )
+
+
+AdoptionRule = Callable[[Origin, EvidenceQuality], Adoption]
+
+#: The adoption rule of each gate version. ``GATE_VERSION`` is what the firewall runs and what
+#: every event records; the others exist for replay (``firewall.replay``).
+ADOPTION_RULES: dict[str, AdoptionRule] = {
+    GATE_VERSION: adoption_for,
+    "1-strict": adoption_strict,
+}
+
+
+def adoption_rule(version: str) -> AdoptionRule:
+    """The adoption rule of gate ``version``; unknown versions are refused (fail closed)."""
+    rule = ADOPTION_RULES.get(version)
+    if rule is None:
+        raise InputError(
+            f"unknown gate version {version!r}",
+            hint=f"known gate versions: {', '.join(sorted(ADOPTION_RULES))}",
+        )
+    return rule
+
+
 def check_move(belief: Belief, move: Move, authority: Authority) -> None:
     """Raise the precise :class:`GateError` if ``authority`` may not make ``move``."""
     current = belief.status(move.axis)
@@ -322,12 +364,16 @@ def check_invariants(belief: Belief) -> None:
 
 
 __all__ = [
+    "ADOPTION_RULES",
     "GATE_VERSION",
     "TERMINAL",
     "TRANSITIONS",
     "Adoption",
+    "AdoptionRule",
     "Move",
     "adoption_for",
+    "adoption_rule",
+    "adoption_strict",
     "apply_moves",
     "check_invariants",
     "check_move",

@@ -43,6 +43,8 @@ PROBE_MODULES: tuple[str, ...] = (
     "laundering_tool_echo",
     "laundering_corroboration",
     "cross_session_sqlite",
+    "replay_stricter_policy",
+    "time_travel",
 )
 
 DEFAULT_URL = "memory://"

@@ -94,6 +94,10 @@ def reference_matches(belief: Belief, where: BeliefFilter) -> bool:
         return False
     if where.subject is not None and belief.subject != where.subject:
         return False
+    if where.subject_prefix is not None and not (belief.subject or "").startswith(
+        where.subject_prefix
+    ):
+        return False
     if where.predicate is not None and belief.predicate != where.predicate:
         return False
     if where.session_id is not None and belief.session_id != where.session_id:
@@ -618,6 +622,93 @@ class StoreContract(ABC):
         # and the store keeps working
         store.commit([good])
         assert store.head()[0] == 2 and store.verify().ok
+
+    # -- belief history ---------------------------------------------------------------------
+
+    def _three_versions(self, store: Store) -> tuple[Belief, Belief, Belief]:
+        """One belief written at T0, promoted at T0+1d, superseded at T0+2d (three commits)."""
+        v1 = make_belief(subject="deploy", predicate="day", statement="we deploy on fridays")
+        v2 = v1.model_copy(
+            update={
+                "truth_status": TruthStatus.SUPPORTED,
+                "retrieval_status": RetrievalStatus.NORMAL,
+                "updated_at": at(days=1),
+                "version": 2,
+            }
+        )
+        v3 = v2.model_copy(
+            update={
+                "truth_status": TruthStatus.SUPERSEDED,
+                "superseded_by": "bel_next",
+                "updated_at": at(days=2),
+                "version": 3,
+            }
+        )
+        for version in (v1, v2, v3):
+            store.commit([belief_draft(version)])
+        return v1, v2, v3
+
+    def test_history_keeps_every_version_oldest_first(self, store: Store) -> None:
+        v1, v2, v3 = self._three_versions(store)
+        assert store.belief_history(v1.id) == [v1, v2, v3]
+        assert store.get_belief(v1.id) == v3
+        assert store.belief_history("bel_unknown") == []
+
+    def test_history_one_version_per_event(self, store: Store) -> None:
+        v1 = make_belief()
+        v2 = v1.model_copy(update={"version": 2, "updated_at": at(hours=1)})
+        v3 = v1.model_copy(update={"version": 3, "updated_at": at(hours=2)})
+        # two events in one commit: both versions are history; within one event, the last wins
+        store.commit([belief_draft(v1), belief_draft(v2, v3)])
+        assert store.belief_history(v1.id) == [v1, v3]
+        assert store.find_beliefs_as_of(BeliefFilter(), at(minutes=30)) == [v1]
+        assert store.find_beliefs_as_of(BeliefFilter(), at(hours=3)) == [v3]
+
+    def test_as_of_returns_the_version_held_then(self, store: Store) -> None:
+        v1, v2, v3 = self._three_versions(store)
+        assert store.find_beliefs_as_of(BeliefFilter(), at(days=-1)) == []
+        assert store.find_beliefs_as_of(BeliefFilter(), T0) == [v1]
+        assert store.find_beliefs_as_of(BeliefFilter(), at(hours=12)) == [v1]
+        assert store.find_beliefs_as_of(BeliefFilter(), at(days=1)) == [v2]
+        assert store.find_beliefs_as_of(BeliefFilter(), at(days=30)) == [v3]
+
+    def test_as_of_by_subject_text_and_prefix(self, store: Store) -> None:
+        v1, v2, v3 = self._three_versions(store)
+        other = make_belief(subject="billing", statement="invoices go out monthly")
+        store.commit([belief_draft(other)])
+        moment = at(hours=36)
+        for where in (
+            BeliefFilter(subject="deploy", predicate="day"),
+            BeliefFilter(subject_prefix="dep"),
+            BeliefFilter(text="fridays"),
+            BeliefFilter(text="deploy fridays", project=v1.project),
+        ):
+            assert store.find_beliefs_as_of(where, moment) == [v2], where
+        assert store.find_beliefs(BeliefFilter(subject_prefix="dep")) == [v3]
+        assert store.find_beliefs(BeliefFilter(subject_prefix="bil")) == [other]
+        assert store.find_beliefs(BeliefFilter(subject_prefix="x")) == []
+
+    def test_as_of_applies_the_filter_to_the_past_version(self, store: Store) -> None:
+        _, v2, _ = self._three_versions(store)
+        supported = BeliefFilter(truth=frozenset({TruthStatus.SUPPORTED}))
+        assert store.find_beliefs_as_of(supported, at(hours=12)) == []
+        assert store.find_beliefs_as_of(supported, at(hours=36)) == [v2]
+        assert store.find_beliefs_as_of(supported, at(days=3)) == []
+        assert store.find_beliefs(supported) == []
+
+    def test_versions_in_a_window(self, store: Store) -> None:
+        v1, v2, v3 = self._three_versions(store)
+        window = store.find_belief_versions(BeliefFilter(), since=at(hours=12), until=at(days=1))
+        assert window == [v2, v1]  # newest version first
+        assert store.find_belief_versions(BeliefFilter(), since=at(days=5)) == [v3]
+        assert store.find_belief_versions(BeliefFilter(), until=at(hours=1)) == [v1]
+        assert store.find_belief_versions(BeliefFilter()) == [v3, v2, v1]
+        assert store.find_belief_versions(BeliefFilter(limit=1, offset=1)) == [v2]
+
+    def test_session_events(self, store: Store) -> None:
+        store.commit([make_draft(session_id="ses_a"), make_draft(), make_draft(session_id="ses_a")])
+        assert [e.seq for e in store.session_events("ses_a")] == [1, 3]
+        assert store.session_events("ses_b") == []
 
     # -- the property ----------------------------------------------------------------------
 

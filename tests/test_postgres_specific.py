@@ -187,18 +187,25 @@ def test_version_1_schema_upgrades_to_bindings(
     with monkeypatch.context() as patch:
         patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
         patch.setattr(schema, "SCHEMA_VERSION", 1)
+        # a version 1 writer kept no belief history
+        patch.setattr(PostgresStore, "_write_versions", lambda self, cur, rows: None)
+        old = make_belief(statement="before bindings")
         with PostgresStore(fresh_schema, tenant="a") as store:
-            store.commit([belief_draft(make_belief(statement="before bindings"))])
+            store.commit([belief_draft(old)])
     with pytest.raises(StoreError, match="older"):
         PostgresStore(fresh_schema, tenant="a")
     result = CliRunner().invoke(cli, ["db", "upgrade", "--url", fresh_schema])
     assert result.exit_code == 0, result.output
     assert "applied 2: store bindings" in result.output
+    assert "applied 3: belief history" in result.output
     binding = make_binding(store_id="m-1")
     with PostgresStore(fresh_schema, tenant="a") as store:
         store.commit([make_draft(make_records(bindings=[binding]))])
         assert store.bindings_by_store_id("mem0", ["m-1"]) == {"m-1": binding}
         assert store.count_beliefs(BeliefFilter(text="bindings")) == 1
+        # the upgrade gave every existing belief its current version as history
+        assert store.belief_history(old.id) == [old]
+        assert store.find_beliefs_as_of(BeliefFilter(text="bindings"), old.updated_at) == [old]
 
 
 def test_bindings_do_not_cross_a_tenant(postgres_url: str) -> None:

@@ -4,6 +4,10 @@
 
     gnomon demo                         the poisoned-repository scenario, end to end
     gnomon beliefs list | show ID       what a store holds, on all four axes
+    gnomon beliefs history | supersede | export | verify   belief history and quote anchors
+    gnomon why QUERY [--at DATE]        what is (was) believed about QUERY, and on what grounds
+    gnomon replay SESSION --policy X    what a session would have seen under another policy/gate
+    gnomon report SESSION [--html]      the trust report of a session, with its verdict
     gnomon recall QUERY --project P     a policy-filtered recall, bucket by bucket
     gnomon promote | quarantine | clear privileged moves (signed grants)
     gnomon policy check FILE | schema   ContextPolicy files
@@ -24,6 +28,7 @@ from firewall import __about__
 from firewall.cli.admin import demo, keys, log, policy, probes
 from firewall.cli.common import GnomonGroup, Settings
 from firewall.cli.db import db
+from firewall.cli.history import replay_command, report_command, why_command
 from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
 
 
@@ -49,7 +54,22 @@ def cli(ctx: click.Context, url: str | None, trusted_keys: str | None) -> None:
     ctx.obj = Settings(url=url, trusted_keys=trusted_keys)
 
 
-for command in (demo, beliefs, recall, promote, quarantine, clear, policy, log, db, keys, probes):
+for command in (
+    demo,
+    beliefs,
+    recall,
+    promote,
+    quarantine,
+    clear,
+    policy,
+    log,
+    why_command,
+    replay_command,
+    report_command,
+    db,
+    keys,
+    probes,
+):
     cli.add_command(command)
 
 

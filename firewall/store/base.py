@@ -50,7 +50,10 @@ class BeliefFilter:
 
     * ``anchor_after``: ``coalesce(last_verified_at, observed_at) >= anchor_after`` (freshness);
     * ``not_expired_at``: ``expires_at IS NULL OR expires_at > not_expired_at``;
-    * ``as_of`` is reserved for the audit issue (belief history) and not used by recall.
+
+    ``subject_prefix`` matches beliefs whose subject starts with it (a topic, see
+    :mod:`firewall.why`). Belief history (:meth:`Store.find_belief_versions`) takes the same
+    filter and evaluates it on each past version.
 
     Scoping: when ``project`` is set, a belief matches if its project equals it or its scope is
     ``global``; when ``user`` is set, beliefs with scope ``user`` must belong to that user.
@@ -67,6 +70,7 @@ class BeliefFilter:
     project: str | None = None
     user: str | None = None
     subject: str | None = None
+    subject_prefix: str | None = None
     predicate: str | None = None
     session_id: str | None = None
     exclude_ids: frozenset[str] = field(default_factory=frozenset)
@@ -135,6 +139,46 @@ class Store(ABC):
     @abstractmethod
     def count_beliefs(self, where: BeliefFilter) -> int:
         """How many beliefs match (``limit`` and ``offset`` ignored)."""
+
+    # -- belief history -------------------------------------------------------------------
+
+    @abstractmethod
+    def belief_history(self, belief_id: str) -> list[Belief]:
+        """Every recorded version of a belief, oldest first (empty for an unknown id).
+
+        A version is what one commit left: the system held it from its ``updated_at``
+        (``recorded_from``) until the next version's ``updated_at`` (``recorded_until``, never
+        earlier than its own start), the last one until now. This is the system's belief time;
+        the validity the source states is ``valid_from``/``valid_to`` on the belief itself.
+        """
+
+    @abstractmethod
+    def find_belief_versions(
+        self,
+        where: BeliefFilter,
+        *,
+        at: datetime | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Belief]:
+        """Past and present versions matching ``where``, answered by one indexed query.
+
+        With ``at``: for each belief, the version held at ``at`` (``recorded_from <= at <
+        recorded_until``), if it matches: "what did I believe on date X". With ``since`` and/or
+        ``until`` (and no ``at``): every matching version held at some moment of the window
+        ``[since, until]``, so a belief may appear more than once. With neither: every version.
+        Ordered as :meth:`find_beliefs` orders (then newest version first); ``limit`` and
+        ``offset`` apply to versions.
+        """
+
+    def find_beliefs_as_of(self, where: BeliefFilter, at: datetime) -> list[Belief]:
+        """The versions matching ``where`` that the system held at ``at``."""
+        return self.find_belief_versions(where, at=at)
+
+    def session_events(self, session_id: str) -> list[Event]:
+        """The events of one session, in order. Backends override with an indexed read;
+        this fallback scans the log."""
+        return [e for e in self.events() if e.session_id == session_id]
 
     @abstractmethod
     def get_decision(self, decision_id: str) -> Decision | None: ...

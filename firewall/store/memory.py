@@ -19,6 +19,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from firewall.chain import (
     Action,
@@ -81,6 +82,10 @@ def belief_matches(
         return False
     if where.subject is not None and belief.subject != where.subject:
         return False
+    if where.subject_prefix is not None and not (belief.subject or "").startswith(
+        where.subject_prefix
+    ):
+        return False
     if where.predicate is not None and belief.predicate != where.predicate:
         return False
     if where.session_id is not None and belief.session_id != where.session_id:
@@ -127,6 +132,8 @@ class MemoryStore(Store):
         self._revision_order = 0
         self._contradictions: dict[str, Contradiction] = {}
         self._bindings: dict[tuple[str, str], StoreBinding] = {}  # (store, belief_id)
+        # belief id -> [(recorded_from_us, version)], one entry per commit that wrote it
+        self._history: dict[str, list[tuple[int, Belief]]] = {}
         # indexes
         self._by_spo: dict[tuple[str, str | None, str | None], set[str]] = {}
         self._global: set[str] = set()
@@ -180,8 +187,15 @@ class MemoryStore(Store):
                     self._claims[claim.id] = claim
                 for item in rec.evidence:
                     self._put_evidence(item)
+                written: dict[str, Belief] = {}  # history: the last version of each in this event
                 for _ in rec.beliefs:
-                    self._put_belief(next(rows))
+                    row = next(rows)
+                    self._put_belief(row)
+                    written[row.belief.id] = row.belief
+                for belief in written.values():
+                    self._history.setdefault(belief.id, []).append(
+                        (micros(belief.updated_at), belief)
+                    )
                 for decision in rec.decisions:
                     self._put_decision(decision)
                 for action in rec.actions:
@@ -405,6 +419,52 @@ class MemoryStore(Store):
                     score += idf * (freq * (K1 + 1.0)) / (freq + norm)
             scores[row.belief.id] = score
         return scores
+
+    # -- belief history ---------------------------------------------------------------------
+
+    def belief_history(self, belief_id: str) -> list[Belief]:
+        with self._lock:
+            return [b for _, b in self._history.get(belief_id, ())]
+
+    def find_belief_versions(
+        self,
+        where: BeliefFilter,
+        *,
+        at: datetime | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Belief]:
+        if _empty_set_condition(where):
+            return []
+        if at is not None:
+            since = until = at
+        lo = None if since is None else micros(since)
+        hi = None if until is None else micros(until)
+        with self._lock:
+            if where.text is not None:
+                terms = [t for t in query_terms(where.text) if t in self._postings]
+                ids: Iterable[str] = {i for t in terms for i in self._postings[t]}
+            else:
+                ids = self._history.keys()
+            found: list[tuple[_BeliefRow, Belief]] = []
+            for belief_id in ids:
+                versions = self._history.get(belief_id, ())
+                for index, (start, version) in enumerate(versions):
+                    end = versions[index + 1][0] if index + 1 < len(versions) else None
+                    if hi is not None and start > hi:
+                        continue
+                    if lo is not None and end is not None and max(end, start) <= lo:
+                        continue
+                    staged = _stage_belief(version)
+                    if belief_matches(version, where, anchor=staged.anchor, expires=staged.expires):
+                        found.append((staged, version))
+            if where.text is not None:
+                scores = self._bm25([row for row, _ in found], terms)
+                found.sort(key=lambda f: (-scores[f[1].id], f[1].id, -f[1].version))
+            else:
+                found.sort(key=lambda f: (-f[0].observed, f[1].id, -f[1].version))
+        start = max(where.offset, 0)
+        return [b for _, b in found[start : start + max(where.limit, 0)]]
 
     def get_decision(self, decision_id: str) -> Decision | None:
         with self._lock:

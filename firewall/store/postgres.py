@@ -37,6 +37,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -72,7 +73,7 @@ from firewall.store import postgres_schema as schema
 from firewall.store.base import BeliefFilter, Store
 from firewall.store.keys import index_tokens, micros
 from firewall.store.memory import K1, B
-from firewall.store.sql_common import ProjectionRows, belief_keys
+from firewall.store.sql_common import ProjectionRows, belief_keys, version_rows
 from firewall.text import query_terms
 
 M = TypeVar("M", bound=ChainModel)
@@ -250,6 +251,27 @@ BELIEF_COLUMNS: tuple[tuple[str, str], ...] = (
     ("doc", "bytea"),
 )
 UPSERT_BELIEFS = _upsert("beliefs", BELIEF_COLUMNS)
+VERSION_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("belief_id", "text"),
+    ("version", "integer"),
+    ("from_us", "bigint"),
+    ("until_us", "bigint"),
+    *BELIEF_COLUMNS[1:15],
+    ("doc", "bytea"),
+)
+INSERT_VERSIONS = (
+    f"INSERT INTO belief_versions (tenant, {', '.join(n for n, _ in VERSION_COLUMNS)}) "
+    f"SELECT %s, {', '.join(f'u.c{i}' for i in range(len(VERSION_COLUMNS)))} FROM unnest("
+    + ", ".join(f"%s::{kind}[]" for _, kind in VERSION_COLUMNS)
+    + f") WITH ORDINALITY AS u({', '.join(f'c{i}' for i in range(len(VERSION_COLUMNS)))}, n) "
+    "ORDER BY u.n"
+)
+#: Close each belief's open version at the start of its next one (never before its own start).
+CLOSE_VERSIONS = (
+    "UPDATE belief_versions v SET until_us = greatest(v.from_us, u.start) "
+    "FROM unnest(%s::text[], %s::bigint[]) AS u(belief_id, start) "
+    "WHERE v.tenant = %s AND v.belief_id = u.belief_id AND v.until_us IS NULL"
+)
 UPSERT_DECISIONS = _upsert(
     "decisions",
     [("id", "text"), ("session_id", "text"), ("created_us", "bigint"), ("doc", "bytea")],
@@ -551,11 +573,25 @@ class PostgresStore(Store):
         )
         return sealed
 
+    def _write_versions(self, cur: psycopg.Cursor[Any], rows: ProjectionRows) -> None:
+        """The belief history rows of one commit (see :func:`sql_common.version_rows`)."""
+        tenant = self.tenant
+        closes, inserts = version_rows(rows.versions)
+        cur.execute(CLOSE_VERSIONS, ([i for i, _ in closes], [t for _, t in closes], tenant))
+        columns: list[list[Any]] = [[] for _ in VERSION_COLUMNS]
+        for belief, doc, start, end in inserts:
+            values = (belief.id, belief.version, start, end, *belief_keys(belief), doc)
+            for column, value in zip(columns, values, strict=True):
+                column.append(value)
+        cur.execute(INSERT_VERSIONS, (tenant, *columns))
+
     def _write_beliefs(self, cur: psycopg.Cursor[Any], rows: ProjectionRows) -> tuple[int, int]:
         """Upsert the beliefs and keep the BM25 statistics exact: ``(count, token) deltas``."""
         if not rows.beliefs:
             return 0, 0
         tenant = self.tenant
+        if rows.versions:
+            self._write_versions(cur, rows)
         ids = list(rows.beliefs)
         old = cur.execute(
             "SELECT length, tsvector_to_array(tsv) FROM beliefs WHERE tenant = %s AND id = ANY(%s)",
@@ -824,57 +860,76 @@ class PostgresStore(Store):
         rows = self._read("counting beliefs", *query)
         return int(rows[0][0])
 
+    # -- belief history ---------------------------------------------------------------------
+
+    def belief_history(self, belief_id: str) -> list[Belief]:
+        return self._docs(
+            Belief,
+            "SELECT doc FROM belief_versions WHERE tenant = %s AND belief_id = %s "
+            "ORDER BY from_us, rid",
+            (self.tenant, belief_id),
+        )
+
+    def find_belief_versions(
+        self,
+        where: BeliefFilter,
+        *,
+        at: datetime | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Belief]:
+        """One statement on ``belief_versions``; by text, the GIN index on ``beliefs`` finds the
+        matching ids and each joins its versions on ``belief_versions_id``. Text results are
+        ordered by recency here, not by BM25."""
+        found = _pg_conditions(where, self.tenant, id_column="belief_id")
+        if found is None:
+            return []
+        conds, params = found
+        if at is not None:
+            since = until = at
+        if until is not None:
+            conds.append("b.from_us <= %(until_us)s")
+            params["until_us"] = micros(until)
+        if since is not None:
+            conds.append("(b.until_us IS NULL OR b.until_us > %(since_us)s)")
+            params["since_us"] = micros(since)
+        source = "belief_versions b"
+        if where.text is not None:
+            terms = list(dict.fromkeys(lexeme(t) for t in query_terms(where.text)))
+            if not terms:
+                return []
+            params["tsquery"] = " | ".join(f"'{t}'" for t in terms)
+            source = (
+                "beliefs c JOIN belief_versions b ON b.tenant = c.tenant AND b.belief_id = c.id"
+            )
+            conds.append("c.tenant = %(tenant)s AND c.tsv @@ %(tsquery)s::tsquery")
+        params["limit"] = max(where.limit, 0)
+        params["offset"] = max(where.offset, 0)
+        sql = (
+            f"SELECT b.doc FROM {source} WHERE "
+            + " AND ".join(conds)
+            + " ORDER BY b.observed_us DESC, b.belief_id, b.from_us DESC, b.rid DESC"
+            " LIMIT %(limit)s OFFSET %(offset)s"
+        )
+        return self._docs(Belief, sql, params)
+
+    def session_events(self, session_id: str) -> list[Event]:
+        rows = self._read(
+            "reading a session's events",
+            "SELECT seq, body, prev_hash, hash FROM events WHERE tenant = %s AND session_id = %s "
+            "ORDER BY seq",
+            (self.tenant, session_id),
+        )
+        return [Event.from_body(int(q), bytes(body), prev, h) for q, body, prev, h in rows]
+
     def _belief_query(
         self, where: BeliefFilter, *, count: bool
     ) -> tuple[str, dict[str, Any]] | None:
         """One statement answering ``where`` for this tenant, or None when nothing can match."""
-        params: dict[str, Any] = {"tenant": self.tenant}
-        conds = ["b.tenant = %(tenant)s"]
-        for column, values in (
-            ("truth", where.truth),
-            ("retrieval", where.retrieval),
-            ("security", where.security),
-            ("freshness", where.freshness),
-        ):
-            if values is None:
-                continue
-            if not values:
-                return None
-            ordered = sorted(values)
-            if len(ordered) == 1:
-                conds.append(f"b.{column} = %({column})s")
-                params[column] = ordered[0]
-            else:
-                conds.append(f"b.{column} = ANY(%({column})s::text[])")
-                params[column] = ordered
-        if where.max_sensitivity is not None:
-            conds.append("b.sensitivity_rank <= %(sensitivity)s")
-            params["sensitivity"] = SENSITIVITY_RANK[where.max_sensitivity]
-        if where.anchor_after is not None:
-            conds.append("b.anchor_us >= %(anchor)s")
-            params["anchor"] = micros(where.anchor_after)
-        if where.not_expired_at is not None:
-            conds.append("(b.expires_us IS NULL OR b.expires_us > %(expiry)s)")
-            params["expiry"] = micros(where.not_expired_at)
-        if where.project is not None:
-            conds.append("(b.project = %(project)s OR b.scope = %(global)s)")
-            params["project"] = where.project
-            params["global"] = str(Scope.GLOBAL)
-        if where.user is not None:
-            conds.append("(b.scope <> %(user_scope)s OR b.user_id = %(user)s)")
-            params["user_scope"] = str(Scope.USER)
-            params["user"] = where.user
-        for column, value in (
-            ("subject", where.subject),
-            ("predicate", where.predicate),
-            ("session_id", where.session_id),
-        ):
-            if value is not None:
-                conds.append(f"b.{column} = %({column})s")
-                params[column] = value
-        if where.exclude_ids:
-            conds.append("NOT (b.id = ANY(%(exclude)s::text[]))")
-            params["exclude"] = sorted(where.exclude_ids)
+        found = _pg_conditions(where, self.tenant, id_column="id")
+        if found is None:
+            return None
+        conds, params = found
 
         paging = " LIMIT %(limit)s OFFSET %(offset)s"
         params["limit"] = max(where.limit, 0)
@@ -908,6 +963,64 @@ class PostgresStore(Store):
                 return
             self._closed = True
             self._pool.close()
+
+
+def _pg_conditions(
+    where: BeliefFilter, tenant: str, *, id_column: str
+) -> tuple[list[str], dict[str, Any]] | None:
+    """The conditions of ``where`` on alias ``b`` (``beliefs`` or ``belief_versions``) for one
+    tenant, or None when nothing can match."""
+    params: dict[str, Any] = {"tenant": tenant}
+    conds = ["b.tenant = %(tenant)s"]
+    for column, values in (
+        ("truth", where.truth),
+        ("retrieval", where.retrieval),
+        ("security", where.security),
+        ("freshness", where.freshness),
+    ):
+        if values is None:
+            continue
+        if not values:
+            return None
+        ordered = sorted(values)
+        if len(ordered) == 1:
+            conds.append(f"b.{column} = %({column})s")
+            params[column] = ordered[0]
+        else:
+            conds.append(f"b.{column} = ANY(%({column})s::text[])")
+            params[column] = ordered
+    if where.max_sensitivity is not None:
+        conds.append("b.sensitivity_rank <= %(sensitivity)s")
+        params["sensitivity"] = SENSITIVITY_RANK[where.max_sensitivity]
+    if where.anchor_after is not None:
+        conds.append("b.anchor_us >= %(anchor)s")
+        params["anchor"] = micros(where.anchor_after)
+    if where.not_expired_at is not None:
+        conds.append("(b.expires_us IS NULL OR b.expires_us > %(expiry)s)")
+        params["expiry"] = micros(where.not_expired_at)
+    if where.project is not None:
+        conds.append("(b.project = %(project)s OR b.scope = %(global)s)")
+        params["project"] = where.project
+        params["global"] = str(Scope.GLOBAL)
+    if where.user is not None:
+        conds.append("(b.scope <> %(user_scope)s OR b.user_id = %(user)s)")
+        params["user_scope"] = str(Scope.USER)
+        params["user"] = where.user
+    if where.subject_prefix is not None:
+        conds.append("starts_with(b.subject, %(subject_prefix)s)")
+        params["subject_prefix"] = where.subject_prefix
+    for column, value in (
+        ("subject", where.subject),
+        ("predicate", where.predicate),
+        ("session_id", where.session_id),
+    ):
+        if value is not None:
+            conds.append(f"b.{column} = %({column})s")
+            params[column] = value
+    if where.exclude_ids:
+        conds.append(f"NOT (b.{id_column} = ANY(%(exclude)s::text[]))")
+        params["exclude"] = sorted(where.exclude_ids)
+    return conds, params
 
 
 # -- schema management ------------------------------------------------------------------------

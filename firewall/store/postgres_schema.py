@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Taken (session-scoped) by whoever creates or migrates a schema, so that two processes
 #: opening a fresh database at once do not both run the DDL. The value is arbitrary but fixed.
@@ -222,9 +222,55 @@ CREATE INDEX bindings_store_id ON bindings (tenant, store, store_id);
 CREATE INDEX bindings_belief ON bindings (tenant, belief_id, store);
 """
 
+#: Version 3: the belief history, one row per version an event wrote, with the time range the
+#: system held it (``from_us`` = the version's ``updated_at``, ``until_us`` = the next one's, NULL
+#: while current) and the filter columns of ``beliefs``, so that "what did I believe at T" is one
+#: indexed query by id, by subject (and predicate or prefix), or by text (joined to ``beliefs``).
+#: Existing beliefs get one row, their current version; earlier versions remain in the log.
+_V3 = """
+CREATE TABLE belief_versions (
+    tenant           text     NOT NULL,
+    rid              bigint   GENERATED ALWAYS AS IDENTITY,
+    belief_id        text     NOT NULL,
+    version          integer  NOT NULL,
+    from_us          bigint   NOT NULL,
+    until_us         bigint,
+    truth            text     NOT NULL,
+    retrieval        text     NOT NULL,
+    security         text     NOT NULL,
+    freshness        text     NOT NULL,
+    sensitivity_rank smallint NOT NULL,
+    anchor_us        bigint   NOT NULL,
+    observed_us      bigint   NOT NULL,
+    expires_us       bigint,
+    project          text     NOT NULL,
+    scope            text     NOT NULL,
+    user_id          text,
+    subject          text,
+    predicate        text,
+    session_id       text,
+    doc              bytea    NOT NULL,
+    PRIMARY KEY (tenant, rid)
+);
+CREATE INDEX belief_versions_id ON belief_versions (tenant, belief_id, from_us);
+CREATE INDEX belief_versions_subject ON belief_versions (tenant, subject, predicate, from_us);
+INSERT INTO belief_versions (
+    tenant, belief_id, version, from_us, until_us, truth, retrieval, security, freshness,
+    sensitivity_rank, anchor_us, observed_us, expires_us, project, scope, user_id, subject,
+    predicate, session_id, doc
+)
+SELECT tenant, id, (convert_from(doc, 'UTF8')::jsonb ->> 'version')::integer,
+       (extract(epoch FROM (convert_from(doc, 'UTF8')::jsonb ->> 'updated_at')::timestamptz)
+           * 1000000)::bigint,
+       NULL, truth, retrieval, security, freshness, sensitivity_rank, anchor_us, observed_us,
+       expires_us, project, scope, user_id, subject, predicate, session_id, doc
+FROM beliefs;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1),
     Migration(2, "store bindings", _V2),
+    Migration(3, "belief history", _V3),
 )
 
 CREATE_MIGRATIONS_TABLE = """
@@ -259,7 +305,7 @@ def pending(current: int, migrations: tuple[Migration, ...] | None = None) -> li
     """Migrations newer than ``current``, in order (of :data:`MIGRATIONS` unless given).
 
     >>> [m.version for m in pending(0)]
-    [1, 2]
+    [1, 2, 3]
     >>> pending(SCHEMA_VERSION)
     []
     """

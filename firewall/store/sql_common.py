@@ -96,6 +96,8 @@ class ProjectionRows:
     revisions: dict[str, tuple[Revision, bytes]] = field(default_factory=_table)
     contradictions: dict[str, tuple[Contradiction, bytes]] = field(default_factory=_table)
     bindings: dict[str, tuple[StoreBinding, bytes]] = field(default_factory=_table)
+    #: The belief history: one ``(belief, doc)`` per event that wrote the belief, in order.
+    versions: list[tuple[Belief, bytes]] = field(default_factory=list)
 
     @classmethod
     def of(cls, events: list[Event], records: list[Any]) -> ProjectionRows:
@@ -116,6 +118,34 @@ class ProjectionRows:
             for item, doc in zip(items, payload[name], strict=True):
                 # assignment to an existing key keeps its position: last version, first place
                 table[item.id] = (item, dumps(doc))  # type: ignore[attr-defined]
+            if name == "beliefs":
+                last = {b.id: table[b.id] for b in items}  # type: ignore[attr-defined]
+                self.versions.extend(last.values())
 
 
-__all__ = ["BeliefKeys", "ProjectionRows", "belief_keys"]
+def version_rows(
+    versions: list[tuple[Belief, bytes]],
+) -> tuple[list[tuple[str, int]], list[tuple[Belief, bytes, int, int | None]]]:
+    """``(closes, inserts)`` for the history rows of one commit, in order.
+
+    Each belief's first version in the commit closes the row already stored (``(belief_id,
+    from_us)``); a later version of the same belief closes the previous one of the commit. A
+    version is never closed before its own start, whatever the clocks said.
+    """
+    closes: list[tuple[str, int]] = []
+    rows: list[tuple[Belief, bytes, int, int | None]] = []
+    open_at: dict[str, int] = {}
+    for belief, doc in versions:
+        start = micros(belief.updated_at)
+        index = open_at.get(belief.id)
+        if index is None:
+            closes.append((belief.id, start))
+        else:
+            prev = rows[index]
+            rows[index] = (prev[0], prev[1], prev[2], max(start, prev[2]))
+        open_at[belief.id] = len(rows)
+        rows.append((belief, doc, start, None))
+    return closes, rows
+
+
+__all__ = ["BeliefKeys", "ProjectionRows", "belief_keys", "version_rows"]

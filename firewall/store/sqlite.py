@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,7 +40,7 @@ from firewall.chain import (
     StoreBinding,
 )
 from firewall.errors import GnomonError, StoreCorruptError, StoreError, StoreLockedError
-from firewall.events import GENESIS_HASH, Event, EventDraft, seal
+from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
 from firewall.states import SENSITIVITY_RANK, Scope
 from firewall.store import sqlite_schema as schema
 from firewall.store.base import BeliefFilter, Store
@@ -132,7 +133,7 @@ class SQLiteStore(Store):
                     hint="point the store URL at a new file or an existing Gnomon store",
                 )
             else:
-                for statement in _statements(schema.DDL + schema.BINDINGS_DDL):
+                for statement in _statements(schema.DDL + schema.BINDINGS_DDL + schema.HISTORY_DDL):
                     conn.execute(statement)
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
@@ -166,10 +167,42 @@ class SQLiteStore(Store):
         # are indexed, which stays as it is (see ``_has_v1_insert_trigger``).
         for statement in _statements(schema.BINDINGS_DDL):
             self._conn.execute(statement)
+        # Version 4 adds the belief history, filled from the log (every event carries the full
+        # versions it wrote), so an upgraded file answers as-of queries for its whole past.
+        if "belief_versions" not in self._tables():
+            for statement in _statements(schema.HISTORY_DDL):
+                self._conn.execute(statement)
+            self._backfill_history()
         self._conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'schema_version'",
             (str(schema.SCHEMA_VERSION),),
         )
+
+    def _backfill_history(self) -> None:
+        conn = self._conn
+        after = 0
+        while True:
+            page = conn.execute(
+                "SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (after, PAGE)
+            ).fetchall()
+            if not page:
+                return
+            rows = _Rows()
+            for seq, body in page:
+                after = seq
+                payload = orjson.loads(body).get("payload") or {}
+                docs = (payload.get("records") or {}).get("beliefs")
+                if docs:
+                    beliefs = tuple(Belief.model_validate(d, strict=False) for d in docs)
+                    draft = EventDraft(
+                        kind="backfill",
+                        actor="gnomon",
+                        at=datetime.now(UTC),
+                        records=Records(beliefs=beliefs),
+                    )
+                    rows.add(draft, {"beliefs": docs})
+            if rows.versions:
+                rows._write_versions(conn)
 
     def _has_v1_insert_trigger(self) -> bool:
         row = self._conn.execute(
@@ -384,6 +417,68 @@ class SQLiteStore(Store):
         with self._guard("counting beliefs") as conn:
             return int(conn.execute(*query).fetchone()[0])
 
+    # -- belief history ---------------------------------------------------------------------
+
+    def belief_history(self, belief_id: str) -> list[Belief]:
+        return self._many(
+            Belief,
+            "SELECT doc FROM belief_versions WHERE belief_id = ? ORDER BY from_us, rid",
+            (belief_id,),
+        )
+
+    def find_belief_versions(
+        self,
+        where: BeliefFilter,
+        *,
+        at: datetime | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[Belief]:
+        """One statement on ``belief_versions``: by text, FTS5 drives and each match joins its
+        versions on ``belief_versions_id``; by subject (or prefix) ``belief_versions_subject``
+        serves the subject and the time range together."""
+        found = _conditions(where, id_column="belief_id")
+        if found is None:
+            return []
+        conds, params = found
+        if at is not None:
+            since = until = at
+        if until is not None:
+            conds.append("b.from_us <= ?")
+            params.append(micros(until))
+        if since is not None:
+            conds.append("(b.until_us IS NULL OR b.until_us > ?)")
+            params.append(micros(since))
+        if where.text is not None:
+            match = fts5_match(where.text)
+            if match is None:
+                return []
+            sql = (
+                "SELECT b.doc FROM beliefs_fts CROSS JOIN beliefs c ON c.rid = beliefs_fts.rowid "
+                "CROSS JOIN belief_versions b INDEXED BY belief_versions_id "
+                "ON b.belief_id = c.id WHERE beliefs_fts MATCH ?"
+            )
+            params.insert(0, match)
+            order = "beliefs_fts.rank, b.belief_id, b.from_us DESC, b.rid DESC"
+        else:
+            subject = where.subject is not None or where.subject_prefix is not None
+            hint = " INDEXED BY belief_versions_subject" if subject else ""
+            sql = f"SELECT b.doc FROM belief_versions b{hint} WHERE 1"
+            order = "b.observed_us DESC, b.belief_id, b.from_us DESC, b.rid DESC"
+        if conds:
+            sql += " AND " + " AND ".join(conds)
+        sql += f" ORDER BY {order} LIMIT ? OFFSET ?"
+        params.extend((max(where.limit, 0), max(where.offset, 0)))
+        return self._many(Belief, sql, params)
+
+    def session_events(self, session_id: str) -> list[Event]:
+        with self._guard("reading a session's events") as conn:
+            rows = conn.execute(
+                "SELECT seq, body, prev_hash, hash FROM events WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        return [Event.from_body(*row) for row in rows]
+
     def _belief_query(self, where: BeliefFilter, *, count: bool) -> tuple[str, list[Any]] | None:
         """One SQL statement answering ``where``, or None when nothing can match.
 
@@ -393,50 +488,10 @@ class SQLiteStore(Store):
         unary ``+`` on the others keeps them out of index selection), so a policy recall walks
         ``beliefs_recall`` newest first and stops at the limit.
         """
-        conds: list[str] = []
-        params: list[Any] = []
-        for column, values in (
-            ("truth", where.truth),
-            ("retrieval", where.retrieval),
-            ("security", where.security),
-            ("freshness", where.freshness),
-        ):
-            if values is None:
-                continue
-            if not values:
-                return None
-            ordered = sorted(values)
-            if len(ordered) == 1:
-                conds.append(f"b.{column} = ?")
-            else:
-                conds.append(f"b.{column} IN ({','.join('?' * len(ordered))})")
-            params.extend(ordered)
-        if where.max_sensitivity is not None:
-            conds.append("+b.sensitivity_rank <= ?")
-            params.append(SENSITIVITY_RANK[where.max_sensitivity])
-        if where.anchor_after is not None:
-            conds.append("+b.anchor_us >= ?")
-            params.append(micros(where.anchor_after))
-        if where.not_expired_at is not None:
-            conds.append("(+b.expires_us IS NULL OR +b.expires_us > ?)")
-            params.append(micros(where.not_expired_at))
-        if where.project is not None:
-            conds.append("(+b.project = ? OR +b.scope = ?)")
-            params.extend((where.project, Scope.GLOBAL))
-        if where.user is not None:
-            conds.append("(+b.scope <> ? OR +b.user = ?)")
-            params.extend((Scope.USER, where.user))
-        for column, value in (
-            ("subject", where.subject),
-            ("predicate", where.predicate),
-            ("session_id", where.session_id),
-        ):
-            if value is not None:
-                conds.append(f"b.{column} = ?")
-                params.append(value)
-        if where.exclude_ids:
-            conds.append(f"+b.id NOT IN ({','.join('?' * len(where.exclude_ids))})")
-            params.extend(sorted(where.exclude_ids))
+        found = _conditions(where, id_column="id")
+        if found is None:
+            return None
+        conds, params = found
 
         select = "count(*)" if count else "b.doc"
         if where.text is not None:
@@ -452,7 +507,7 @@ class SQLiteStore(Store):
         else:
             # A subject or a session is far more selective than any status, but the planner
             # would rather walk an index already in result order: name the index it should use.
-            if where.subject is not None:
+            if where.subject is not None or where.subject_prefix is not None:
                 hint = " INDEXED BY beliefs_subject"
             elif where.session_id is not None:
                 hint = " INDEXED BY beliefs_session"
@@ -569,6 +624,7 @@ class _Rows:
         self.outcomes: list[tuple[Any, ...]] = []
         self.revisions: list[tuple[Any, ...]] = []
         self.contradictions: dict[str, tuple[Contradiction, bytes]] = {}
+        self.versions: list[tuple[str, int, tuple[Any, ...]]] = []  # (id, from_us, row)
         self.bindings: list[tuple[Any, ...]] = []
 
     def add(self, draft: EventDraft, payload: dict[str, list[dict[str, Any]]]) -> None:
@@ -593,12 +649,22 @@ class _Rows:
                 (e.id, e.claim_id, _dumps(d))
                 for e, d in zip(rec.evidence, payload["evidence"], strict=True)
             )
+        in_event: dict[str, int] = {}
         for belief, doc in zip(rec.beliefs, payload.get("beliefs", ()), strict=True):
             # Only the last version of a belief in one commit is written: each id then appears
             # once in the upsert, so a belief is either new (indexed after the upsert) or an
             # update of a row already indexed (re-indexed by its trigger), never both.
             self.beliefs.pop(belief.id, None)
-            self.beliefs[belief.id] = _belief_row(belief, _dumps(doc))
+            row = self.beliefs[belief.id] = _belief_row(belief, _dumps(doc))
+            # History keeps one version per event (the last one, should an event repeat an id).
+            start = micros(belief.updated_at)
+            values = (belief.id, belief.version, start, None, *row[1:15], row[16])
+            version = (belief.id, start, values)
+            if belief.id in in_event:
+                self.versions[in_event[belief.id]] = version
+            else:
+                in_event[belief.id] = len(self.versions)
+                self.versions.append(version)
         for decision, doc in zip(rec.decisions, payload.get("decisions", ()), strict=True):
             self.decisions.pop(decision.id, None)  # keep the last version, in order
             self.decisions[decision.id] = (decision, _dumps(doc))
@@ -628,7 +694,14 @@ class _Rows:
                 for b, d in zip(rec.bindings, payload["bindings"], strict=True)
             )
 
+    def _write_versions(self, conn: sqlite3.Connection) -> None:
+        closes, rows = _version_rows(self.versions)
+        conn.executemany(schema.CLOSE_VERSION, closes)
+        conn.executemany(schema.INSERT_VERSION, rows)
+
     def write(self, conn: sqlite3.Connection, *, index_new_beliefs: bool) -> None:
+        if self.versions:
+            self._write_versions(conn)
         if self.beliefs:
             if index_new_beliefs:
                 (before,) = conn.execute(schema.MAX_BELIEF_RID).fetchone()
@@ -670,6 +743,81 @@ class _Rows:
                 schema.INSERT_CONTRADICTION_MEMBER,
                 [(b, c.id) for c, _ in found for b in c.belief_ids],
             )
+
+
+def _conditions(where: BeliefFilter, *, id_column: str) -> tuple[list[str], list[Any]] | None:
+    """The SQL conditions of ``where`` on alias ``b`` (``beliefs`` or ``belief_versions``),
+    or None when nothing can match. Only the status and scoping columns may pick an index (the
+    unary ``+`` keeps the others out of index selection)."""
+    conds: list[str] = []
+    params: list[Any] = []
+    for column, values in (
+        ("truth", where.truth),
+        ("retrieval", where.retrieval),
+        ("security", where.security),
+        ("freshness", where.freshness),
+    ):
+        if values is None:
+            continue
+        if not values:
+            return None
+        ordered = sorted(values)
+        if len(ordered) == 1:
+            conds.append(f"b.{column} = ?")
+        else:
+            conds.append(f"b.{column} IN ({','.join('?' * len(ordered))})")
+        params.extend(ordered)
+    if where.max_sensitivity is not None:
+        conds.append("+b.sensitivity_rank <= ?")
+        params.append(SENSITIVITY_RANK[where.max_sensitivity])
+    if where.anchor_after is not None:
+        conds.append("+b.anchor_us >= ?")
+        params.append(micros(where.anchor_after))
+    if where.not_expired_at is not None:
+        conds.append("(+b.expires_us IS NULL OR +b.expires_us > ?)")
+        params.append(micros(where.not_expired_at))
+    if where.project is not None:
+        conds.append("(+b.project = ? OR +b.scope = ?)")
+        params.extend((where.project, Scope.GLOBAL))
+    if where.user is not None:
+        conds.append("(+b.scope <> ? OR +b.user = ?)")
+        params.extend((Scope.USER, where.user))
+    if where.subject_prefix is not None:
+        # a range on the subject index: every text starting with the prefix sorts inside it
+        conds.append("b.subject >= ? AND b.subject < ?")
+        params.extend((where.subject_prefix, where.subject_prefix + "\U0010ffff"))
+    for column, value in (
+        ("subject", where.subject),
+        ("predicate", where.predicate),
+        ("session_id", where.session_id),
+    ):
+        if value is not None:
+            conds.append(f"b.{column} = ?")
+            params.append(value)
+    if where.exclude_ids:
+        conds.append(f"+b.{id_column} NOT IN ({','.join('?' * len(where.exclude_ids))})")
+        params.extend(sorted(where.exclude_ids))
+    return conds, params
+
+
+def _version_rows(
+    versions: list[tuple[str, int, tuple[Any, ...]]],
+) -> tuple[list[tuple[int, str]], list[tuple[Any, ...]]]:
+    """``(closes, inserts)`` for versions in commit order: each belief's first version closes
+    the open row already stored, later ones close the previous version of the same commit."""
+    closes: list[tuple[int, str]] = []
+    rows: list[tuple[Any, ...]] = []
+    open_at: dict[str, int] = {}
+    for belief_id, start, row in versions:
+        index = open_at.get(belief_id)
+        if index is None:
+            closes.append((start, belief_id))
+        else:
+            prev = rows[index]
+            rows[index] = (*prev[:3], max(start, prev[2]), *prev[4:])
+        open_at[belief_id] = len(rows)
+        rows.append(row)
+    return closes, rows
 
 
 def _belief_row(b: Belief, doc: bytes) -> tuple[Any, ...]:
