@@ -1,0 +1,27 @@
+"""Importing an adapter whose SDK is absent names the exact pip command."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+
+from adapters.errors import MissingSDKError
+
+
+@pytest.mark.parametrize(
+    ("module", "sdk", "command"),
+    [
+        ("adapters.letta", "letta_client", "pip install 'gnomon[letta]'"),
+        ("adapters.zep", "zep_cloud", "pip install 'gnomon[zep]'"),
+    ],
+)
+def test_missing_sdk_names_the_pip_command(
+    monkeypatch: pytest.MonkeyPatch, module: str, sdk: str, command: str
+) -> None:
+    monkeypatch.setitem(sys.modules, sdk, None)  # "import sdk" now raises ImportError
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.raises(MissingSDKError) as raised:
+        importlib.import_module(module)
+    assert raised.value.command == command and command in str(raised.value.hint)
