@@ -35,6 +35,7 @@ from firewall.chain import (
     StoreBinding,
     content_hash,
 )
+from firewall.checkpoints import Checkpoint, CheckpointSigner, write_checkpoint
 from firewall.clock import Clock, utcnow
 from firewall.content import DEFAULT_MAX_BLOCK_BYTES, statement_text
 from firewall.contradictions import contradiction_record, flag_decisions
@@ -90,10 +91,20 @@ class Firewall:
         signer: GrantSigner | None = None,
         clock: Clock = utcnow,
         max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
+        checkpoint_signer: CheckpointSigner | None = None,
+        checkpoint_every: int | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.max_block_bytes = max_block_bytes
+        if checkpoint_every is not None and (checkpoint_every < 1 or checkpoint_signer is None):
+            raise InputError(
+                "checkpoint_every needs a checkpoint_signer and a positive number of events",
+                hint="firewall.open(url, checkpoint_signer=CheckpointSigner.from_file(KEY), "
+                "checkpoint_every=1000)",
+            )
+        self.checkpoint_signer = checkpoint_signer
+        self.checkpoint_every = checkpoint_every
         pinned = list(trusted_keys or [])
         if pinned:
             self._signer = signer
@@ -141,7 +152,22 @@ class Firewall:
         )
 
     def commit(self, *drafts: EventDraft) -> list[Event]:
-        return self.store.commit(drafts)
+        events = self.store.commit(drafts)
+        every = self.checkpoint_every
+        # periodic checkpoints: one integer comparison per commit unless a multiple was crossed
+        if every and events and events[-1].seq // every != (events[0].seq - 1) // every:
+            self.checkpoint()
+        return events
+
+    def checkpoint(self) -> Checkpoint:
+        """Sign the chain head with the checkpoint key and append it as a ``log.checkpoint``."""
+        if self.checkpoint_signer is None:
+            raise MissingGrantError(
+                "this firewall holds no checkpoint signing key",
+                hint="open it with checkpoint_signer=CheckpointSigner.from_file(KEY), or run "
+                "`gnomon log checkpoint --key KEY`",
+            )
+        return write_checkpoint(self.store, self.checkpoint_signer, now=self.clock())
 
     def require_belief(self, belief_id: str) -> Belief:
         if not isinstance(belief_id, str):
@@ -553,11 +579,15 @@ def open(
     signer: GrantSigner | None = None,
     clock: Clock = utcnow,
     max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
+    checkpoint_signer: CheckpointSigner | None = None,
+    checkpoint_every: int | None = None,
     **store_options: Any,
 ) -> Firewall:
     """Open a firewall over ``url`` (``memory://``, ``sqlite:///path``, ``postgresql://…``).
 
     With no URL, ``$GNOMON_URL`` or the embedded default ``sqlite:///./.gnomon/gnomon.db``.
+    With ``checkpoint_signer`` and ``checkpoint_every=N``, a signed ``log.checkpoint`` event is
+    appended each time the log crosses a multiple of N events.
     """
     store = open_store(url or default_url(), **store_options)
     return Firewall(
@@ -566,6 +596,8 @@ def open(
         signer=signer,
         clock=clock,
         max_block_bytes=max_block_bytes,
+        checkpoint_signer=checkpoint_signer,
+        checkpoint_every=checkpoint_every,
     )
 
 

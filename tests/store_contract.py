@@ -55,6 +55,7 @@ from tests.factories import (
     make_revision,
     make_session,
 )
+from tests.log_contract import LogContract
 
 # -- the reference semantics of a BeliefFilter -------------------------------------------------
 
@@ -196,7 +197,7 @@ FILTER_CASES: dict[str, tuple[dict[str, Any], set[str]]] = {
 }
 
 
-class StoreContract(ABC):
+class StoreContract(LogContract, ABC):
     """Every test a store backend must pass. Subclasses provide :meth:`make_store`."""
 
     @abstractmethod

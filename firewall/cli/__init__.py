@@ -11,7 +11,9 @@
     gnomon recall QUERY --project P     a policy-filtered recall, bucket by bucket
     gnomon promote | quarantine | clear privileged moves (signed grants)
     gnomon policy check FILE | schema   ContextPolicy files
-    gnomon log verify                   the hash-chained event log
+    gnomon log verify | checkpoint      the hash-chained event log and its signed checkpoints
+    gnomon log export | import          the log as NDJSON, verified before anything is imported
+    gnomon rebuild                      projections rebuilt from the log, compared with the live
     gnomon db upgrade                   create or migrate a PostgreSQL schema
     gnomon keys generate                operator keys, pinned
     gnomon probes run                   the executable threat model
@@ -29,6 +31,7 @@ from firewall.cli.admin import demo, keys, log, policy, probes
 from firewall.cli.common import GnomonGroup, Settings
 from firewall.cli.db import db
 from firewall.cli.history import replay_command, report_command, why_command
+from firewall.cli.logcmd import rebuild
 from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
 
 
@@ -63,6 +66,7 @@ for command in (
     clear,
     policy,
     log,
+    rebuild,
     why_command,
     replay_command,
     report_command,

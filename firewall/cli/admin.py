@@ -9,22 +9,18 @@ from typing import Any
 import click
 from rich.table import Table
 
-import firewall
 from firewall import config
 from firewall.cli.common import (
     console,
     echo_json,
     json_option,
     resolve_trusted_keys,
-    resolve_url,
     trusted_keys_option,
-    url_option,
-    with_progress,
 )
-from firewall.cli.render import policy_summary, verify_json
+from firewall.cli.logcmd import log_checkpoint, log_export, log_import, log_verify
+from firewall.cli.render import policy_summary
 from firewall.demo import DemoResult, run_demo
-from firewall.errors import GnomonError, LogIntegrityError, StoreError
-from firewall.events import verify_chain
+from firewall.errors import GnomonError, StoreError
 from firewall.grants import write_keypair
 from firewall.policy import ContextPolicy
 
@@ -130,31 +126,11 @@ def policy_schema() -> None:
 
 @click.group()
 def log() -> None:
-    """The hash-chained event log."""
+    """The hash-chained event log: verify, checkpoint, export, import."""
 
 
-@log.command("verify")
-@url_option
-@json_option
-@click.pass_context
-def log_verify(ctx: click.Context, url: str | None, as_json: bool) -> None:
-    """Verify every event's hash and link; name the first bad seq (exit 1) if any."""
-    with firewall.open(resolve_url(ctx, url)) as wall:
-        total = wall.store.head()[0]
-        report = verify_chain(with_progress(wall.store.chain_rows(), total, "verifying"))
-    if as_json:
-        echo_json(verify_json(report))
-        if not report.ok:
-            ctx.exit(1)
-        return
-    if not report.ok:
-        assert report.first_bad_seq is not None and report.problem is not None
-        raise LogIntegrityError(report.first_bad_seq, report.problem)
-    console().print(
-        f"ok: {report.events} events verified; head seq {report.head_seq} hash {report.head_hash}",
-        markup=False,
-        soft_wrap=True,
-    )
+for _command in (log_verify, log_checkpoint, log_export, log_import):
+    log.add_command(_command)
 
 
 # -- keys -----------------------------------------------------------------------------------

@@ -30,7 +30,8 @@ from firewall.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.events import Event, EventDraft, VerifyReport, verify_chain
+from firewall.errors import LogIntegrityError
+from firewall.events import Event, EventDraft, VerifyReport, chain_hash, verify_chain
 from firewall.states import (
     FreshnessStatus,
     RetrievalStatus,
@@ -93,6 +94,26 @@ class Store(ABC):
         Either every event and every projection row is written, or none is. Concurrent
         committers (threads or processes) must produce one gap-free chain.
         """
+
+    @abstractmethod
+    def append_sealed(self, events: Sequence[Event]) -> None:
+        """Append events that were sealed elsewhere (an NDJSON import, a rebuild) and apply
+        their records, in one transaction. Nothing is re-sealed: inside the transaction the
+        store checks that the events continue its own head, seq by seq, and that each hash
+        recomputes from its body (:func:`check_continues`); otherwise it raises
+        :class:`~firewall.errors.LogIntegrityError` naming the seq and writes nothing.
+        """
+
+    @abstractmethod
+    def rebuild_projections(self) -> int:
+        """Replace every projection row by replaying the whole log's records, in one
+        transaction; returns the number of events replayed."""
+
+    @abstractmethod
+    def projection_docs(self) -> Iterator[tuple[str, str, bytes]]:
+        """``(table, id, JSON document)`` for every projection row (tables named as in
+        :data:`firewall.events.RECORD_TYPES`), in no particular order: what ``gnomon rebuild``
+        compares against a replay of the log."""
 
     # -- the log --------------------------------------------------------------------------
 
@@ -236,4 +257,21 @@ class Store(ABC):
         self.close()
 
 
-__all__ = ["BeliefFilter", "Store"]
+def check_continues(event: Event, seq: int, prev: str) -> None:
+    """Raise :class:`~firewall.errors.LogIntegrityError` unless ``event`` is the next link after
+    ``(seq, prev)`` and its hash recomputes from its body."""
+    if event.seq != seq + 1:
+        raise LogIntegrityError(
+            event.seq,
+            f"does not continue the log: the next seq is {seq + 1} (events missing, duplicated "
+            "or reordered)",
+        )
+    if event.prev_hash != prev:
+        raise LogIntegrityError(
+            event.seq, "prev_hash does not match the head of the log it is appended to"
+        )
+    if chain_hash(event.seq, prev, event.body) != event.hash:
+        raise LogIntegrityError(event.seq, "hash does not match the event body")
+
+
+__all__ = ["BeliefFilter", "Store", "check_continues"]

@@ -21,9 +21,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import orjson
+
 from firewall.chain import (
     Action,
     Belief,
+    ChainModel,
     Claim,
     Contradiction,
     Decision,
@@ -36,9 +39,9 @@ from firewall.chain import (
     StoreBinding,
 )
 from firewall.errors import GnomonError, StoreError
-from firewall.events import GENESIS_HASH, Event, EventDraft, seal
+from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
 from firewall.states import Scope
-from firewall.store.base import BeliefFilter, Store
+from firewall.store.base import BeliefFilter, Store, check_continues
 from firewall.store.keys import index_tokens, micros
 from firewall.text import query_terms
 
@@ -157,58 +160,118 @@ class MemoryStore(Store):
     def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
         with self._lock:
             self._check_open()
-            seq, prev = self.head()
-            sealed: list[Event] = []
-            staged: list[_BeliefRow] = []
-            try:
-                for draft in drafts:
-                    seq += 1
-                    event = seal(seq, prev, draft)
-                    prev = event.hash
-                    sealed.append(event)
-                    staged.extend(_stage_belief(b) for b in draft.records.beliefs)
-            except GnomonError:
-                raise
-            except Exception as exc:
-                raise StoreError(
-                    f"{self.url}: commit failed and was rolled back: {exc!r}",
-                    hint="nothing was written; fix the draft that could not be stored",
-                ) from exc
-            # Nothing below can fail: the commit is all or nothing.
-            self._events.extend(sealed)
-            rows = iter(staged)
-            for draft in drafts:
-                rec = draft.records
-                for session in rec.sessions:
-                    self._sessions[session.id] = session
-                for observation in rec.observations:
-                    self._observations[observation.id] = observation
-                for claim in rec.claims:
-                    self._claims[claim.id] = claim
-                for item in rec.evidence:
-                    self._put_evidence(item)
-                written: dict[str, Belief] = {}  # history: the last version of each in this event
-                for _ in rec.beliefs:
-                    row = next(rows)
-                    self._put_belief(row)
-                    written[row.belief.id] = row.belief
-                for belief in written.values():
-                    self._history.setdefault(belief.id, []).append(
-                        (micros(belief.updated_at), belief)
-                    )
-                for decision in rec.decisions:
-                    self._put_decision(decision)
-                for action in rec.actions:
-                    self._actions[action.id] = action
-                for outcome in rec.outcomes:
-                    self._outcomes[outcome.id] = outcome
-                for revision in rec.revisions:
-                    self._put_revision(revision)
-                for contradiction in rec.contradictions:
-                    self._put_contradiction(contradiction)
-                for binding in rec.bindings:
-                    self._put_binding(binding)
+            sealed, staged = self._prepare(drafts)
+            self._apply(sealed, [d.records for d in drafts], staged)
             return sealed
+
+    def append_sealed(self, events: Sequence[Event]) -> None:
+        with self._lock:
+            self._check_open()
+            records, staged = self._check_sealed(events)
+            self._apply(list(events), records, staged)
+
+    def _prepare(self, drafts: Sequence[EventDraft]) -> tuple[list[Event], list[_BeliefRow]]:
+        """Seal and stage everything that can fail, before anything is mutated."""
+        seq, prev = self._head()
+        sealed: list[Event] = []
+        staged: list[_BeliefRow] = []
+        try:
+            for draft in drafts:
+                seq += 1
+                event = seal(seq, prev, draft)
+                prev = event.hash
+                sealed.append(event)
+                staged.extend(_stage_belief(b) for b in draft.records.beliefs)
+        except GnomonError:
+            raise
+        except Exception as exc:
+            raise StoreError(
+                f"{self.url}: commit failed and was rolled back: {exc!r}",
+                hint="nothing was written; fix the draft that could not be stored",
+            ) from exc
+        return sealed, staged
+
+    def _check_sealed(self, events: Sequence[Event]) -> tuple[list[Records], list[_BeliefRow]]:
+        """Check sealed events continue the chain and stage their records (no mutation)."""
+        seq, prev = self._head()
+        for event in events:
+            check_continues(event, seq, prev)
+            seq, prev = event.seq, event.hash
+        try:
+            records = [event.records() for event in events]
+            staged = [_stage_belief(b) for rec in records for b in rec.beliefs]
+        except Exception as exc:
+            raise StoreError(
+                f"{self.url}: the events' records could not be read: {exc!r}; nothing was written",
+                hint="the events verify but their payload is not a record this version reads",
+            ) from exc
+        return records, staged
+
+    def _apply(
+        self, sealed: list[Event], records: Sequence[Records], staged: list[_BeliefRow]
+    ) -> None:
+        # Nothing here can fail: the commit is all or nothing.
+        self._events.extend(sealed)
+        rows = iter(staged)
+        for rec in records:
+            for session in rec.sessions:
+                self._sessions[session.id] = session
+            for observation in rec.observations:
+                self._observations[observation.id] = observation
+            for claim in rec.claims:
+                self._claims[claim.id] = claim
+            for item in rec.evidence:
+                self._put_evidence(item)
+            written: dict[str, Belief] = {}  # history: the last version of each in this event
+            for _ in rec.beliefs:
+                row = next(rows)
+                self._put_belief(row)
+                written[row.belief.id] = row.belief
+            for belief in written.values():
+                self._history.setdefault(belief.id, []).append((micros(belief.updated_at), belief))
+            for decision in rec.decisions:
+                self._put_decision(decision)
+            for action in rec.actions:
+                self._actions[action.id] = action
+            for outcome in rec.outcomes:
+                self._outcomes[outcome.id] = outcome
+            for revision in rec.revisions:
+                self._put_revision(revision)
+            for contradiction in rec.contradictions:
+                self._put_contradiction(contradiction)
+            for binding in rec.bindings:
+                self._put_binding(binding)
+
+    def rebuild_projections(self) -> int:
+        with self._lock:
+            self._check_open()
+            fresh = MemoryStore(self.url)
+            fresh.append_sealed(self._events)
+            # every projection (and index) attribute of a fresh store replaces ours
+            for name, value in vars(fresh).items():
+                if name not in ("url", "_lock", "_closed", "_events"):
+                    setattr(self, name, value)
+            return len(self._events)
+
+    def projection_docs(self) -> Iterator[tuple[str, str, bytes]]:
+        with self._lock:
+            tables: list[tuple[str, Iterable[ChainModel]]] = [
+                ("sessions", list(self._sessions.values())),
+                ("observations", list(self._observations.values())),
+                ("claims", list(self._claims.values())),
+                ("evidence", [i for group in self._evidence.values() for i in group.values()]),
+                ("beliefs", [row.belief for row in self._beliefs.values()]),
+                ("decisions", list(self._decisions.values())),
+                ("actions", list(self._actions.values())),
+                ("outcomes", list(self._outcomes.values())),
+                ("revisions", [r for _, _, r in self._revisions.values()]),
+                ("contradictions", list(self._contradictions.values())),
+                ("bindings", list(self._bindings.values())),
+            ]
+        dumps = orjson.dumps
+        for table, items in tables:
+            for item in items:
+                yield table, item.id, dumps(item.to_json_dict())  # type: ignore[attr-defined]
 
     def _put_evidence(self, item: EvidenceItem) -> None:
         old_claim = self._evidence_claim.get(item.id)
@@ -303,10 +366,13 @@ class MemoryStore(Store):
 
     def head(self) -> tuple[int, str]:
         with self._lock:
-            if not self._events:
-                return 0, GENESIS_HASH
-            last = self._events[-1]
-            return last.seq, last.hash
+            return self._head()
+
+    def _head(self) -> tuple[int, str]:
+        if not self._events:
+            return 0, GENESIS_HASH
+        last = self._events[-1]
+        return last.seq, last.hash
 
     def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
         with self._lock:

@@ -67,10 +67,10 @@ from firewall.errors import (
     StoreLockedError,
     UnsupportedURLError,
 )
-from firewall.events import GENESIS_HASH, Event, EventDraft, seal
+from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
 from firewall.states import SENSITIVITY_RANK, Scope
 from firewall.store import postgres_schema as schema
-from firewall.store.base import BeliefFilter, Store
+from firewall.store.base import BeliefFilter, Store, check_continues
 from firewall.store.keys import index_tokens, micros
 from firewall.store.memory import K1, B
 from firewall.store.sql_common import ProjectionRows, belief_keys, version_rows
@@ -81,6 +81,38 @@ R = TypeVar("R")
 
 DEFAULT_TENANT = "default"
 PAGE = 1000
+#: Every table derived from the log (emptied, for one tenant, by a rebuild).
+PROJECTION_TABLES = (
+    "sessions",
+    "observations",
+    "claims",
+    "evidence",
+    "beliefs",
+    "term_stats",
+    "decisions",
+    "decision_deps",
+    "actions",
+    "outcomes",
+    "revisions",
+    "contradictions",
+    "contradiction_members",
+    "bindings",
+    "belief_versions",
+)
+#: ``(table, id expression)`` of every table holding a record document.
+PROJECTION_KEYS = (
+    ("sessions", "id"),
+    ("observations", "id"),
+    ("claims", "id"),
+    ("evidence", "id"),
+    ("beliefs", "id"),
+    ("decisions", "id"),
+    ("actions", "id"),
+    ("outcomes", "id"),
+    ("revisions", "id"),
+    ("contradictions", "id"),
+    ("bindings", "store || ':' || belief_id"),
+)
 MAX_TENANT_LENGTH = 200
 #: PostgreSQL keeps at most 256 positions per lexeme, so term frequencies above it count as 256.
 MAX_TF = 256
@@ -476,10 +508,21 @@ class PostgresStore(Store):
     def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
         if not drafts:
             return []
+        return self._retrying("committing events", lambda conn: self._write(conn, drafts))
+
+    def append_sealed(self, events: Sequence[Event]) -> None:
+        if events:
+            self._retrying("appending sealed events", lambda conn: self._write_sealed(conn, events))
+
+    def rebuild_projections(self) -> int:
+        return self._retrying("rebuilding the projections", self._rebuild)
+
+    def _retrying(self, doing: str, work: Callable[[psycopg.Connection[Any]], R]) -> R:
+        """Run ``work`` in one transaction, retrying serialization failures and deadlocks."""
         attempt = 0
         while True:
             try:
-                return self._commit_once(drafts)
+                return self._once(doing, work)
             except StoreLockedError as exc:
                 cause = exc.__cause__
                 retryable = isinstance(
@@ -495,15 +538,15 @@ class PostgresStore(Store):
                 attempt += 1
                 time.sleep(min(0.2, 0.005 * 2**attempt))
 
-    def _commit_once(self, drafts: Sequence[EventDraft]) -> list[Event]:
-        with self._connection("committing events") as conn:
+    def _once(self, doing: str, work: Callable[[psycopg.Connection[Any]], R]) -> R:
+        with self._connection(doing) as conn:
             conn.execute("BEGIN")
             committing = False
             try:
-                sealed = self._write(conn, drafts)
+                done = work(conn)
                 committing = True
                 conn.execute("COMMIT")
-                return sealed
+                return done
             except BaseException as exc:
                 if not conn.closed:
                     with suppress(psycopg.Error):
@@ -523,6 +566,71 @@ class PostgresStore(Store):
                 ) from exc
 
     def _write(self, conn: psycopg.Connection[Any], drafts: Sequence[EventDraft]) -> list[Event]:
+        head = self._lock_head(conn)
+        seq, prev = head[0], head[1]
+        sealed: list[Event] = []
+        for draft in drafts:
+            seq += 1
+            event = seal(seq, prev, draft)
+            prev = event.hash
+            sealed.append(event)
+        self._store_events(conn, head, sealed, [d.records for d in drafts])
+        return sealed
+
+    def _write_sealed(self, conn: psycopg.Connection[Any], events: Sequence[Event]) -> None:
+        head = self._lock_head(conn)
+        seq, prev = head[0], head[1]
+        for event in events:
+            check_continues(event, seq, prev)
+            seq, prev = event.seq, event.hash
+        self._store_events(conn, head, list(events), [e.records() for e in events])
+
+    def _rebuild(self, conn: psycopg.Connection[Any]) -> int:
+        tenant = self.tenant
+        self._lock_head(conn)
+        cur = conn.cursor()
+        for table in PROJECTION_TABLES:
+            found = cur.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
+            if found is not None and found[0]:
+                cur.execute(f"DELETE FROM {table} WHERE tenant = %s", (tenant,))
+        count = belief_count = belief_tokens = 0
+        after = 0
+        while True:
+            page = [
+                Event.from_body(int(seq), bytes(body), prev_hash, digest)
+                for seq, body, prev_hash, digest in cur.execute(
+                    "SELECT seq, body, prev_hash, hash FROM events WHERE tenant = %s AND seq > %s "
+                    "ORDER BY seq LIMIT %s",
+                    (tenant, after, PAGE),
+                ).fetchall()
+            ]
+            if not page:
+                break
+            rows = ProjectionRows.of(page, [e.records() for e in page])
+            count_delta, token_delta = self._write_beliefs(cur, rows)
+            self._write_projections(cur, rows)
+            belief_count += count_delta
+            belief_tokens += token_delta
+            count += len(page)
+            after = page[-1].seq
+        cur.execute(
+            "UPDATE chain_heads SET belief_count = %s, belief_tokens = %s WHERE tenant = %s",
+            (belief_count, belief_tokens, tenant),
+        )
+        return count
+
+    def projection_docs(self) -> Iterator[tuple[str, str, bytes]]:
+        for table, key in PROJECTION_KEYS:
+            rows = self._read(
+                "reading projections",
+                f"SELECT {key}, doc FROM {table} WHERE tenant = %s",
+                (self.tenant,),
+            )
+            for ident, doc in rows:
+                yield table, ident, bytes(doc)
+
+    def _lock_head(self, conn: psycopg.Connection[Any]) -> tuple[int, str, int, int]:
+        """Lock the tenant's chain head row: ``(seq, hash, belief_count, belief_tokens)``."""
         tenant = self.tenant
         head = conn.execute(
             "SELECT seq, hash, belief_count, belief_tokens FROM chain_heads "
@@ -541,14 +649,20 @@ class PostgresStore(Store):
                 (tenant,),
             ).fetchone()
             assert head is not None
-        seq, prev, belief_count, belief_tokens = head
-        sealed: list[Event] = []
-        for draft in drafts:
-            seq += 1
-            event = seal(seq, prev, draft)
-            prev = event.hash
-            sealed.append(event)
-        rows = ProjectionRows.of(sealed, [d.records for d in drafts])
+        return int(head[0]), head[1], int(head[2]), int(head[3])
+
+    def _store_events(
+        self,
+        conn: psycopg.Connection[Any],
+        head: tuple[int, str, int, int],
+        sealed: list[Event],
+        records: Sequence[Records],
+    ) -> None:
+        """Insert sealed events, apply their records, move the head (head row locked)."""
+        tenant = self.tenant
+        belief_count, belief_tokens = head[2], head[3]
+        seq, prev = sealed[-1].seq, sealed[-1].hash
+        rows = ProjectionRows.of(sealed, list(records))
         cur = conn.cursor()
         cur.execute(
             INSERT_EVENTS,
@@ -571,7 +685,6 @@ class PostgresStore(Store):
             "WHERE tenant = %s",
             (seq, prev, belief_count + count_delta, belief_tokens + token_delta, tenant),
         )
-        return sealed
 
     def _write_versions(self, cur: psycopg.Cursor[Any], rows: ProjectionRows) -> None:
         """The belief history rows of one commit (see :func:`sql_common.version_rows`)."""

@@ -7,7 +7,9 @@
 
 ``sqlite:///`` is followed by the file path exactly as written: ``sqlite:///./x.db`` and
 ``sqlite:///x.db`` are relative to the working directory, ``sqlite:////abs/x.db`` is absolute and
-``sqlite:///:memory:`` is a private in-memory database. PostgreSQL needs the ``postgres`` extra.
+``sqlite:///:memory:`` is a private in-memory database. ``memory:///log.ndjson`` (same path
+rules) is the in-process store with its event log kept in an NDJSON file. PostgreSQL needs the
+``postgres`` extra.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from firewall.errors import UnsupportedURLError
 from firewall.store.base import Store
 
 DEFAULT_URL = "sqlite:///./.gnomon/gnomon.db"
-SUPPORTED = ("memory://", "sqlite:///<path>", "postgresql://<dsn>")
+SUPPORTED = ("memory://", "memory:///<log.ndjson>", "sqlite:///<path>", "postgresql://<dsn>")
 
 
 def default_url() -> str:
@@ -35,6 +37,11 @@ def open_store(url: str, **options: Any) -> Store:
     if not sep:
         scheme = ""
     if scheme == "memory":
+        if rest.startswith("/") and len(rest) > 1:
+            # memory:///path: the in-process store with an NDJSON file as its event log
+            from firewall.store.ndjson_file import FileLogStore
+
+            return FileLogStore(rest[1:], url=url)
         from firewall.store.memory import MemoryStore
 
         return MemoryStore(url)  # nothing to tune: options are for persistent backends

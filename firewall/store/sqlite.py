@@ -18,9 +18,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,13 +43,46 @@ from firewall.errors import GnomonError, StoreCorruptError, StoreError, StoreLoc
 from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
 from firewall.states import SENSITIVITY_RANK, Scope
 from firewall.store import sqlite_schema as schema
-from firewall.store.base import BeliefFilter, Store
+from firewall.store.base import BeliefFilter, Store, check_continues
 from firewall.store.keys import index_tokens, micros
 from firewall.text import fts5_match
 
 M = TypeVar("M", bound=ChainModel)
+R = TypeVar("R")
 
 PAGE = 1000
+#: Every table derived from the log, emptied by a rebuild (beliefs first, so that its delete
+#: trigger keeps the FTS index in step).
+PROJECTION_TABLES = (
+    "beliefs",
+    "sessions",
+    "observations",
+    "claims",
+    "evidence",
+    "decisions",
+    "decision_deps",
+    "actions",
+    "outcomes",
+    "revisions",
+    "contradictions",
+    "contradiction_members",
+    "bindings",
+    "belief_versions",
+)
+#: ``(table, id expression)`` of every table holding a record document.
+PROJECTION_KEYS = (
+    ("sessions", "id"),
+    ("observations", "id"),
+    ("claims", "id"),
+    ("evidence", "id"),
+    ("beliefs", "id"),
+    ("decisions", "id"),
+    ("actions", "id"),
+    ("outcomes", "id"),
+    ("revisions", "id"),
+    ("contradictions", "id"),
+    ("bindings", "store || ':' || belief_id"),
+)
 _IN_CHUNK = 500
 _dumps = orjson.dumps
 
@@ -194,13 +227,7 @@ class SQLiteStore(Store):
                 docs = (payload.get("records") or {}).get("beliefs")
                 if docs:
                     beliefs = tuple(Belief.model_validate(d, strict=False) for d in docs)
-                    draft = EventDraft(
-                        kind="backfill",
-                        actor="gnomon",
-                        at=datetime.now(UTC),
-                        records=Records(beliefs=beliefs),
-                    )
-                    rows.add(draft, {"beliefs": docs})
+                    rows.add(Records(beliefs=beliefs), {"beliefs": docs})
             if rows.versions:
                 rows._write_versions(conn)
 
@@ -290,10 +317,21 @@ class SQLiteStore(Store):
     def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
         if not drafts:
             return []
-        with self._guard("committing events") as conn:
+        return self._atomic("committing events", lambda conn: self._write(conn, drafts))
+
+    def append_sealed(self, events: Sequence[Event]) -> None:
+        if events:
+            self._atomic("appending sealed events", lambda conn: self._write_sealed(conn, events))
+
+    def rebuild_projections(self) -> int:
+        return self._atomic("rebuilding the projections", self._rebuild)
+
+    def _atomic(self, doing: str, work: Callable[[sqlite3.Connection], R]) -> R:
+        """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction; roll back on any error."""
+        with self._guard(doing) as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                sealed = self._write(conn, drafts)
+                done = work(conn)
                 conn.execute("COMMIT")
             except BaseException as exc:
                 if conn.in_transaction:
@@ -302,10 +340,10 @@ class SQLiteStore(Store):
                 if isinstance(exc, GnomonError | sqlite3.Error) or not isinstance(exc, Exception):
                     raise
                 raise StoreError(
-                    f"{self.url}: commit failed and was rolled back: {exc!r}",
+                    f"{self.url}: {doing} failed and was rolled back: {exc!r}",
                     hint="nothing was written; fix the draft that could not be stored",
                 ) from exc
-            return sealed
+            return done
 
     def _write(self, conn: sqlite3.Connection, drafts: Sequence[EventDraft]) -> list[Event]:
         row = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
@@ -318,16 +356,65 @@ class SQLiteStore(Store):
             prev = event.hash
             sealed.append(event)
             if draft.records:
-                rows.add(draft, event.payload["records"])
+                rows.add(draft.records, event.payload["records"])
+        self._insert_events(conn, sealed)
+        rows.write(conn, index_new_beliefs=not self._index_by_trigger)
+        return sealed
+
+    def _insert_events(self, conn: sqlite3.Connection, events: Sequence[Event]) -> None:
         conn.executemany(
             schema.INSERT_EVENT,
             [
                 (e.seq, e.kind, e.at, e.actor, e.session_id, e.body, e.prev_hash, e.hash)
-                for e in sealed
+                for e in events
             ],
         )
+
+    def _write_sealed(self, conn: sqlite3.Connection, events: Sequence[Event]) -> None:
+        row = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
+        for event in events:
+            check_continues(event, seq, prev)
+            seq, prev = event.seq, event.hash
+        self._insert_events(conn, events)
+        self._apply_events(conn, events)
+
+    def _apply_events(self, conn: sqlite3.Connection, events: Sequence[Event]) -> None:
+        rows = _Rows()
+        for event in events:
+            records = event.records()
+            if records:
+                rows.add(records, event.payload["records"])
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
-        return sealed
+
+    def _rebuild(self, conn: sqlite3.Connection) -> int:
+        present = self._tables()
+        for table in PROJECTION_TABLES:  # beliefs first: its trigger empties the FTS index
+            if table in present:
+                conn.execute(f"DELETE FROM {table}")
+        count = 0
+        after = 0
+        while True:
+            page = [
+                Event.from_body(*r)
+                for r in conn.execute(
+                    "SELECT seq, body, prev_hash, hash FROM events WHERE seq > ? ORDER BY seq "
+                    "LIMIT ?",
+                    (after, PAGE),
+                ).fetchall()
+            ]
+            if not page:
+                return count
+            self._apply_events(conn, page)
+            count += len(page)
+            after = page[-1].seq
+
+    def projection_docs(self) -> Iterator[tuple[str, str, bytes]]:
+        for table, key in PROJECTION_KEYS:
+            with self._guard("reading projections") as conn:
+                rows = conn.execute(f"SELECT {key}, doc FROM {table}").fetchall()
+            for ident, doc in rows:
+                yield table, ident, doc
 
     # -- the log --------------------------------------------------------------------------
 
@@ -624,12 +711,11 @@ class _Rows:
         self.outcomes: list[tuple[Any, ...]] = []
         self.revisions: list[tuple[Any, ...]] = []
         self.contradictions: dict[str, tuple[Contradiction, bytes]] = {}
-        self.versions: list[tuple[str, int, tuple[Any, ...]]] = []  # (id, from_us, row)
         self.bindings: list[tuple[Any, ...]] = []
+        self.versions: list[tuple[str, int, tuple[Any, ...]]] = []  # (id, from_us, row)
 
-    def add(self, draft: EventDraft, payload: dict[str, list[dict[str, Any]]]) -> None:
+    def add(self, rec: Records, payload: dict[str, list[dict[str, Any]]]) -> None:
         # The event payload already holds each record's JSON form: reuse it as the row's doc.
-        rec = draft.records
         if rec.sessions:
             self.sessions.extend(
                 (s.id, s.project, _dumps(d))

@@ -1,0 +1,246 @@
+"""The audit trail's commands: ``log verify | checkpoint | export | import`` and ``rebuild``.
+
+Each parses its options, calls one library function (:mod:`firewall.checkpoints`,
+:mod:`firewall.ndjson`, :mod:`firewall.rebuild`) and renders the result.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from firewall.checkpoints import Checkpoint, CheckpointSigner, verify_log, write_checkpoint
+from firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
+from firewall.cli.common import with_progress as progress
+from firewall.errors import GnomonError
+from firewall.grants import load_public_key
+from firewall.ndjson import export_to_file, read_events, read_file, write_export
+from firewall.rebuild import rebuild as rebuild_store
+from firewall.store.base import Store
+from firewall.store.registry import open_store
+
+
+def _lookup(store: Store, seq: int) -> str | None:
+    row = next(store.chain_rows(after=seq - 1), None)
+    return row[3] if row is not None and row[0] == seq else None
+
+
+def _open(ctx: click.Context, url: str | None, *, must_exist: bool = True) -> Store:
+    return open_store(resolve_url(ctx, url, must_exist=must_exist))
+
+
+@click.command("verify")
+@url_option
+@click.option(
+    "--key",
+    "keys",
+    multiple=True,
+    metavar="PUBFILE",
+    type=click.Path(dir_okay=False),
+    help="Pinned public key (.pub): every checkpoint must be signed by it, and at least one "
+    "must exist. Repeat for several keys.",
+)
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    default=None,
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="A checkpoint file kept away from the store: detects a truncated tail.",
+)
+@json_option
+@click.pass_context
+def log_verify(
+    ctx: click.Context,
+    url: str | None,
+    keys: tuple[str, ...],
+    checkpoint_file: str | None,
+    as_json: bool,
+) -> None:
+    """Verify every event's hash and link and every checkpoint; name the first bad seq (exit 1)."""
+    pinned = [load_public_key(k) for k in keys]
+    checkpoint = Checkpoint.read(checkpoint_file) if checkpoint_file else None
+    with _open(ctx, url) as store:
+        total = store.head()[0]
+        report = verify_log(
+            progress(store.chain_rows(), total, "verifying"),
+            keys=pinned,
+            checkpoint=checkpoint,
+            lookup=lambda seq: _lookup(store, seq),
+        )
+    if as_json:
+        echo_json(report.to_json())
+        if not report.ok:
+            ctx.exit(1)
+        return
+    report.raise_for_problem()
+    line = (
+        f"ok: {report.events} events verified; head seq {report.head_seq} hash {report.head_hash}"
+    )
+    out = console()
+    out.print(line, markup=False, soft_wrap=True)
+    if report.signatures_checked:
+        unsigned = report.head_seq - (report.signed_through or 0)
+        out.print(
+            f"signed: checkpoints by the pinned key cover seq 1..{report.signed_through}"
+            + (f"; the last {unsigned} events are not yet covered" if unsigned else ""),
+            markup=False,
+            soft_wrap=True,
+        )
+    elif report.checkpoints:
+        out.print(
+            f"{report.checkpoints} checkpoint(s) match the chain; pass --key to check who "
+            "signed them",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+@click.command("checkpoint")
+@url_option
+@click.option(
+    "--key",
+    "key_file",
+    required=True,
+    metavar="KEYFILE",
+    type=click.Path(dir_okay=False),
+    help="Private key (from `gnomon keys generate`) that signs the checkpoint.",
+)
+@click.option(
+    "--out",
+    default=None,
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Also write the checkpoint to FILE (keep it away from the store).",
+)
+@json_option
+@click.pass_context
+def log_checkpoint(
+    ctx: click.Context, url: str | None, key_file: str, out: str | None, as_json: bool
+) -> None:
+    """Sign the chain head, append it to the log, and optionally write it to a file."""
+    signer = CheckpointSigner.from_file(key_file)
+    with _open(ctx, url) as store:
+        checkpoint = write_checkpoint(store, signer, actor="cli")
+    if out:
+        try:
+            Path(out).write_bytes(checkpoint.to_json() + b"\n")
+        except OSError as exc:
+            raise GnomonError(f"cannot write {out}: {exc.strerror or exc}") from exc
+    if as_json:
+        echo_json(checkpoint.model_dump())
+        return
+    console().print(
+        f"checkpoint: seq {checkpoint.seq} hash {checkpoint.head_hash} signed by key "
+        f"{checkpoint.key_id}" + (f"; written to {out}" if out else ""),
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+@click.command("export")
+@url_option
+@click.option(
+    "--out",
+    default=None,
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Write to FILE (atomically) instead of standard output.",
+)
+@click.pass_context
+def log_export(ctx: click.Context, url: str | None, out: str | None) -> None:
+    """Write the whole event log as NDJSON (the portable, verifiable format)."""
+    with _open(ctx, url) as store:
+        if out:
+            count = export_to_file(store.chain_rows(), out)
+            click.echo(f"exported {count} events to {out}", err=True)
+        else:
+            write_export(store.chain_rows(), sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(dir_okay=False))
+@url_option
+@click.option(
+    "--key",
+    "keys",
+    multiple=True,
+    metavar="PUBFILE",
+    type=click.Path(dir_okay=False),
+    help="Refuse the file unless its checkpoints are signed by this pinned key.",
+)
+@json_option
+@click.pass_context
+def log_import(
+    ctx: click.Context, file: str, url: str | None, keys: tuple[str, ...], as_json: bool
+) -> None:
+    """Verify an NDJSON log FILE completely, then append it to the store (all or nothing)."""
+    pinned = [load_public_key(k) for k in keys]
+    data = read_file(file)
+    with _open(ctx, url, must_exist=False) as store:
+        events = read_events(data, file, head=store.head())
+        if pinned:
+            rows = [(e.seq, e.body, e.prev_hash, e.hash) for e in store.events()]
+            rows += [(e.seq, e.body, e.prev_hash, e.hash) for e in events]
+            verify_log(rows, keys=pinned).raise_for_problem()
+        store.append_sealed(events)
+        head = store.head()
+    if as_json:
+        echo_json({"imported": len(events), "head_seq": head[0], "head_hash": head[1]})
+        return
+    console().print(
+        f"imported {len(events)} events from {file}; head seq {head[0]} hash {head[1]}",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+@click.command("rebuild")
+@url_option
+@click.option(
+    "--apply",
+    "apply_",
+    is_flag=True,
+    help="Replace the live projections by the ones rebuilt from the log (one transaction).",
+)
+@json_option
+@click.pass_context
+def rebuild(ctx: click.Context, url: str | None, apply_: bool, as_json: bool) -> None:
+    """Rebuild every projection from the log and prove it equals the live state (exit 1 if not)."""
+    with _open(ctx, url) as store:
+        report = rebuild_store(store, apply=apply_)
+    if as_json:
+        echo_json(report.to_json())
+        if not report.ok:
+            ctx.exit(1)
+        return
+    out = console()
+    rows = ", ".join(f"{table} {n}" for table, n in report.tables.items()) or "no records"
+    out.print(f"replayed {report.events} events: {rows}", markup=False, soft_wrap=True)
+    for diff in report.differences:
+        out.print(f"  {diff.table} {diff.id}: {diff.problem}", markup=False, soft_wrap=True)
+    if report.difference_count > len(report.differences):
+        out.print(f"  … and {report.difference_count - len(report.differences)} more", markup=False)
+    if report.applied:
+        out.print(
+            f"applied: live projections replaced from the log ({report.difference_count} "
+            f"difference(s) before, {report.remaining} after)",
+            markup=False,
+            soft_wrap=True,
+        )
+    if not report.ok:
+        by_table = ", ".join(f"{t}: {n}" for t, n in sorted(report.by_table.items()))
+        raise GnomonError(
+            f"the live projections differ from the log in {report.difference_count} "
+            f"record(s) ({by_table})",
+            hint="a projection row was changed without its event; `gnomon rebuild --apply` "
+            "restores the state the log records",
+        )
+    if not report.applied:
+        out.print("ok: the live projections equal the ones rebuilt from the log", markup=False)
+
+
+__all__ = ["log_checkpoint", "log_export", "log_import", "log_verify", "rebuild"]

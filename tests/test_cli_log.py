@@ -1,0 +1,171 @@
+"""``gnomon log verify | checkpoint | export | import`` and ``gnomon rebuild`` (CliRunner)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from firewall.cli import cli
+from firewall.demo import run_demo
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    for name in ("GNOMON_URL", "GNOMON_TRUSTED_KEYS"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def fails(result: Result, *fragments: str) -> None:
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("error: "), result.stderr
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> tuple[str, Path]:
+    path = tmp_path / "store" / "demo.db"
+    run_demo(f"sqlite:///{path}")
+    return f"sqlite:///{path}", path
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> tuple[str, str]:
+    assert run("keys", "generate").exit_code == 0
+    folder = tmp_path / ".gnomon" / "keys"
+    return str(folder / "operator.key"), str(folder / "operator.pub")
+
+
+def test_checkpoint_then_verify_with_the_key(demo: tuple[str, Path], keys: tuple[str, str]) -> None:
+    url, _ = demo
+    private, public = keys
+    fails(run("log", "verify", "--url", url, "--key", public), "no checkpoint signed")
+    result = run("log", "checkpoint", "--url", url, "--key", private, "--out", "cp.json")
+    assert result.exit_code == 0, result.output
+    assert "checkpoint: seq" in result.output and Path("cp.json").exists()
+    result = run("log", "verify", "--url", url, "--key", public, "--checkpoint", "cp.json")
+    assert result.exit_code == 0, result.output
+    assert "signed: checkpoints by the pinned key cover seq" in result.output
+    data = json.loads(run("log", "verify", "--url", url, "--key", public, "--json").output)
+    assert data["ok"] and data["checkpoints"] == 1 and data["signatures_checked"]
+
+
+def test_verify_catches_a_truncated_tail(demo: tuple[str, Path], keys: tuple[str, str]) -> None:
+    url, path = demo
+    private, public = keys
+    run("log", "checkpoint", "--url", url, "--key", private)
+    run("log", "checkpoint", "--url", url, "--key", private, "--out", "cp.json")
+    with sqlite3.connect(path) as conn:
+        (last,) = conn.execute("SELECT max(seq) FROM events").fetchone()
+        head = last - 1  # the file covers the head before its own log.checkpoint event
+        conn.execute("DELETE FROM events WHERE seq >= ?", (head,))
+    conn.close()
+    assert run("log", "verify", "--url", url).exit_code == 0  # still a valid chain
+    fails(
+        run("log", "verify", "--url", url, "--key", public, "--checkpoint", "cp.json"),
+        "truncated",
+        f"at seq {head}",
+    )
+    result = run("log", "verify", "--url", url, "--checkpoint", "cp.json", "--json")
+    assert result.exit_code == 1 and json.loads(result.output)["first_bad_seq"] == head
+
+
+def test_verify_refuses_an_unpinned_signer(demo: tuple[str, Path], keys: tuple[str, str]) -> None:
+    url, _ = demo
+    _, public = keys
+    other = run("keys", "generate", "--name", "mallory", "--trusted-keys", "elsewhere")
+    assert other.exit_code == 0
+    run("log", "checkpoint", "--url", url, "--key", ".gnomon/keys/mallory.key")
+    fails(run("log", "verify", "--url", url, "--key", public), "not pinned")
+
+
+def test_export_import_round_trip(demo: tuple[str, Path], tmp_path: Path) -> None:
+    url, _ = demo
+    result = run("log", "export", "--url", url, "--out", "log.ndjson")
+    assert result.exit_code == 0 and "exported" in result.stderr
+    stdout = run("log", "export", "--url", url)
+    assert stdout.stdout_bytes == Path("log.ndjson").read_bytes()
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    result = run("log", "import", "log.ndjson", "--url", target, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["imported"] > 10
+    assert run("rebuild", "--url", target).exit_code == 0
+    again = run("log", "import", "log.ndjson", "--url", target)
+    assert again.exit_code == 0 and "imported 0 events" in again.output
+    as_file_log = run("log", "verify", "--url", "memory:///log.ndjson")
+    assert as_file_log.exit_code == 0, as_file_log.output
+
+
+@pytest.mark.parametrize(
+    ("edit", "fragments"),
+    [
+        (lambda d: d[:-30], ("incomplete", "truncated")),
+        (lambda d: d.replace(b"alice", b"al\xffce", 1), ("not valid UTF-8",)),
+        (lambda d: d.replace(b'\\"schema\\":1', b'\\"schema\\":9', 1), ("seq 1",)),
+        (lambda d: d.replace(b'"version":1', b'"version":2', 1), ("unknown log format version",)),
+        (lambda d: d.replace(b"alice", b"mallo", 1), ("hash does not match",)),
+    ],
+    ids=["truncated", "utf8", "schema", "format", "edited"],
+)
+def test_import_of_a_bad_file_imports_nothing(
+    demo: tuple[str, Path], tmp_path: Path, edit: object, fragments: tuple[str, ...]
+) -> None:
+    url, _ = demo
+    run("log", "export", "--url", url, "--out", "log.ndjson")
+    path = Path("log.ndjson")
+    path.write_bytes(edit(path.read_bytes()))  # type: ignore[operator]
+    target = tmp_path / "copy.db"
+    fails(
+        run("log", "import", "log.ndjson", "--url", f"sqlite:///{target}"),
+        "log.ndjson line",
+        *fragments,
+    )
+    with sqlite3.connect(target) as conn:
+        assert conn.execute("SELECT count(*) FROM events").fetchone() == (0,)
+    conn.close()
+
+
+def test_import_with_the_wrong_key(
+    demo: tuple[str, Path], keys: tuple[str, str], tmp_path: Path
+) -> None:
+    url, _ = demo
+    private, _ = keys
+    run("log", "checkpoint", "--url", url, "--key", private)
+    run("log", "export", "--url", url, "--out", "log.ndjson")
+    run("keys", "generate", "--name", "other", "--trusted-keys", "elsewhere")
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    fails(
+        run("log", "import", "log.ndjson", "--url", target, "--key", ".gnomon/keys/other.pub"),
+        "not pinned",
+    )
+    assert json.loads(run("log", "verify", "--url", target, "--json").output)["events"] == 0
+
+
+def test_rebuild_reports_and_applies(demo: tuple[str, Path]) -> None:
+    url, path = demo
+    result = run("rebuild", "--url", url)
+    assert result.exit_code == 0 and "ok: the live projections equal" in result.output
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "DELETE FROM observations WHERE rowid IN (SELECT rowid FROM observations LIMIT 1)"
+        )
+    conn.close()
+    fails(run("rebuild", "--url", url), "differ from the log in 1 record", "observations: 1")
+    data = json.loads(run("rebuild", "--url", url, "--json").output)
+    assert data["ok"] is False and data["listed"][0]["table"] == "observations"
+    applied = run("rebuild", "--url", url, "--apply")
+    assert applied.exit_code == 0 and "1 difference(s) before, 0 after" in applied.output
+    assert run("rebuild", "--url", url).exit_code == 0
