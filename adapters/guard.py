@@ -478,7 +478,7 @@ class Guard:
         reasons = tuple(self.policy.rejection_reasons(belief, now))
         if not reasons:
             return Screened(item, belief, "accepted")
-        if self.policy.quotable(belief, now):
+        if self.policy.quote.enabled and self.policy.quotable(belief, now):
             return Screened(item, belief, "quoted", reasons)
         return Screened(item, belief, "rejected", reasons)
 

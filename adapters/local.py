@@ -43,12 +43,16 @@ class LocalMemory:
         self._postings: dict[str, set[str]] = {}
         self._history: dict[str, list[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
+        self._length = 0  # total tokens, for BM25's average document length
 
     def _index(self, ident: str, text: str) -> None:
         old = self._terms.pop(ident, None)
         for term in old or ():
             self._postings.get(term, set()).discard(ident)
+        if old:
+            self._length -= sum(old.values())
         terms = Counter(index_tokens(text))
+        self._length += sum(terms.values())
         self._terms[ident] = terms
         for term in terms:
             self._postings.setdefault(term, set()).add(ident)
@@ -86,7 +90,7 @@ class LocalMemory:
             candidates = {i for t in terms for i in self._postings[t]}
             rows = [self._items[i] for i in candidates if _matches(self._items[i], filters)]
             count = len(self._items) or 1
-            avgdl = sum(sum(c.values()) for c in self._terms.values()) / count
+            avgdl = self._length / count
             scored = []
             for row in rows:
                 tf = self._terms[row["id"]]
