@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 import firewall.adoption
+import firewall.checkpoints
 import firewall.contradictions
 import firewall.session
 from firewall.chain import EvidenceSet
@@ -130,6 +131,16 @@ def no_contradiction_detection(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(firewall.contradictions, "conflicting", lambda new, existing: [])
 
 
+def checkpoint_signatures_trusted(mp: pytest.MonkeyPatch) -> None:
+    """Every checkpoint counts as signed by a pinned key, whoever signed it."""
+    mp.setattr(firewall.checkpoints.Checkpoint, "verify_signature", lambda self, keys: None)
+
+
+def checkpoints_ignored(mp: pytest.MonkeyPatch) -> None:
+    """The verifier no longer recognises log.checkpoint events (only the hash chain is left)."""
+    mp.setattr(firewall.checkpoints, "_checkpoint_in", lambda body: None)
+
+
 # -- probe, removed mechanism → the expectation that must break --------------------------------
 
 CASES: list[tuple[str, Patch, str]] = [
@@ -146,6 +157,9 @@ CASES: list[tuple[str, Patch, str]] = [
     ("quarantine_not_retrievable", signatures_not_checked, "refused as forged"),
     ("contradiction_routing", untrusted_notes_demote, "does not demote the supported fact"),
     ("contradiction_routing", no_contradiction_detection, "become contradicted"),
+    ("checkpoint_unforgeable", checkpoint_signatures_trusted, "does not verify"),
+    ("tamper_whole_log_rewrite", checkpoint_signatures_trusted, "re-signed with the attacker"),
+    ("tamper_whole_log_rewrite", checkpoints_ignored, "the untouched log verifies against"),
 ]
 
 
