@@ -121,12 +121,18 @@ def import_store(
 
 def export_store(adapter: Adapter, out: IO[str] | str | Path, *, page_size: int = 1000) -> int:
     """Every belief bound to the store, with its labels and binding, as JSON lines."""
-    wall = adapter.guard.wall
+    return export_bindings(adapter.guard.wall, adapter.store, out, page_size=page_size)
+
+
+def export_bindings(
+    wall: Firewall, store_name: str, out: IO[str] | str | Path, *, page_size: int = 1000
+) -> int:
+    """:func:`export_store` from the firewall's bindings alone (no client for the store needed)."""
     count = 0
     with _sink(out) as sink:
         after: str | None = None
         while True:
-            page = wall.store.list_bindings(adapter.store, after=after, limit=page_size)
+            page = wall.store.list_bindings(store_name, after=after, limit=page_size)
             if not page:
                 break
             beliefs = wall.store.get_beliefs([b.belief_id for b in page])
@@ -231,6 +237,7 @@ def _pages(adapter: Adapter, scope: Mapping[str, str], size: int) -> Iterator[li
 __all__ = [
     "ImportReport",
     "SyncReport",
+    "export_bindings",
     "export_store",
     "import_items",
     "import_store",

@@ -15,6 +15,7 @@
     gnomon log export | import          the log as NDJSON, verified before anything is imported
     gnomon rebuild                      projections rebuilt from the log, compared with the live
     gnomon db upgrade                   create or migrate a PostgreSQL schema
+    gnomon import | export | sync STORE mem0, Letta or Zep (sync exits 3 on drift)
     gnomon keys generate                operator keys, pinned
     gnomon probes run                   the executable threat model
 
@@ -33,6 +34,7 @@ from firewall.cli.db import db
 from firewall.cli.history import replay_command, report_command, why_command
 from firewall.cli.logcmd import rebuild
 from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
+from firewall.cli.stores import export_group, import_group, sync_group
 
 
 @click.group(cls=GnomonGroup)
@@ -71,6 +73,9 @@ for command in (
     replay_command,
     report_command,
     db,
+    import_group,
+    export_group,
+    sync_group,
     keys,
     probes,
 ):

@@ -1,0 +1,443 @@
+"""``gnomon import | export | sync STORE``: what a live mem0, Letta or Zep store holds, through
+the firewall (:mod:`adapters.transfer`).
+
+* ``import`` walks the store and brings every item in, unverified and restricted, bound to its
+  store id and content hash; a second run imports nothing (idempotent). A progress bar is drawn on
+  stderr when it is a terminal.
+* ``export`` writes every belief bound to the store, with its labels and binding, as JSON lines
+  (``--out FILE``, default stdout). It reads the firewall only: no connection to the store.
+* ``sync`` compares the store with the bindings and records every edit made around the firewall:
+  unbound items (written around it), drifted items (text no longer matches its hash: suspicious,
+  never trusted again) and deleted items. It exits with status 3 when it found any.
+
+Each store is one :class:`StoreSpec` in :data:`STORES`: its options and how to open its client.
+The SDK is imported only when the command runs, so a missing SDK ends in the adapter's
+:class:`~adapters.errors.MissingSDKError` (``pip install 'gnomon[letta]'``), exit status 1.
+
+Testing hook: ``GNOMON_STORE_CLIENT=module:function`` makes the commands call
+``function(store, options)`` for the SDK client instead of building it from the options (the
+test suite points it at the in-process fake Letta and Zep servers). It is not meant for
+production use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+import firewall
+from firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
+from firewall.errors import InputError
+
+if TYPE_CHECKING:
+    from adapters.adapter import Adapter
+    from firewall.firewall import Firewall
+
+CLI_ACTOR = "cli"
+#: ``module:function`` returning the SDK client, called as ``function(store, options)``.
+CLIENT_HOOK = "GNOMON_STORE_CLIENT"
+#: Exit status of ``gnomon sync`` when it found edits made around the firewall.
+DRIFT_EXIT = 3
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+@dataclass
+class Connected:
+    """An adapter over a live client, the scope to walk, and how to release the client."""
+
+    adapter: Adapter
+    scope: dict[str, str]
+    close: Callable[[], None] = field(default=lambda: None)
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """One store the commands know: its options and how to connect."""
+
+    name: str
+    title: str
+    options: tuple[Decorator, ...]
+    connect: Callable[[Firewall, str, dict[str, Any]], Connected]
+
+
+def hooked_client(store: str, options: Mapping[str, Any]) -> Any:
+    """The client from the ``GNOMON_STORE_CLIENT`` testing hook, or None when it is unset."""
+    target = os.environ.get(CLIENT_HOOK)
+    if not target:
+        return None
+    module, _, name = target.partition(":")
+    if not module or not name:
+        raise InputError(
+            f"{CLIENT_HOOK}={target!r} is not module:function",
+            hint=f"unset {CLIENT_HOOK}; it is a testing hook",
+        )
+    return getattr(importlib.import_module(module), name)(store, dict(options))
+
+
+_PACKAGES = {"mem0": "mem0ai", "letta": "letta-client", "zep": "zep-cloud"}
+
+
+def _sdk(store: str, module: str, name: str) -> Any:
+    """``module.name`` from the store's SDK, or the adapter's MissingSDKError."""
+    from adapters.errors import MissingSDKError
+
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        raise MissingSDKError(store, store, _PACKAGES[store]) from exc
+
+
+# -- mem0 -------------------------------------------------------------------------------------
+
+
+def _load_mapping(path: str) -> dict[str, Any]:
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        if path.endswith((".yaml", ".yml")):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except ValueError as exc:  # json.JSONDecodeError and yaml.YAMLError's parse errors
+        raise InputError(f"{path}: not valid JSON/YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: a mem0 config must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def _mem0_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connected:
+    from adapters.mem0_backend import adapter_for
+
+    scope = {
+        key: opts[key] for key in ("user_id", "agent_id", "run_id") if opts.get(key) is not None
+    }
+    if not scope:
+        raise InputError(
+            "mem0 needs a scope", hint="pass --user-id, --agent-id or --run-id (or several)"
+        )
+    client = hooked_client("mem0", opts)
+    platform = False
+    if client is None and opts.get("mem0_config"):
+        Memory = _sdk("mem0", "mem0", "Memory")
+
+        client = Memory.from_config(_load_mapping(opts["mem0_config"]))
+        if opts.get("mem0_embedder") == "hash":
+            from adapters.testing import HashEmbedder
+
+            dims = client.config.vector_store.config.embedding_model_dims
+            client.embedding_model = HashEmbedder(dims)
+    elif client is None:
+        MemoryClient = _sdk("mem0", "mem0", "MemoryClient")
+        api_key = opts.get("mem0_api_key")
+        if not api_key:
+            raise InputError(
+                "mem0 needs --mem0-config FILE (open-source Memory) or --mem0-api-key "
+                "(platform; or $MEM0_API_KEY)"
+            )
+        client = MemoryClient(api_key=api_key, host=opts.get("mem0_host"))
+        platform = True
+    else:
+        platform = type(client).__name__ == "MemoryClient"
+    adapter = adapter_for(
+        client,
+        wall,
+        platform=platform,
+        project=project,
+        actor=CLI_ACTOR,
+        user=None,
+        session=None,
+        policy="default",
+    )
+    return Connected(adapter, scope, lambda: _close_mem0(client))
+
+
+def _close_mem0(client: Any) -> None:
+    """Release an embedded vector store (local qdrant locks its folder until closed)."""
+    inner = getattr(getattr(client, "vector_store", None), "client", None)
+    close = getattr(inner, "close", None)
+    if callable(close):
+        close()
+
+
+MEM0_OPTIONS: tuple[Decorator, ...] = (
+    click.option(
+        "--mem0-config",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="JSON or YAML file holding a Memory.from_config dict (open-source mem0).",
+    ),
+    click.option(
+        "--mem0-embedder",
+        type=click.Choice(["config", "hash"]),
+        default="config",
+        show_default=True,
+        help="'hash' replaces the configured embedder with the offline, deterministic "
+        "adapters.testing.HashEmbedder (tests and demos: not a semantic embedder).",
+    ),
+    click.option(
+        "--mem0-api-key",
+        envvar="MEM0_API_KEY",
+        default=None,
+        help="Platform API key ($MEM0_API_KEY); used when no --mem0-config is given.",
+    ),
+    click.option("--mem0-host", default=None, help="Platform host (default: mem0's)."),
+    click.option("--user-id", default=None, help="mem0 scope: user_id."),
+    click.option("--agent-id", default=None, help="mem0 scope: agent_id."),
+    click.option("--run-id", default=None, help="mem0 scope: run_id."),
+)
+
+
+# -- Letta ------------------------------------------------------------------------------------
+
+
+def _letta_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connected:
+    from adapters.letta import GuardedLetta
+
+    scope = {
+        key: opts[key] for key in ("agent_id", "archive_id", "label") if opts.get(key) is not None
+    }
+    if not scope or ("archive_id" in scope and len(scope) > 1):
+        raise InputError(
+            "Letta needs one of --agent-id (archival passages), --agent-id with --label (a "
+            "core-memory block), --archive-id (archive passages) or --label (standalone blocks)"
+        )
+    client = hooked_client("letta", opts)
+    if client is None:
+        Letta = _sdk("letta", "letta_client", "Letta")
+        client = Letta(base_url=opts.get("base_url"), api_key=opts.get("api_key"))
+    guarded = GuardedLetta(client, wall, project=project, actor=CLI_ACTOR)
+    return Connected(guarded.gnomon, scope)
+
+
+LETTA_OPTIONS: tuple[Decorator, ...] = (
+    click.option(
+        "--base-url", envvar="LETTA_BASE_URL", default=None, help="Letta server ($LETTA_BASE_URL)."
+    ),
+    click.option("--api-key", envvar="LETTA_API_KEY", default=None, help="($LETTA_API_KEY)."),
+    click.option(
+        "--agent-id",
+        default=None,
+        help="An agent's archival passages (with --label: its core-memory block of that label).",
+    ),
+    click.option("--archive-id", default=None, help="An archive's passages."),
+    click.option("--label", default=None, help="Standalone blocks of this label."),
+)
+
+
+# -- Zep --------------------------------------------------------------------------------------
+
+
+def _zep_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connected:
+    from adapters.zep import GuardedZep
+
+    client = hooked_client("zep", opts)
+    if client is None:
+        Zep = _sdk("zep", "zep_cloud.client", "Zep")
+        if not opts.get("api_key"):
+            raise InputError("Zep needs an API key", hint="pass --api-key or set $ZEP_API_KEY")
+        kwargs = {"base_url": opts["base_url"]} if opts.get("base_url") else {}
+        client = Zep(api_key=opts["api_key"], **kwargs)
+    guarded = GuardedZep(client, wall, project=project, actor=CLI_ACTOR)
+    return Connected(guarded.gnomon, {"graph_uuid": opts["graph_uuid"]})
+
+
+ZEP_OPTIONS: tuple[Decorator, ...] = (
+    click.option(
+        "--base-url",
+        envvar="ZEP_BASE_URL",
+        default=None,
+        help="Zep API URL ($ZEP_BASE_URL; default: Zep Cloud).",
+    ),
+    click.option("--api-key", envvar="ZEP_API_KEY", default=None, help="($ZEP_API_KEY)."),
+    click.option("--graph-uuid", required=True, help="The graph whose episodes to walk."),
+)
+
+
+#: The stores the commands know; adding one is one entry here.
+STORES: dict[str, StoreSpec] = {
+    spec.name: spec
+    for spec in (
+        StoreSpec("mem0", "mem0 (Memory or MemoryClient)", MEM0_OPTIONS, _mem0_connect),
+        StoreSpec("letta", "Letta (blocks and passages)", LETTA_OPTIONS, _letta_connect),
+        StoreSpec("zep", "Zep (graph episodes)", ZEP_OPTIONS, _zep_connect),
+    )
+}
+
+
+# -- the commands -----------------------------------------------------------------------------
+
+
+def _project_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--project", required=True, help="The Gnomon project the store's items belong to."
+    )(f)
+
+
+def _with(options: tuple[Decorator, ...], f: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _import_command(spec: StoreSpec) -> click.Command:
+    @click.pass_context
+    def run(ctx: click.Context, url: str | None, project: str, as_json: bool, **opts: Any) -> None:
+        with firewall.open(resolve_url(ctx, url, must_exist=False)) as wall:
+            conn = spec.connect(wall, project, opts)
+            try:
+                report = conn.adapter.import_(conn.scope, project=project)
+            finally:
+                conn.adapter.close()
+                conn.close()
+        data = {
+            "store": spec.name,
+            "scope": conn.scope,
+            "seen": report.seen,
+            "imported": report.imported,
+            "skipped": report.skipped,
+        }
+        if as_json:
+            echo_json(data)
+            return
+        console().print(
+            f"{spec.name}: imported {report.imported} of {report.seen} items "
+            f"({report.skipped} already imported) into project {project}, "
+            "unverified and restricted",
+            markup=False,
+            soft_wrap=True,
+        )
+
+    run.__doc__ = f"Import what {spec.title} holds, idempotently."
+    f = _with((url_option, _project_option, json_option, *spec.options), run)
+    return click.command(spec.name, help=run.__doc__)(f)
+
+
+def _export_command(spec: StoreSpec) -> click.Command:
+    @click.pass_context
+    def run(ctx: click.Context, url: str | None, out: str, as_json: bool) -> None:
+        from adapters.transfer import export_bindings
+
+        with firewall.open(resolve_url(ctx, url)) as wall:
+            if out == "-":
+                count = export_bindings(wall, spec.name, sys.stdout)
+            else:
+                count = export_bindings(wall, spec.name, out)
+        data = {"store": spec.name, "exported": count, "out": out}
+        summary = f"{spec.name}: exported {count} beliefs with their labels to {out}"
+        if out == "-":
+            click.echo(json.dumps(data) if as_json else summary, err=True)
+        elif as_json:
+            echo_json(data)
+        else:
+            console().print(summary, markup=False, soft_wrap=True)
+
+    doc = (
+        f"Write every belief bound to {spec.title}, with its labels and binding, as JSON "
+        "lines. Reads the firewall only."
+    )
+    f = _with(
+        (
+            url_option,
+            click.option(
+                "--out",
+                default="-",
+                show_default=True,
+                metavar="FILE",
+                help="JSON-lines file ('-': stdout; the summary then goes to stderr).",
+            ),
+            json_option,
+        ),
+        run,
+    )
+    return click.command(spec.name, help=doc)(f)
+
+
+def _sync_command(spec: StoreSpec) -> click.Command:
+    @click.pass_context
+    def run(ctx: click.Context, url: str | None, project: str, as_json: bool, **opts: Any) -> None:
+        with firewall.open(resolve_url(ctx, url)) as wall:
+            conn = spec.connect(wall, project, opts)
+            try:
+                report = conn.adapter.sync(conn.scope)
+            finally:
+                conn.adapter.close()
+                conn.close()
+        if as_json:
+            echo_json(
+                {
+                    "store": spec.name,
+                    "scope": conn.scope,
+                    "seen": report.seen,
+                    "unbound": list(report.unbound),
+                    "drifted": list(report.drifted),
+                    "deleted": list(report.deleted),
+                    "clean": report.clean,
+                }
+            )
+        else:
+            out = console()
+            out.print(
+                f"{spec.name}: {report.seen} items checked: {len(report.unbound)} unbound, "
+                f"{len(report.drifted)} drifted, {len(report.deleted)} deleted",
+                markup=False,
+                soft_wrap=True,
+            )
+            for kind, ids in (
+                ("unbound", report.unbound),
+                ("drifted", report.drifted),
+                ("deleted", report.deleted),
+            ):
+                for sid in ids:
+                    out.print(f"  {kind}: {sid}", markup=False, soft_wrap=True)
+        if not report.clean:
+            ctx.exit(DRIFT_EXIT)
+
+    doc = (
+        f"Find edits made to {spec.title} around the firewall and record them (drifted items "
+        f"become suspicious). Exit status {DRIFT_EXIT} when any are found."
+    )
+    f = _with((url_option, _project_option, json_option, *spec.options), run)
+    return click.command(spec.name, help=doc)(f)
+
+
+@click.group("import")
+def import_group() -> None:
+    """Import what a mem0, Letta or Zep store already holds (idempotent)."""
+
+
+@click.group("export")
+def export_group() -> None:
+    """Export the beliefs bound to a mem0, Letta or Zep store, with their labels."""
+
+
+@click.group("sync")
+def sync_group() -> None:
+    """Detect edits made to a mem0, Letta or Zep store around the firewall."""
+
+
+for _spec in STORES.values():
+    import_group.add_command(_import_command(_spec))
+    export_group.add_command(_export_command(_spec))
+    sync_group.add_command(_sync_command(_spec))
+
+
+__all__ = [
+    "CLIENT_HOOK",
+    "DRIFT_EXIT",
+    "STORES",
+    "StoreSpec",
+    "export_group",
+    "hooked_client",
+    "import_group",
+    "sync_group",
+]
