@@ -54,6 +54,9 @@ PROBE_MODULES: tuple[str, ...] = (
     "rebuild_equals_live",
     "replay_stricter_policy",
     "time_travel",
+    "adapter_bypass",
+    "adapter_sync_drift",
+    "zep_context_leak",
 )
 
 DEFAULT_URL = "memory://"

@@ -141,6 +141,47 @@ def checkpoints_ignored(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(firewall.checkpoints, "_checkpoint_in", lambda body: None)
 
 
+def mem0_passes_unknown_methods_through(mp: pytest.MonkeyPatch) -> None:
+    """The mem0 wrapper hands any unguarded name to the raw client instead of refusing it."""
+    from adapters.mem0_guard import _Guarded
+
+    mp.setattr(_Guarded, "__getattr__", lambda self, name: getattr(self._client, name))
+
+
+def zep_resources_pass_through(mp: pytest.MonkeyPatch) -> None:
+    """Guarded Zep resources hand unguarded names to the SDK resource they wrap."""
+    import adapters.zep
+    from adapters.errors import BypassRefusedError
+
+    def passthrough(self: Any, name: str) -> Any:
+        raw = self.__dict__.get("_raw")
+        if raw is None:  # the top-level client holds no SDK object: still refused
+            raise BypassRefusedError(name, store="zep", call=name)
+        return getattr(raw, name)
+
+    mp.setattr(adapters.zep._Refusing, "__getattr__", passthrough)
+
+
+def drift_not_flagged(mp: pytest.MonkeyPatch) -> None:
+    """The guard notices a hash mismatch but neither marks the binding nor the belief."""
+    from adapters.guard import Guard
+
+    mp.setattr(Guard, "mark_drifted", lambda self, binding, belief, item: (binding, belief))
+
+
+def zep_context_passed_through(mp: pytest.MonkeyPatch) -> None:
+    """The guarded client returns the server's context blob instead of rebuilding it."""
+    import adapters.zep
+
+    original = adapters.zep._Core.context
+
+    def context(self: Any, response: Any, graph: str, call: str, query: str) -> Any:
+        _, results = original(self, response, graph, call, query)
+        return response.context, results
+
+    mp.setattr(adapters.zep._Core, "context", context)
+
+
 # -- probe, removed mechanism → the expectation that must break --------------------------------
 
 CASES: list[tuple[str, Patch, str]] = [
@@ -160,6 +201,10 @@ CASES: list[tuple[str, Patch, str]] = [
     ("checkpoint_unforgeable", checkpoint_signatures_trusted, "does not verify"),
     ("tamper_whole_log_rewrite", checkpoint_signatures_trusted, "re-signed with the attacker"),
     ("tamper_whole_log_rewrite", checkpoints_ignored, "the untouched log verifies against"),
+    ("adapter_bypass", mem0_passes_unknown_methods_through, "mem0: no public SDK attribute"),
+    ("adapter_bypass", zep_resources_pass_through, "zep: no public SDK attribute"),
+    ("adapter_sync_drift", drift_not_flagged, "its binding is drifted"),
+    ("zep_context_leak", zep_context_passed_through, "the guarded blob contains none"),
 ]
 
 
