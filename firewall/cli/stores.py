@@ -291,7 +291,9 @@ def _with(options: tuple[Decorator, ...], f: Callable[..., Any]) -> Callable[...
 
 def _import_command(spec: StoreSpec) -> click.Command:
     @click.pass_context
-    def run(ctx: click.Context, url: str | None, project: str, as_json: bool, **opts: Any) -> None:
+    def run(
+        ctx: click.Context, /, url: str | None, project: str, as_json: bool, **opts: Any
+    ) -> None:
         with firewall.open(resolve_url(ctx, url, must_exist=False)) as wall:
             conn = spec.connect(wall, project, opts)
             try:
@@ -364,7 +366,9 @@ def _export_command(spec: StoreSpec) -> click.Command:
 
 def _sync_command(spec: StoreSpec) -> click.Command:
     @click.pass_context
-    def run(ctx: click.Context, url: str | None, project: str, as_json: bool, **opts: Any) -> None:
+    def run(
+        ctx: click.Context, /, url: str | None, project: str, as_json: bool, **opts: Any
+    ) -> None:
         with firewall.open(resolve_url(ctx, url)) as wall:
             conn = spec.connect(wall, project, opts)
             try:
