@@ -540,13 +540,14 @@ class SQLiteStore(Store):
             match = fts5_match(where.text)
             if match is None:
                 return []
-            sql = (
-                "SELECT b.doc FROM beliefs_fts CROSS JOIN beliefs c ON c.rid = beliefs_fts.rowid "
-                "CROSS JOIN belief_versions b INDEXED BY belief_versions_id "
-                "ON b.belief_id = c.id WHERE beliefs_fts MATCH ?"
-            )
-            params.insert(0, match)
-            order = "beliefs_fts.rank, b.belief_id, b.from_us DESC, b.rid DESC"
+            # FTS5 ranks its matches first (a heap, no join), and only the best ``cap`` of them
+            # join their versions; if that leaves the page short, the uncapped query answers.
+            wanted = max(where.limit, 0) + max(where.offset, 0)
+            cap = max(500, 50 * wanted)
+            capped = self._versions_by_text(where, conds, params, match, cap)
+            if len(capped) >= max(where.limit, 0):
+                return capped
+            return self._versions_by_text(where, conds, params, match, None)
         else:
             subject = where.subject is not None or where.subject_prefix is not None
             hint = " INDEXED BY belief_versions_subject" if subject else ""
@@ -557,6 +558,28 @@ class SQLiteStore(Store):
         sql += f" ORDER BY {order} LIMIT ? OFFSET ?"
         params.extend((max(where.limit, 0), max(where.offset, 0)))
         return self._many(Belief, sql, params)
+
+    def _versions_by_text(
+        self,
+        where: BeliefFilter,
+        conds: list[str],
+        params: list[Any],
+        match: str,
+        cap: int | None,
+    ) -> list[Belief]:
+        limit = "" if cap is None else f" LIMIT {int(cap)}"
+        sql = (
+            "SELECT b.doc FROM (SELECT rowid AS r, rank AS k FROM beliefs_fts "
+            f"WHERE beliefs_fts MATCH ? ORDER BY rank{limit}) f "
+            "CROSS JOIN beliefs c ON c.rid = f.r "
+            "CROSS JOIN belief_versions b INDEXED BY belief_versions_id ON b.belief_id = c.id "
+            "WHERE 1"
+        )
+        if conds:
+            sql += " AND " + " AND ".join(conds)
+        sql += " ORDER BY f.k, b.belief_id, b.from_us DESC, b.rid DESC LIMIT ? OFFSET ?"
+        values = [match, *params, max(where.limit, 0), max(where.offset, 0)]
+        return self._many(Belief, sql, values)
 
     def session_events(self, session_id: str) -> list[Event]:
         with self._guard("reading a session's events") as conn:
