@@ -4,6 +4,9 @@
 Adoption is one line::
 
     memory = GuardedMemory(Memory.from_config(cfg), wall, project="shop", user="alice")
+    memory = AsyncGuardedMemory(AsyncMemory.from_config(cfg), wall, project="shop")
+    client = GuardedMemoryClient(MemoryClient(api_key=key), wall, project="shop")
+    client = AsyncGuardedMemoryClient(AsyncMemoryClient(api_key=key), wall, project="shop")
 
 * ``add`` records each message with its origin before mem0 sees it. With ``infer=False`` each
   message is one memory, written by its own call so it carries its own ``gnomon_belief_id``.
@@ -18,24 +21,270 @@ Adoption is one line::
 * ``reset``, ``chat`` and every other public SDK method are refused
   (:class:`~adapters.errors.BypassRefusedError`): nothing reaches the store around the guard.
 
+Each method is written once, as a *flow*: a generator that yields the raw SDK calls it needs
+(:class:`_Call`) and does every firewall step between them. :func:`_drive` runs a flow against a
+sync client, :func:`_adrive` awaits each call of an async one; that is the only difference
+between ``GuardedMemory`` and ``AsyncGuardedMemory`` (and between the two platform clients).
+``.gnomon`` (audit, import, export, sync) is synchronous: for ``AsyncMemory`` it runs the
+client's coroutines on a private event loop thread, for ``AsyncMemoryClient`` on a sync
+``MemoryClient`` sharing its key and host (or ``sync_client=``).
+
 Importing this module without mem0 installed raises :class:`~adapters.errors.MissingSDKError`
 naming ``pip install 'gnomon[mem0]'``.
 """
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Any
+import inspect
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from adapters.base import merged_metadata
-from adapters.errors import AdapterError, BypassRefusedError
-from adapters.mem0_backend import STORE, call_converting, results_of
-from adapters.mem0_guard import _BIG, _UNSET, _Guarded, _scope, _write_each
+from adapters.errors import AdapterError, BypassRefusedError, StoreCallError, StoreResponseError
+from adapters.mem0_backend import (
+    STORE,
+    SyncView,
+    acall_converting,
+    call_converting,
+    results_of,
+)
+from adapters.mem0_guard import _BIG, _UNSET, _Guarded, _scope
 from firewall.grants import Grant
 from firewall.origin import Origin
 
+T = TypeVar("T")
+PLATFORM_SCOPE = ("user_id", "agent_id", "run_id", "app_id")
 
-class GuardedMemory(_Guarded):
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One raw SDK call a flow needs: ``fn()`` returns the result (sync) or a coroutine."""
+
+    name: str
+    fn: Callable[[], Any]
+
+
+Flow = Generator[_Call, Any, T]
+
+
+def _drive(flow: Flow[T]) -> T:
+    """Run a flow against a sync client; SDK errors reach the flow as AdapterErrors."""
+    value: Any = None
+    error: AdapterError | None = None
+    while True:
+        try:
+            call = flow.throw(error) if error is not None else flow.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        try:
+            value, error = call_converting(call.name, call.fn), None
+        except AdapterError as exc:
+            value, error = None, exc
+
+
+async def _adrive(flow: Flow[T]) -> T:
+    """:func:`_drive` for an async client: the same flow, each call awaited."""
+    value: Any = None
+    error: AdapterError | None = None
+    while True:
+        try:
+            call = flow.throw(error) if error is not None else flow.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        try:
+            value, error = await acall_converting(call.name, _awaiting(call)), None
+        except AdapterError as exc:
+            value, error = None, exc
+
+
+async def _awaiting(call: _Call) -> Any:
+    out = call.fn()
+    return await out if inspect.isawaitable(out) else out
+
+
+def _options(options: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The platform SDK's ``options`` model merged under its keyword arguments."""
+    given = options.model_dump(exclude_unset=True) if options is not None else {}
+    return {**given, **kwargs}
+
+
+class _Mem0Flows(_Guarded):
+    """The flows every wrapper shares, whichever client it drives."""
+
+    _ASYNC = False
+
+    def _check_client(self, client: Any) -> None:
+        add = getattr(client, "add", None)
+        if add is None or inspect.iscoroutinefunction(add) != self._ASYNC:
+            kind = "an async" if self._ASYNC else "a sync"
+            raise StoreCallError(
+                f"{type(self).__name__} wraps {kind} mem0 client, got {type(client).__name__}",
+                store=STORE,
+                call="__init__",
+                hint="GuardedMemory/GuardedMemoryClient for Memory/MemoryClient, "
+                "AsyncGuardedMemory/AsyncGuardedMemoryClient for the async ones",
+            )
+
+    def _add_plain(self, messages: Any, metadata: Any, origin: Origin | None, **sent: Any) -> Flow:
+        guard, client = self.gnomon.guard, self._client
+        results = []
+        for message, pending in self._plain(messages, metadata, origin):
+            try:
+                out = yield _Call(
+                    "add",
+                    lambda m=message, p=pending: client.add(
+                        [m], metadata=p.metadata, infer=False, **sent
+                    ),
+                )
+            except AdapterError as exc:
+                guard.fail_write(pending, exc, "add")
+                raise
+            results.append(self._confirm_row(pending, out))
+        return {"results": results}
+
+    def _add_inferred(
+        self, messages: Any, metadata: Any, origin: Origin | None, **sent: Any
+    ) -> Flow:
+        guard, client = self.gnomon.guard, self._client
+        inputs, checked, labelled = self._inputs(messages, metadata, origin)
+        out = yield _Call(
+            "add", lambda: client.add(messages, metadata=labelled, infer=True, **sent)
+        )
+        for pending in self._extracted(results_of(out, "add"), inputs, checked):
+            try:
+                yield _Call(
+                    "update",
+                    lambda p=pending: client.update(p.binding.store_id, metadata=p.metadata),
+                )
+            except AdapterError as exc:
+                guard.fail_write(pending, exc, "update")
+                raise
+            guard.confirm_write(pending, str(pending.binding.store_id))
+        return dict(out)
+
+    def _update_flow(self, memory_id: str, text: str | None, metadata: Any, **sent: Any) -> Flow:
+        client, guard = self._client, self.gnomon.guard
+        checked = merged_metadata(STORE, "update", self.gnomon.backend.limits, metadata)
+        if text is None:  # metadata only: the content, and so the belief, is unchanged
+            return (
+                yield _Call("update", lambda: client.update(memory_id, metadata=checked, **sent))
+            )
+        pending, _old = guard.begin_update(memory_id, text, checked)
+        try:
+            out = yield _Call(
+                "update",
+                lambda: client.update(memory_id, text=text, metadata=pending.metadata, **sent),
+            )
+        except AdapterError as exc:
+            guard.fail_write(pending, exc, "update")
+            raise
+        guard.confirm_write(pending, memory_id)
+        return out
+
+    def _delete_flow(self, memory_id: str, **sent: Any) -> Flow:
+        guard = self.gnomon.guard
+        binding = guard.begin_delete(memory_id)
+        try:
+            return (yield _Call("delete", lambda: self._client.delete(memory_id, **sent)))
+        except AdapterError as exc:
+            if binding is not None:
+                guard.fail_delete(binding, exc, "delete")
+            raise
+
+    def _delete_rows_flow(self, rows: list[Any], call: _Call) -> Flow:
+        bindings = self._before_delete_all({}, rows)
+        try:
+            return (yield call)
+        except AdapterError as exc:
+            self._fail_all(bindings, exc)
+            raise
+
+    def _history_flow(self, memory_id: str, grant: Grant | None) -> Flow:
+        self._history(memory_id, grant)
+        rows = yield _Call("history", lambda: self._client.history(memory_id))
+        if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
+            raise StoreResponseError("history is not a list of rows", store=STORE, call="history")
+        return [dict(r) for r in rows]
+
+    def _get_flow(self, memory_id: str) -> Flow:
+        row = yield _Call("get", lambda: self._client.get(memory_id))
+        return self._screen_one(row, memory_id)
+
+
+# -- OSS: Memory and AsyncMemory --------------------------------------------------------------
+
+
+class _OssFlows(_Mem0Flows):
+    def _add(
+        self,
+        messages: Any,
+        user_id: str | None,
+        agent_id: str | None,
+        run_id: str | None,
+        metadata: dict[str, Any] | None,
+        timestamp: Any,
+        expiration_date: Any,
+        infer: bool,
+        memory_type: str | None,
+        prompt: str | None,
+        gnomon_origin: Origin | None,
+        **more: Any,
+    ) -> Flow:
+        if memory_type is not None:
+            raise BypassRefusedError(
+                "procedural memories are LLM summaries written without per-fact ids",
+                store=STORE,
+                call="add",
+                hint="add the steps with infer=True (their labels are joined) instead",
+            )
+        scope = _scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        extra = {
+            k: v
+            for k, v in (
+                ("timestamp", timestamp),
+                ("expiration_date", expiration_date),
+                *more.items(),
+            )
+            if v is not None
+        }
+        if not infer:
+            return (yield from self._add_plain(messages, metadata, gnomon_origin, **scope, **extra))
+        return (
+            yield from self._add_inferred(
+                messages, metadata, gnomon_origin, prompt=prompt, **scope, **extra
+            )
+        )
+
+    def _search(self, query: str, top_k: int, reference_date: Any, **kwargs: Any) -> Flow:
+        if reference_date is not None:
+            kwargs["reference_date"] = reference_date
+        out = yield _Call("search", lambda: self._client.search(query, top_k=top_k, **kwargs))
+        return self._screen(out, "search", query=query, k=top_k)
+
+    def _get_all(self, top_k: int, **kwargs: Any) -> Flow:
+        out = yield _Call("get_all", lambda: self._client.get_all(top_k=top_k, **kwargs))
+        return self._screen(out, "get_all", query="get_all", k=top_k)
+
+    def _update(
+        self, memory_id: str, text: str | None, metadata: Any, expiration_date: Any, data: Any
+    ) -> Flow:
+        text = text if text is not None else data
+        extra = {} if expiration_date is _UNSET else {"expiration_date": expiration_date}
+        return (yield from self._update_flow(memory_id, text, metadata, **extra))
+
+    def _delete_all(self, user_id: str | None, agent_id: str | None, run_id: str | None) -> Flow:
+        scope = _scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        listed = yield _Call("get_all", lambda: self._client.get_all(filters=scope, top_k=_BIG))
+        return (
+            yield from self._delete_rows_flow(
+                results_of(listed, "get_all"),
+                _Call("delete_all", lambda: self._client.delete_all(**scope)),
+            )
+        )
+
+
+class GuardedMemory(_OssFlows):
     """``mem0.Memory`` behind the firewall (see the module docstring)."""
 
     def add(
@@ -53,48 +302,21 @@ class GuardedMemory(_Guarded):
         prompt: str | None = None,
         gnomon_origin: Origin | None = None,
     ) -> dict[str, Any]:
-        if memory_type is not None:
-            raise BypassRefusedError(
-                "procedural memories are LLM summaries written without per-fact ids",
-                store=STORE,
-                call="add",
-                hint="add the steps with infer=True (their labels are joined) instead",
+        return _drive(
+            self._add(
+                messages,
+                user_id,
+                agent_id,
+                run_id,
+                metadata,
+                timestamp,
+                expiration_date,
+                infer,
+                memory_type,
+                prompt,
+                gnomon_origin,
             )
-        scope = _scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
-        extra = {
-            k: v
-            for k, v in (("timestamp", timestamp), ("expiration_date", expiration_date))
-            if v is not None
-        }
-        client, guard = self._client, self.gnomon.guard
-        if not infer:
-            return _write_each(
-                self._plain(messages, metadata, gnomon_origin),
-                lambda m, p: call_converting(
-                    "add",
-                    lambda: client.add([m], metadata=p.metadata, infer=False, **scope, **extra),
-                ),
-                self._confirm_row,
-                lambda p, e: guard.fail_write(p, e, "add"),
-            )
-        inputs, checked, sent = self._inputs(messages, metadata, gnomon_origin)
-        out = call_converting(
-            "add",
-            lambda: client.add(
-                messages, metadata=sent, infer=True, prompt=prompt, **scope, **extra
-            ),
         )
-        for pending in self._extracted(results_of(out, "add"), inputs, checked):
-            try:
-                call_converting(
-                    "update",
-                    partial(client.update, pending.binding.store_id, metadata=pending.metadata),
-                )
-            except AdapterError as exc:
-                guard.fail_write(pending, exc, "update")
-                raise
-            guard.confirm_write(pending, str(pending.binding.store_id))
-        return dict(out)
 
     def search(
         self,
@@ -109,26 +331,22 @@ class GuardedMemory(_Guarded):
         show_expired: bool = False,
         **kwargs: Any,
     ) -> Any:
-        if reference_date is not None:
-            kwargs["reference_date"] = reference_date
-        out = call_converting(
-            "search",
-            lambda: self._client.search(
+        return _drive(
+            self._search(
                 query,
-                top_k=top_k,
+                top_k,
+                reference_date,
                 filters=filters,
                 threshold=threshold,
                 rerank=rerank,
                 explain=explain,
                 show_expired=show_expired,
                 **kwargs,
-            ),
+            )
         )
-        return self._screen(out, "search", query=query, k=top_k)
 
     def get(self, memory_id: str) -> Any:
-        row = call_converting("get", lambda: self._client.get(memory_id))
-        return self._screen_one(row, memory_id)
+        return _drive(self._get_flow(memory_id))
 
     def get_all(
         self,
@@ -138,13 +356,7 @@ class GuardedMemory(_Guarded):
         show_expired: bool = False,
         **kwargs: Any,
     ) -> Any:
-        out = call_converting(
-            "get_all",
-            lambda: self._client.get_all(
-                filters=filters, top_k=top_k, show_expired=show_expired, **kwargs
-            ),
-        )
-        return self._screen(out, "get_all", query="get_all", k=top_k)
+        return _drive(self._get_all(top_k, filters=filters, show_expired=show_expired, **kwargs))
 
     def update(
         self,
@@ -154,54 +366,18 @@ class GuardedMemory(_Guarded):
         expiration_date: Any = _UNSET,
         data: str | None = None,
     ) -> Any:
-        text = text if text is not None else data
-        extra = {} if expiration_date is _UNSET else {"expiration_date": expiration_date}
-        if text is None:  # metadata only: the content, and so the belief, is unchanged
-            checked = merged_metadata(STORE, "update", self.gnomon.backend.limits, metadata)
-            return call_converting(
-                "update", lambda: self._client.update(memory_id, metadata=checked, **extra)
-            )
-        guard = self.gnomon.guard
-        checked = merged_metadata(STORE, "update", self.gnomon.backend.limits, metadata)
-        pending, _old = guard.begin_update(memory_id, text, checked)
-        try:
-            out = call_converting(
-                "update",
-                lambda: self._client.update(
-                    memory_id, text=text, metadata=pending.metadata, **extra
-                ),
-            )
-        except AdapterError as exc:
-            guard.fail_write(pending, exc, "update")
-            raise
-        guard.confirm_write(pending, memory_id)
-        return out
+        return _drive(self._update(memory_id, text, metadata, expiration_date, data))
 
     def delete(self, memory_id: str) -> Any:
-        guard = self.gnomon.guard
-        binding = guard.begin_delete(memory_id)
-        try:
-            return call_converting("delete", lambda: self._client.delete(memory_id))
-        except AdapterError as exc:
-            if binding is not None:
-                guard.fail_delete(binding, exc, "delete")
-            raise
+        return _drive(self._delete_flow(memory_id))
 
     def delete_all(
         self, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
     ) -> Any:
-        scope = _scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
-        listed = call_converting("get_all", lambda: self._client.get_all(filters=scope, top_k=_BIG))
-        bindings = self._before_delete_all(scope, results_of(listed, "get_all"))
-        try:
-            return call_converting("delete_all", lambda: self._client.delete_all(**scope))
-        except AdapterError as exc:
-            self._fail_all(bindings, exc)
-            raise
+        return _drive(self._delete_all(user_id, agent_id, run_id))
 
     def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
-        self._history(memory_id, grant)
-        return self.gnomon.backend.history(memory_id)
+        return _drive(self._history_flow(memory_id, grant))
 
     def close(self) -> None:
         self.gnomon.close()
@@ -214,4 +390,291 @@ class GuardedMemory(_Guarded):
         self.close()
 
 
-__all__ = ["GuardedMemory"]
+class AsyncGuardedMemory(_OssFlows):
+    """``mem0.AsyncMemory`` behind the firewall: :class:`GuardedMemory`'s flows, awaited."""
+
+    _ASYNC = True
+
+    def _backend_client(self, client: Any, sync_client: Any) -> Any:
+        return sync_client or SyncView(client)
+
+    async def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        timestamp: Any = None,
+        expiration_date: Any = None,
+        infer: bool = True,
+        memory_type: str | None = None,
+        prompt: str | None = None,
+        llm: Any = None,
+        gnomon_origin: Origin | None = None,
+    ) -> dict[str, Any]:
+        return await _adrive(
+            self._add(
+                messages,
+                user_id,
+                agent_id,
+                run_id,
+                metadata,
+                timestamp,
+                expiration_date,
+                infer,
+                memory_type,
+                prompt,
+                gnomon_origin,
+                llm=llm,
+            )
+        )
+
+    async def search(
+        self,
+        query: str,
+        *,
+        top_k: int = 20,
+        filters: dict[str, Any] | None = None,
+        threshold: float = 0.1,
+        rerank: bool = False,
+        explain: bool = False,
+        reference_date: Any = None,
+        show_expired: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        return await _adrive(
+            self._search(
+                query,
+                top_k,
+                reference_date,
+                filters=filters,
+                threshold=threshold,
+                rerank=rerank,
+                explain=explain,
+                show_expired=show_expired,
+                **kwargs,
+            )
+        )
+
+    async def get(self, memory_id: str) -> Any:
+        return await _adrive(self._get_flow(memory_id))
+
+    async def get_all(
+        self,
+        *,
+        filters: dict[str, Any] | None = None,
+        top_k: int = 20,
+        show_expired: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        return await _adrive(
+            self._get_all(top_k, filters=filters, show_expired=show_expired, **kwargs)
+        )
+
+    async def update(
+        self,
+        memory_id: str,
+        text: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        expiration_date: Any = _UNSET,
+        data: str | None = None,
+    ) -> Any:
+        return await _adrive(self._update(memory_id, text, metadata, expiration_date, data))
+
+    async def delete(self, memory_id: str) -> Any:
+        return await _adrive(self._delete_flow(memory_id))
+
+    async def delete_all(
+        self, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+    ) -> Any:
+        return await _adrive(self._delete_all(user_id, agent_id, run_id))
+
+    async def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
+        return await _adrive(self._history_flow(memory_id, grant))
+
+    def close(self) -> None:
+        self.gnomon.close()
+        backend_client = getattr(self.gnomon.backend, "inner", None)
+        view = getattr(backend_client, "client", None)
+        if isinstance(view, SyncView):
+            view.close_loop()
+        self._client.close()
+
+    async def __aenter__(self) -> AsyncGuardedMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- platform: MemoryClient and AsyncMemoryClient ---------------------------------------------
+
+
+class _PlatformFlows(_Mem0Flows):
+    _PLATFORM = True
+
+    def _add(self, messages: Any, gnomon_origin: Origin | None, kw: dict[str, Any]) -> Flow:
+        infer = kw.pop("infer", True)
+        metadata = kw.pop("metadata", None)
+        if not infer:
+            return (yield from self._add_plain(messages, metadata, gnomon_origin, **kw))
+        return (yield from self._add_inferred(messages, metadata, gnomon_origin, **kw))
+
+    def _search(self, query: str, kw: dict[str, Any]) -> Flow:
+        out = yield _Call("search", lambda: self._client.search(query, **kw))
+        return self._screen(out, "search", query=query, k=int(kw.get("top_k") or 10))
+
+    def _get_all(self, kw: dict[str, Any]) -> Flow:
+        out = yield _Call("get_all", lambda: self._client.get_all(**kw))
+        rows = results_of(out, "get_all")
+        return self._screen(out, "get_all", query="get_all", k=max(len(rows), 1))
+
+    def _update(self, memory_id: str, kw: dict[str, Any]) -> Flow:
+        text, metadata = kw.pop("text", None), kw.pop("metadata", None)
+        return (yield from self._update_flow(memory_id, text, metadata, **kw))
+
+    def _delete(self, memory_id: str, delete_linked: bool) -> Flow:
+        if delete_linked:
+            raise BypassRefusedError(
+                "delete_linked=True deletes memories the firewall cannot revise one by one",
+                store=STORE,
+                call="delete",
+                hint="delete each linked memory by its id",
+            )
+        return (yield from self._delete_flow(memory_id))
+
+    def _delete_all(self, kw: dict[str, Any]) -> Flow:
+        scope = {k: v for k, v in kw.items() if k in PLATFORM_SCOPE and v}
+        rows: list[Any] = []
+        page = 1
+        while True:
+            listed = yield _Call(
+                "get_all",
+                lambda p=page: self._client.get_all(filters=scope, page=p, page_size=100),
+            )
+            found = results_of(listed, "get_all")
+            rows.extend(found)
+            if not found or not (isinstance(listed, Mapping) and listed.get("next")):
+                break
+            page += 1
+        return (
+            yield from self._delete_rows_flow(
+                rows, _Call("delete_all", lambda: self._client.delete_all(**kw))
+            )
+        )
+
+
+class GuardedMemoryClient(_PlatformFlows):
+    """``mem0.MemoryClient`` (the platform's HTTP client) behind the firewall."""
+
+    def add(
+        self,
+        messages: Any,
+        options: Any = None,
+        *,
+        gnomon_origin: Origin | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        return _drive(self._add(messages, gnomon_origin, _options(options, kwargs)))
+
+    def search(self, query: str, options: Any = None, **kwargs: Any) -> Any:
+        return _drive(self._search(query, _options(options, kwargs)))
+
+    def get(self, memory_id: str) -> Any:
+        return _drive(self._get_flow(memory_id))
+
+    def get_all(self, options: Any = None, **kwargs: Any) -> Any:
+        return _drive(self._get_all(_options(options, kwargs)))
+
+    def update(self, memory_id: str, options: Any = None, **kwargs: Any) -> Any:
+        return _drive(self._update(memory_id, _options(options, kwargs)))
+
+    def delete(self, memory_id: str, delete_linked: bool = False) -> Any:
+        return _drive(self._delete(memory_id, delete_linked))
+
+    def delete_all(self, options: Any = None, **kwargs: Any) -> Any:
+        return _drive(self._delete_all(_options(options, kwargs)))
+
+    def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
+        return _drive(self._history_flow(memory_id, grant))
+
+    def close(self) -> None:
+        self.gnomon.close()
+        self._client.client.close()
+
+    def __enter__(self) -> GuardedMemoryClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncGuardedMemoryClient(_PlatformFlows):
+    """``mem0.AsyncMemoryClient`` behind the firewall: :class:`GuardedMemoryClient`'s flows,
+    awaited. ``.gnomon`` runs on ``sync_client`` (default: a ``MemoryClient`` with the same key
+    and host, which pings the platform once when it is built)."""
+
+    _ASYNC = True
+
+    def _backend_client(self, client: Any, sync_client: Any) -> Any:
+        if sync_client is not None:
+            return sync_client
+        from mem0 import MemoryClient
+
+        return call_converting(
+            "__init__", lambda: MemoryClient(api_key=client.api_key, host=client.host)
+        )
+
+    async def add(
+        self,
+        messages: Any,
+        options: Any = None,
+        *,
+        gnomon_origin: Origin | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        return await _adrive(self._add(messages, gnomon_origin, _options(options, kwargs)))
+
+    async def search(self, query: str, options: Any = None, **kwargs: Any) -> Any:
+        return await _adrive(self._search(query, _options(options, kwargs)))
+
+    async def get(self, memory_id: str) -> Any:
+        return await _adrive(self._get_flow(memory_id))
+
+    async def get_all(self, options: Any = None, **kwargs: Any) -> Any:
+        return await _adrive(self._get_all(_options(options, kwargs)))
+
+    async def update(self, memory_id: str, options: Any = None, **kwargs: Any) -> Any:
+        return await _adrive(self._update(memory_id, _options(options, kwargs)))
+
+    async def delete(self, memory_id: str, delete_linked: bool = False) -> Any:
+        return await _adrive(self._delete(memory_id, delete_linked))
+
+    async def delete_all(self, options: Any = None, **kwargs: Any) -> Any:
+        return await _adrive(self._delete_all(_options(options, kwargs)))
+
+    async def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
+        return await _adrive(self._history_flow(memory_id, grant))
+
+    async def aclose(self) -> None:
+        self.gnomon.close()
+        await self._client.async_client.aclose()
+
+    def close(self) -> None:
+        self.gnomon.close()
+
+    async def __aenter__(self) -> AsyncGuardedMemoryClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+__all__ = [
+    "AsyncGuardedMemory",
+    "AsyncGuardedMemoryClient",
+    "GuardedMemory",
+    "GuardedMemoryClient",
+]

@@ -8,6 +8,9 @@ parsed into :class:`~adapters.base.StoreItem` or a :class:`StoreResponseError`.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
@@ -68,7 +71,9 @@ def convert(exc: BaseException, call: str) -> AdapterError:
 
 def _status(exc: BaseException) -> int | None:
     seen: BaseException | None = exc
-    while seen is not None:
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:  # chains can loop
+        visited.add(id(seen))
         if isinstance(seen, httpx.HTTPStatusError):
             return seen.response.status_code
         code = getattr(seen, "error_code", None)
@@ -241,8 +246,53 @@ class PlatformBackend(Mem0Backend):
         more = isinstance(out, Mapping) and bool(out.get("next"))
         return Page(items, str(page + 1) if more and items else None)
 
+    def get(self, store_id: str) -> StoreItem | None:
+        try:  # the platform answers a missing id with HTTP 404
+            row = call_converting("get", lambda: self.client.get(store_id))
+        except StoreCallError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return None if row is None else to_item(row, "get")
+
     def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> None:
         self.client.update(store_id, text=text, metadata=dict(metadata))
+
+
+class SyncView:
+    """An async mem0 client (``AsyncMemory``) seen synchronously, for the contract backend:
+    each coroutine method runs to completion on a private event loop in a daemon thread, so
+    ``.gnomon`` (audit, import, export, sync) works inside or outside a running loop."""
+
+    def __init__(self, client: Any) -> None:
+        self._async_client = client
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _run(self, coro: Any) -> Any:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, name="gnomon-mem0-loop", daemon=True
+                )
+                self._thread.start()
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._async_client, name)
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+        return lambda *args, **kwargs: self._run(attr(*args, **kwargs))
+
+    def close_loop(self) -> None:
+        with self._lock:
+            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=5)
+            loop.close()
 
 
 class _Converting(StoreBackend):
@@ -304,6 +354,7 @@ __all__ = [
     "STORE",
     "Mem0Backend",
     "PlatformBackend",
+    "SyncView",
     "acall_converting",
     "adapter_for",
     "annotated",

@@ -51,10 +51,12 @@ class _Guarded:
         user: str | None = None,
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
+        sync_client: Any = None,
     ) -> None:
+        self._check_client(client)
         self._client = client
         self.gnomon: Adapter = adapter_for(
-            client,
+            self._backend_client(client, sync_client),
             wall,
             platform=self._PLATFORM,
             project=project,
@@ -63,6 +65,13 @@ class _Guarded:
             session=session,
             policy=policy,
         )
+
+    def _check_client(self, client: Any) -> None:
+        """Refuse a client of the wrong kind (an async one in a sync wrapper…)."""
+
+    def _backend_client(self, client: Any, sync_client: Any) -> Any:
+        """The sync client ``.gnomon`` (audit, import, export, sync) runs on."""
+        return sync_client or client
 
     def __getattr__(self, name: str) -> Any:
         raise BypassRefusedError(
