@@ -57,6 +57,7 @@ PROBE_MODULES: tuple[str, ...] = (
     "adapter_bypass",
     "adapter_sync_drift",
     "zep_context_leak",
+    "mem0_infer_join",
 )
 
 DEFAULT_URL = "memory://"

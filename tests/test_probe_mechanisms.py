@@ -182,6 +182,19 @@ def zep_context_passed_through(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(adapters.zep._Core, "context", context)
 
 
+def mem0_facts_not_derived_from_inputs(mp: pytest.MonkeyPatch) -> None:
+    """mem0's extracted facts are recorded as the agent's own, not derived from the input
+    messages (the host-side derived_from is emptied)."""
+    from adapters.mem0_guard import _Guarded
+
+    original = _Guarded._extracted
+
+    def extracted(self: Any, rows: Any, inputs: Any, checked: Any) -> Any:
+        return original(self, rows, [], checked)
+
+    mp.setattr(_Guarded, "_extracted", extracted)
+
+
 # -- probe, removed mechanism → the expectation that must break --------------------------------
 
 CASES: list[tuple[str, Patch, str]] = [
@@ -205,6 +218,7 @@ CASES: list[tuple[str, Patch, str]] = [
     ("adapter_bypass", zep_resources_pass_through, "zep: no public SDK attribute"),
     ("adapter_sync_drift", drift_not_flagged, "its binding is drifted"),
     ("zep_context_leak", zep_context_passed_through, "the guarded blob contains none"),
+    ("mem0_infer_join", mem0_facts_not_derived_from_inputs, "carries every input message"),
 ]
 
 
