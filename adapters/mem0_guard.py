@@ -4,7 +4,7 @@ the sync and async wrappers differ only in how they await the SDK)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.adapter import Adapter
@@ -189,21 +189,4 @@ def _scope(**ids: str | None) -> dict[str, str]:
     return {k: v for k, v in ids.items() if v}
 
 
-def _write_each(
-    pairs: list[tuple[dict[str, Any], PendingWrite]],
-    raw: Callable[[dict[str, Any], PendingWrite], Any],
-    confirm: Callable[[PendingWrite, Any], dict[str, Any]],
-    fail: Callable[[PendingWrite, AdapterError], None],
-) -> dict[str, Any]:
-    results = []
-    for message, pending in pairs:
-        try:
-            out = raw(message, pending)
-        except AdapterError as exc:
-            fail(pending, exc)
-            raise
-        results.append(confirm(pending, out))
-    return {"results": results}
-
-
-__all__ = ["_BIG", "_UNSET", "_Guarded", "_scope", "_write_each"]
+__all__ = ["_BIG", "_UNSET", "_Guarded", "_scope"]
