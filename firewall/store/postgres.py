@@ -73,7 +73,7 @@ from firewall.store import postgres_schema as schema
 from firewall.store.base import BeliefFilter, Store, check_continues
 from firewall.store.keys import index_tokens, micros
 from firewall.store.memory import K1, B
-from firewall.store.sql_common import ProjectionRows, belief_keys, version_rows
+from firewall.store.sql_common import PROJECTION_KEYS, ProjectionRows, belief_keys, version_rows
 from firewall.text import query_terms
 
 M = TypeVar("M", bound=ChainModel)
@@ -98,20 +98,6 @@ PROJECTION_TABLES = (
     "contradiction_members",
     "bindings",
     "belief_versions",
-)
-#: ``(table, id expression)`` of every table holding a record document.
-PROJECTION_KEYS = (
-    ("sessions", "id"),
-    ("observations", "id"),
-    ("claims", "id"),
-    ("evidence", "id"),
-    ("beliefs", "id"),
-    ("decisions", "id"),
-    ("actions", "id"),
-    ("outcomes", "id"),
-    ("revisions", "id"),
-    ("contradictions", "id"),
-    ("bindings", "store || ':' || belief_id"),
 )
 MAX_TENANT_LENGTH = 200
 #: PostgreSQL keeps at most 256 positions per lexeme, so term frequencies above it count as 256.

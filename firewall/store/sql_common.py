@@ -148,4 +148,20 @@ def version_rows(
     return closes, rows
 
 
-__all__ = ["BeliefKeys", "ProjectionRows", "belief_keys", "version_rows"]
+#: ``(table, id expression)`` of every table holding a record document.
+PROJECTION_KEYS = (
+    ("sessions", "id"),
+    ("observations", "id"),
+    ("claims", "id"),
+    ("evidence", "id"),
+    ("beliefs", "id"),
+    ("decisions", "id"),
+    ("actions", "id"),
+    ("outcomes", "id"),
+    ("revisions", "id"),
+    ("contradictions", "id"),
+    ("bindings", "store || ':' || belief_id"),
+)
+
+
+__all__ = ["PROJECTION_KEYS", "BeliefKeys", "ProjectionRows", "belief_keys", "version_rows"]

@@ -45,6 +45,7 @@ from firewall.states import SENSITIVITY_RANK, Scope
 from firewall.store import sqlite_schema as schema
 from firewall.store.base import BeliefFilter, Store, check_continues
 from firewall.store.keys import index_tokens, micros
+from firewall.store.sql_common import PROJECTION_KEYS
 from firewall.text import fts5_match
 
 M = TypeVar("M", bound=ChainModel)
@@ -68,20 +69,6 @@ PROJECTION_TABLES = (
     "contradiction_members",
     "bindings",
     "belief_versions",
-)
-#: ``(table, id expression)`` of every table holding a record document.
-PROJECTION_KEYS = (
-    ("sessions", "id"),
-    ("observations", "id"),
-    ("claims", "id"),
-    ("evidence", "id"),
-    ("beliefs", "id"),
-    ("decisions", "id"),
-    ("actions", "id"),
-    ("outcomes", "id"),
-    ("revisions", "id"),
-    ("contradictions", "id"),
-    ("bindings", "store || ':' || belief_id"),
 )
 _IN_CHUNK = 500
 _dumps = orjson.dumps
