@@ -1,0 +1,509 @@
+"""Legacy Zep behind the firewall: :class:`GuardedLegacyZep` (``zep-python`` 2.x, API ``/api/v2``).
+
+For servers still on Zep's session/memory API. New code should use zep-cloud and
+:mod:`adapters.zep`. One line to adopt::
+
+    zep = GuardedLegacyZep(Zep(base_url=..., api_key=...), wall, project="shop", user="alice")
+
+Always pass ``base_url`` (the server root; the SDK appends ``/api/v2``) to ``Zep``: without it
+zep-python 2.0.2 silently uses ``"None/api/v2"``. zep-python also needs ``packaging``, which it
+does not declare: ``pip install 'gnomon[zep-legacy]'`` installs both.
+
+Guarded (same names, signatures and return types as ``zep_python``); every other SDK attribute
+is refused (:class:`~adapters.errors.BypassRefusedError`):
+
+* ``zep.memory.add`` (writes), ``zep.memory.get``, ``zep.memory.search_sessions`` and
+  ``zep.memory.get_session_messages`` (reads), ``zep.memory.update_message_metadata``
+  (the firewall's ``gnomon_*`` keys refused);
+* ``zep.memory.add_session / get_session`` and ``zep.user.add / get`` (containers, passed through).
+
+**Writes.** Each message is recorded with its origin (the agent's, joined with what its session
+has read, unless the host passes ``gnomon_origin=``), then sent with the firewall's four
+metadata keys in ``Message.metadata``. ``memory.add`` returns no message ids, so the adapter
+reads the session's last messages back (``memory.get(lastn=)``) and binds each by the belief id
+in its metadata. Store ids are ``"<session_id>/<message uuid>"``.
+
+**Reads.** Messages are screened as stored items. ``relevant_facts`` (``Fact{uuid, fact}``),
+``facts`` (bare strings) and summaries are extracted server-side by an LLM and carry no
+provenance: each is treated as an item written around the firewall, i.e. unknown external
+content bound under ``"<session>/fact:<uuid or hash>"`` / ``"<session>/summary:<uuid>"``, and
+screened like any other hit (the default policy drops it, a laxer one may show it labelled).
+Nothing a screen excluded is returned: ``memory.get`` and ``search_sessions`` rebuild their
+responses from what passed.
+
+**No per-message delete.** The v2 API cannot delete or edit one message. The contract's
+``delete`` marks the message with ``gnomon_deleted=true`` (the firewall hides its belief and the
+backend no longer lists it) and ``update`` is that delete plus a new message; the old text stays
+on the Zep server until its session is deleted (``memory.delete``, refused here: do it from
+host code).
+
+**Failures.** HTTP errors become :class:`~adapters.errors.StoreCallError` (``status`` set),
+timeouts :class:`~adapters.errors.StoreTimeoutError`, a response not in the documented shape
+:class:`~adapters.errors.StoreResponseError`, each naming ``zep-legacy`` and the call. A write
+the store fails after the firewall recorded it leaves the binding ``failed`` and the belief
+hidden.
+
+The module repeats a few small helpers of :mod:`adapters.zep` (the bypass refusal, the
+annotated copy) rather than importing it: that module needs ``zep_cloud``, which the
+``zep-legacy`` extra does not install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar, TypeVar
+
+from adapters.errors import MissingSDKError
+
+try:
+    import httpx
+    from pydantic import v1 as pydantic_v1
+    from zep_python.client import Zep
+    from zep_python.core.api_error import ApiError
+    from zep_python.types import Memory, Message, SessionSearchResponse
+except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
+    raise MissingSDKError("zep-legacy", "zep-legacy", "zep-python") from exc
+
+from adapters.adapter import Adapter
+from adapters.base import BELIEF_KEY, MetadataLimits, Page, StoreBackend, StoreItem
+from adapters.base import merged_metadata as _merged
+from adapters.errors import (
+    AdapterError,
+    BypassRefusedError,
+    StoreCallError,
+    StoreMetadataError,
+    StoreResponseError,
+    StoreTimeoutError,
+    status_hint,
+)
+from adapters.guard import Guard, PendingWrite, Screened
+from firewall.firewall import Firewall
+from firewall.origin import Origin
+from firewall.policy import ContextPolicy
+from firewall.session import Session
+
+STORE = "zep-legacy"
+#: Zep v2 message metadata is a free JSON object; nesting is allowed.
+LIMITS = MetadataLimits(max_keys=None, nested=True)
+DELETED_KEY = "gnomon_deleted"
+T = TypeVar("T")
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+@contextmanager
+def converted(call: str) -> Iterator[None]:
+    """Turn zep-python's (and httpx's) exceptions into adapter errors naming the call."""
+    try:
+        yield
+    except AdapterError:
+        raise
+    except ApiError as exc:
+        status = exc.status_code
+        raise StoreCallError(
+            f"HTTP {status}: {str(exc.body)[:300]}",
+            store=STORE,
+            call=call,
+            status=status,
+            hint=status_hint(status),
+        ) from exc
+    except httpx.TimeoutException as exc:
+        raise StoreTimeoutError(
+            "the request timed out", store=STORE, call=call, hint="retry, or raise timeout="
+        ) from exc
+    except httpx.HTTPError as exc:
+        raise StoreCallError(
+            f"could not reach the server: {exc}",
+            store=STORE,
+            call=call,
+            hint="check base_url (the server root: the SDK appends /api/v2) and the network",
+        ) from exc
+    except (pydantic_v1.ValidationError, AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise StoreResponseError(
+            f"unexpected response: {type(exc).__name__}: {str(exc)[:300]}", store=STORE, call=call
+        ) from exc
+
+
+def _malformed(call: str, what: str, got: Any) -> StoreResponseError:
+    return StoreResponseError(
+        f"expected {what}, got {type(got).__name__}: {str(got)[:200]}", store=STORE, call=call
+    )
+
+
+def _run(call: str, fn: Callable[[], T]) -> T:
+    with converted(call):
+        return fn()
+
+
+def merged_metadata(call: str, metadata: Any) -> dict[str, Any]:
+    checked = _merged(STORE, call, LIMITS, metadata)
+    if DELETED_KEY in checked:
+        raise StoreMetadataError(
+            f"metadata key {DELETED_KEY} is reserved for the firewall", store=STORE, call=call
+        )
+    return checked
+
+
+# -- SDK objects -> store items --------------------------------------------------------------
+
+
+def store_id(session_id: str, uuid: str) -> str:
+    return f"{session_id}/{uuid}"
+
+
+def split_store_id(ident: str) -> tuple[str, str]:
+    session, _, uuid = ident.rpartition("/")  # session ids are caller-chosen: uuids have no "/"
+    return session, uuid
+
+
+def deleted(message: Any) -> bool:
+    metadata = getattr(message, "metadata", None)
+    return isinstance(metadata, dict) and metadata.get(DELETED_KEY) is True
+
+
+def message_item(message: Any, session_id: str, call: str) -> StoreItem:
+    uuid, text = getattr(message, "uuid_", None), getattr(message, "content", None)
+    if not isinstance(uuid, str) or not uuid or not isinstance(text, str):
+        raise _malformed(call, "a message with a uuid and content", message)
+    metadata = getattr(message, "metadata", None)
+    return StoreItem(
+        store_id=store_id(session_id, uuid),
+        text=text,
+        metadata=dict(metadata) if isinstance(metadata, dict) else {},
+        scope={"session_id": session_id},
+        raw=message,
+    )
+
+
+def derived_item(kind: str, uuid: str | None, text: str, session_id: str, raw: Any) -> StoreItem:
+    """A fact or summary: no provenance, so it is screened as unbound external content."""
+    key = uuid or hashlib.sha256(text.encode()).hexdigest()[:16]
+    return StoreItem(store_id=f"{session_id}/{kind}:{key}", text=text, raw=raw)
+
+
+def annotate(screened: Screened) -> Any:
+    raw = screened.item.raw
+    if isinstance(raw, pydantic_v1.BaseModel):
+        return raw.copy(update={"gnomon": screened.annotation()})
+    return raw
+
+
+def _messages(response: Any, call: str) -> list[Any]:
+    messages = getattr(response, "messages", None)
+    if messages is None:
+        messages = []
+    if not isinstance(messages, list):
+        raise _malformed(call, "a list of messages", response)
+    return messages
+
+
+# -- the contract backend --------------------------------------------------------------------
+
+
+class LegacyZepBackend(StoreBackend):
+    """Messages of one session (``scope={"session_id": ...}``) on a sync ``zep_python`` client.
+
+    The v2 API cannot delete or edit a message: :meth:`delete` marks it ``gnomon_deleted`` and
+    hides it from :meth:`get`, :meth:`search` and :meth:`list_page`; :meth:`update` is that plus a
+    new message (its store id changes).
+    """
+
+    name: ClassVar[str] = STORE
+    limits: ClassVar[MetadataLimits] = LIMITS
+
+    def __init__(self, client: Zep) -> None:
+        self.client = client
+
+    def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
+        session, call = scope["session_id"], "memory.add"
+        message = Message(
+            role="agent", role_type="assistant", content=text, metadata=dict(metadata)
+        )
+        _run(call, lambda: self.client.memory.add(session, messages=[message]))
+        (item,) = find_written(self.client, session, [dict(metadata)], call)
+        return item
+
+    def get(self, store_id: str) -> StoreItem | None:
+        session, uuid = split_store_id(store_id)
+        call = "memory.get_session_message"
+        try:
+            message = _run(call, lambda: self.client.memory.get_session_message(session, uuid))
+        except StoreCallError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return None if deleted(message) else message_item(message, session, call)
+
+    def search(self, query: str, *, limit: int, scope: Mapping[str, str]) -> list[StoreItem]:
+        session, call = scope["session_id"], "memory.search_sessions"
+        response = _run(
+            call,
+            lambda: self.client.memory.search_sessions(
+                text=query, session_ids=[session], search_scope="messages", limit=limit
+            ),
+        )
+        results = getattr(response, "results", None) or []
+        messages = [r.message for r in results if getattr(r, "message", None) is not None]
+        return [message_item(m, session, call) for m in messages if not deleted(m)][:limit]
+
+    def list_page(
+        self, *, scope: Mapping[str, str], cursor: str | None = None, limit: int = 100
+    ) -> Page:
+        session, call = scope["session_id"], "memory.get_session_messages"
+        page = int(cursor or 1)
+        response = _run(
+            call,
+            lambda: self.client.memory.get_session_messages(session, limit=limit, cursor=page),
+        )
+        messages = _messages(response, call)
+        items = [message_item(m, session, call) for m in messages if not deleted(m)]
+        total = getattr(response, "total_count", None)
+        more = isinstance(total, int) and page * limit < total
+        return Page(items, str(page + 1) if more else None)
+
+    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> StoreItem:
+        session, _ = split_store_id(store_id)
+        self.delete(store_id)
+        return self.write(text, metadata, {"session_id": session})
+
+    def delete(self, store_id: str) -> None:
+        session, uuid = split_store_id(store_id)
+        _run(
+            "memory.update_message_metadata",
+            lambda: self.client.memory.update_message_metadata(
+                session, uuid, metadata={DELETED_KEY: True}
+            ),
+        )
+
+
+def find_written(
+    client: Zep, session: str, metadatas: Sequence[Mapping[str, Any]], call: str
+) -> list[StoreItem]:
+    """The messages just added, found by the belief id the firewall put in their metadata."""
+    memory = _run(call, lambda: client.memory.get(session, lastn=max(len(metadatas), 1) * 2))
+    by_belief = {}
+    for message in _messages(memory, call):
+        metadata = getattr(message, "metadata", None) or {}
+        if isinstance(metadata, dict) and BELIEF_KEY in metadata:
+            by_belief[metadata[BELIEF_KEY]] = message
+    out = []
+    for metadata in metadatas:
+        message = by_belief.get(metadata.get(BELIEF_KEY))
+        if message is None:
+            raise _malformed(call, "the added message in the session's last messages", memory)
+        out.append(message_item(message, session, call))
+    return out
+
+
+# -- the guarded client ----------------------------------------------------------------------
+
+
+class _Refusing:
+    _path: ClassVar[str] = ""
+
+    def __getattr__(self, name: str) -> Any:
+        guarded = sorted(n for n in type(self).__dict__ if not n.startswith("_"))
+        raise BypassRefusedError(
+            f"{self._path}{name} is not a guarded method",
+            store=STORE,
+            call=f"{self._path}{name}",
+            hint=f"guarded here: {', '.join(guarded) or 'none'}",
+        )
+
+
+class LegacyMemory(_Refusing):
+    _path = "memory."
+
+    def __init__(self, adapter: Adapter, raw: Any, client: Zep) -> None:
+        self._guard: Guard = adapter.guard
+        self._raw, self._client = raw, client
+
+    # containers
+
+    def add_session(self, **kw: Any) -> Any:
+        return _run("memory.add_session", lambda: self._raw.add_session(**kw))
+
+    def get_session(self, session_id: str, **kw: Any) -> Any:
+        return _run("memory.get_session", lambda: self._raw.get_session(session_id, **kw))
+
+    # writes
+
+    def add(
+        self,
+        session_id: str,
+        *,
+        messages: Sequence[Message],
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> Any:
+        call = "memory.add"
+        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+            raise StoreCallError("messages must be a list of Message", store=STORE, call=call)
+        parsed = [m if isinstance(m, Message) else Message.parse_obj(m) for m in messages]
+        for m in parsed:  # refuse bad metadata or content before recording any message
+            merged_metadata(call, m.metadata)
+            if not isinstance(m.content, str):
+                raise StoreCallError("message content must be a string", store=STORE, call=call)
+        pendings: list[PendingWrite] = [
+            self._guard.begin_write(
+                m.content or "", merged_metadata(call, m.metadata), origin=gnomon_origin
+            )
+            for m in parsed
+        ]
+        sent = [
+            m.copy(update={"metadata": p.metadata, "content": p.text})
+            for m, p in zip(parsed, pendings, strict=True)
+        ]
+        try:
+            result = _run(call, lambda: self._raw.add(session_id, messages=sent, **kw))
+            items = find_written(self._client, session_id, [p.metadata for p in pendings], call)
+        except AdapterError as exc:
+            for pending in pendings:
+                self._guard.fail_write(pending, exc, call)
+            raise
+        for pending, item in zip(pendings, items, strict=True):
+            self._guard.confirm_write(pending, item.store_id)
+        return result
+
+    def update_message_metadata(
+        self, session_id: str, message_uuid: str, *, metadata: Any, **kw: Any
+    ) -> Any:
+        call = "memory.update_message_metadata"
+        merged_metadata(call, metadata)
+        return _run(
+            call,
+            lambda: self._raw.update_message_metadata(
+                session_id, message_uuid, metadata=metadata, **kw
+            ),
+        )
+
+    # reads
+
+    def _screen(self, items: list[StoreItem], query: str) -> list[Screened]:
+        return self._guard.screen(items, query=query, k=max(1, min(len(items), 200)))
+
+    def get(self, session_id: str, **kw: Any) -> Memory:
+        """The session's memory rebuilt from the messages, facts and summary that pass."""
+        call = "memory.get"
+        memory = _run(call, lambda: self._raw.get(session_id, **kw))
+        if not isinstance(memory, Memory):
+            raise _malformed(call, "a Memory", memory)
+        items = [message_item(m, session_id, call) for m in _messages(memory, call)]
+        items = [i for i in items if not deleted(i.raw)]
+        for fact in memory.relevant_facts or []:
+            if isinstance(fact.fact, str):
+                items.append(derived_item("fact", fact.uuid_, fact.fact, session_id, fact))
+        for text in memory.facts or []:
+            if isinstance(text, str):
+                items.append(derived_item("fact", None, text, session_id, text))
+        summary = memory.summary
+        if summary is not None and isinstance(summary.content, str):
+            items.append(
+                derived_item("summary", summary.uuid_, summary.content, session_id, summary)
+            )
+        passed = [s for s in self._screen(items, call) if s.passed]
+        kept = {id(s.item.raw): annotate(s) for s in passed}
+        return memory.copy(
+            update={
+                "messages": [kept[id(m)] for m in memory.messages or [] if id(m) in kept],
+                "relevant_facts": [
+                    kept[id(f)] for f in memory.relevant_facts or [] if id(f) in kept
+                ],
+                "facts": [s.item.text for s in passed if s.item.raw.__class__ is str],
+                "summary": kept.get(id(summary)) if summary is not None else None,
+            }
+        )
+
+    def search_sessions(self, *, text: str | None = None, **kw: Any) -> SessionSearchResponse:
+        """Only results whose message, fact or summary passes the screen (no raw text)."""
+        call = "memory.search_sessions"
+        response = _run(call, lambda: self._raw.search_sessions(text=text, **kw))
+        if not isinstance(response, SessionSearchResponse):
+            raise _malformed(call, "a SessionSearchResponse", response)
+        pairs: list[tuple[Any, str, StoreItem]] = []
+        for result in response.results or []:
+            session = result.session_id or ""
+            if result.message is not None:
+                if deleted(result.message):
+                    continue
+                pairs.append((result, "message", message_item(result.message, session, call)))
+            elif result.fact is not None and isinstance(result.fact.fact, str):
+                item = derived_item(
+                    "fact", result.fact.uuid_, result.fact.fact, session, result.fact
+                )
+                pairs.append((result, "fact", item))
+            elif result.summary is not None and isinstance(result.summary.content, str):
+                s = result.summary
+                pairs.append(
+                    (result, "summary", derived_item("summary", s.uuid_, s.content, session, s))
+                )
+        screened = self._screen([item for _, _, item in pairs], text or call)
+        kept = [
+            result.copy(update={field: annotate(s)})
+            for (result, field, _), s in zip(pairs, screened, strict=True)
+            if s.passed
+        ]
+        return response.copy(update={"results": kept})
+
+    def get_session_messages(self, session_id: str, **kw: Any) -> Any:
+        call = "memory.get_session_messages"
+        response = _run(call, lambda: self._raw.get_session_messages(session_id, **kw))
+        items = [message_item(m, session_id, call) for m in _messages(response, call)]
+        screened = self._screen([i for i in items if not deleted(i.raw)], call)
+        return response.copy(update={"messages": [annotate(s) for s in screened if s.passed]})
+
+
+class LegacyUser(_Refusing):
+    _path = "user."
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    def add(self, **kw: Any) -> Any:
+        return _run("user.add", lambda: self._raw.add(**kw))
+
+    def get(self, user_id: str, **kw: Any) -> Any:
+        return _run("user.get", lambda: self._raw.get(user_id, **kw))
+
+
+class GuardedLegacyZep(_Refusing):
+    """A ``zep_python.client.Zep`` (2.x) behind the firewall (see the module docstring).
+
+    ``gnomon_origin=`` on ``memory.add`` (host code only) records it with an explicit origin;
+    ``zep.gnomon`` is the store-independent :class:`~adapters.adapter.Adapter` over a session's
+    messages (audit, import, export, sync with ``scope={"session_id": ...}``).
+    """
+
+    def __init__(
+        self,
+        client: Zep,
+        wall: Firewall,
+        *,
+        project: str | None = None,
+        actor: str = "agent",
+        user: str | None = None,
+        session: Session | None = None,
+        policy: ContextPolicy | str = "default",
+    ) -> None:
+        if not isinstance(client, Zep):
+            raise StoreCallError(
+                f"expected a zep_python Zep, got {type(client).__name__}",
+                store=STORE,
+                call="__init__",
+                hint="construct it as Zep(base_url='http://host:8000', api_key=...)",
+            )
+        guard = Guard(
+            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+        )
+        self.gnomon = Adapter(guard, LegacyZepBackend(client))
+        self.memory = LegacyMemory(self.gnomon, client.memory, client)
+        self.user = LegacyUser(client.user)
+
+    def close(self) -> None:
+        self.gnomon.close()
+
+
+__all__ = ["GuardedLegacyZep", "LegacyZepBackend"]
