@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 SETUP = (
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[dev,postgres]' && .venv/bin/gnomon demo"
+    "python3 -m venv .venv && .venv/bin/pip install -e '.[dev,all]' && .venv/bin/gnomon demo"
 )
 TESTS = ".venv/bin/python -m pytest -q -n 2"
 
