@@ -90,6 +90,13 @@ def status_hint(status: int | None) -> str:
     return "see the store's error above"
 
 
+def malformed(store: str, call: str, what: str, got: object) -> StoreResponseError:
+    """The error for a response that is not the shape the SDK documents."""
+    return StoreResponseError(
+        f"expected {what}, got {type(got).__name__}: {str(got)[:200]}", store=store, call=call
+    )
+
+
 __all__ = [
     "AdapterError",
     "BypassRefusedError",
@@ -98,5 +105,6 @@ __all__ = [
     "StoreMetadataError",
     "StoreResponseError",
     "StoreTimeoutError",
+    "malformed",
     "status_hint",
 ]

@@ -76,6 +76,7 @@ from adapters.errors import (
     StoreCallError,
     StoreResponseError,
     StoreTimeoutError,
+    malformed,
     status_hint,
 )
 from adapters.guard import Guard, PendingWrite, Screened
@@ -139,9 +140,7 @@ def converted(call: str) -> Iterator[None]:
 
 
 def _malformed(call: str, what: str, got: Any) -> StoreResponseError:
-    return StoreResponseError(
-        f"expected {what}, got {type(got).__name__}: {str(got)[:200]}", store=STORE, call=call
-    )
+    return malformed(STORE, call, what, got)
 
 
 # -- SDK objects <-> store items ---------------------------------------------------------------

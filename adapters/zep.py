@@ -54,7 +54,6 @@ from typing import Any, ClassVar, TypeVar
 from adapters.errors import MissingSDKError
 
 try:
-    import httpx
     import pydantic
     from zep_cloud import AddMessage
     from zep_cloud.client import AsyncZep, Zep
@@ -78,9 +77,9 @@ from adapters.errors import (
     BypassRefusedError,
     StoreCallError,
     StoreResponseError,
-    StoreTimeoutError,
-    status_hint,
+    malformed,
 )
+from adapters.fern_errors import fern_converted
 from adapters.guard import Guard, PendingWrite, Screened
 from adapters.zep_context import render_context
 from firewall.chain import Belief
@@ -103,45 +102,19 @@ _TAINTED = (SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS)
 
 @contextmanager
 def converted(call: str) -> Iterator[None]:
-    """Turn zep-cloud's (and httpx's) exceptions into adapter errors naming ``zep.<call>``."""
-    try:
+    """Turn the SDK's (and httpx's) exceptions into adapter errors naming ``{STORE}.<call>``."""
+    with fern_converted(
+        STORE,
+        call,
+        api_error=ApiError,
+        response_errors=(ParsingError, pydantic.ValidationError),
+        reach_hint="check base_url and the network",
+    ):
         yield
-    except AdapterError:
-        raise
-    except ParsingError as exc:
-        raise StoreResponseError(
-            f"unexpected response: {str(exc.cause)[:300]}", store=STORE, call=call
-        ) from exc
-    except ApiError as exc:
-        status = exc.status_code
-        raise StoreCallError(
-            f"HTTP {status}: {str(exc.body)[:300]}",
-            store=STORE,
-            call=call,
-            status=status,
-            hint=status_hint(status),
-        ) from exc
-    except httpx.TimeoutException as exc:
-        raise StoreTimeoutError(
-            "the request timed out", store=STORE, call=call, hint="retry, or raise timeout="
-        ) from exc
-    except httpx.HTTPError as exc:
-        raise StoreCallError(
-            f"could not reach the server: {exc}",
-            store=STORE,
-            call=call,
-            hint="check base_url and the network",
-        ) from exc
-    except (pydantic.ValidationError, AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise StoreResponseError(
-            f"unexpected response: {type(exc).__name__}: {str(exc)[:300]}", store=STORE, call=call
-        ) from exc
 
 
 def _malformed(call: str, what: str, got: Any) -> StoreResponseError:
-    return StoreResponseError(
-        f"expected {what}, got {type(got).__name__}: {str(got)[:200]}", store=STORE, call=call
-    )
+    return malformed(STORE, call, what, got)
 
 
 def _run(call: str, fn: Callable[[], T]) -> T:

@@ -58,7 +58,6 @@ from typing import Any, ClassVar, TypeVar
 from adapters.errors import MissingSDKError
 
 try:
-    import httpx
     from pydantic import v1 as pydantic_v1
     from zep_python.client import Zep
     from zep_python.core.api_error import ApiError
@@ -75,9 +74,9 @@ from adapters.errors import (
     StoreCallError,
     StoreMetadataError,
     StoreResponseError,
-    StoreTimeoutError,
-    status_hint,
+    malformed,
 )
+from adapters.fern_errors import fern_converted
 from adapters.guard import Guard, PendingWrite, Screened
 from firewall.firewall import Firewall
 from firewall.origin import Origin
@@ -96,41 +95,19 @@ T = TypeVar("T")
 
 @contextmanager
 def converted(call: str) -> Iterator[None]:
-    """Turn zep-python's (and httpx's) exceptions into adapter errors naming the call."""
-    try:
+    """Turn the SDK's (and httpx's) exceptions into adapter errors naming ``{STORE}.<call>``."""
+    with fern_converted(
+        STORE,
+        call,
+        api_error=ApiError,
+        response_errors=(pydantic_v1.ValidationError,),
+        reach_hint="check base_url (the server root: the SDK appends /api/v2) and the network",
+    ):
         yield
-    except AdapterError:
-        raise
-    except ApiError as exc:
-        status = exc.status_code
-        raise StoreCallError(
-            f"HTTP {status}: {str(exc.body)[:300]}",
-            store=STORE,
-            call=call,
-            status=status,
-            hint=status_hint(status),
-        ) from exc
-    except httpx.TimeoutException as exc:
-        raise StoreTimeoutError(
-            "the request timed out", store=STORE, call=call, hint="retry, or raise timeout="
-        ) from exc
-    except httpx.HTTPError as exc:
-        raise StoreCallError(
-            f"could not reach the server: {exc}",
-            store=STORE,
-            call=call,
-            hint="check base_url (the server root: the SDK appends /api/v2) and the network",
-        ) from exc
-    except (pydantic_v1.ValidationError, AttributeError, KeyError, TypeError, ValueError) as exc:
-        raise StoreResponseError(
-            f"unexpected response: {type(exc).__name__}: {str(exc)[:300]}", store=STORE, call=call
-        ) from exc
 
 
 def _malformed(call: str, what: str, got: Any) -> StoreResponseError:
-    return StoreResponseError(
-        f"expected {what}, got {type(got).__name__}: {str(got)[:200]}", store=STORE, call=call
-    )
+    return malformed(STORE, call, what, got)
 
 
 def _run(call: str, fn: Callable[[], T]) -> T:
