@@ -19,9 +19,7 @@ from firewall.cli import cli
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
-SETUP = (
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[dev,all]' && .venv/bin/gnomon demo"
-)
+SETUP = "python3 -m venv .venv && .venv/bin/pip install -e '.[dev,all]' && .venv/bin/gnomon demo"
 TESTS = ".venv/bin/python -m pytest -q -n 2"
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)

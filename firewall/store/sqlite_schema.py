@@ -260,8 +260,7 @@ INSERT_VERSION = (
 )
 #: Close the open version of a belief when a newer one arrives (never before its own start).
 CLOSE_VERSION = (
-    "UPDATE belief_versions SET until_us = max(from_us, ?) "
-    "WHERE belief_id = ? AND until_us IS NULL"
+    "UPDATE belief_versions SET until_us = max(from_us, ?) WHERE belief_id = ? AND until_us IS NULL"
 )
 
 BELIEF_COLUMNS = (
