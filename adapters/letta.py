@@ -483,6 +483,15 @@ class _Core:
     def failed(self, pending: PendingWrite, exc: BaseException, call: str) -> None:
         self.guard.fail_write(pending, exc, call)
 
+    @contextmanager
+    def writing(self, pending: PendingWrite, call: str) -> Iterator[None]:
+        """The store half of a write: if the SDK call fails, the binding is marked failed."""
+        try:
+            yield
+        except AdapterError as exc:
+            self.failed(pending, exc, call)
+            raise
+
     def screen(self, items: list[StoreItem], query: str, k: int) -> list[Screened]:
         return self.guard.screen(items, query=query, k=max(1, min(k, 200)))
 
@@ -545,7 +554,7 @@ class AgentBlocks(_Refusing):
             _run(call, lambda: self._raw.retrieve(block_label, agent_id=agent_id)), call, scope
         )
         pending, _ = self._core.guard.begin_update(current.store_id, value, checked)
-        try:
+        with self._core.writing(pending, call):
             block = _run(
                 call,
                 lambda: self._raw.update(
@@ -554,9 +563,6 @@ class AgentBlocks(_Refusing):
                 ),
             )  # fmt: skip
             item = block_item(block, call, scope)
-        except AdapterError as exc:
-            self._core.failed(pending, exc, call)
-            raise
         self._core.guard.confirm_write(pending, item.store_id)
         return self._core.one_block(item, call)
 
@@ -586,16 +592,13 @@ class AgentPassages(_Refusing):
         pending = self._core.begin(call, text, None, gnomon_origin)
         user_tags = [] if _omitted(tags) else [t for t in tags if not t.startswith(TAG_PREFIX)]
         all_tags = [*user_tags, belief_tag(pending.belief.id)]
-        try:
+        with self._core.writing(pending, call):
             made = _run(
                 call, lambda: self._raw.create(agent_id, text=pending.text, tags=all_tags, **kw)
             )
             if not isinstance(made, list) or len(made) != 1:
                 raise _malformed(call, "a list of one passage", made)
             item = passage_item(made[0], agent_id, call)
-        except AdapterError as exc:
-            self._core.failed(pending, exc, call)
-            raise
         self._core.guard.confirm_write(pending, item.store_id)
         return [item.raw]
 
@@ -654,7 +657,7 @@ class Blocks(_Refusing):
     ) -> BlockResponse:
         call = "blocks.create"
         pending = self._core.begin(call, value, metadata, gnomon_origin)
-        try:
+        with self._core.writing(pending, call):
             block = _run(
                 call,
                 lambda: self._raw.create(
@@ -662,9 +665,6 @@ class Blocks(_Refusing):
                 ),
             )
             item = block_item(block, call)
-        except AdapterError as exc:
-            self._core.failed(pending, exc, call)
-            raise
         self._core.guard.confirm_write(pending, item.store_id)
         return self._core.one_block(item, call)
 
@@ -687,7 +687,7 @@ class Blocks(_Refusing):
             block = _run(call, lambda: self._raw.update(block_id, metadata=checked, **kw))
             return self._core.one_block(block_item(block, call), call)
         pending, _ = self._core.guard.begin_update(block_id, value, checked)
-        try:
+        with self._core.writing(pending, call):
             block = _run(
                 call,
                 lambda: self._raw.update(
@@ -695,9 +695,6 @@ class Blocks(_Refusing):
                 ),
             )
             item = block_item(block, call)
-        except AdapterError as exc:
-            self._core.failed(pending, exc, call)
-            raise
         self._core.guard.confirm_write(pending, item.store_id)
         return self._core.one_block(item, call)
 
@@ -735,7 +732,7 @@ class ArchivePassages(_Refusing):
     ) -> Passage:
         call = "archives.passages.create"
         pending = self._core.begin(call, text, metadata, gnomon_origin)
-        try:
+        with self._core.writing(pending, call):
             made = _run(
                 call,
                 lambda: self._raw.create(
@@ -743,9 +740,6 @@ class ArchivePassages(_Refusing):
                 ),
             )
             item = passage_item(made, archive_id, call)
-        except AdapterError as exc:
-            self._core.failed(pending, exc, call)
-            raise
         self._core.guard.confirm_write(pending, item.store_id)
         return item.raw  # type: ignore[no-any-return]
 
@@ -840,7 +834,7 @@ class AsyncAgentBlocks(_Refusing):
             scope,
         )
         pending, _ = self._core.guard.begin_update(current.store_id, value, checked)
-        try:
+        with self._core.writing(pending, call):
             block = await _arun(
                 call,
                 lambda: self._raw.update(
@@ -849,9 +843,6 @@ class AsyncAgentBlocks(_Refusing):
                 ),
             )  # fmt: skip
             item = block_item(block, call, scope)
-        except AdapterError as exc:
-            self._core.failed(pending, exc, call)
-            raise
         self._core.guard.confirm_write(pending, item.store_id)
         return self._core.one_block(item, call)
 
@@ -885,16 +876,13 @@ class AsyncAgentPassages(_Refusing):
         pending = self._core.begin(call, text, None, gnomon_origin)
         user_tags = [] if _omitted(tags) else [t for t in tags if not t.startswith(TAG_PREFIX)]
         all_tags = [*user_tags, belief_tag(pending.belief.id)]
-        try:
+        with self._core.writing(pending, call):
             made = await _arun(
                 call, lambda: self._raw.create(agent_id, text=pending.text, tags=all_tags, **kw)
             )
             if not isinstance(made, list) or len(made) != 1:
                 raise _malformed(call, "a list of one passage", made)
             item = passage_item(made[0], agent_id, call)
-        except AdapterError as exc:
-            self._core.failed(pending, exc, call)
-            raise
         self._core.guard.confirm_write(pending, item.store_id)
         return [item.raw]
 
@@ -953,7 +941,7 @@ class AsyncBlocks(_Refusing):
     ) -> BlockResponse:
         call = "blocks.create"
         pending = self._core.begin(call, value, metadata, gnomon_origin)
-        try:
+        with self._core.writing(pending, call):
             block = await _arun(
                 call,
                 lambda: self._raw.create(
@@ -961,9 +949,6 @@ class AsyncBlocks(_Refusing):
                 ),
             )
             item = block_item(block, call)
-        except AdapterError as exc:
-            self._core.failed(pending, exc, call)
-            raise
         self._core.guard.confirm_write(pending, item.store_id)
         return self._core.one_block(item, call)
 
@@ -986,7 +971,7 @@ class AsyncBlocks(_Refusing):
             block = await _arun(call, lambda: self._raw.update(block_id, metadata=checked, **kw))
             return self._core.one_block(block_item(block, call), call)
         pending, _ = self._core.guard.begin_update(block_id, value, checked)
-        try:
+        with self._core.writing(pending, call):
             block = await _arun(
                 call,
                 lambda: self._raw.update(
@@ -994,9 +979,6 @@ class AsyncBlocks(_Refusing):
                 ),
             )
             item = block_item(block, call)
-        except AdapterError as exc:
-            self._core.failed(pending, exc, call)
-            raise
         self._core.guard.confirm_write(pending, item.store_id)
         return self._core.one_block(item, call)
 
@@ -1038,7 +1020,7 @@ class AsyncArchivePassages(_Refusing):
     ) -> Passage:
         call = "archives.passages.create"
         pending = self._core.begin(call, text, metadata, gnomon_origin)
-        try:
+        with self._core.writing(pending, call):
             made = await _arun(
                 call,
                 lambda: self._raw.create(
@@ -1046,9 +1028,6 @@ class AsyncArchivePassages(_Refusing):
                 ),
             )
             item = passage_item(made, archive_id, call)
-        except AdapterError as exc:
-            self._core.failed(pending, exc, call)
-            raise
         self._core.guard.confirm_write(pending, item.store_id)
         return item.raw  # type: ignore[no-any-return]
 
