@@ -71,7 +71,7 @@ def templates() -> tuple[Belief, Belief]:
     user = Adopter(
         ctx,
         kind=ClaimKind.STATEMENT,
-        origin=Origin.user(USER),
+        origin=Origin.user(USER),  # a template built below the session API
         quality=EvidenceQuality.HUMAN_ASSERTION,
         extraction=ExtractionMethod.HUMAN,
     ).adopt("template", source="chat", now=NOW)

@@ -32,7 +32,7 @@ def main() -> None:
             s1.observe(
                 tool="chat",
                 content="Every change to payments goes through a reviewed pull request.",
-                origin=Origin.user("alice"),
+                origin=wall.channel(Origin.user("alice")),
             )
             s1.observe(
                 tool="read_file",

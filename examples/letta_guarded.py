@@ -51,7 +51,7 @@ client.agents.blocks.update("human", agent_id=agent, value="Alice wants pushes t
 client.agents.passages.create(
     agent,
     text="Payments changes need a review from Bob.",
-    gnomon_origin=Origin.user("alice"),
+    gnomon_origin=wall.channel(Origin.user("alice")),
 )
 client.close()
 

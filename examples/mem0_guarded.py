@@ -43,7 +43,9 @@ def main() -> None:
                 "Deploys of payments-service go through a reviewed pull request.",
                 user_id="alice",
                 infer=False,
-                gnomon_origin=Origin.user("alice"),  # the host knows the user said this
+                gnomon_origin=wall.channel(
+                    Origin.user("alice")
+                ),  # the host knows the user said this
             )
             first.observe(
                 tool="read_file",

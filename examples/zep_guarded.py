@@ -49,7 +49,7 @@ client = GuardedZep(zep(), wall, project="shop", actor="coder", user="alice")
 client.thread.add_messages(
     thread,
     messages=[AddMessage(role="user", name="Alice", content="Payments changes need review.")],
-    gnomon_origin=Origin.user("alice"),
+    gnomon_origin=wall.channel(Origin.user("alice")),
 )
 client.gnomon.guard.session.observe(
     tool="fetch", content=POISON, origin=Origin.external("web:pastebin")

@@ -13,7 +13,7 @@ from datetime import datetime
 from firewall.chain import Belief, Claim, EvidenceItem
 from firewall.gate import adoption_for
 from firewall.ids import new_id
-from firewall.origin import Origin
+from firewall.origin import Integrity, Origin
 from firewall.states import (
     ClaimKind,
     EvidenceQuality,
@@ -234,13 +234,17 @@ def _confidence(truth: str) -> float:
 
 def quality_for(origin: Origin, *, envelope: bool = False) -> EvidenceQuality:
     """The evidence class a content origin provides. External and imported text is a document
-    the agent read; agent text is inference; a trusted tool's own output is a direct observation."""
+    the agent read; agent text is inference; a trusted tool's own output is a direct observation.
+
+    The class is capped by the label's integrity, so a label that names a user or tool origin
+    but is only untrusted or derived (a join, or a hand-built label) is reading-class evidence,
+    never a human assertion or an observation."""
     if envelope:
         return EvidenceQuality.TOOL_RESULT
     classes = {c.value for c in origin.classes}
-    if classes & {"external", "imported"}:
+    if origin.integrity == Integrity.UNTRUSTED or classes & {"external", "imported"}:
         return EvidenceQuality.EXTERNAL_DOCUMENT
-    if "agent" in classes:
+    if origin.integrity <= Integrity.DERIVED or "agent" in classes:
         return EvidenceQuality.MODEL_INFERENCE
     if "probe" in classes:
         return EvidenceQuality.SYNTHETIC_PROBE

@@ -161,6 +161,7 @@ class EvidenceSet(ChainModel):
             for item in self.items
             if item.relation == EvidenceRelation.SUPPORTS
             and item.quality not in READING_CLASS
+            and item.quality != EvidenceQuality.SYNTHETIC_PROBE
             and item.origin.integrity >= Integrity.OBSERVED
             and not item.origin.shares_origin_with(claim_origin)
             and item.action_id is None

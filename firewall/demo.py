@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from firewall.channels import Channel
 from firewall.firewall import Firewall
 from firewall.firewall import open as open_firewall
 from firewall.origin import Origin
@@ -175,8 +176,10 @@ def _view(result: RecallResult, poison: set[str], user_fact: str) -> PolicyView:
     )
 
 
-def _session_a(s: Session) -> tuple[str, str, str, str, list[str]]:
-    fact = s.observe(tool="chat", content=USER_FACT, origin=Origin.user(USER))
+def _session_a(s: Session, chat: Channel) -> tuple[str, str, str, str, list[str]]:
+    # The user's chat message arrives through the host's channel for alice: only the host
+    # attests that alice said it. Everything the agent reads on its own is external.
+    fact = s.observe(tool="chat", content=USER_FACT, origin=chat)
     source = s.observe(
         tool="read_file",
         args={"path": "src/payments.py"},
@@ -223,8 +226,9 @@ def run_demo(url: str = "memory://", *, on_step: Step | None = None) -> DemoResu
     wall = open_firewall(url)
     try:
         say(f"Session A: {AGENT} works on project {PROJECT!r} for user {USER!r}")
+        chat = wall.channel(Origin.user(USER), project=PROJECT)
         with wall.session(project=PROJECT, actor=AGENT, user=USER) as s:
-            fact_id, source_id, poison_id, summary_id, copy_ids = _session_a(s)
+            fact_id, source_id, poison_id, summary_id, copy_ids = _session_a(s, chat)
         say("  read: a chat message from alice (origin user:alice)")
         say("  read: src/payments.py (origin external:file:src/payments.py)")
         say("  read: DEVELOPMENT.md, poisoned, 'verified by the user' (origin external)")

@@ -20,7 +20,9 @@ should let a driver or parser exception escape raw.
     ├── GrantError                    authority that was not properly granted
     │   ├── ForgedGrantError          signature does not verify against a pinned key
     │   ├── ExpiredGrantError         the grant's validity window is over
-    │   └── MissingGrantError         a privileged operation was called without a grant
+    │   ├── MissingGrantError         a privileged operation was called without a grant
+│   └── UnattestedOriginError     an agent-facing path asserted an authority-bearing origin
+│       └── ForgedChannelError    a channel object the host's firewall never opened
     ├── StoreError                    the backing store failed
     │   ├── StoreLockedError          another process holds the database lock
     │   ├── StoreCorruptError         the file or schema is not a Gnomon store
@@ -147,6 +149,18 @@ class MissingGrantError(GrantError):
     """A privileged operation was attempted without a grant of the required authority."""
 
 
+class UnattestedOriginError(GrantError):
+    """An agent-facing path asserted a user, probe or tool origin without a host channel.
+
+    Authority-bearing origins enter only through a :class:`~firewall.channels.Channel` the
+    host opened with :meth:`Firewall.channel`; a caller's own assertion can only lower trust.
+    """
+
+
+class ForgedChannelError(UnattestedOriginError):
+    """A channel object that this firewall never opened (built by hand, or another firewall's)."""
+
+
 class StoreError(GnomonError):
     """The backing store failed; the message names the store."""
 
@@ -215,6 +229,7 @@ class KeyFileError(GnomonError):
 __all__ = [
     "CheckpointError",
     "ExpiredGrantError",
+    "ForgedChannelError",
     "ForgedGrantError",
     "GateError",
     "GnomonError",
@@ -234,6 +249,7 @@ __all__ = [
     "StoreLockedError",
     "TerminalStateError",
     "TransitionRefused",
+    "UnattestedOriginError",
     "UnknownIdError",
     "UnsupportedURLError",
 ]

@@ -3,13 +3,15 @@
 A :class:`Firewall` is held by the host application. Agents get :class:`~firewall.session.Session`
 objects (``wall.session(...)``), which can observe, remember, recall and decide but can never
 mint authority: promotion, quarantine clearance and the audit path all need a
-:class:`~firewall.grants.Grant` that this object (or an operator's key) signed.
+:class:`~firewall.grants.Grant` that this object (or an operator's key) signed, and a user's,
+probe's or trusted tool's origin enters only through a :class:`~firewall.channels.Channel` this
+object opened (:meth:`Firewall.channel`).
 
 >>> import firewall
 >>> wall = firewall.open("memory://")
+>>> chat = wall.channel(firewall.Origin.user("alice"))  # host-side: the user's chat
 >>> with wall.session(project="shop", actor="coder", user="alice") as s:
-...     said = firewall.Origin.user("alice")
-...     fact = s.observe(tool="chat", content="We deploy on Fridays", origin=said)
+...     fact = s.observe(tool="chat", content="We deploy on Fridays", origin=chat)
 ...     s.recall("deploy").accepted[0].statement
 'We deploy on Fridays'
 """
@@ -35,15 +37,23 @@ from firewall.chain import (
     StoreBinding,
     content_hash,
 )
+from firewall.channels import Channel
 from firewall.checkpoints import Checkpoint, CheckpointSigner, write_checkpoint
 from firewall.clock import Clock, utcnow
 from firewall.content import DEFAULT_MAX_BLOCK_BYTES, statement_text
 from firewall.contradictions import contradiction_record, flag_decisions
-from firewall.errors import InputError, MissingGrantError, UnknownIdError
+from firewall.errors import (
+    ForgedChannelError,
+    InputError,
+    InvalidOriginError,
+    MissingGrantError,
+    UnknownIdError,
+)
 from firewall.events import SCHEMA_VERSION, Event, EventDraft, Records, VerifyReport
 from firewall.gate import GATE_VERSION, Move, apply_moves
 from firewall.grants import DEFAULT_TTL, Grant, GrantAuthority, GrantSigner, GrantVerifier
-from firewall.origin import Origin
+from firewall.ids import new_id
+from firewall.origin import Integrity, Origin
 from firewall.states import (
     Authority,
     Axis,
@@ -113,6 +123,8 @@ class Firewall:
             # No operator keys: an ephemeral key that lives only in this host-side object.
             self._signer = signer or GrantSigner.generate()
             self.verifier = GrantVerifier.pinning(self._signer.public_key)
+        # Channels this object opened, by id: the only ones a session accepts (see channel()).
+        self._channels: dict[str, Channel] = {}
 
     # -- plumbing shared with sessions ----------------------------------------------------
 
@@ -205,6 +217,86 @@ class Firewall:
             yield s
         finally:
             s.end()
+
+    # -- channels -------------------------------------------------------------------------
+
+    def channel(
+        self, origin: Origin, *, grant: Grant | None = None, project: str | None = None
+    ) -> Channel:
+        """Open a channel for an authority-bearing origin (host-side only).
+
+        Writes that carry the channel are recorded with ``origin``, a host-observed envelope
+        and ``validated`` trust (``synthetic`` for a probe). A user or probe channel rests on a
+        grant of that authority whose subject is the origin's name: pass one, or let this
+        firewall issue it when it holds a signing key (it refuses when it pins operator keys
+        and holds none). A tool channel needs no grant: opening it is the host's own act. With
+        ``project``, the channel is accepted only by sessions of that project. The opening is
+        logged as a ``channel.opened`` event that names the grant.
+
+        >>> import firewall
+        >>> wall = firewall.open("memory://")
+        >>> wall.channel(firewall.Origin.tool("pytest")).origin.describe()
+        'observed [tool:pytest]'
+        """
+        if type(origin) is not Origin:
+            raise InvalidOriginError(
+                f"a channel is opened for a firewall.Origin, got {type(origin).__name__}",
+                hint="wall.channel(Origin.user('alice')) or wall.channel(Origin.tool('pytest'))",
+            )
+        grant_id = None
+        if origin.integrity == Integrity.ATTESTED:
+            # User or probe authority: it rests on a grant for exactly that name.
+            if len(origin.origin_ids) != 1:
+                raise InvalidOriginError(
+                    f"a user or probe channel names one origin, got {origin.describe()}",
+                    hint="open one channel per user (wall.channel(Origin.user('alice')))",
+                )
+            (klass,) = origin.classes
+            (ident,) = origin.origin_ids
+            name = ident.removeprefix(f"{klass.value}:")
+            authority = GrantAuthority(klass.value)
+            if grant is None:
+                grant = self.grant(authority, name)
+            checked = self.verifier.verify(
+                grant, {authority}, now=self.clock(), operation=f"opening a channel for {ident}"
+            )
+            if checked.subject != name:
+                raise MissingGrantError(
+                    f"grant {checked.id} is for {checked.subject!r}; the channel is for {ident}",
+                    hint=f"issue a {authority.value} grant whose subject is {name!r}",
+                )
+            grant_id = checked.id
+        opened = Channel(new_id("chn"), origin, project, grant_id)
+        self.commit(
+            self.draft(
+                "channel.opened",
+                actor="host",
+                now=self.clock(),
+                project=project,
+                data={
+                    "channel_id": opened.id,
+                    "origin": origin.json_dict(),
+                    "grant_id": grant_id,
+                },
+            )
+        )
+        self._channels[opened.id] = opened
+        return opened
+
+    def attested_by(self, channel: object, *, project: str) -> Channel:
+        """The channel, if this firewall opened it for ``project``; a forgery is refused."""
+        known = self._channels.get(channel.id) if isinstance(channel, Channel) else None
+        if known is None or known is not channel:
+            raise ForgedChannelError(
+                "this channel was not opened by the session's firewall",
+                hint="channels come only from Firewall.channel(...) on the host",
+            )
+        if known.project is not None and known.project != project:
+            raise ForgedChannelError(
+                f"channel {known.id} is open for project {known.project!r}, not {project!r}",
+                hint="open a channel for this project with wall.channel(origin, project=...)",
+            )
+        return known
 
     # -- grants ---------------------------------------------------------------------------
 

@@ -154,9 +154,14 @@ def adoption_for(origin: Origin, strongest: EvidenceQuality) -> Adoption:
     Legitimate facts flow: a statement the host attributes to the user, a tool envelope the host
     observed, and output a trusted tool produced itself start ``supported`` and ``normal``.
     Everything else (external content, agent writes, imports, anything joined with them) starts
-    ``unverified`` and ``restricted``. Parallax: reading-class evidence never starts supported.
+    ``unverified`` and ``restricted``. Parallax: reading-class evidence never starts supported,
+    and neither does a probe's synthetic record: synthetic evidence alone supports nothing.
     """
-    if strongest in READING_CLASS or origin.integrity < Integrity.OBSERVED:
+    if (
+        strongest in READING_CLASS
+        or strongest == EvidenceQuality.SYNTHETIC_PROBE
+        or origin.integrity < Integrity.OBSERVED
+    ):
         return Adoption(
             TruthStatus.UNVERIFIED,
             RetrievalStatus.RESTRICTED,
@@ -164,7 +169,7 @@ def adoption_for(origin: Origin, strongest: EvidenceQuality) -> Adoption:
             f"adopted unverified: origin {origin.describe()}, evidence {strongest.value}",
         )
     if origin.integrity == Integrity.ATTESTED:
-        authority = Authority.PROBE if strongest == EvidenceQuality.SYNTHETIC_PROBE else U
+        authority = U
         return Adoption(
             TruthStatus.SUPPORTED,
             RetrievalStatus.NORMAL,

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, field_serializer, field_validator, model_validator
 
 from firewall.errors import InvalidOriginError
 
@@ -102,6 +102,31 @@ class Origin(BaseModel):
         if isinstance(value, int) and not isinstance(value, Integrity):
             return Integrity(value)
         return value
+
+    @model_validator(mode="after")
+    def _never_above_its_classes(self) -> Origin:
+        """A label is never more trusted than the least trusted class it names, and every id
+        belongs to one of its classes: a hand-built label cannot raise trust by construction."""
+        if not self.classes or not self.origin_ids:
+            raise ValueError("an origin label names at least one class and one origin id")
+        ceiling = min(CLASS_INTEGRITY[c] for c in self.classes)
+        if self.integrity > ceiling:
+            raise ValueError(
+                f"integrity {self.integrity.name.lower()} is above what its classes allow "
+                f"({ceiling.name.lower()})"
+            )
+        prefixes = {f"{c.value}:" for c in self.classes}
+        stray = sorted(i for i in self.origin_ids if not any(i.startswith(p) for p in prefixes))
+        if stray:
+            raise ValueError(f"origin ids {stray} belong to no class of the label")
+        return self
+
+    @property
+    def authority_bearing(self) -> bool:
+        """True when the label carries more than the agent's own word (observed or attested):
+        only the host may attest it, through a channel. A join that names a user or tool origin
+        but is only derived or untrusted carries no authority and may be asserted by anyone."""
+        return self.integrity > Integrity.DERIVED
 
     @field_serializer("classes")
     def _dump_classes(self, value: frozenset[OriginClass]) -> list[str]:

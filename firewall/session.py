@@ -5,8 +5,19 @@ and recalled memories). An agent-authored write in the session inherits that joi
 host names the write's inputs exactly with ``derived_from``: this closes summarization laundering,
 where the agent paraphrases a poisoned page into its "own" memory.
 
-Sessions cannot mint authority. Nothing here promotes a belief except the policy acting on
-independent, stronger corroboration (:meth:`Session.corroborate`), which the gate checks.
+A session is what agent-facing code holds, and it cannot mint authority:
+
+* it has no public route to the host's :class:`~firewall.Firewall`, its store or its keys;
+* an origin it is given can only lower trust: user, probe and tool origins enter only through a
+  :class:`~firewall.channels.Channel` the host opened (anything else is refused with
+  :class:`~firewall.errors.UnattestedOriginError`), and a tool call the agent merely *reports*
+  gets an agent-reported envelope, not a host-observed one;
+* its label only gets worse: every agent-authored write joins everything the session has read,
+  whatever ``derived_from`` names;
+* nothing here promotes a belief except the policy acting on independent, stronger
+  corroboration that came through a host channel (:meth:`Session.corroborate`), which the gate
+  checks; an observation made after one of this session's actions never promotes a belief that
+  action rested on.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ from firewall.chain import (
     Revision,
     SessionInfo,
 )
+from firewall.channels import Channel, caller_origin
 from firewall.content import (
     block_hash,
     checked_args,
@@ -39,7 +51,6 @@ from firewall.content import (
 from firewall.contradictions import detect
 from firewall.errors import (
     InputError,
-    InvalidOriginError,
     MissingGrantError,
     ParallaxError,
     SelfPromotionError,
@@ -62,6 +73,7 @@ from firewall.states import (
     EvidenceQuality,
     EvidenceRelation,
     ExtractionMethod,
+    ObservationTrust,
     RetrievalStatus,
     Scope,
     SecurityStatus,
@@ -92,9 +104,10 @@ class Session:
     """One agent run. Obtain it from :meth:`Firewall.session` (a context manager)."""
 
     def __init__(self, wall: Firewall, info: SessionInfo) -> None:
-        self.wall = wall
+        # Host objects stay private: agent-facing code gets no public route to the firewall.
+        self._wall = wall
         self.info = info
-        self.label: Origin | None = None
+        self._label: Origin | None = None
         self._ctx = Context(
             project=info.project, actor=info.actor, user=info.user, session_id=info.id
         )
@@ -103,6 +116,13 @@ class Session:
     @property
     def id(self) -> str:
         return self.info.id
+
+    @property
+    def label(self) -> Origin | None:
+        """The join of everything this session has read (``None`` before the first read).
+
+        Read-only: it only ever gets worse, by what the session observes and recalls."""
+        return self._label
 
     @property
     def project(self) -> str:
@@ -146,7 +166,7 @@ class Session:
         if self._ended:
             return
         self._ended = True
-        ended = self.info.model_copy(update={"ended_at": self.wall.clock()})
+        ended = self.info.model_copy(update={"ended_at": self._wall.clock()})
         self.info = ended
         self._commit("session.ended", records=Records(sessions=(ended,)))
 
@@ -171,11 +191,11 @@ class Session:
         versions: Mapping[str, Any] | None = None,
         now: datetime | None = None,
     ) -> int:
-        events = self.wall.commit(
-            self.wall.draft(
+        events = self._wall.commit(
+            self._wall.draft(
                 kind,
                 actor=self.actor,
-                now=now or self.wall.clock(),
+                now=now or self._wall.clock(),
                 session_id=self.id,
                 project=self.project,
                 user=self.user,
@@ -187,7 +207,7 @@ class Session:
         return events[-1].seq
 
     def _read(self, labels: Iterable[Origin]) -> None:
-        self.label = join_all([*([self.label] if self.label else []), *labels])
+        self._label = join_all([*([self._label] if self._label else []), *labels])
 
     def _check_open(self) -> None:
         if self._ended:
@@ -203,7 +223,7 @@ class Session:
         tool: str,
         content: object,
         args: Mapping[str, Any] | None = None,
-        origin: Origin | None = None,
+        origin: Origin | Channel | None = None,
         sensitivity: Sensitivity = Sensitivity.INTERNAL,
         invocation_id: str | None = None,
         subject: str | None = None,
@@ -213,23 +233,36 @@ class Session:
         valid_to: datetime | None = None,
         tool_version: str | None = None,
     ) -> Observed:
-        """Record one tool call: a trusted envelope claim, and one claim per content block.
+        """Record one tool call: an envelope claim, and one claim per content block.
 
-        ``origin`` is where the *content* came from; it defaults to external (fail closed).
-        The envelope ("tool X was called and returned N blocks") is the host's own observation
-        and is adopted supported; the content is adopted by its origin.
+        ``origin`` is where the *content* came from. A plain :class:`Origin` is the caller's
+        assertion and can only lower trust: external (the default, fail closed), imported or
+        agent; a user, probe or tool origin is refused with
+        :class:`~firewall.errors.UnattestedOriginError`. A :class:`Channel` the host opened
+        attests its origin: the content takes the channel's origin and the envelope ("tool X
+        was called and returned N blocks") is the host's own observation, adopted supported.
+        Without a channel the envelope is only the agent's report of a call and starts
+        unverified like any agent write.
         """
         self._check_open()
         tool = checked_name("tool", tool)
-        if origin is not None and not isinstance(origin, Origin):
-            raise InvalidOriginError(
-                f"origin must be a firewall.Origin, got {type(origin).__name__}",
-                hint="use Origin.external('...'), Origin.user('...') or Origin.tool('...')",
-            )
+        channel = (
+            self._wall.attested_by(origin, project=self.project)
+            if isinstance(origin, Channel)
+            else None
+        )
+        if channel is not None:
+            content_origin = channel.origin
+            envelope_origin = Origin.tool(tool)
+            trust = channel.trust
+        else:
+            asserted = caller_origin(origin, what="observe(origin=...)")
+            content_origin = asserted or Origin.external(f"tool:{tool}")
+            envelope_origin = Origin.join(Origin.tool(tool), Origin.agent(self.actor))
+            trust = ObservationTrust.RAW
         checked = checked_args(args)
-        blocks = content_blocks(content, self.wall.max_block_bytes)
-        content_origin = origin or Origin.external(f"tool:{tool}")
-        now = self.wall.clock()
+        blocks = content_blocks(content, self._wall.max_block_bytes)
+        now = self._wall.clock()
         observation = Observation(
             id=new_id("obs"),
             session_id=self.id,
@@ -240,13 +273,13 @@ class Session:
             invocation_id=invocation_id or new_id("obs"),
             args=checked,
             captured_at=now,
+            trust=trust,
             sensitivity=sensitivity,
             origin=content_origin,
             blocks=blocks,
             block_hashes=[block_hash(b) for b in blocks],
             tool_version=tool_version,
         )
-        envelope_origin = Origin.tool(tool)
         rendered = render_args(checked)
         envelope = adopt(
             self._ctx,
@@ -285,10 +318,17 @@ class Session:
             )
             for i, block in enumerate(blocks)
         ]
-        records, contradictions, current = detect(self.wall.store, [envelope, *made], now)
+        records, contradictions, current = detect(self._wall.store, [envelope, *made], now)
+        data: dict[str, Any] = {
+            "tool": tool,
+            "blocks": len(blocks),
+            "contradictions": contradictions,
+        }
+        if channel is not None:
+            data["channel_id"] = channel.id
         self._commit(
             "observation.recorded",
-            data={"tool": tool, "blocks": len(blocks), "contradictions": contradictions},
+            data=data,
             records=Records(observations=(observation,), **records),
             versions={"tool_version": tool_version} if tool_version else None,
             now=now,
@@ -312,20 +352,21 @@ class Session:
         valid_from: datetime | None = None,
         valid_to: datetime | None = None,
     ) -> Belief:
-        """Record an agent-authored write. Its label is the agent joined with its inputs:
-        ``derived_from`` ids when the host names them exactly, otherwise everything this
-        session has read. It is adopted unverified and restricted."""
+        """Record an agent-authored write, adopted unverified and restricted.
+
+        Its label is the agent joined with everything this session has read and with the
+        labels of the ``derived_from`` ids: naming inputs can add taint, never remove the
+        session's (an agent cannot launder a poisoned read by citing only clean sources)."""
         self._check_open()
-        text = statement_text(statement, self.wall.max_block_bytes)
-        inputs = (
-            self._labels_of(derived_from)
-            if derived_from is not None
-            else ([self.label] if self.label else [])
-        )
+        text = statement_text(statement, self._wall.max_block_bytes)
+        inputs = [
+            *(self._labels_of(derived_from) if derived_from is not None else []),
+            *([self._label] if self._label else []),
+        ]
         origin = Origin.join(Origin.agent(self.actor), *inputs)
         for other in contradicts:
-            self.wall.require_belief(other)
-        now = self.wall.clock()
+            self._wall.require_belief(other)
+        now = self._wall.clock()
         made = adopt(
             self._ctx,
             kind=ClaimKind.STATEMENT,
@@ -343,7 +384,7 @@ class Session:
             valid_to=valid_to,
             contradicts=list(contradicts),
         )
-        records, contradictions, current = detect(self.wall.store, [made], now)
+        records, contradictions, current = detect(self._wall.store, [made], now)
         self._commit(
             "belief.remembered",
             data={
@@ -364,12 +405,12 @@ class Session:
         labels = []
         for ident in ids:
             if ident.startswith("obs_"):
-                obs = self.wall.store.get_observation(ident)
+                obs = self._wall.store.get_observation(ident)
                 if obs is None:
                     raise UnknownIdError("observation", ident)
                 labels.append(obs.origin)
             else:
-                labels.append(self.wall.require_belief(ident).origin)
+                labels.append(self._wall.require_belief(ident).origin)
         return labels
 
     # -- corroboration --------------------------------------------------------------------
@@ -387,29 +428,46 @@ class Session:
 
         The evidence's class and origin come from the observation's *content* origin: a trusted
         tool that merely carried external text is external evidence and counts for nothing.
-        Evidence produced by an action whose decision depended on the belief is refused.
+        Only an observation that came through a host channel (``validated`` trust) can count:
+        one the agent merely reported is recorded as the agent's inference. Evidence produced
+        by an action whose decision depended on the belief is refused, whether the caller
+        names the action (``action_id``) or not: an observation made after one of its own
+        session's actions is linked to those actions. ``required`` (at least 1) raises the
+        number of independent corroborations promotion needs; it can never lower it.
         """
         self._check_open()
-        belief = self.wall.require_belief(belief_id)
+        if type(required) is not int or required < 1:
+            raise InputError(
+                f"required must be a whole number of at least 1, got {required!r}",
+                hint="the gate needs at least one independent corroboration to promote",
+            )
+        belief = self._wall.require_belief(belief_id)
         obs_id = observed.observation.id if isinstance(observed, Observed) else observed
-        observation = self.wall.store.get_observation(obs_id)
+        if not isinstance(obs_id, str):
+            raise InputError(f"observed must be an Observed or an id, got {type(obs_id).__name__}")
+        observation = self._wall.store.get_observation(obs_id)
         if observation is None:
             raise UnknownIdError("observation", obs_id)
         if action_id is not None:
             self._refuse_self_promotion(belief, action_id)
-        now = self.wall.clock()
+        self._refuse_acted_on(belief, observation)
+        witness = observation.origin
+        if observation.trust != ObservationTrust.VALIDATED:
+            # Not attested by the host: the agent's report of what it saw, which never counts.
+            witness = Origin.join(witness, Origin.agent(observation.actor))
+        now = self._wall.clock()
         item = EvidenceItem(
             id=new_id("evi"),
             claim_id=belief.claim_id,
             source=observation.id,
             relation=relation,
-            quality=quality_for(observation.origin),
-            independence_group=independence_group(observation.origin),
-            origin=observation.origin,
+            quality=quality_for(witness),
+            independence_group=independence_group(witness),
+            origin=witness,
             observed_at=observation.captured_at,
             action_id=action_id,
         )
-        existing = self.wall.store.get_evidence(belief.claim_id)
+        existing = self._wall.store.get_evidence(belief.claim_id)
         evidence = EvidenceSet(claim_id=belief.claim_id, items=[*existing.items, item])
         updated, revisions = belief, list[Revision]()
         promotable = (
@@ -449,11 +507,32 @@ class Session:
         )
         return updated
 
+    def _refuse_acted_on(self, belief: Belief, observation: Observation) -> None:
+        """Refuse (as self-promotion) an observation captured after an action of its session
+        whose decision rested on ``belief``.
+
+        This is the default link between an action and what the agent saw after it: the
+        action's own outcome cannot corroborate what it acted on even when nobody says so."""
+        if observation.session_id is None:
+            return
+        depending = {d.id for d in self._wall.store.decisions_depending_on(belief.id)}
+        if not depending:
+            return
+        before = [
+            action
+            for event in self._wall.store.session_events(observation.session_id)
+            for action in event.records().actions
+            if action.created_at <= observation.captured_at
+        ]
+        for action in before:
+            if action.decision_id in depending:
+                self._refuse_self_promotion(belief, action.id)
+
     def _refuse_self_promotion(self, belief: Belief, action_id: str) -> None:
-        action = self.wall.store.get_action(action_id)
+        action = self._wall.store.get_action(action_id)
         if action is None:
             raise UnknownIdError("action", action_id)
-        for decision in self.wall.store.decisions_depending_on(belief.id):
+        for decision in self._wall.store.decisions_depending_on(belief.id):
             # Any action of a decision that rested on this belief is the agent's own success.
             if action.decision_id == decision.id:
                 raise SelfPromotionError(
@@ -485,9 +564,15 @@ class Session:
                 f"policy {chosen.name!r} is privileged: recall through it is the audit path",
                 hint="use Firewall.audit(query, grant=wall.grant('auditor', ...))",
             )
-        now = self.wall.clock()
+        now = self._wall.clock()
         result = gather(
-            self.wall.store, chosen, query=query, project=self.project, user=self.user, k=k, now=now
+            self._wall.store,
+            chosen,
+            query=query,
+            project=self.project,
+            user=self.user,
+            k=k,
+            now=now,
         )
         return self.log_recall(result, chosen, k=k, now=now)
 
@@ -550,7 +635,7 @@ class Session:
                 f"policy {chosen.name!r} requires decisions to cite the beliefs they depend on",
                 hint="pass depends_on=[belief ids from the recall you acted on]",
             )
-        found = self.wall.store.get_beliefs(list(depends_on))
+        found = self._wall.store.get_beliefs(list(depends_on))
         for ident in depends_on:
             if ident not in found:
                 raise UnknownIdError("belief", ident)
@@ -560,7 +645,7 @@ class Session:
         ]
         if flags and not chosen.decisions.allow_unverified_dependencies:
             flags.append(f"policy {chosen.name!r} does not allow unsupported dependencies")
-        now = self.wall.clock()
+        now = self._wall.clock()
         decision = Decision(
             id=new_id("dec"),
             session_id=self.id,
@@ -582,9 +667,9 @@ class Session:
 
     def act(self, decision_id: str, name: str, args: Mapping[str, Any] | None = None) -> Action:
         self._check_open()
-        if self.wall.store.get_decision(decision_id) is None:
+        if self._wall.store.get_decision(decision_id) is None:
             raise UnknownIdError("decision", decision_id)
-        now = self.wall.clock()
+        now = self._wall.clock()
         action = Action(
             id=new_id("act"),
             decision_id=decision_id,
@@ -598,9 +683,9 @@ class Session:
 
     def record_outcome(self, action_id: str, *, success: bool, summary: str = "") -> Outcome:
         self._check_open()
-        if self.wall.store.get_action(action_id) is None:
+        if self._wall.store.get_action(action_id) is None:
             raise UnknownIdError("action", action_id)
-        now = self.wall.clock()
+        now = self._wall.clock()
         outcome = Outcome(
             id=new_id("out"),
             action_id=action_id,

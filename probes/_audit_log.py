@@ -41,7 +41,11 @@ def build_log(name: str) -> SignedLog:
     project = project_for(name)
     with open_firewall("memory://", checkpoint_signer=signer) as wall:
         with wall.session(project=project, actor="coder", user="alice") as s:
-            s.observe(tool="chat", content="We deploy on Fridays", origin=Origin.user("alice"))
+            s.observe(
+                tool="chat",
+                content="We deploy on Fridays",
+                origin=wall.channel(Origin.user("alice")),
+            )
             s.observe(
                 tool="read_file",
                 args={"path": "README.md"},
@@ -50,7 +54,11 @@ def build_log(name: str) -> SignedLog:
             )
         wall.checkpoint()
         with wall.session(project=project, actor="coder", user="alice") as s:
-            s.observe(tool="chat", content="Staging is eu-west-1", origin=Origin.user("alice"))
+            s.observe(
+                tool="chat",
+                content="Staging is eu-west-1",
+                origin=wall.channel(Origin.user("alice")),
+            )
         last = wall.checkpoint()
         return SignedLog(list(wall.store.chain_rows()), signer, last.seq)
 

@@ -42,7 +42,7 @@ def check(url: str, c: Checks) -> None:
     raw = LocalMemory()
     with open_firewall(url) as wall:
         memory = GuardedLocalMemory(raw, wall, project=project, actor="coder", user="alice")
-        added = memory.add(FACT, user_id="alice", gnomon_origin=Origin.user("alice"))
+        added = memory.add(FACT, user_id="alice", gnomon_origin=wall.channel(Origin.user("alice")))
         sid = added["results"][0]["id"]
         hits = [h["id"] for h in memory.search("payments review", filters=SCOPE)["results"]]
         c.expect(sid in hits, "the user's fact is recalled before the edit", got=hits)

@@ -38,7 +38,7 @@ def check(url: str, c: Checks) -> None:
         (older,) = s.observe(
             tool="chat",
             content="The deploy window for the gecko service is Tuesday.",
-            origin=Origin.user("alice"),
+            origin=wall.channel(Origin.user("alice")),
             subject="gecko-service",
             predicate="deploy_window",
         ).content
@@ -49,7 +49,7 @@ def check(url: str, c: Checks) -> None:
         (newer,) = s.observe(
             tool="chat",
             content="The deploy window for the gecko service is Thursday.",
-            origin=Origin.user("alice"),
+            origin=wall.channel(Origin.user("alice")),
             subject="gecko-service",
             predicate="deploy_window",
         ).content
@@ -93,7 +93,7 @@ def check(url: str, c: Checks) -> None:
         (fact,) = s.observe(
             tool="chat",
             content="The primary region for gecko is eu-west-1.",
-            origin=Origin.user("alice"),
+            origin=wall.channel(Origin.user("alice")),
             subject="gecko-service",
             predicate="primary_region",
         ).content

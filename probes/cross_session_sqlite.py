@@ -55,7 +55,7 @@ with firewall.open(url) as wall:
             tool="read_file",
             args={"path": "MEMORY.md"},
             content=note,
-            origin=Origin.external("file:MEMORY.md"),
+            origin=wall.channel(Origin.external("file:MEMORY.md")),  # the host's read_file
         )
         session_id = s.id
     wall.import_records(

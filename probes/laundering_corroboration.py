@@ -83,7 +83,7 @@ def check(url: str, c: Checks) -> None:
                 tool="ci_status",
                 args={"run": run_no},
                 content=f"emu CI run {run_no}: python 3.11 green",
-                origin=Origin.tool("ci"),
+                origin=wall.channel(Origin.tool("ci")),
             )
             claim_now = s.corroborate(claim.id, ci, required=2)
             c.expect(
@@ -95,7 +95,7 @@ def check(url: str, c: Checks) -> None:
             tool="pytest",
             args={"python": "3.11"},
             content="emu: 318 passed on python 3.11",
-            origin=Origin.tool("pytest"),
+            origin=wall.channel(Origin.tool("pytest")),
         )
         claim_now = s.corroborate(claim.id, pytest_run, required=2)
         c.expect(
@@ -115,7 +115,7 @@ def check(url: str, c: Checks) -> None:
             tool="pytest",
             args={"select": "lint"},
             content="emu lint: ruff check passed (test_lint_uses_ruff)",
-            origin=Origin.tool("pytest"),
+            origin=wall.channel(Origin.tool("pytest")),
         )
         promoted = s.corroborate(legit.id, lint)
         c.expect(

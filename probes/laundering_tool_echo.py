@@ -18,7 +18,7 @@ then offers that echo as corroboration of the poisoned belief.
 those are inlined in the envelope statement by design, so a short phrase the agent passes to a
 tool does reach trusted context as part of "tool X was called with …". Nor does it check that the
 host labels echoed output correctly: if the host records the echo with ``Origin.tool(...)`` the
-firewall believes it.
+firewall believes it (only the host can: agent-facing code cannot name a tool origin).
 """
 
 from __future__ import annotations
@@ -51,11 +51,14 @@ def check(url: str, c: Checks) -> None:
             content=POISON,
             origin=Origin.external(FILE),
         ).content
+        # The host runs grep and records its echo through its own channel, with the file's
+        # external origin: the call is the host's observation, the echoed text is not.
+        host_grep = wall.channel(Origin.external(FILE))
         echo = s.observe(
             tool="grep",
             args={"pattern": POISON, "path": "docs/"},
             content=POISON,
-            origin=Origin.external(FILE),
+            origin=host_grep,
         )
         env, (echoed,) = echo.envelope, echo.content
         c.expect(
@@ -93,7 +96,7 @@ def check(url: str, c: Checks) -> None:
             tool="grep",
             args={POISON: True},
             content=POISON,
-            origin=Origin.external(FILE),
+            origin=host_grep,
         ).envelope
         c.expect(
             MARKER not in keyed.statement and not any(line in keyed.statement for line in lines),

@@ -18,8 +18,8 @@ the poison as a team convention. A later session searches the store.
 
 **Does not claim.** That the labels of facts the *platform* extracts server-side with
 ``async_mode`` (queued, returned without ids) are bound: the guarded client refuses such rows as
-malformed instead. Nor that a host passing ``gnomon_origin=Origin.user(...)`` for a message it did
-not get from the user is detected: that argument is a host-side declaration and is trusted.
+malformed instead. Nor that a host passing its user channel as ``gnomon_origin=`` for a message
+it did not get from the user is detected: that argument is a host-side declaration and is trusted.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def check(url: str, c: Checks) -> None:
             tool="pytest",
             args={"suite": "integration"},
             content="integration: 42 passed in 3.1s",
-            origin=Origin.tool("pytest"),
+            origin=wall.channel(Origin.tool("pytest")),
         )
         evidence_before = len(wall.store.get_evidence(belief.claim_id).items)
         head_before = wall.store.head()

@@ -31,7 +31,9 @@ def check(url: str, c: Checks) -> None:
     project = project_for(NAME)
     with open_firewall("memory://") as wall:
         with wall.session(project=project, actor="coder", user="alice") as s:
-            said = s.observe(tool="chat", content="We deploy on Fridays", origin=Origin.user("a"))
+            said = s.observe(
+                tool="chat", content="We deploy on Fridays", origin=wall.channel(Origin.user("a"))
+            )
             read = s.observe(
                 tool="read_file",
                 args={"path": "NOTES.md"},

@@ -39,7 +39,9 @@ def check(url: str, c: Checks) -> None:
     clock = ProbeClock()
     with open_firewall(url, clock=clock) as wall:
         with wall.session(project=project, actor="releaser", user="alice") as s:
-            (fact,) = s.observe(tool="chat", content=FACT, origin=Origin.user("alice")).content
+            (fact,) = s.observe(
+                tool="chat", content=FACT, origin=wall.channel(Origin.user("alice"))
+            ).content
             clock.advance(timedelta(days=20))
             result = s.recall(QUERY, policy="reference")
             c.expect(

@@ -44,7 +44,10 @@ def check(url: str, c: Checks) -> None:
         ids: dict[Sensitivity, str] = {}
         for level, text in FACTS.items():
             (fact,) = s.observe(
-                tool="chat", content=text, origin=Origin.user("alice"), sensitivity=level
+                tool="chat",
+                content=text,
+                origin=wall.channel(Origin.user("alice")),
+                sensitivity=level,
             ).content
             c.expect(
                 (fact.truth_status, fact.retrieval_status, fact.security_status)

@@ -41,7 +41,7 @@ def check(url: str, c: Checks) -> None:
             (old,) = s.observe(
                 tool="chat",
                 content="The payments api deploys on Fridays.",
-                origin=Origin.user("alice"),
+                origin=wall.channel(Origin.user("alice")),
                 subject="payments.api",
                 predicate="deploy_day",
             ).content
@@ -49,7 +49,7 @@ def check(url: str, c: Checks) -> None:
             (new,) = s.observe(
                 tool="chat",
                 content="From now on the payments api deploys on Thursdays.",
-                origin=Origin.user("alice"),
+                origin=wall.channel(Origin.user("alice")),
             ).content
         wall.supersede(
             old.id, new.id, reason="release train moved", grant=wall.grant("user", "alice")

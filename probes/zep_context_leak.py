@@ -62,7 +62,9 @@ def check(url: str, c: Checks) -> None:
             tool="web_fetch", content=POISON, origin=Origin.external("https://evil.example/setup")
         )
         zep.graph.episode.add(graph, data=f"Team note. {POISON}", type="text")
-        zep.graph.episode.add(graph, data=FACT, type="text", gnomon_origin=Origin.user("alice"))
+        zep.graph.episode.add(
+            graph, data=FACT, type="text", gnomon_origin=wall.channel(Origin.user("alice"))
+        )
         zep.close()
 
         blob = raw.graph.get_context(graph, query=QUERY).context or ""

@@ -31,6 +31,7 @@ from firewall.chain import BindingState, content_hash
 from firewall.firewall import Firewall
 from firewall.origin import Integrity
 from firewall.states import Authority, RetrievalStatus, SecurityStatus, TruthStatus
+from tests.attested import attested
 
 
 @dataclass
@@ -117,7 +118,9 @@ class AdapterContract(ABC):
     def test_store_failure_marks_binding_failed(self, wall: Firewall, h: Harness) -> None:
         h.break_writes()
         with pytest.raises(AdapterError) as err:
-            h.adapter.write("This write will fail.", scope=h.scope, origin=Origin.user("alice"))
+            h.adapter.write(
+                "This write will fail.", scope=h.scope, origin=attested(wall, Origin.user("alice"))
+            )
         assert err.value.store == h.adapter.store and err.value.call
         (binding,) = wall.store.list_bindings(h.adapter.store)
         assert binding.state == BindingState.FAILED and binding.store_id is None
@@ -129,7 +132,7 @@ class AdapterContract(ABC):
     # -- read path --------------------------------------------------------------------------
 
     def test_read_filters_poison_and_annotates(self, wall: Firewall, h: Harness) -> None:
-        h.adapter.write(FACT, scope=h.scope, origin=Origin.user("alice"))
+        h.adapter.write(FACT, scope=h.scope, origin=attested(wall, Origin.user("alice")))
         h.adapter.guard.session.observe(tool="fetch", content=POISON, origin=Origin.external("web"))
         h.adapter.write("Alice says: " + POISON, scope=h.scope)  # the agent launders it
         screened = h.adapter.search("Alice tea deploy review", scope=h.scope, k=10)
@@ -159,7 +162,9 @@ class AdapterContract(ABC):
     # -- update and delete ------------------------------------------------------------------
 
     def test_update_is_a_revision(self, wall: Firewall, h: Harness) -> None:
-        item, first = h.adapter.write(FACT, scope=h.scope, origin=Origin.user("alice"))
+        item, first = h.adapter.write(
+            FACT, scope=h.scope, origin=attested(wall, Origin.user("alice"))
+        )
         second = h.adapter.update(item.store_id, "Alice prefers coffee now.")
         assert second.state == BindingState.WRITTEN and second.store_id is not None
         if self.updates_in_place:
@@ -177,7 +182,9 @@ class AdapterContract(ABC):
         }
 
     def test_delete_is_a_revision(self, wall: Firewall, h: Harness) -> None:
-        item, binding = h.adapter.write(FACT, scope=h.scope, origin=Origin.user("alice"))
+        item, binding = h.adapter.write(
+            FACT, scope=h.scope, origin=attested(wall, Origin.user("alice"))
+        )
         h.adapter.delete(item.store_id)
         assert h.adapter.backend.get(item.store_id) is None
         (after,) = wall.store.bindings_for_beliefs([binding.belief_id])
@@ -189,7 +196,9 @@ class AdapterContract(ABC):
     # -- sync, import, export ---------------------------------------------------------------
 
     def test_sync_detects_drift_unbound_and_deleted(self, wall: Firewall, h: Harness) -> None:
-        kept, kept_binding = h.adapter.write(FACT, scope=h.scope, origin=Origin.user("alice"))
+        kept, kept_binding = h.adapter.write(
+            FACT, scope=h.scope, origin=attested(wall, Origin.user("alice"))
+        )
         gone, gone_binding = h.adapter.write("Bob likes jazz.", scope=h.scope)
         assert h.adapter.sync(h.scope).clean
         h.raw_edit(kept.store_id, "Alice prefers arsenic.")
@@ -223,7 +232,7 @@ class AdapterContract(ABC):
             assert belief.origin.origin_ids == {f"imported:{h.adapter.store}"}
 
     def test_export_writes_beliefs_with_labels(self, wall: Firewall, h: Harness) -> None:
-        h.adapter.write(FACT, scope=h.scope, origin=Origin.user("alice"))
+        h.adapter.write(FACT, scope=h.scope, origin=attested(wall, Origin.user("alice")))
         h.adapter.write("Agent note.", scope=h.scope)
         out = io.StringIO()
         assert h.adapter.export(out) == 2
@@ -236,7 +245,9 @@ class AdapterContract(ABC):
     # -- audit path -------------------------------------------------------------------------
 
     def test_audit_path_sees_quarantined(self, wall: Firewall, h: Harness) -> None:
-        item, binding = h.adapter.write(FACT, scope=h.scope, origin=Origin.user("alice"))
+        item, binding = h.adapter.write(
+            FACT, scope=h.scope, origin=attested(wall, Origin.user("alice"))
+        )
         wall.quarantine(binding.belief_id, reason="flagged", authority=Authority.SENTINEL)
         assert not [s for s in h.adapter.search("Alice tea", scope=h.scope, k=5) if s.passed]
         views = h.adapter.audit("Alice tea", grant=wall.grant("auditor", "ops"))

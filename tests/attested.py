@@ -17,9 +17,14 @@ from firewall import Firewall, Origin
 from firewall.session import Observed, Session
 
 
-def attested(wall: Firewall, origin: Origin) -> Any:
-    """What to pass as ``origin=`` / ``gnomon_origin=`` for a host-attested write of ``origin``."""
-    return origin
+def attested(wall: Firewall, origin: Origin, *, project: str | None = None) -> Any:
+    """What to pass as ``origin=`` / ``gnomon_origin=`` for a host-attested write of ``origin``:
+    a channel the host opens on ``wall`` (one per origin, cached on the firewall object)."""
+    cache: dict[tuple[Origin, str | None], Any] = wall.__dict__.setdefault("_test_channels", {})
+    key = (origin, project)
+    if key not in cache:
+        cache[key] = wall.channel(origin, project=project)
+    return cache[key]
 
 
 def observe_as(wall: Firewall, session: Session, origin: Origin, **kwargs: Any) -> Observed:

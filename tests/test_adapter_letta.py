@@ -57,6 +57,7 @@ from adapters.letta import GuardedAsyncLetta  # noqa: E402
 from firewall import Origin  # noqa: E402
 from firewall.chain import BindingState  # noqa: E402
 from tests.adapter_contract import FACT, POISON  # noqa: E402
+from tests.attested import attested  # noqa: E402
 from tests.fakes_letta import async_client, request_json  # noqa: E402
 
 
@@ -77,7 +78,10 @@ def _binding(wall: Firewall, store_id: str):  # type: ignore[no-untyped-def]
 def test_block_create_sends_belief_id_in_metadata(env) -> None:  # type: ignore[no-untyped-def]
     wall, client, mock = env
     block = client.blocks.create(
-        label="human", value=FACT, metadata={"topic": "drinks"}, gnomon_origin=Origin.user("alice")
+        label="human",
+        value=FACT,
+        metadata={"topic": "drinks"},
+        gnomon_origin=attested(wall, Origin.user("alice")),
     )
     sent = request_json(mock, "blocks.create")
     binding = _binding(wall, block.id)
@@ -105,7 +109,9 @@ def test_agent_editing_its_block_inherits_session_label(env) -> None:  # type: i
 
 def test_block_versions_are_revisions(env) -> None:  # type: ignore[no-untyped-def]
     wall, client, _ = env
-    block = client.blocks.create(label="l", value=FACT, gnomon_origin=Origin.user("alice"))
+    block = client.blocks.create(
+        label="l", value=FACT, gnomon_origin=attested(wall, Origin.user("alice"))
+    )
     first = _binding(wall, block.id)
     client.blocks.update(block.id, value="Alice prefers coffee.")
     second = _binding(wall, block.id)
@@ -114,9 +120,11 @@ def test_block_versions_are_revisions(env) -> None:  # type: ignore[no-untyped-d
 
 
 def test_lists_drop_excluded_blocks_across_pages(env) -> None:  # type: ignore[no-untyped-def]
-    _, client, mock = env
+    wall, client, mock = env
     good = [
-        client.blocks.create(label="l", value=f"Fact {i}", gnomon_origin=Origin.user("alice"))
+        client.blocks.create(
+            label="l", value=f"Fact {i}", gnomon_origin=attested(wall, Origin.user("alice"))
+        )
         for i in range(3)
     ]
     raw = sync_client()
@@ -131,7 +139,7 @@ def test_agent_passages_carry_tags_only_and_search_filters(env) -> None:  # type
     wall, client, mock = env
     agent = mock.server.add_agent()
     (kept,) = client.agents.passages.create(
-        agent, text=FACT, tags=["drinks"], gnomon_origin=Origin.user("alice")
+        agent, text=FACT, tags=["drinks"], gnomon_origin=attested(wall, Origin.user("alice"))
     )
     sent = request_json(mock, "agent_passages.create")
     belief_id = _binding(wall, f"{agent}/{kept.id}").belief_id
@@ -150,7 +158,7 @@ def test_archive_passages_carry_metadata_and_global_search(env) -> None:  # type
     wall, client, mock = env
     archive = client.archives.create(name="shared")
     p = client.archives.passages.create(
-        archive.id, text=FACT, metadata={"k": 1}, gnomon_origin=Origin.user("alice")
+        archive.id, text=FACT, metadata={"k": 1}, gnomon_origin=attested(wall, Origin.user("alice"))
     )
     sent = request_json(mock, "archive_passages.create")
     assert sent["metadata"]["k"] == 1
@@ -214,14 +222,16 @@ def test_async_client() -> None:
 
     async def run(client: GuardedAsyncLetta, agent: str) -> None:
         block = await client.blocks.create(
-            label="l", value=FACT, gnomon_origin=Origin.user("alice")
+            label="l", value=FACT, gnomon_origin=attested(wall, Origin.user("alice"))
         )
         assert block.gnomon["truth"] == "supported"
         await async_client().blocks.create(label="l", value=POISON)
         assert [b.id async for b in client.blocks.list(label="l", limit=1)] == [block.id]
         page = await client.blocks.list(label="l")
         assert [b.id for b in page.items] == [block.id]
-        await client.agents.passages.create(agent, text=FACT, gnomon_origin=Origin.user("a"))
+        await client.agents.passages.create(
+            agent, text=FACT, gnomon_origin=attested(wall, Origin.user("a"))
+        )
         found = await client.agents.passages.search(agent, query="tea")
         assert [r.content for r in found.results] == [FACT]
         assert (await client.agents.blocks.retrieve("human", agent_id=agent)).value == ""

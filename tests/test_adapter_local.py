@@ -10,6 +10,7 @@ from adapters.local import GuardedLocalMemory, LocalMemory
 from firewall import Origin
 from firewall.firewall import Firewall
 from tests.adapter_contract import FACT, AdapterContract, Harness
+from tests.attested import attested
 
 
 class TestLocalAdapter(AdapterContract):
@@ -40,7 +41,7 @@ def test_sdk_shapes_and_annotation() -> None:
     wall = firewall.open("memory://")
     raw = LocalMemory()
     memory = GuardedLocalMemory(raw, wall, project="shop", actor="coder", user="alice")
-    added = memory.add(FACT, user_id="alice", gnomon_origin=Origin.user("alice"))
+    added = memory.add(FACT, user_id="alice", gnomon_origin=attested(wall, Origin.user("alice")))
     (row,) = added["results"]
     assert row["event"] == "ADD" and row["memory"] == FACT
     found = memory.search("tea", filters={"user_id": "alice"})

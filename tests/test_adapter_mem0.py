@@ -32,6 +32,7 @@ from firewall.errors import GrantError  # noqa: E402
 from firewall.firewall import Firewall  # noqa: E402
 from firewall.origin import Integrity  # noqa: E402
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness  # noqa: E402
+from tests.attested import attested  # noqa: E402
 
 
 def make_raw(tmp: str, llm: Any = None) -> Any:
@@ -87,7 +88,7 @@ def test_one_line_adoption_keeps_shapes(wall: Firewall, raw: Any) -> None:
         ],
         user_id="alice",
         infer=False,
-        gnomon_origin=Origin.user("alice"),
+        gnomon_origin=attested(wall, Origin.user("alice")),
     )
     assert [r["memory"] for r in added["results"]] == [FACT, "Noted."]
     assert all(r["event"] == "ADD" and "id" in r for r in added["results"])
@@ -111,7 +112,9 @@ def test_one_line_adoption_keeps_shapes(wall: Firewall, raw: Any) -> None:
 def test_poisoned_read_never_reaches_a_later_session(wall: Firewall, raw: Any) -> None:
     with wall.session(project="shop", actor="coder", user="alice") as first:
         memory = GuardedMemory(raw, wall, session=first)
-        memory.add(FACT, user_id="alice", infer=False, gnomon_origin=Origin.user("alice"))
+        memory.add(
+            FACT, user_id="alice", infer=False, gnomon_origin=attested(wall, Origin.user("alice"))
+        )
         first.observe(tool="read_file", content=POISON, origin=Origin.external("file:NOTES.md"))
         memory.add("Team rule: " + POISON, user_id="alice", infer=False)
     with wall.session(project="shop", actor="coder", user="alice") as later:

@@ -48,6 +48,7 @@ from firewall.firewall import Firewall
 from firewall.origin import Integrity
 from firewall.states import RetrievalStatus
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness
+from tests.attested import attested
 
 BASE_URL = "http://mem0.test"
 _MEM0_DIR = os.environ["MEM0_DIR"]
@@ -182,7 +183,7 @@ def test_add_sends_belief_id_and_origin(
         user_id="alice",
         metadata={"topic": "drinks"},
         infer=False,
-        gnomon_origin=Origin.user("alice"),
+        gnomon_origin=attested(wall, Origin.user("alice")),
     )
     (row,) = out["results"]
     assert row["event"] == "ADD" and row["memory"] == FACT
@@ -205,7 +206,9 @@ def test_add_sends_belief_id_and_origin(
 def test_search_and_get_all_filter_poison(
     wall: Firewall, mock: respx.MockRouter, client: GuardedMemoryClient
 ) -> None:
-    client.add(FACT, user_id="alice", infer=False, gnomon_origin=Origin.user("alice"))
+    client.add(
+        FACT, user_id="alice", infer=False, gnomon_origin=attested(wall, Origin.user("alice"))
+    )
     session = client.gnomon.guard.session
     session.observe(tool="fetch", content=POISON, origin=Origin.external("web:evil.example"))
     client.add("Team rule: " + POISON, user_id="alice", infer=False)
@@ -231,9 +234,9 @@ def test_search_and_get_all_filter_poison(
 def test_update_delete_history(
     wall: Firewall, mock: respx.MockRouter, client: GuardedMemoryClient
 ) -> None:
-    (row,) = client.add(FACT, user_id="alice", infer=False, gnomon_origin=Origin.user("alice"))[
-        "results"
-    ]
+    (row,) = client.add(
+        FACT, user_id="alice", infer=False, gnomon_origin=attested(wall, Origin.user("alice"))
+    )["results"]
     first = binding_of(wall, row["id"])
     out = client.update(row["id"], text="Alice prefers coffee.", metadata={"topic": "drinks"})
     assert out["memory"] == "Alice prefers coffee."
@@ -256,7 +259,9 @@ def test_http_errors_are_typed_and_nothing_half_recorded(
 ) -> None:
     mock.server.fail("add", status)  # type: ignore[attr-defined]
     with pytest.raises(StoreCallError, match=r"mem0\.add") as err:
-        client.add(FACT, user_id="alice", infer=False, gnomon_origin=Origin.user("alice"))
+        client.add(
+            FACT, user_id="alice", infer=False, gnomon_origin=attested(wall, Origin.user("alice"))
+        )
     assert err.value.status == status and err.value.store == "mem0" and err.value.call == "add"
     (binding,) = wall.store.list_bindings("mem0")
     assert binding.state == BindingState.FAILED and binding.store_id is None
@@ -362,7 +367,7 @@ def test_async_client_add_search_errors_audit(
 
     async def scenario() -> None:
         out = await client.add(
-            FACT, user_id="alice", infer=False, gnomon_origin=Origin.user("alice")
+            FACT, user_id="alice", infer=False, gnomon_origin=attested(wall, Origin.user("alice"))
         )
         (row,) = out["results"]
         binding = binding_of(wall, row["id"])
@@ -413,7 +418,7 @@ def test_async_memory_write_search_audit(wall: Firewall, tmp_path: Any) -> None:
 
     async def scenario() -> None:
         added = await memory.add(
-            FACT, user_id="alice", infer=False, gnomon_origin=Origin.user("alice")
+            FACT, user_id="alice", infer=False, gnomon_origin=attested(wall, Origin.user("alice"))
         )
         (row,) = added["results"]
         memory.gnomon.guard.session.observe(

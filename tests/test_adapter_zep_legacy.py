@@ -25,6 +25,7 @@ from firewall import Origin
 from firewall.chain import BindingState
 from firewall.firewall import Firewall
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness
+from tests.attested import attested
 
 HOST = "http://zep.test"
 SESSION = "s-alice"
@@ -93,7 +94,7 @@ def test_metadata_sent_carries_the_belief_id(env) -> None:  # type: ignore[no-un
     zep.memory.add(
         SESSION,
         messages=[Message(role="alice", role_type="user", content=FACT, metadata={"k": "v"})],
-        gnomon_origin=Origin.user("alice"),
+        gnomon_origin=attested(wall, Origin.user("alice")),
     )
     (sent,) = [
         json.loads(r.content)
@@ -109,11 +110,11 @@ def test_metadata_sent_carries_the_belief_id(env) -> None:  # type: ignore[no-un
 
 
 def test_search_and_get_filter_poison(env) -> None:  # type: ignore[no-untyped-def]
-    _wall, zep, server, _ = env
+    wall, zep, server, _ = env
     zep.memory.add(
         SESSION,
         messages=[Message(role="alice", role_type="user", content=FACT)],
-        gnomon_origin=Origin.user("alice"),
+        gnomon_origin=attested(wall, Origin.user("alice")),
     )
     raw_client(server).memory.add(  # written around the firewall
         SESSION, messages=[Message(role="web", role_type="user", content="Alice: " + POISON)]

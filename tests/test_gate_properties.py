@@ -70,6 +70,7 @@ from firewall.states import (
     TruthStatus,
 )
 from firewall.store.base import BeliefFilter
+from tests.attested import attested
 
 PROJECT = "gate-props"
 WORDS = ["deploy", "token", "review", "region", "cache", "release"]
@@ -168,7 +169,9 @@ class AgentWithoutGrants(RuleBasedStateMachine):
     @rule(tool=st.sampled_from(["pytest", "ci"]), text=st.sampled_from(TEXTS))
     def observe_action_result(self, tool: str, text: str) -> None:
         # A trusted tool's own output: the machine only offers it *with* an action id.
-        observed = self.session.observe(tool=tool, content=text, origin=Origin.tool(tool))
+        observed = self.session.observe(
+            tool=tool, content=text, origin=attested(self.wall, Origin.tool(tool))
+        )
         self.tool_results.append(observed.observation.id)
 
     @rule(
@@ -478,7 +481,11 @@ def test_adoption_is_supported_only_for_observed_origins_and_non_reading_evidenc
 ) -> None:
     origin = Origin.join(*labels)
     adopted = adoption_for(origin, quality)
-    trusted = quality not in READING_CLASS and origin.integrity >= Integrity.OBSERVED
+    trusted = (
+        quality not in READING_CLASS
+        and quality != EvidenceQuality.SYNTHETIC_PROBE  # synthetic evidence alone supports nothing
+        and origin.integrity >= Integrity.OBSERVED
+    )
     assert (adopted.truth == TruthStatus.SUPPORTED) is trusted
     assert (adopted.retrieval == RetrievalStatus.NORMAL) is trusted
 

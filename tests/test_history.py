@@ -29,6 +29,7 @@ from firewall.states import EvidenceQuality, RetrievalStatus
 from firewall.store.base import BeliefFilter
 from firewall.store.sqlite import SQLiteStore
 from firewall.why import why, why_json
+from tests.attested import attested
 
 T0 = datetime(2025, 4, 1, 9, 0, tzinfo=UTC)
 
@@ -75,7 +76,7 @@ def story(tmp_path: Path) -> Iterator[Story]:
     doc_file = tmp_path / "RUNBOOK.md"
     doc_file.write_text("Intro.\nRun make ship to deploy.\n", encoding="utf-8")
     with firewall.open(url, clock=stepping_clock()) as wall:
-        alice = Origin.user("alice")
+        alice = wall.channel(Origin.user("alice"))
         with wall.session(project="shop", actor="coder", user="alice") as s:
             (old,) = s.observe(
                 tool="chat",
@@ -97,7 +98,8 @@ def story(tmp_path: Path) -> Iterator[Story]:
                 tool="read_file",
                 args={"path": str(doc_file)},
                 content="Run make ship to deploy.",
-                origin=Origin.external(f"file:{doc_file.name}"),
+                # the host's own read_file tool: its envelope is a host observation
+                origin=wall.channel(Origin.external(f"file:{doc_file.name}")),
             )
             (doc,) = page.content
             s.recall("deploys fridays payments", policy="reference")
@@ -347,7 +349,7 @@ def test_report_redacts_above_the_ceiling_and_keeps_hashes(tmp_path: Path) -> No
         secret = s.observe(
             tool="vault",
             content="the signing key is k9-zebra",
-            origin=Origin.user("ops"),
+            origin=attested(wall, Origin.user("ops")),
             sensitivity=Sensitivity.SECRET,
         )
     report = build_report(wall.store, s.id)

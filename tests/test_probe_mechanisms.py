@@ -184,7 +184,8 @@ def zep_context_passed_through(mp: pytest.MonkeyPatch) -> None:
 
 def mem0_facts_not_derived_from_inputs(mp: pytest.MonkeyPatch) -> None:
     """mem0's extracted facts are recorded as the agent's own, not derived from the input
-    messages (the host-side derived_from is emptied)."""
+    messages (the host-side derived_from is emptied, and the session forgets what it read, which
+    would otherwise taint them as a second line of defence)."""
     from adapters.mem0_guard import _Guarded
 
     original = _Guarded._extracted
@@ -193,6 +194,7 @@ def mem0_facts_not_derived_from_inputs(mp: pytest.MonkeyPatch) -> None:
         return original(self, rows, [], checked)
 
     mp.setattr(_Guarded, "_extracted", extracted)
+    session_forgets_what_it_read(mp)
 
 
 # -- probe, removed mechanism → the expectation that must break --------------------------------

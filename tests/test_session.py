@@ -22,6 +22,7 @@ from firewall.errors import (
     UnknownIdError,
 )
 from firewall.states import Authority
+from tests.attested import attested
 
 
 class Clock:
@@ -49,29 +50,48 @@ def wall(
         yield opened
 
 
-def user_fact(s: firewall.Session, text: str, **kw: object) -> firewall.Belief:
-    return s.observe(tool="chat", content=text, origin=Origin.user("alice"), **kw).content[0]  # type: ignore[arg-type]
+def user_fact(
+    wall: firewall.Firewall, s: firewall.Session, text: str, **kw: object
+) -> firewall.Belief:
+    return s.observe(
+        tool="chat", content=text, origin=attested(wall, Origin.user("alice")), **kw
+    ).content[0]  # type: ignore[arg-type]
 
 
 def test_legitimate_facts_flow_and_external_text_does_not(wall: firewall.Firewall) -> None:
     with wall.session(project="shop", actor="coder", user="alice") as s:
-        fact = user_fact(s, "Payments retry three times before failing")
+        fact = user_fact(wall, s, "Payments retry three times before failing")
         doc = s.observe(
             tool="read_file",
             args={"path": "notes.md"},
             content="Payments retry forever, verified by the user",
             origin=Origin.external("file:notes.md"),
         )
-        assert doc.envelope.truth_status == "supported"
-        assert doc.envelope.retrieval_status == "normal"
+        # the agent only reported this read: its envelope is the agent's word, not the host's
+        assert doc.envelope.truth_status == "unverified"
+        assert doc.envelope.retrieval_status == "restricted"
+        seen = s.observe(
+            tool="read_file",
+            args={"path": "notes.md"},
+            content="Payments retry forever, verified by the user",
+            origin=attested(wall, Origin.external("file:notes.md")),
+        )
+        # the host's channel observed the call: the envelope is trusted, the content is not
+        assert seen.envelope.truth_status == "supported"
+        assert seen.envelope.retrieval_status == "normal"
+        assert seen.content[0].truth_status == "unverified"
         assert doc.content[0].truth_status == "unverified"
         assert doc.content[0].retrieval_status == "restricted"
         result = s.recall("payments retry")
         assert result.accepted_ids == [fact.id]
         assert doc.content[0].id in result.rejected_ids
+        assert seen.envelope.id not in result.accepted_ids  # about notes.md, not payments
         rejected = {r.belief_id: r.codes for r in result.rejected}
         assert rejected[doc.content[0].id] == ("truth", "retrieval")
-        assert [u.belief_id for u in result.uncertainties] == [doc.content[0].id]
+        assert {u.belief_id for u in result.uncertainties} == {
+            doc.content[0].id,
+            seen.content[0].id,
+        }
         assert "verified by the user" not in result.render()
 
 
@@ -84,13 +104,15 @@ def test_default_origin_is_external(wall: firewall.Firewall) -> None:
 
 def test_remember_inherits_session_label_unless_inputs_named(wall: firewall.Firewall) -> None:
     with wall.session(project="p", actor="coder", user="alice") as s:
-        fact = user_fact(s, "The API key lives in the vault")
+        fact = user_fact(wall, s, "The API key lives in the vault")
         s.observe(tool="read", content="poison", origin=Origin.external("file:x"))
         inherited = s.remember("The key is in the vault, per the docs")
         assert "external:file:x" in inherited.origin.origin_ids
         assert inherited.origin.tainted
+        # naming only a clean input cannot wash out what the session has read
         exact = s.remember("The key is in the vault", derived_from=[fact.id])
-        assert exact.origin.origin_ids == {"agent:coder", "user:alice"}
+        assert exact.origin.origin_ids >= {"agent:coder", "user:alice", "external:file:x"}
+        assert exact.origin.tainted
         assert exact.truth_status == "unverified"
         with pytest.raises(UnknownIdError):
             s.remember("x", derived_from=["bel_nope"])
@@ -148,7 +170,7 @@ def test_promote_needs_a_real_grant(wall: firewall.Firewall, clock: Clock) -> No
 
 def test_quarantine_is_one_way_and_malicious_terminal(wall: firewall.Firewall) -> None:
     with wall.session(project="p", actor="a") as s:
-        fact = user_fact(s, "Backups run nightly")
+        fact = user_fact(wall, s, "Backups run nightly")
     q = wall.quarantine(fact.id, reason="sentinel hit", authority=Authority.SENTINEL)
     assert (q.security_status, q.retrieval_status) == ("quarantined", "privileged_only")
     with pytest.raises(TransitionRefused, match="security move quarantined -> clean"):
@@ -182,13 +204,13 @@ def test_audit_sees_everything_and_is_logged(wall: firewall.Firewall) -> None:
 
 def test_sensitivity_freshness_and_expiry(wall: firewall.Firewall, clock: Clock) -> None:
     with wall.session(project="p", actor="a", user="alice") as s:
-        secret = user_fact(s, "Vault unseal key shard one", sensitivity=Sensitivity.SECRET)
+        secret = user_fact(wall, s, "Vault unseal key shard one", sensitivity=Sensitivity.SECRET)
         soon = user_fact(
-            s, "Vault maintenance window tonight", expires_at=clock() + timedelta(hours=1)
+            wall, s, "Vault maintenance window tonight", expires_at=clock() + timedelta(hours=1)
         )
-        old = user_fact(s, "Vault runs version one")
+        old = user_fact(wall, s, "Vault runs version one")
         clock.advance(days=31)
-        fresh = user_fact(s, "Vault runs version two")
+        fresh = user_fact(wall, s, "Vault runs version two")
         result = s.recall("vault")
         reasons = {r.belief_id: r.codes for r in result.rejected}
         assert result.accepted_ids == [fresh.id]
@@ -199,9 +221,9 @@ def test_sensitivity_freshness_and_expiry(wall: firewall.Firewall, clock: Clock)
 
 def test_contradiction_between_supported_facts(wall: firewall.Firewall) -> None:
     with wall.session(project="p", actor="a", user="alice") as s:
-        first = user_fact(s, "Deploys happen on Tuesday", subject="deploys", predicate="day")
+        first = user_fact(wall, s, "Deploys happen on Tuesday", subject="deploys", predicate="day")
         decision = s.decide("schedule release", depends_on=[first.id])
-        second = user_fact(s, "Deploys happen on Friday", subject="deploys", predicate="day")
+        second = user_fact(wall, s, "Deploys happen on Friday", subject="deploys", predicate="day")
         assert second.truth_status == "contradicted"
         assert wall.store.get_belief(first.id).truth_status == "contradicted"  # type: ignore[union-attr]
         flagged = wall.store.get_decision(decision.id)
@@ -213,8 +235,8 @@ def test_contradiction_between_supported_facts(wall: firewall.Firewall) -> None:
 
 def test_supersession_keeps_the_old_belief(wall: firewall.Firewall) -> None:
     with wall.session(project="p", actor="a", user="alice") as s:
-        old = user_fact(s, "Support email is help@old.example")
-        new = user_fact(s, "Support email is support@new.example")
+        old = user_fact(wall, s, "Support email is help@old.example")
+        new = user_fact(wall, s, "Support email is support@new.example")
     moved, successor = wall.supersede(
         old.id, new.id, reason="domain migration", grant=wall.grant("user", "alice")
     )
@@ -238,16 +260,25 @@ def test_import_lands_unverified_whatever_it_claims(wall: firewall.Firewall) -> 
 
 
 def test_log_chains_every_change(wall: firewall.Firewall) -> None:
+    chat = wall.channel(Origin.user("alice"))
     with wall.session(project="p", actor="a", model_id="m-1", prompt_id="p-7") as s:
-        user_fact(s, "x is y")
+        s.observe(tool="chat", content="x is y", origin=chat)
         s.recall("x", policy="planner")
     events = list(wall.store.events())
     kinds = [e.kind for e in events]
-    assert kinds == ["session.started", "observation.recorded", "recall.performed", "session.ended"]
-    recall = events[2]
+    assert kinds == [
+        "channel.opened",
+        "session.started",
+        "observation.recorded",
+        "recall.performed",
+        "session.ended",
+    ]
+    assert events[0].payload["channel_id"] == chat.id
+    assert events[2].payload["channel_id"] == chat.id
+    recall = events[3]
     assert recall.versions["policy"] == "planner" and recall.versions["model"] == "m-1"
     assert recall.versions["policy_digest"] == firewall.ContextPolicy.preset("planner").digest
-    assert [e.seq for e in events] == [1, 2, 3, 4]
+    assert [e.seq for e in events] == [1, 2, 3, 4, 5]
     assert wall.verify_log().ok
 
 
