@@ -164,10 +164,15 @@ class _Replay:
                     "grant-required",
                     f"a {authority.value}-authority revision without a grant id",
                 )
+            moves = [Move(r.axis, r.to_state) for r in calls if r.axis and r.to_state]
+            if len(moves) != len(calls):
+                raise IllegalTransitionError(
+                    seq, belief.id, "revision-mismatch", "a revision that names no axis move"
+                )
             try:
                 current, made = apply_moves(
                     current,
-                    [Move(Axis(r.axis), r.to_state) for r in calls],
+                    moves,
                     authority=authority,
                     reason=first.reason,
                     now=first.created_at,

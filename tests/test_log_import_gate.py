@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 import firewall
-from firewall.checkpoints import CheckpointSigner, write_checkpoint
 from firewall.chain import Belief
+from firewall.checkpoints import CheckpointSigner, write_checkpoint
 from firewall.cli import cli
 from firewall.errors import LogIntegrityError
 from firewall.grants import write_keypair

@@ -169,10 +169,8 @@ def test_corrupt_projection_row_is_reported_not_raised(
     assert [(d.table, d.id) for d in corrupt] == [("beliefs", belief)]
     assert reason in corrupt[0].problem
     result = CliRunner().invoke(cli, ["rebuild", "--url", f"sqlite:///{path}"])
-    assert (
-        result.exit_code == 1
-        and result.exception is None
-        or isinstance(result.exception, SystemExit)
+    assert (result.exit_code == 1 and result.exception is None) or isinstance(
+        result.exception, SystemExit
     )
     assert "Traceback" not in result.output and f"beliefs {belief}: corrupt" in result.output
     reopened.close()

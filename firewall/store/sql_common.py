@@ -13,6 +13,7 @@ document: the four axes, the sensitivity rank, the time keys in integer microsec
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -215,10 +216,8 @@ def _digest(doc: bytes | memoryview) -> str:
     import hashlib
 
     raw = bytes(doc)
-    try:
+    with suppress(orjson.JSONDecodeError):
         raw = orjson.dumps(orjson.loads(raw), option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONDecodeError:
-        pass
     return hashlib.sha256(raw).hexdigest()
 
 
