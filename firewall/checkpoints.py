@@ -183,6 +183,18 @@ def write_checkpoint(
 # -- verification -------------------------------------------------------------------------------
 
 
+class UncoveredTailError(CheckpointError):
+    """Pinned keys were given but the log's last events come after the last signed checkpoint."""
+
+    def __init__(self, seq: int, problem: str, uncovered: int) -> None:
+        super().__init__(seq, problem)
+        self.hint = (
+            "sign a checkpoint over the whole log (`gnomon log checkpoint --key KEY` on the "
+            "source store), export again, and retry"
+        )
+        self.uncovered = uncovered
+
+
 @dataclass(frozen=True, slots=True)
 class LogVerifyReport:
     """What :func:`verify_log` found. ``first_bad_seq`` and ``problem`` are set when not ok."""
@@ -200,11 +212,15 @@ class LogVerifyReport:
     signatures_checked: bool = False
     #: The highest seq covered by a checkpoint that verified against a pinned key.
     signed_through: int | None = None
+    #: With ``require_tail``: how many events no pinned checkpoint covers (the failure).
+    uncovered: int = 0
 
     def raise_for_problem(self) -> None:
         if self.ok:
             return
         assert self.first_bad_seq is not None and self.problem is not None
+        if self.uncovered:
+            raise UncoveredTailError(self.first_bad_seq, self.problem, self.uncovered)
         if self.checkpoint_failure:
             raise CheckpointError(self.first_bad_seq, self.problem)
         raise LogIntegrityError(self.first_bad_seq, self.problem)
@@ -220,6 +236,7 @@ class LogVerifyReport:
             "checkpoints": self.checkpoints,
             "signatures_checked": self.signatures_checked,
             "signed_through": self.signed_through,
+            "uncovered": self.uncovered,
         }
 
 
@@ -229,6 +246,7 @@ def verify_log(
     keys: Sequence[Ed25519PublicKey] = (),
     checkpoint: Checkpoint | None = None,
     lookup: Callable[[int], str | None] | None = None,
+    require_tail: bool = False,
 ) -> LogVerifyReport:
     """Verify ``(seq, body, prev_hash, hash)`` rows from genesis, and every checkpoint.
 
@@ -236,6 +254,12 @@ def verify_log(
     them and at least one checkpoint (in the log or ``checkpoint``) must verify. ``checkpoint``:
     one read from a file; its seq must be within the log and its hash must match. ``lookup``
     returns the stored hash at a seq, for checkpoints further back than :data:`WINDOW` events.
+
+    ``require_tail`` (with ``keys``): the log's last event must be covered by a pinned
+    checkpoint, either signed over it or a checkpoint event signing the event just before it
+    (a checkpoint cannot sign its own event). Events appended after the last signed
+    checkpoint are indistinguishable from events an attacker appended and re-chained, so they
+    fail the check: ``uncovered`` says how many.
     """
     pinned = list(keys)
     recent: list[str] = [GENESIS_HASH] * WINDOW
@@ -244,6 +268,7 @@ def verify_log(
     prev = GENESIS_HASH
     count = checkpoints = 0
     signed_through: int | None = None
+    covered_through = 0  # signed_through, or a pinned checkpoint event right after it
     last_matched = 0  # highest seq a checkpoint confirmed
     sha = hashlib.sha256
     domain = DOMAIN
@@ -316,6 +341,8 @@ def verify_log(
                 failed = check(found, f"the checkpoint in event {seq}", seq)
                 if failed is not None:
                     return report(*failed, cp=True)
+                if pinned and found.seq == seq - 1:
+                    covered_through = seq
         recent[seq & mask] = digest
         prev = digest
         expected += 1
@@ -342,6 +369,24 @@ def verify_log(
             "no checkpoint signed by a pinned key: the log cannot be told apart from one "
             "rewritten without the key (write one with `gnomon log checkpoint --key KEY`)",
             cp=True,
+        )
+    covered_through = max(covered_through, signed_through or 0)
+    if pinned and require_tail and covered_through < count:
+        uncovered = count - covered_through
+        return LogVerifyReport(
+            False,
+            count,
+            expected - 1,
+            prev,
+            covered_through + 1,
+            f"{uncovered} event(s) (seq {covered_through + 1}..{count}) come after the last "
+            f"checkpoint signed by a pinned key (which covers seq {covered_through}): they "
+            "cannot be told apart from events appended without the key",
+            True,
+            checkpoints,
+            True,
+            signed_through,
+            uncovered,
         )
     return LogVerifyReport(
         True,
@@ -385,6 +430,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointSigner",
     "LogVerifyReport",
+    "UncoveredTailError",
     "checkpoint_bytes",
     "store_identity",
     "verify_log",

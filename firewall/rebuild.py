@@ -1,13 +1,20 @@
-"""Rebuild: prove the projections are exactly what the log says, or make them so.
+"""Rebuild: prove every derived table is exactly what the log says, or make it so.
 
 The design promise is "no state change without its event, no event without its state". A rebuild
 checks it: every event of the live store is appended, sealed as it is (nothing is re-hashed into
-a new chain), to a fresh :class:`~firewall.store.memory.MemoryStore` through
-:meth:`~firewall.store.base.Store.append_sealed`, the same apply path an import uses, which also
-re-verifies every link. Then both stores' projections are snapshotted
-(:meth:`~firewall.store.base.Store.projection_docs`, each document in canonical JSON) and compared
-record by record. A row edited, added or deleted behind the log's back shows up as a difference
-naming its table and id.
+a new chain), to an empty :meth:`~firewall.store.base.Store.scratch` store of the same backend
+through :meth:`~firewall.store.base.Store.append_sealed`, the same apply path an import uses,
+which also re-verifies every link. Then the two stores are compared table by table:
+
+* every record document (:meth:`~firewall.store.base.Store.projection_docs`, canonical JSON);
+* every other value a query reads (:meth:`~firewall.store.base.Store.derived_rows`): the axis and
+  scoping columns recall filters on, the text index itself (FTS5's index, not only its content
+  column; PostgreSQL's ``tsvector`` and BM25 statistics), the belief history, decision
+  dependencies, contradiction members, binding ids.
+
+An edit to any one of them, made behind the log's back, shows up as a :class:`Difference` naming
+its table and id. A live row that cannot even be read (not JSON, not a valid record, NULL) is a
+difference of kind ``corrupt``, never a decoder traceback.
 
 ``apply=True`` then replaces the live projections from the log
 (:meth:`~firewall.store.base.Store.rebuild_projections`, one transaction on SQLite and
@@ -21,12 +28,16 @@ PostgreSQL) and compares again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
+from firewall.chain import ChainModel
+from firewall.errors import LogIntegrityError
+from firewall.events import RECORD_TYPES
 from firewall.store.base import Store
 from firewall.store.memory import MemoryStore
 
@@ -36,14 +47,28 @@ BATCH = 5000
 MAX_LISTED = 100
 
 
+#: The model each document table holds.
+MODELS: dict[str, type[ChainModel]] = dict(RECORD_TYPES)
+
+
 @dataclass(frozen=True, slots=True)
 class Difference:
     table: str
     id: str
-    problem: str  # "missing from the live store" | "not derived from the log" | "differs"
+    problem: str
+    #: ``missing`` (the log has it, the live store not), ``extra`` (not derived from the log),
+    #: ``differs``, or ``corrupt`` (the live row cannot be read as its record).
+    kind: str = "differs"
 
     def to_json(self) -> dict[str, str]:
-        return {"table": self.table, "id": self.id, "problem": self.problem}
+        return {"table": self.table, "id": self.id, "kind": self.kind, "problem": self.problem}
+
+
+@dataclass(frozen=True, slots=True)
+class Corrupt:
+    """A live document row that is not a valid record: why."""
+
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,58 +99,125 @@ class RebuildReport:
         }
 
 
-def snapshot(store: Store) -> dict[str, dict[str, bytes]]:
-    """``{table: {id: canonical JSON}}`` of every projection row of ``store``."""
-    out: dict[str, dict[str, bytes]] = {}
-    loads, dumps, sort = orjson.loads, orjson.dumps, orjson.OPT_SORT_KEYS
+def canonical(table: str, doc: object) -> bytes | Corrupt:
+    """A document row in canonical JSON, or why it is not a valid record of its table."""
+    if doc is None:
+        return Corrupt("the document is NULL")
+    if isinstance(doc, memoryview):
+        doc = bytes(doc)
+    if not isinstance(doc, bytes | str):
+        return Corrupt(f"the document is stored as {type(doc).__name__}, not JSON text")
+    try:
+        parsed = orjson.loads(doc)
+    except orjson.JSONDecodeError as exc:
+        return Corrupt(f"the document is not valid JSON ({exc})")
+    model = MODELS.get(table)
+    if model is not None:
+        try:
+            model.model_validate_json(doc, strict=False)
+        except ValidationError as exc:
+            first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc)}
+            where = ".".join(str(p) for p in first.get("loc", ())) or "the document"
+            return Corrupt(f"not a valid {model.__name__}: {where}: {first.get('msg')}")
+    return orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS)
+
+
+def snapshot(store: Store) -> dict[str, dict[str, bytes | Corrupt]]:
+    """``{table: {id: canonical JSON}}`` of every projection row of ``store`` (a row that is
+    not a valid record maps to :class:`Corrupt`)."""
+    out: dict[str, dict[str, bytes | Corrupt]] = {}
     for table, ident, doc in store.projection_docs():
-        out.setdefault(table, {})[ident] = dumps(loads(doc), option=sort)
+        out.setdefault(table, {})["NULL" if ident is None else str(ident)] = canonical(table, doc)
     return out
 
 
+def derived(store: Store) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{table: {id: {column: value}}}`` of every derived value of ``store``."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for table, ident, values in store.derived_rows():
+        out.setdefault(table, {})[ident] = values
+    return out
+
+
+def _differs(want: object, have: object) -> str:
+    if isinstance(have, Corrupt):
+        return f"corrupt: {have.reason}"
+    if isinstance(want, dict) and isinstance(have, dict):
+        columns = sorted(k for k in set(want) | set(have) if want.get(k) != have.get(k))
+        return "stored columns differ from the log's: " + ", ".join(columns)
+    return "differs from the log's last version"
+
+
 def compare(
-    expected: dict[str, dict[str, bytes]], live: dict[str, dict[str, bytes]]
-) -> Iterable[Difference]:
-    """Differences between the log's projections (``expected``) and the live ones."""
+    expected: dict[str, dict[str, Any]], live: dict[str, dict[str, Any]]
+) -> Iterator[Difference]:
+    """Differences between the log's tables (``expected``) and the live ones; rows are
+    documents (:func:`snapshot`) or column maps (:func:`derived`)."""
     for table in sorted(set(expected) | set(live)):
         want, have = expected.get(table, {}), live.get(table, {})
         for ident in sorted(set(want) | set(have)):
             if ident not in have:
-                yield Difference(table, ident, "missing from the live store")
+                yield Difference(table, ident, "missing from the live store", "missing")
+            elif isinstance(have[ident], Corrupt):
+                yield Difference(table, ident, _differs(None, have[ident]), "corrupt")
             elif ident not in want:
-                yield Difference(table, ident, "not derived from the log")
+                yield Difference(table, ident, "not derived from the log", "extra")
             elif want[ident] != have[ident]:
-                yield Difference(table, ident, "differs from the log's last version")
+                yield Difference(table, ident, _differs(want[ident], have[ident]))
 
 
-def replay(store: Store) -> MemoryStore:
-    """A fresh memory store holding ``store``'s log, its projections rebuilt from it."""
-    fresh = MemoryStore()
+def replay(store: Store, into: Store | None = None) -> Store:
+    """``into`` (a fresh memory store by default) holding ``store``'s log, its projections
+    rebuilt from it. An event that cannot be read is a :class:`LogIntegrityError`."""
+    fresh = MemoryStore() if into is None else into
     batch = []
-    for event in store.events():
-        batch.append(event)
-        if len(batch) >= BATCH:
+    seq = 0
+    try:
+        for event in store.events():
+            seq = event.seq
+            batch.append(event)
+            if len(batch) >= BATCH:
+                fresh.append_sealed(batch)
+                batch = []
+        if batch:
             fresh.append_sealed(batch)
-            batch = []
-    if batch:
-        fresh.append_sealed(batch)
+    except (ValueError, KeyError, TypeError, ValidationError) as exc:
+        raise LogIntegrityError(
+            seq + 1 if not batch else seq, f"the event cannot be read ({exc})"
+        ) from exc
     return fresh
+
+
+def _expected(store: Store) -> tuple[int, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    scratch = store.scratch()
+    try:
+        replay(store, scratch)
+        return scratch.head()[0], dict(snapshot(scratch)), derived(scratch)
+    finally:
+        scratch.discard()
+
+
+def _differences(
+    store: Store, docs: dict[str, dict[str, Any]], rows: dict[str, dict[str, Any]]
+) -> list[Difference]:
+    """Document differences, then derived ones for rows whose document was not already named."""
+    found = list(compare(docs, dict(snapshot(store))))
+    named = {(d.table, d.id) for d in found}
+    found.extend(d for d in compare(rows, derived(store)) if (d.table, d.id) not in named)
+    return found
 
 
 def rebuild(store: Store, *, apply: bool = False) -> RebuildReport:
     """Rebuild every projection from ``store``'s log and compare (see the module docstring)."""
-    rebuilt = replay(store)
-    expected = snapshot(rebuilt)
-    events = rebuilt.head()[0]
-    rebuilt.close()
-    found = list(compare(expected, snapshot(store)))
+    events, expected, rows = _expected(store)
+    found = _differences(store, expected, rows)
     by_table: dict[str, int] = {}
     for diff in found:
         by_table[diff.table] = by_table.get(diff.table, 0) + 1
     remaining = 0
     if apply:
         store.rebuild_projections()
-        remaining = sum(1 for _ in compare(expected, snapshot(store)))
+        remaining = len(_differences(store, expected, rows))
     return RebuildReport(
         events=events,
         tables={table: len(rows) for table, rows in sorted(expected.items())},
@@ -137,4 +229,14 @@ def rebuild(store: Store, *, apply: bool = False) -> RebuildReport:
     )
 
 
-__all__ = ["Difference", "RebuildReport", "compare", "rebuild", "replay", "snapshot"]
+__all__ = [
+    "Corrupt",
+    "Difference",
+    "RebuildReport",
+    "canonical",
+    "compare",
+    "derived",
+    "rebuild",
+    "replay",
+    "snapshot",
+]

@@ -42,7 +42,8 @@ def test_rebuild_names_rows_changed_behind_the_log(tmp_path: Path) -> None:
     report = rebuild(store)
     assert not report.ok and report.difference_count == 3
     found = {(d.table, d.problem.split()[0]) for d in report.differences}
-    assert found == {("beliefs", "differs"), ("claims", "missing"), ("sessions", "not")}
+    # the edited belief no longer validates, the planted session is no valid record either
+    assert found == {("beliefs", "corrupt:"), ("claims", "missing"), ("sessions", "corrupt:")}
     assert report.by_table == {"beliefs": 1, "claims": 1, "sessions": 1}
 
     fixed = rebuild(store, apply=True)

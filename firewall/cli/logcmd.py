@@ -16,6 +16,7 @@ from firewall.cli.common import console, echo_json, json_option, resolve_url, ur
 from firewall.cli.common import with_progress as progress
 from firewall.errors import GnomonError
 from firewall.grants import load_public_key
+from firewall.import_check import check_transitions
 from firewall.ndjson import export_to_file, read_events, read_file, write_export
 from firewall.rebuild import rebuild as rebuild_store
 from firewall.store.base import Store
@@ -69,6 +70,7 @@ def log_verify(
             keys=pinned,
             checkpoint=checkpoint,
             lookup=lambda seq: _lookup(store, seq),
+            require_tail=True,
         )
     if as_json:
         echo_json(report.to_json())
@@ -182,10 +184,11 @@ def log_import(
     data = read_file(file)
     with _open(ctx, url, must_exist=False) as store:
         events = read_events(data, file, head=store.head())
+        check_transitions(store, events)
         if pinned:
             rows = [(e.seq, e.body, e.prev_hash, e.hash) for e in store.events()]
             rows += [(e.seq, e.body, e.prev_hash, e.hash) for e in events]
-            verify_log(rows, keys=pinned).raise_for_problem()
+            verify_log(rows, keys=pinned, require_tail=True).raise_for_problem()
         store.append_sealed(events)
         head = store.head()
     if as_json:

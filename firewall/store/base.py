@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from firewall.chain import (
     Action,
@@ -114,6 +115,26 @@ class Store(ABC):
         """``(table, id, JSON document)`` for every projection row (tables named as in
         :data:`firewall.events.RECORD_TYPES`), in no particular order: what ``gnomon rebuild``
         compares against a replay of the log."""
+
+    def derived_rows(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """``(table, id, {column: value})`` for every stored value a query reads that is *not*
+        a record document: indexed columns, link tables, the text index, the belief history,
+        corpus statistics. ``gnomon rebuild`` compares them with a :meth:`scratch` replay of
+        the log, so an edit to any of them alone is reported by table and id. Values are only
+        compared with the same backend's, so each backend names them as it stores them. The
+        memory backend derives nothing that is stored apart from its documents."""
+        return iter(())
+
+    def scratch(self) -> Store:
+        """An empty store of the same backend, for a rebuild to replay the log into: it derives
+        every table exactly as this one does. Release it with :meth:`discard`."""
+        from firewall.store.memory import MemoryStore
+
+        return MemoryStore()
+
+    def discard(self) -> None:
+        """Close a :meth:`scratch` store and remove everything it wrote."""
+        self.close()
 
     # -- the log --------------------------------------------------------------------------
 

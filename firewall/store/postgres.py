@@ -32,6 +32,7 @@ constants as the memory backend (and SQLite's FTS5), so every backend orders res
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
@@ -73,7 +74,14 @@ from firewall.store import postgres_schema as schema
 from firewall.store.base import BeliefFilter, Store, check_continues
 from firewall.store.keys import index_tokens, micros
 from firewall.store.memory import K1, B
-from firewall.store.sql_common import PROJECTION_KEYS, ProjectionRows, belief_keys, version_rows
+from firewall.store.sql_common import (
+    PROJECTION_KEYS,
+    ProjectionRows,
+    belief_keys,
+    derived_queries,
+    derived_row,
+    version_rows,
+)
 from firewall.text import query_terms
 
 M = TypeVar("M", bound=ChainModel)
@@ -614,6 +622,52 @@ class PostgresStore(Store):
             )
             for ident, doc in rows:
                 yield table, ident, bytes(doc)
+
+    def derived_rows(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        beliefs = tuple("tsv::text" if n == "tsv" else n for n, _ in BELIEF_COLUMNS[1:-1])
+        versions = tuple(n for n, _ in VERSION_COLUMNS[1:])
+        where = "WHERE tenant = %(tenant)s"
+        params = {"tenant": self.tenant}
+        for table, sql, columns in derived_queries(beliefs, versions, where):
+            for ident, *values in self._read(f"reading {table}", sql, params):
+                yield table, str(ident), derived_row(columns, tuple(values))
+        # BM25's corpus statistics: a document frequency or a corpus size edited alone
+        # re-ranks every text recall.
+        for term, df in self._read(
+            "reading term_stats", f"SELECT term, df FROM term_stats {where}", params
+        ):
+            yield "term_stats", term, {"df": int(df)}
+        for count, tokens in self._read(
+            "reading chain_heads",
+            f"SELECT belief_count, belief_tokens FROM chain_heads {where}",
+            params,
+        ):
+            yield (
+                "chain_heads",
+                "corpus",
+                {"belief_count": int(count), "belief_tokens": int(tokens)},
+            )
+
+    def scratch(self) -> Store:
+        """A fresh tenant of the same database, removed again by :meth:`discard`."""
+        return PostgresStore(
+            self.conninfo,
+            tenant=f"gnomon-rebuild-{os.urandom(8).hex()}",
+            pool_size=1,
+            timeout=self.timeout,
+            lock_timeout=self.lock_timeout,
+            create=False,
+        )
+
+    def discard(self) -> None:
+        def drop(conn: psycopg.Connection[Any]) -> None:
+            for table in (*PROJECTION_TABLES, "events", "chain_heads"):
+                conn.execute(f"DELETE FROM {table} WHERE tenant = %s", (self.tenant,))
+
+        try:
+            self._once("removing a scratch tenant", drop)
+        finally:
+            self.close()
 
     def _lock_head(self, conn: psycopg.Connection[Any]) -> tuple[int, str, int, int]:
         """Lock the tenant's chain head row: ``(seq, hash, belief_count, belief_tokens)``."""

@@ -13,6 +13,7 @@ document: the four axes, the sensitivity rank, the time keys in integer microsec
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -163,5 +164,71 @@ PROJECTION_KEYS = (
     ("bindings", "store || ':' || belief_id"),
 )
 
+#: ``(table, id expression, columns)``: what each document table stores next to its document
+#: for queries to filter, join or order on (beliefs and their history are listed per backend).
+INDEXED_COLUMNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("sessions", "id", ("project",)),
+    ("observations", "id", ("session_id",)),
+    ("evidence", "id", ("claim_id",)),
+    ("decisions", "id", ("session_id", "created_us")),
+    ("actions", "id", ("decision_id", "session_id")),
+    ("outcomes", "id", ("action_id", "session_id")),
+    ("revisions", "id", ("belief_id", "created_us")),
+    ("contradictions", "id", ("detected_us",)),
+    ("bindings", "store || ':' || belief_id", ("store_id",)),
+)
+#: Link tables: ``(table, owner id column)``; each row links a belief to its owner.
+LINK_TABLES = (("decision_deps", "decision_id"), ("contradiction_members", "contradiction_id"))
+#: A history row's id: its belief and its place in that belief's history (oldest is 1).
+VERSION_ID = "belief_id || '#' || row_number() OVER (PARTITION BY belief_id ORDER BY from_us, rid)"
 
-__all__ = ["PROJECTION_KEYS", "BeliefKeys", "ProjectionRows", "belief_keys", "version_rows"]
+
+def derived_queries(
+    belief_columns: tuple[str, ...], version_columns: tuple[str, ...], where: str
+) -> list[tuple[str, str, tuple[str, ...]]]:
+    """``(table, SELECT id, columns…, columns)`` for every derived value both SQL backends
+    store the same way; ``where`` scopes each query (PostgreSQL's tenant) or is empty."""
+    queries = [
+        (table, f"SELECT {key}, {', '.join(cols)} FROM {table} {where}", cols)
+        for table, key, cols in (
+            *INDEXED_COLUMNS,
+            ("beliefs", "id", belief_columns),
+            ("belief_versions", VERSION_ID, version_columns),
+        )
+    ]
+    queries.extend(
+        (table, f"SELECT {owner} || ' ' || belief_id FROM {table} {where}", ())
+        for table, owner in LINK_TABLES
+    )
+    return queries
+
+
+def derived_row(columns: tuple[str, ...], values: tuple[Any, ...]) -> dict[str, Any]:
+    """One row as ``{column: value}``; a stored document (bytes) is named by the digest of its
+    canonical JSON (or of its raw bytes, should it not be JSON: that differs too)."""
+    return {
+        name: _digest(v) if isinstance(v, bytes | memoryview) else v
+        for name, v in zip(columns, values, strict=True)
+    }
+
+
+def _digest(doc: bytes | memoryview) -> str:
+    import hashlib
+
+    raw = bytes(doc)
+    with suppress(orjson.JSONDecodeError):
+        raw = orjson.dumps(orjson.loads(raw), option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(raw).hexdigest()
+
+
+__all__ = [
+    "INDEXED_COLUMNS",
+    "LINK_TABLES",
+    "PROJECTION_KEYS",
+    "BeliefKeys",
+    "ProjectionRows",
+    "belief_keys",
+    "derived_queries",
+    "derived_row",
+    "version_rows",
+]

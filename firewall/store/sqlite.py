@@ -45,7 +45,7 @@ from firewall.states import SENSITIVITY_RANK, Scope
 from firewall.store import sqlite_schema as schema
 from firewall.store.base import BeliefFilter, Store, check_continues
 from firewall.store.keys import index_tokens, micros
-from firewall.store.sql_common import PROJECTION_KEYS
+from firewall.store.sql_common import PROJECTION_KEYS, derived_queries, derived_row
 from firewall.text import fts5_match
 
 M = TypeVar("M", bound=ChainModel)
@@ -379,6 +379,8 @@ class SQLiteStore(Store):
         for table in PROJECTION_TABLES:  # beliefs first: its trigger empties the FTS index
             if table in present:
                 conn.execute(f"DELETE FROM {table}")
+        # Entries planted in the index alone survive the delete trigger: drop them all.
+        conn.execute("INSERT INTO beliefs_fts (beliefs_fts) VALUES ('delete-all')")
         count = 0
         after = 0
         while True:
@@ -402,6 +404,39 @@ class SQLiteStore(Store):
                 rows = conn.execute(f"SELECT {key}, doc FROM {table}").fetchall()
             for ident, doc in rows:
                 yield table, ident, doc
+
+    def derived_rows(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        queries = derived_queries(schema.BELIEF_COLUMNS[1:-1], schema.VERSION_COLUMNS[1:], "")
+        for table, sql, columns in queries:
+            if table not in self._tables():
+                continue
+            with self._guard(f"reading {table}") as conn:
+                rows = conn.execute(sql).fetchall()
+            for ident, *values in rows:
+                yield table, str(ident), derived_row(columns, tuple(values))
+        yield from self._text_index()
+
+    def _text_index(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """What the FTS5 index itself holds (not its content table): each belief's tokens in
+        order, read through an ``fts5vocab`` view of the index. A token planted in the index
+        alone makes a belief match queries its statement does not answer."""
+        with self._guard("reading the text index") as conn:
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.gnomon_fts_vocab "
+                "USING fts5vocab(main, beliefs_fts, instance)"
+            )
+            ids = dict(conn.execute("SELECT rid, id FROM beliefs").fetchall())
+            found: dict[int, list[tuple[int, str]]] = {}
+            for doc, term, offset in conn.execute(
+                "SELECT doc, term, offset FROM temp.gnomon_fts_vocab"
+            ):
+                found.setdefault(doc, []).append((offset, term))
+        for rid, terms in found.items():
+            ident = ids.get(rid, f"rowid {rid} (no such belief)")
+            yield "beliefs_fts", str(ident), {"terms": " ".join(t for _, t in sorted(terms))}
+
+    def scratch(self) -> Store:
+        return SQLiteStore(":memory:")
 
     # -- the log --------------------------------------------------------------------------
 

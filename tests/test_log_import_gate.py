@@ -1,0 +1,272 @@
+"""Attacks on ``gnomon log import``: a perfectly hash-chained log whose events carry belief
+states the gate refuses is refused whole, naming the seq and the rule; with ``--key`` a log whose
+tail runs past the last signed checkpoint is refused. Each log here is written straight into a
+store's commit (a tool that bypassed the gate, or an export edited and re-chained), so the chain
+itself verifies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+import firewall
+from firewall.chain import Belief
+from firewall.checkpoints import CheckpointSigner, write_checkpoint
+from firewall.cli import cli
+from firewall.errors import LogIntegrityError
+from firewall.grants import write_keypair
+from firewall.import_check import IllegalTransitionError, check_transitions
+from firewall.ndjson import export_to_file
+from firewall.origin import Origin
+from firewall.states import (
+    Authority,
+    Axis,
+    EvidenceQuality,
+    RetrievalStatus,
+    SecurityStatus,
+    TruthStatus,
+)
+from firewall.store.memory import MemoryStore
+from firewall.store.sqlite import SQLiteStore
+from tests.factories import (
+    at,
+    belief_draft,
+    make_belief,
+    make_draft,
+    make_evidence,
+    make_records,
+    make_revision,
+)
+
+EXTERNAL = Origin.external("https://evil.example/page")
+
+
+def _adopted(**overrides: object) -> tuple[Belief, object]:
+    """An external page's belief as the gate adopts it (unverified, restricted), with its
+    reading-class evidence, in one draft."""
+    belief = make_belief(
+        origin=EXTERNAL,
+        authority=Authority.AUTO_OBSERVATION,
+        truth_status=TruthStatus.UNVERIFIED,
+        retrieval_status=RetrievalStatus.RESTRICTED,
+        **overrides,
+    )
+    evidence = make_evidence(
+        claim_id=belief.claim_id, quality=EvidenceQuality.EXTERNAL_DOCUMENT, origin=EXTERNAL
+    )
+    return belief, make_draft(make_records(evidence=[evidence], beliefs=[belief]))
+
+
+def _moved(belief: Belief, hours: float, **states: object) -> Belief:
+    return belief.model_copy(
+        update={**states, "version": belief.version + 1, "updated_at": at(hours=hours)}
+    )
+
+
+def _revised(belief: Belief, *revisions: object) -> object:
+    return make_draft(make_records(beliefs=[belief], revisions=list(revisions)), kind="belief.x")
+
+
+def _import(tmp_path: Path, source: MemoryStore, *extra: str) -> tuple[Result, SQLiteStore]:
+    assert source.verify().ok  # the chain is perfect: only the gate can tell
+    export_to_file(source.chain_rows(), tmp_path / "log.ndjson")
+    url = f"sqlite:///{tmp_path / 'target.db'}"
+    result = CliRunner().invoke(
+        cli, ["log", "import", str(tmp_path / "log.ndjson"), "--url", url, *extra]
+    )
+    return result, SQLiteStore(tmp_path / "target.db")
+
+
+def _refused(tmp_path: Path, source: MemoryStore, seq: int, rule: str) -> None:
+    result, target = _import(tmp_path, source)
+    assert result.exit_code != 0, result.output
+    assert isinstance(result.exception, SystemExit) or result.exception is None
+    assert f"seq {seq}" in result.output and rule in result.output, result.output
+    assert "Traceback" not in result.output
+    assert target.head()[0] == 0  # all or nothing
+    target.close()
+    with pytest.raises(IllegalTransitionError) as caught:
+        check_transitions(MemoryStore(), list(source.events()))
+    assert caught.value.seq == seq and rule in caught.value.rule
+
+
+def test_external_belief_adopted_supported_is_refused(tmp_path: Path) -> None:
+    source = MemoryStore()
+    belief, _ = _adopted()
+    poisoned = belief.model_copy(
+        update={"truth_status": TruthStatus.SUPPORTED, "retrieval_status": RetrievalStatus.NORMAL}
+    )
+    evidence = make_evidence(
+        claim_id=belief.claim_id, quality=EvidenceQuality.EXTERNAL_DOCUMENT, origin=EXTERNAL
+    )
+    source.commit(
+        [
+            make_draft(kind="test.note"),
+            make_draft(make_records(evidence=[evidence], beliefs=[poisoned])),
+        ]
+    )
+    _refused(tmp_path, source, 2, "unexplained-move")
+
+
+def test_policy_promotion_without_evidence_is_refused(tmp_path: Path) -> None:
+    source = MemoryStore()
+    belief, adopted = _adopted()
+    promoted = _moved(belief, 1, truth_status=TruthStatus.SUPPORTED)
+    source.commit([adopted])  # type: ignore[list-item]
+    source.commit(
+        [
+            _revised(
+                promoted,
+                make_revision(
+                    belief_id=belief.id, authority=Authority.POLICY, created_at=at(hours=1)
+                ),
+            )
+        ]  # type: ignore[list-item]
+    )
+    _refused(tmp_path, source, 2, "ParallaxError")
+
+
+def test_quarantine_cleared_without_user_authority_is_refused(tmp_path: Path) -> None:
+    source = MemoryStore()
+    belief, adopted = _adopted()
+    quarantined = _moved(
+        belief,
+        1,
+        security_status=SecurityStatus.QUARANTINED,
+        retrieval_status=RetrievalStatus.PRIVILEGED_ONLY,
+    )
+    when = at(hours=1)
+    sentinel = {"authority": Authority.SENTINEL, "reason": "injection", "created_at": when}
+    cleared = _moved(quarantined, 2, security_status=SecurityStatus.CLEAN)
+    source.commit([adopted])  # type: ignore[list-item]
+    source.commit(
+        [
+            _revised(  # type: ignore[list-item]
+                quarantined,
+                make_revision(
+                    belief_id=belief.id,
+                    axis=Axis.SECURITY,
+                    from_state="clean",
+                    to_state="quarantined",
+                    **sentinel,
+                ),
+                make_revision(
+                    belief_id=belief.id,
+                    axis=Axis.RETRIEVAL,
+                    from_state="restricted",
+                    to_state="privileged_only",
+                    **sentinel,
+                ),
+            ),
+            _revised(  # type: ignore[list-item]
+                cleared,
+                make_revision(
+                    belief_id=belief.id,
+                    axis=Axis.SECURITY,
+                    from_state="quarantined",
+                    to_state="clean",
+                    authority=Authority.POLICY,
+                    created_at=at(hours=2),
+                ),
+            ),
+        ]
+    )
+    _refused(tmp_path, source, 3, "TransitionRefused")
+
+
+def test_user_revision_without_a_grant_id_is_refused(tmp_path: Path) -> None:
+    source = MemoryStore()
+    belief, adopted = _adopted()
+    promoted = _moved(belief, 1, truth_status=TruthStatus.SUPPORTED)
+    source.commit([adopted])  # type: ignore[list-item]
+    source.commit(
+        [
+            _revised(
+                promoted,
+                make_revision(
+                    belief_id=belief.id, authority=Authority.USER, created_at=at(hours=1)
+                ),
+            )
+        ]  # type: ignore[list-item]
+    )
+    _refused(tmp_path, source, 2, "grant-required")
+
+
+def test_origin_rewritten_on_a_later_version_is_refused(tmp_path: Path) -> None:
+    source = MemoryStore()
+    belief, adopted = _adopted()
+    laundered = _moved(belief, 1, origin=Origin.user("alice"))
+    source.commit([adopted, belief_draft(laundered)])  # type: ignore[list-item]
+    _refused(tmp_path, source, 2, "immutable-field")
+
+
+def test_a_log_the_real_firewall_wrote_imports(tmp_path: Path) -> None:
+    """The control: grants, quarantine, clear and corroboration written by the gate pass."""
+    with firewall.open("memory://") as wall:
+        with wall.session(project="p", actor="coder", user="alice") as s:
+            (page,) = s.observe(
+                tool="read_file", content="the cache is warm", origin=EXTERNAL
+            ).content
+            (other,) = s.observe(
+                tool="read_file", content="deploys use argo", origin=EXTERNAL
+            ).content
+        wall.promote(page.id, grant=wall.grant("user", "alice"), reason="checked")
+        wall.quarantine(other.id, reason="injection", authority=Authority.SENTINEL)
+        wall.clear(other.id, grant=wall.grant("user", "alice"), reason="false alarm")
+        events = list(wall.store.events())
+    source = MemoryStore()
+    source.append_sealed(events)
+    result, target = _import(tmp_path, source)
+    assert result.exit_code == 0, result.output
+    assert target.head() == source.head()
+    target.close()
+
+
+# -- --key: the tail must be signed ------------------------------------------------------------
+
+
+def _signed_source(tmp_path: Path, tail: int) -> tuple[MemoryStore, Path]:
+    private, public = write_keypair(tmp_path / "keys")
+    source = MemoryStore()
+    source.commit([make_draft(kind="test.note") for _ in range(3)])
+    write_checkpoint(source, CheckpointSigner.from_file(private), actor="cli")
+    if tail:
+        source.commit([make_draft(kind="test.note") for _ in range(tail)])
+    return source, public
+
+
+def test_key_import_refuses_events_past_the_last_signed_checkpoint(tmp_path: Path) -> None:
+    source, public = _signed_source(tmp_path, tail=2)
+    result, target = _import(tmp_path, source, "--key", str(public))
+    assert result.exit_code != 0
+    assert "2 event(s) (seq 5..6)" in result.output and "gnomon log checkpoint" in result.output
+    assert target.head()[0] == 0
+    target.close()
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    export = tmp_path / "log.ndjson"
+    assert CliRunner().invoke(cli, ["log", "import", str(export), "--url", url]).exit_code == 0
+    verify = CliRunner().invoke(cli, ["log", "verify", "--url", url, "--key", str(public)])
+    assert verify.exit_code != 0 and "2 event(s)" in verify.output
+
+
+def test_key_import_accepts_a_log_ending_with_its_checkpoint(tmp_path: Path) -> None:
+    source, public = _signed_source(tmp_path, tail=0)
+    result, target = _import(tmp_path, source, "--key", str(public))
+    assert result.exit_code == 0, result.output
+    target.close()
+
+
+def test_unreadable_records_are_a_typed_error() -> None:
+    source = MemoryStore()
+    source.commit([make_draft(kind="test.note")])
+    (event,) = source.events()
+    broken = type(event)(
+        **{
+            **{f: getattr(event, f) for f in event.__dataclass_fields__},
+            "payload": {"records": {"beliefs": [{"id": 1}]}},
+        }
+    )
+    with pytest.raises(LogIntegrityError):
+        check_transitions(MemoryStore(), [broken])
