@@ -20,6 +20,8 @@ should let a driver or parser exception escape raw.
     ├── GrantError                    authority that was not properly granted
     │   ├── ForgedGrantError          signature does not verify against a pinned key
     │   ├── ExpiredGrantError         the grant's validity window is over
+    │   ├── GrantScopeError           the grant does not cover this project or belief
+    │   ├── SpentGrantError           a single-use (promoting) grant was already used
     │   └── MissingGrantError         a privileged operation was called without a grant
     ├── StoreError                    the backing store failed
     │   ├── StoreLockedError          another process holds the database lock
@@ -147,6 +149,14 @@ class MissingGrantError(GrantError):
     """A privileged operation was attempted without a grant of the required authority."""
 
 
+class GrantScopeError(GrantError):
+    """A valid grant was used outside its stated scope (another project, an uncovered belief)."""
+
+
+class SpentGrantError(GrantError):
+    """A grant that promotes is single-use, and this one was already used (the store says so)."""
+
+
 class StoreError(GnomonError):
     """The backing store failed; the message names the store."""
 
@@ -219,6 +229,7 @@ __all__ = [
     "GateError",
     "GnomonError",
     "GrantError",
+    "GrantScopeError",
     "InputError",
     "InvalidContentError",
     "InvalidOriginError",
@@ -229,6 +240,7 @@ __all__ = [
     "ParallaxError",
     "PolicyError",
     "SelfPromotionError",
+    "SpentGrantError",
     "StoreCorruptError",
     "StoreError",
     "StoreLockedError",
