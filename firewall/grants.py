@@ -138,12 +138,34 @@ def revalidated(grant: object) -> Grant:
     fields = object.__getattribute__(grant, "__dict__")
     raw = {name: fields.get(name) for name in Grant.model_fields}
     try:
+        for name, value in raw.items():
+            _exact(name, value)
         return Grant.model_validate_json(orjson.dumps(raw))
-    except (orjson.JSONEncodeError, ValidationError) as exc:
+    except (TypeError, orjson.JSONEncodeError, ValidationError) as exc:
         raise ForgedGrantError(
             f"grant {str(raw.get('id'))[:40]!r} has malformed fields: {_first(exc)}",
             hint="issue a fresh grant; never build or edit one by hand",
         ) from exc
+
+
+#: The exact type each grant field holds when pydantic built it (``None`` where optional).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "authority": (GrantAuthority,),
+    "project": (str, type(None)),
+    "beliefs": (tuple,),
+    "subject_prefix": (str, type(None)),
+    "issued_at": (datetime,),
+    "expires_at": (datetime,),
+}
+
+
+def _exact(name: str, value: object) -> None:
+    """Raise ``TypeError`` unless ``value`` has exactly the type a validated grant holds."""
+    allowed = _FIELD_TYPES.get(name, (str,))
+    if type(value) not in allowed:
+        raise TypeError(f"{name}: holds a {type(value).__name__}")
+    if type(value) is tuple and any(type(item) is not str for item in value):  # type: ignore[attr-defined]
+        raise TypeError(f"{name}: holds something other than plain strings")
 
 
 def key_id_of(public_key: Ed25519PublicKey) -> str:

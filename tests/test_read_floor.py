@@ -28,12 +28,13 @@ import pytest
 import firewall
 from adapters.base import StoreItem
 from adapters.guard import Guard
-from firewall.chain import Belief
+from firewall.chain import Belief, BindingState, StoreBinding, content_hash
 from firewall.errors import PolicyError
 from firewall.firewall import ImportItem
 from firewall.origin import Origin
 from firewall.policy import ContextPolicy, QuoteRule
 from firewall.replay import replay
+from firewall.retrieval import gather
 from firewall.states import (
     Authority,
     RetrievalStatus,
@@ -269,3 +270,36 @@ def test_an_edit_of_the_postgres_axis_columns_does_not_promote(postgres_url: str
         page_id, result = _poisoned_then_edit(wall, edit)
     assert page_id not in result.accepted_ids
     assert page_id in result.rejected_ids
+
+
+# -- the floor under the policy --------------------------------------------------------------------
+
+
+def test_the_floor_holds_even_under_a_policy_admitting_everything(
+    wall: firewall.Firewall,
+) -> None:
+    """The audit preset is a valid policy that admits every state; outside the audit path
+    (which is :meth:`Firewall.audit`, with an auditor grant) it still shows nothing privileged."""
+    fact, page = _plant(wall)
+    audit = ContextPolicy.preset("audit")
+    result = gather(wall.store, audit, query=QUERY, project="shop", user=None, k=10, now=NOW)
+    assert fact.id in result.accepted_ids
+    assert page.id not in _shown(result)
+    assert "security" in {r.belief_id: r.codes for r in result.rejected}[page.id]
+    guard = Guard(wall, "notes", project="shop", actor="coder")
+    binding = StoreBinding(
+        id=StoreBinding.key("notes", page.id),
+        store="notes",
+        store_id="n-9",
+        belief_id=page.id,
+        content_hash=content_hash(POISON),
+        state=BindingState.WRITTEN,
+        updated_at=NOW,
+    )
+    verdict = guard._verdict(
+        audit, StoreItem("n-9", POISON), (binding, wall.require_belief(page.id)), NOW
+    )
+    assert verdict.verdict == "rejected" and "security" in {r.code for r in verdict.reasons}
+    with pytest.raises(firewall.errors.MissingGrantError):
+        Guard(wall, "notes", project="shop", policy="audit").screen([], query=QUERY, k=1)
+    guard.close()
