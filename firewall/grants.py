@@ -164,7 +164,7 @@ def _exact(name: str, value: object) -> None:
     allowed = _FIELD_TYPES.get(name, (str,))
     if type(value) not in allowed:
         raise TypeError(f"{name}: holds a {type(value).__name__}")
-    if type(value) is tuple and any(type(item) is not str for item in value):  # type: ignore[attr-defined]
+    if type(value) is tuple and any(type(item) is not str for item in value):
         raise TypeError(f"{name}: holds something other than plain strings")
 
 
