@@ -632,24 +632,19 @@ def floor_reasons(belief: Belief) -> list[Reason]:
     privileged security states (quarantined, malicious) and retrieval states (hidden,
     privileged_only, blocked). Empty for everything else. Applied at read time by
     :func:`firewall.retrieval.gather` and the adapters' read path, on top of the policy."""
-    reasons = []
-    if belief.retrieval_status in PRIVILEGED_RETRIEVAL:
-        reasons.append(
-            Reason(
-                code=ReasonCode.RETRIEVAL,
-                detail=f"retrieval is {belief.retrieval_status.value}: only the audit path "
-                "(an auditor grant) shows it",
-            )
+    found: tuple[tuple[ReasonCode, StrEnum, frozenset[Any]], ...] = (
+        (ReasonCode.RETRIEVAL, belief.retrieval_status, PRIVILEGED_RETRIEVAL),
+        (ReasonCode.SECURITY, belief.security_status, PRIVILEGED_SECURITY),
+    )
+    return [
+        Reason(
+            code=code,
+            detail=f"{code.value} is {state.value}: only the audit path (an auditor grant) "
+            "shows it",
         )
-    if belief.security_status in PRIVILEGED_SECURITY:
-        reasons.append(
-            Reason(
-                code=ReasonCode.SECURITY,
-                detail=f"security is {belief.security_status.value}: only the audit path "
-                "(an auditor grant) shows it",
-            )
-        )
-    return reasons
+        for code, state, privileged in found
+        if state in privileged
+    ]
 
 
 # -- presets ---------------------------------------------------------------------------------
