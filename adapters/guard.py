@@ -35,12 +35,13 @@ from typing import Any, Literal
 from adapters.base import gnomon_metadata
 from firewall.chain import Belief, BindingState, Revision, StoreBinding, content_hash
 from firewall.content import statement_text
+from firewall.errors import MissingGrantError
 from firewall.events import Records
 from firewall.firewall import AuditEntry, Firewall
 from firewall.gate import Move, apply_moves
 from firewall.grants import Grant
 from firewall.origin import Origin
-from firewall.policy import ContextPolicy, Reason, resolve
+from firewall.policy import ContextPolicy, Reason, floor_reasons, resolve
 from firewall.recall import QuotedItem, RecallResult, RejectedItem
 from firewall.session import Session
 from firewall.states import Authority, Axis, RetrievalStatus, SecurityStatus, TruthStatus
@@ -458,35 +459,63 @@ class Guard:
         return drifted, moved
 
     def screen(self, items: Sequence[StoreItem], *, query: str, k: int) -> list[Screened]:
-        """The read path for one SDK call's hits; logs the result as a recall."""
+        """The read path for one SDK call's hits; logs the result as a recall.
+
+        The policy is re-validated on every call (``self.policy`` may have been replaced or
+        edited since the guard was made), and a privileged policy is refused: the audit path is
+        :meth:`audit`, with an auditor grant."""
+        policy = resolve(self.policy)
+        if policy.privileged:
+            raise MissingGrantError(
+                f"policy {policy.name!r} is privileged: reading through it is the audit path",
+                hint="use memory.gnomon.audit(query, grant=wall.grant('auditor', ...))",
+            )
         now = self.wall.clock()
         resolved = dict(
             (binding.store_id, (binding, belief)) for binding, belief in self.resolve_items(items)
         )
-        out = [self._verdict(item, resolved.get(item.store_id), now) for item in items]
-        self.log(out, query=query, k=k, now=now)
+        out = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items]
+        self.log(out, query=query, k=k, now=now, policy=policy)
         return out
 
     def _verdict(
-        self, item: StoreItem, found: tuple[StoreBinding, Belief] | None, now: datetime
+        self,
+        policy: ContextPolicy,
+        item: StoreItem,
+        found: tuple[StoreBinding, Belief] | None,
+        now: datetime,
     ) -> Screened:
+        """Accepted, quoted (both within the sensitivity ceiling, as the core evaluates it) or
+        rejected; never accepted or quoted past the hard floor (:func:`floor_reasons`)."""
         if found is None:
             return Screened(item, None, "dropped", note="no belief for this item")
         binding, belief = found
         if binding.state in (BindingState.PENDING, BindingState.FAILED, BindingState.DELETED):
             return Screened(item, belief, "dropped", note=f"binding is {binding.state.value}")
-        reasons = tuple(self.policy.rejection_reasons(belief, now))
+        reasons = tuple(policy.rejection_reasons(belief, now))
+        floor = tuple(r for r in floor_reasons(belief) if r.code not in {x.code for x in reasons})
+        if floor:
+            return Screened(item, belief, "rejected", reasons + floor)
         if not reasons:
             return Screened(item, belief, "accepted")
-        if self.policy.quote.enabled and self.policy.quotable(belief, now):
+        if policy.quotable(belief, now):
             return Screened(item, belief, "quoted", reasons)
         return Screened(item, belief, "rejected", reasons)
 
-    def log(self, screened: Sequence[Screened], *, query: str, k: int, now: datetime) -> None:
+    def log(
+        self,
+        screened: Sequence[Screened],
+        *,
+        query: str,
+        k: int,
+        now: datetime,
+        policy: ContextPolicy | None = None,
+    ) -> None:
+        chosen = resolve(policy if policy is not None else self.policy)
         result = RecallResult(
             query=query,
-            policy=self.policy.name,
-            policy_digest=self.policy.digest,
+            policy=chosen.name,
+            policy_digest=chosen.digest,
             accepted=tuple(s.belief for s in screened if s.verdict == "accepted" and s.belief),
             quoted=tuple(
                 QuotedItem(s.belief) for s in screened if s.verdict == "quoted" and s.belief
@@ -497,16 +526,20 @@ class Guard:
                 if s.verdict == "rejected" and s.belief
             ),
         )
-        self.session.log_recall(result, self.policy, k=max(k, 1), now=now, source=self.store)
+        self.session.log_recall(result, chosen, k=max(k, 1), now=now, source=self.store)
 
     def authorize_history(self, store_id: str, *, grant: Grant) -> None:
         """Check an auditor grant before a store's history is read, and log the read."""
         from firewall.grants import GrantAuthority
 
-        checked = self.wall.verifier.verify(
-            grant, {GrantAuthority.AUDITOR}, now=self.wall.clock(), operation="the audit path"
-        )
         s = self.session
+        checked = self.wall.verifier.verify(
+            grant,
+            {GrantAuthority.AUDITOR},
+            now=self.wall.clock(),
+            operation="the audit path",
+            project=s.project,
+        )
         self.wall.commit(
             self.wall.draft(
                 "audit.privileged_read",

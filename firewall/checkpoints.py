@@ -53,7 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from firewall.clock import iso, utcnow
 from firewall.errors import CheckpointError, InputError, LogIntegrityError
 from firewall.events import DOMAIN, GENESIS_HASH, EventDraft
-from firewall.grants import key_id_of, load_private_key
+from firewall.grants import KeyPurpose, key_id_of, load_private_key
 
 if TYPE_CHECKING:
     from firewall.store.base import Store
@@ -134,7 +134,7 @@ class CheckpointSigner:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> CheckpointSigner:
-        return cls(load_private_key(path))
+        return cls(load_private_key(path, purpose=KeyPurpose.CHECKPOINT))
 
     def sign(
         self, store: str, seq: int, head_hash: str, *, now: datetime | None = None

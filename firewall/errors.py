@@ -20,9 +20,11 @@ should let a driver or parser exception escape raw.
     ├── GrantError                    authority that was not properly granted
     │   ├── ForgedGrantError          signature does not verify against a pinned key
     │   ├── ExpiredGrantError         the grant's validity window is over
+    │   ├── GrantScopeError           the grant does not cover this project or belief
+    │   ├── SpentGrantError           a single-use (promoting) grant was already used
     │   ├── MissingGrantError         a privileged operation was called without a grant
-│   └── UnattestedOriginError     an agent-facing path asserted an authority-bearing origin
-│       └── ForgedChannelError    a channel object the host's firewall never opened
+    │   └── UnattestedOriginError     an agent-facing path asserted an authority-bearing origin
+    │       └── ForgedChannelError    a channel object the host's firewall never opened
     ├── StoreError                    the backing store failed
     │   ├── StoreLockedError          another process holds the database lock
     │   ├── StoreCorruptError         the file or schema is not a Gnomon store
@@ -161,6 +163,14 @@ class ForgedChannelError(UnattestedOriginError):
     """A channel object that this firewall never opened (built by hand, or another firewall's)."""
 
 
+class GrantScopeError(GrantError):
+    """A valid grant was used outside its stated scope (another project, an uncovered belief)."""
+
+
+class SpentGrantError(GrantError):
+    """A grant that promotes is single-use, and this one was already used (the store says so)."""
+
+
 class StoreError(GnomonError):
     """The backing store failed; the message names the store."""
 
@@ -234,6 +244,7 @@ __all__ = [
     "GateError",
     "GnomonError",
     "GrantError",
+    "GrantScopeError",
     "InputError",
     "InvalidContentError",
     "InvalidOriginError",
@@ -244,6 +255,7 @@ __all__ = [
     "ParallaxError",
     "PolicyError",
     "SelfPromotionError",
+    "SpentGrantError",
     "StoreCorruptError",
     "StoreError",
     "StoreLockedError",

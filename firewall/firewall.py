@@ -47,11 +47,20 @@ from firewall.errors import (
     InputError,
     InvalidOriginError,
     MissingGrantError,
+    SpentGrantError,
     UnknownIdError,
 )
 from firewall.events import SCHEMA_VERSION, Event, EventDraft, Records, VerifyReport
 from firewall.gate import GATE_VERSION, Move, apply_moves
-from firewall.grants import DEFAULT_TTL, Grant, GrantAuthority, GrantSigner, GrantVerifier
+from firewall.grants import (
+    DEFAULT_TTL,
+    Grant,
+    GrantAuthority,
+    GrantSigner,
+    GrantVerifier,
+    check_scope,
+    revalidated,
+)
 from firewall.ids import new_id
 from firewall.origin import Integrity, Origin
 from firewall.states import (
@@ -60,6 +69,7 @@ from firewall.states import (
     ClaimKind,
     EvidenceQuality,
     ExtractionMethod,
+    FreshnessStatus,
     RetrievalStatus,
     SecurityStatus,
     Sensitivity,
@@ -255,11 +265,21 @@ class Firewall:
             (ident,) = origin.origin_ids
             name = ident.removeprefix(f"{klass.value}:")
             authority = GrantAuthority(klass.value)
+            operation = f"opening a channel for {ident}"
             if grant is None:
-                grant = self.grant(authority, name)
+                if self._signer is None:
+                    raise MissingGrantError(
+                        f"{operation} needs a {authority.value} grant: this firewall pins "
+                        "operator keys and holds no signing key",
+                        hint="pass grant=GrantSigner.from_file(<operator.key>).issue(...)",
+                    )
+                # A grant for the channel alone: it covers no belief, so it can attest this
+                # origin and nothing else (it can never promote or clear).
+                grant = self._signer.issue(authority, name, project=project, now=self.clock())
             checked = self.verifier.verify(
-                grant, {authority}, now=self.clock(), operation=f"opening a channel for {ident}"
+                grant, {authority}, now=self.clock(), operation=operation
             )
+            check_scope(checked, operation, project=project, belief=None)
             if checked.subject != name:
                 raise MissingGrantError(
                     f"grant {checked.id} is for {checked.subject!r}; the channel is for {ident}",
@@ -301,24 +321,97 @@ class Firewall:
     # -- grants ---------------------------------------------------------------------------
 
     def grant(
-        self, authority: GrantAuthority | str, subject: str, *, ttl: timedelta = DEFAULT_TTL
+        self,
+        authority: GrantAuthority | str,
+        subject: str,
+        *,
+        ttl: timedelta = DEFAULT_TTL,
+        project: str | None = None,
+        beliefs: Sequence[str] | None = None,
+        subject_prefix: str | None = None,
     ) -> Grant:
-        """Mint a grant (host-side only). With pinned operator keys, pass ``signer=`` at open."""
+        """Mint a grant (host-side only). With pinned operator keys, pass ``signer=`` at open.
+
+        A ``user`` or ``probe`` grant must name what it covers: ``beliefs=[ids]`` (its project
+        is then theirs) and/or ``subject_prefix=`` with ``project=``. One that promotes or
+        clears is spent by that use. An ``auditor`` grant reads one ``project``, or every
+        project when none is given.
+        """
         if self._signer is None:
             raise MissingGrantError(
                 "this firewall pins operator keys and holds no signing key",
                 hint="issue grants with GrantSigner.from_file(<operator.key>).issue(...)",
             )
-        return self._signer.issue(authority, subject, ttl=ttl, now=self.clock())
+        if isinstance(beliefs, str):
+            raise InputError("beliefs must be a list of belief ids, not one string")
+        ids = list(dict.fromkeys(beliefs or ()))
+        if str(authority) == GrantAuthority.AUDITOR:
+            if ids or subject_prefix is not None:
+                raise InputError(
+                    "an auditor grant reads a whole project; it names no beliefs",
+                    hint="pass project='...' (or nothing, for every project)",
+                )
+        elif not ids and subject_prefix is None:
+            raise InputError(
+                f"a {authority} grant must name what it covers",
+                hint="pass beliefs=[belief ids], or subject_prefix='...' with project='...'",
+            )
+        elif ids:
+            project = self._project_of(ids, project)
+        elif project is None:
+            raise InputError(
+                "a grant over a subject prefix must name its project",
+                hint="pass project='...' as well as subject_prefix='...'",
+            )
+        return self._signer.issue(
+            authority,
+            subject,
+            project=project,
+            beliefs=ids,
+            subject_prefix=subject_prefix,
+            ttl=ttl,
+            now=self.clock(),
+        )
 
-    def _authority(self, grant: Grant | None, operation: str) -> Authority:
+    def _project_of(self, ids: Sequence[str], project: str | None) -> str:
+        """The one project the beliefs ``ids`` live in (and ``project``, if named)."""
+        found = self.store.get_beliefs(ids)
+        for ident in ids:
+            if ident not in found:
+                raise UnknownIdError("belief", ident)
+        projects = {b.project for b in found.values()} | ({project} if project else set())
+        if len(projects) != 1:
+            raise InputError(
+                f"a grant covers one project; these beliefs are in {', '.join(sorted(projects))}",
+                hint="issue one grant per project",
+            )
+        return projects.pop()
+
+    def _authority(
+        self, grant: Grant | None, operation: str, belief: Belief, *, spends: bool = False
+    ) -> tuple[Authority, Grant]:
+        """Verify a user/probe ``grant`` for ``operation`` on ``belief`` (scope included).
+
+        ``spends``: the operation promotes or clears, so the grant must not have been used
+        before; "used" is read from the store (revisions carry the grant id), so it holds across
+        processes and restarts.
+        """
         checked = self.verifier.verify(
             grant,
             {GrantAuthority.USER, GrantAuthority.PROBE},
             now=self.clock(),
             operation=operation,
+            belief=belief,
         )
-        return GRANT_TO_AUTHORITY[checked.authority]
+        if spends:
+            used = self.store.revisions_by_grant(checked.id)
+            if used:
+                raise SpentGrantError(
+                    f"{operation}: grant {checked.id} was already used (on belief "
+                    f"{used[0].belief_id}); a grant that promotes is single-use",
+                    hint="issue a fresh grant for this promotion",
+                )
+        return GRANT_TO_AUTHORITY[checked.authority], checked
 
     # -- privileged moves -----------------------------------------------------------------
 
@@ -332,17 +425,21 @@ class Firewall:
         authority: Authority | None = None,
         kind: str = "belief.transitioned",
     ) -> Belief:
-        """Apply gate moves to one belief. ``user``/``probe`` authority only via a grant;
-        host automation may act as ``sentinel``, ``policy`` or ``system``."""
+        """Apply gate moves to one belief. ``user``/``probe`` authority only via a grant that
+        covers the belief; host automation may act as ``sentinel``, ``policy`` or ``system``.
+        A grant used to promote or clear (see :func:`promoting`) is single-use."""
         if not reason or not isinstance(reason, str):
             raise InputError("a transition needs a reason", hint="pass reason='...'")
+        belief = self.require_belief(belief_id)
+        checked: Grant | None = None
         if grant is not None:
-            acting = self._authority(grant, f"{kind} on {belief_id}")
+            acting, checked = self._authority(
+                grant, f"{kind} on {belief_id}", belief, spends=promoting(belief, moves)
+            )
         elif authority is None or authority in GRANT_TO_AUTHORITY.values():
-            acting = self._authority(None, f"{kind} on {belief_id}")
+            acting, checked = self._authority(None, f"{kind} on {belief_id}", belief)
         else:
             acting = authority
-        belief = self.require_belief(belief_id)
         now = self.clock()
         updated, revisions = apply_moves(
             belief,
@@ -350,7 +447,7 @@ class Firewall:
             authority=acting,
             reason=reason,
             now=now,
-            grant_id=grant.id if grant else None,
+            grant_id=checked.id if checked else None,
             evidence=self.store.get_evidence(belief.claim_id),
         )
         if not revisions:
@@ -363,13 +460,13 @@ class Firewall:
         self.commit(
             self.draft(
                 kind,
-                actor=grant.subject if grant else acting.value,
+                actor=checked.subject if checked else acting.value,
                 now=now,
                 project=belief.project,
                 data={
                     "belief_id": belief_id,
                     "authority": acting.value,
-                    "grant_id": grant.id if grant else None,
+                    "grant_id": checked.id if checked else None,
                     "reason": reason,
                 },
                 records=Records(
@@ -382,7 +479,8 @@ class Firewall:
         return updated
 
     def promote(self, belief_id: str, *, grant: Grant, reason: str) -> Belief:
-        """Make a belief supported and normally retrievable, on a user or probe grant."""
+        """Make a belief supported and normally retrievable, on a user or probe grant that
+        covers it (single-use)."""
         return self.transition(
             belief_id,
             [Move(Axis.TRUTH, TruthStatus.SUPPORTED), Move(Axis.RETRIEVAL, RetrievalStatus.NORMAL)],
@@ -410,7 +508,8 @@ class Firewall:
         )
 
     def clear(self, belief_id: str, *, grant: Grant, reason: str) -> Belief:
-        """Clear a suspicious or quarantined belief back to clean and restricted (user grant)."""
+        """Clear a suspicious or quarantined belief back to clean and restricted (user grant,
+        single-use)."""
         return self.transition(
             belief_id,
             [
@@ -434,18 +533,19 @@ class Firewall:
     def mark_contradicted(self, belief_id: str, *, by: str, reason: str, grant: Grant) -> Belief:
         """Record that ``by`` contradicts ``belief_id`` and route the latter to contradictions."""
         other = self.require_belief(by)
+        target = self.require_belief(belief_id)
+        _, checked = self._authority(grant, f"mark {belief_id} contradicted", target)
+        check_scope(checked, f"mark {belief_id} contradicted by {by}", project=None, belief=other)
         now = self.clock()
-        record = contradiction_record(
-            [self.require_belief(belief_id), other], reason=reason, now=now
-        )
+        record = contradiction_record([target, other], reason=reason, now=now)
         updated = self.transition(
             belief_id,
             [Move(Axis.TRUTH, TruthStatus.CONTRADICTED)],
             reason=reason,
-            grant=grant,
+            grant=checked,
             kind="belief.contradicted",
         )
-        self._record_contradiction(record, actor=grant.subject, project=updated.project)
+        self._record_contradiction(record, actor=checked.subject, project=updated.project)
         return updated
 
     def _record_contradiction(self, record: Contradiction, *, actor: str, project: str) -> None:
@@ -463,11 +563,13 @@ class Firewall:
     def supersede(
         self, old_id: str, new_id: str, *, reason: str, grant: Grant
     ) -> tuple[Belief, Belief]:
-        """Replace ``old_id`` by ``new_id``; the old belief stays, for audit, as superseded."""
-        acting = self._authority(grant, f"supersede {old_id}")
+        """Replace ``old_id`` by ``new_id``; the old belief stays, for audit, as superseded.
+        The grant must cover both beliefs."""
         if old_id == new_id:
             raise InputError("a belief cannot supersede itself")
         old, new = self.require_belief(old_id), self.require_belief(new_id)
+        acting, checked = self._authority(grant, f"supersede {old_id}", old)
+        check_scope(checked, f"supersede {old_id} by {new_id}", project=None, belief=new)
         now = self.clock()
         moved, revisions = apply_moves(
             old,
@@ -475,7 +577,7 @@ class Firewall:
             authority=acting,
             reason=reason,
             now=now,
-            grant_id=grant.id,
+            grant_id=checked.id,
             related_ids=[new_id],
         )
         moved = moved.model_copy(update={"superseded_by": new_id})
@@ -485,10 +587,10 @@ class Firewall:
         self.commit(
             self.draft(
                 "belief.superseded",
-                actor=grant.subject,
+                actor=checked.subject,
                 now=now,
                 project=old.project,
-                data={"old": old_id, "new": new_id, "reason": reason, "grant_id": grant.id},
+                data={"old": old_id, "new": new_id, "reason": reason, "grant_id": checked.id},
                 records=Records(beliefs=(moved, successor), revisions=tuple(revisions)),
             )
         )
@@ -504,10 +606,17 @@ class Firewall:
         project: str | None = None,
         limit: int = 100,
     ) -> list[AuditEntry]:
-        """Everything, quarantined and blocked included, with history. Needs an auditor grant,
-        and each call is itself logged as a privileged read."""
+        """Everything, quarantined and blocked included, with history. Needs an auditor grant
+        for ``project`` (default: the grant's own project; every project only with a grant for
+        every project), and each call is itself logged as a privileged read."""
+        if project is None and type(grant) is Grant:
+            project = revalidated(grant).project
         checked = self.verifier.verify(
-            grant, {GrantAuthority.AUDITOR}, now=self.clock(), operation="the audit path"
+            grant,
+            {GrantAuthority.AUDITOR},
+            now=self.clock(),
+            operation="the audit path",
+            project=project,
         )
         beliefs = self.store.find_beliefs(
             BeliefFilter(text=query or None, project=project, limit=limit)
@@ -651,6 +760,34 @@ class Firewall:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: Per axis, the states ranked by how much trust or visibility they give (higher: more).
+_RANK: dict[Axis, dict[str, int]] = {
+    Axis.TRUTH: {TruthStatus.SUPPORTED: 1},
+    Axis.FRESHNESS: {FreshnessStatus.FRESH: 1},
+    Axis.RETRIEVAL: {
+        RetrievalStatus.BLOCKED: -1,
+        RetrievalStatus.PRIVILEGED_ONLY: -1,
+        RetrievalStatus.HIDDEN: -1,
+        RetrievalStatus.NORMAL: 1,
+    },
+    Axis.SECURITY: {
+        SecurityStatus.MALICIOUS: -2,
+        SecurityStatus.QUARANTINED: -2,
+        SecurityStatus.SUSPICIOUS: -1,
+    },
+}
+
+
+def promoting(belief: Belief, moves: Sequence[Move]) -> bool:
+    """Does any move make ``belief`` more trusted or more visible (to supported, to normal, out
+    of hidden, quarantine or suspicion)? A grant used for that is spent."""
+    for move in moves:
+        rank = _RANK.get(move.axis, {})
+        if rank.get(str(move.to_state), 0) > rank.get(str(belief.status(move.axis)), 0):
+            return True
+    return False
 
 
 def _chunks(items: Iterable[ImportItem], size: int) -> Iterator[list[ImportItem]]:

@@ -514,9 +514,10 @@ class ContextPolicy(_PolicyModel):
 
 
 def resolve(policy: ContextPolicy | str | Path) -> ContextPolicy:
-    """A policy object as is; a ``.yaml``/``.yml`` path that exists; otherwise a preset name."""
+    """A validated policy: an object re-validated (:func:`revalidate`); a ``.yaml``/``.yml`` path
+    that exists; otherwise a preset name."""
     if isinstance(policy, ContextPolicy):
-        return policy
+        return revalidate(policy)
     if isinstance(policy, Path):
         return ContextPolicy.from_yaml(policy)
     if not isinstance(policy, str):
@@ -532,6 +533,118 @@ def resolve(policy: ContextPolicy | str | Path) -> ContextPolicy:
             hint=f"check the path, or use a preset: {', '.join(available_presets())}",
         )
     return ContextPolicy.preset(policy)
+
+
+# -- re-validation ---------------------------------------------------------------------------
+
+#: Validated policies by the canonical bytes of the fields they were built from, each with the
+#: canonical bytes of its own fields when cached (to notice an ``object.__setattr__`` edit).
+_VALIDATED: dict[bytes, tuple[ContextPolicy, bytes]] = {}
+_VALIDATED_MAX = 256
+_MAX_NESTING = 8
+
+
+def revalidate(policy: object) -> ContextPolicy:
+    """``policy`` rebuilt as a plain, validated :class:`ContextPolicy`, or :class:`PolicyError`.
+
+    A caller may hand recall any object: a subclass overriding ``admits`` or ``accept_filter``,
+    one made with ``model_construct`` (no validation: privileged states in an ordinary policy),
+    or one edited with ``object.__setattr__``. None of that may change what is admitted, so the
+    policy is rebuilt from its stored field values (read from the instance, nested rules too)
+    through validation; the result is cached by those canonical bytes so a recall stays cheap.
+    """
+    return _validated(_canonical(policy, "policy"))
+
+
+def _validated(key: bytes) -> ContextPolicy:
+    """The validated policy whose canonical field bytes are ``key`` (cached)."""
+    hit = _VALIDATED.get(key)
+    if hit is not None and _canonical(hit[0], "policy") == hit[1]:
+        return hit[0]
+    try:
+        data = orjson.loads(key)
+    except orjson.JSONDecodeError as exc:  # pragma: no cover - _canonical writes JSON
+        raise PolicyError(f"policy object cannot be read: {exc}") from exc
+    name = data.get("name") if isinstance(data, dict) else None
+    rebuilt = ContextPolicy.from_mapping(data, source=f"policy object {_short(name)}")
+    if len(_VALIDATED) >= _VALIDATED_MAX:
+        _VALIDATED.pop(next(iter(_VALIDATED)))
+    _VALIDATED[key] = (rebuilt, _canonical(rebuilt, "policy"))
+    return rebuilt
+
+
+def _canonical(value: object, where: str) -> bytes:
+    return orjson.dumps(_plain(value, where, 0), option=orjson.OPT_SORT_KEYS)
+
+
+def _plain(value: object, where: str, depth: int) -> Any:
+    """``value`` as plain JSON data, reading models from their instance dict (never through
+    attributes a subclass could override); anything a policy cannot hold is refused."""
+    if depth > _MAX_NESTING:
+        raise PolicyError(f"{where}: nested too deeply to be a policy")
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return value
+    if isinstance(value, StrEnum) and kind in _STATE_ENUMS:
+        return str.__str__(value)
+    if kind is Duration:
+        return _duration_text(value, where)
+    if kind in (frozenset, set):
+        items = [_plain(v, where, depth + 1) for v in value]  # type: ignore[attr-defined]
+        return sorted(items, key=lambda item: orjson.dumps(item))
+    if kind in (list, tuple):
+        return [_plain(v, where, depth + 1) for v in value]  # type: ignore[attr-defined]
+    if isinstance(value, BaseModel):
+        value = object.__getattribute__(value, "__dict__")
+        kind = type(value)
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for k, v in value.items():  # type: ignore[attr-defined]
+            if type(k) is not str:
+                raise PolicyError(f"{where}: a policy key must be text, got {_kind(k)}")
+            out[k] = _plain(v, f"{where}.{k}", depth + 1)
+        return out
+    raise PolicyError(
+        f"{where}: a policy cannot hold {kind.__name__}",
+        hint="build policies with ContextPolicy.from_yaml / preset / replace, never by hand",
+    )
+
+
+def _duration_text(value: object, where: str) -> str:
+    try:
+        text = str(value)
+        Duration.parse(text)
+    except (PolicyError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:
+        raise PolicyError(f"{where}: not a valid duration") from exc
+    return text
+
+
+_STATE_ENUMS: frozenset[type] = frozenset(
+    {TruthStatus, RetrievalStatus, SecurityStatus, FreshnessStatus, Sensitivity}
+)
+
+
+# -- the hard floor --------------------------------------------------------------------------
+
+
+def floor_reasons(belief: Belief) -> list[Reason]:
+    """Why ``belief`` may never leave outside the audit path, whatever any policy says:
+    privileged security states (quarantined, malicious) and retrieval states (hidden,
+    privileged_only, blocked). Empty for everything else. Applied at read time by
+    :func:`firewall.retrieval.gather` and the adapters' read path, on top of the policy."""
+    found: tuple[tuple[ReasonCode, StrEnum, frozenset[Any]], ...] = (
+        (ReasonCode.RETRIEVAL, belief.retrieval_status, PRIVILEGED_RETRIEVAL),
+        (ReasonCode.SECURITY, belief.security_status, PRIVILEGED_SECURITY),
+    )
+    return [
+        Reason(
+            code=code,
+            detail=f"{code.value} is {state.value}: only the audit path (an auditor grant) "
+            "shows it",
+        )
+        for code, state, privileged in found
+        if state in privileged
+    ]
 
 
 # -- presets ---------------------------------------------------------------------------------
@@ -552,8 +665,14 @@ def available_presets() -> list[str]:
         return []
 
 
-@functools.lru_cache(maxsize=32)
 def _load_preset(name: str) -> ContextPolicy:
+    # The cache keeps bytes, not the object: a caller that edits the object it was handed
+    # (``object.__setattr__``) cannot change the preset for everyone else in the process.
+    return _validated(_preset_bytes(name))
+
+
+@functools.lru_cache(maxsize=32)
+def _preset_bytes(name: str) -> bytes:
     known = available_presets()
     if not isinstance(name, str) or not _PRESET_NAME.match(name) or name not in known:
         if not known:
@@ -574,7 +693,7 @@ def _load_preset(name: str) -> ContextPolicy:
     policy = ContextPolicy.from_yaml_text(_decode(raw, source), source=source)
     if policy.name != name:
         raise PolicyError(f"{source}: preset file declares name {policy.name!r}, not {name!r}")
-    return policy
+    return _canonical(policy, source)
 
 
 # -- loading helpers -------------------------------------------------------------------------
@@ -807,5 +926,7 @@ __all__ = [
     "Reason",
     "ReasonCode",
     "available_presets",
+    "floor_reasons",
     "resolve",
+    "revalidate",
 ]

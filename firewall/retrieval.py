@@ -3,6 +3,12 @@
 Every condition of the policy is pushed into the store's indexed queries (accepted and quoted);
 one more bounded query fetches the other matches so that each exclusion can explain itself.
 Nothing here writes: :meth:`firewall.session.Session.recall` logs the result it returns.
+
+What the indexed queries return is not trusted on its own: the filter ran on the axis columns,
+which a store file can have edited. Each belief is re-checked on its document against the
+(re-validated) policy and against the hard floor (:func:`firewall.policy.floor_reasons`:
+quarantined, malicious, hidden, privileged_only and blocked never leave outside the audit path);
+one that fails is reported as rejected, with its reasons, instead.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from firewall.chain import Belief
-from firewall.policy import ContextPolicy
+from firewall.policy import ContextPolicy, Reason, floor_reasons, revalidate
 from firewall.recall import (
     ContradictionView,
     QuotedItem,
@@ -34,9 +40,14 @@ def gather(
     now: datetime,
 ) -> RecallResult:
     """Run the policy's queries for ``query`` and sort the matches into the recall buckets."""
-    accepted = store.find_beliefs(
-        chosen.accept_filter(text=query, project=project, user=user, now=now, limit=k)
-    )
+    chosen = revalidate(chosen)
+    accepted = [
+        b
+        for b in store.find_beliefs(
+            chosen.accept_filter(text=query, project=project, user=user, now=now, limit=k)
+        )
+        if chosen.admits(b, now) and not floor_reasons(b)
+    ]
     taken = {b.id for b in accepted}
     quoted: list[Belief] = []
     quote_where = chosen.quote_filter(
@@ -47,7 +58,11 @@ def gather(
         limit=chosen.quote.max_items,
     )
     if quote_where is not None:
-        quoted = [b for b in store.find_beliefs(quote_where) if b.id not in taken]
+        quoted = [
+            b
+            for b in store.find_beliefs(quote_where)
+            if b.id not in taken and chosen.quotable(b, now) and not floor_reasons(b)
+        ]
         taken |= {b.id for b in quoted}
     others = store.find_beliefs(
         BeliefFilter(
@@ -58,9 +73,7 @@ def gather(
             limit=k,
         )
     )
-    rejected = [
-        RejectedItem(b.id, tuple(chosen.rejection_reasons(b, now)), b.origin) for b in others
-    ]
+    rejected = [RejectedItem(b.id, tuple(_reasons(chosen, b, now)), b.origin) for b in others]
     uncertainties: list[Uncertainty] = []
     if chosen.surface_uncertainties:
         for b, r in zip(others, rejected, strict=True):
@@ -102,6 +115,13 @@ def contradiction_views(
                 withheld.append(b.id)
         views.append(ContradictionView(record, tuple(visible), tuple(withheld)))
     return views
+
+
+def _reasons(policy: ContextPolicy, belief: Belief, now: datetime) -> list[Reason]:
+    """The policy's reasons, then any of the floor's it did not give (same code)."""
+    reasons = policy.rejection_reasons(belief, now)
+    codes = {r.code for r in reasons}
+    return reasons + [r for r in floor_reasons(belief) if r.code not in codes]
 
 
 def _admits_but_truth(policy: ContextPolicy, belief: Belief, now: datetime) -> bool:

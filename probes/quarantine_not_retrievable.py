@@ -132,7 +132,7 @@ def check(url: str, c: Checks) -> None:
             "the audit path refuses a user grant",
             wall.audit,
             "wombat",
-            grant=wall.grant("user", "alice"),
+            grant=wall.grant("user", "alice", beliefs=[planted.id]),
         )
 
         # -- the agent side tries to clear it --------------------------------------------------
@@ -177,11 +177,11 @@ def check(url: str, c: Checks) -> None:
             "clearing with a probe grant is refused (only a user clears a quarantine)",
             wall.clear,
             planted.id,
-            grant=wall.grant("probe", "canary"),
+            grant=wall.grant("probe", "canary", beliefs=[planted.id]),
             reason="probe",
         )
 
-        real = wall.grant("user", "alice")
+        real = wall.grant("user", "alice", beliefs=[planted.id])
         forgeries = {
             "a user grant with its subject edited": real.model_copy(update={"subject": "mallory"}),
             "an auditor grant with its authority edited to user": auditor.model_copy(
@@ -207,7 +207,7 @@ def check(url: str, c: Checks) -> None:
                 reason="forged",
             )
 
-        short = wall.grant("user", "alice", ttl=timedelta(minutes=5))
+        short = wall.grant("user", "alice", ttl=timedelta(minutes=5), beliefs=[planted.id])
         clock.advance(timedelta(minutes=10))
         c.raises(
             ExpiredGrantError,
@@ -224,7 +224,9 @@ def check(url: str, c: Checks) -> None:
             got=still.security_status.value,
         )
 
-        cleared = wall.clear(planted.id, grant=wall.grant("user", "alice"), reason="reviewed")
+        cleared = wall.clear(
+            planted.id, grant=wall.grant("user", "alice", beliefs=[planted.id]), reason="reviewed"
+        )
         c.expect(
             (cleared.security_status, cleared.retrieval_status)
             == (SecurityStatus.CLEAN, RetrievalStatus.RESTRICTED),

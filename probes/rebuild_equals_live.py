@@ -41,7 +41,11 @@ def check(url: str, c: Checks) -> None:
                 origin=Origin.external("file:NOTES.md"),
             )
         belief = said.content[0]
-        wall.promote(belief.id, grant=wall.grant("user", "alice"), reason="alice confirmed")
+        wall.promote(
+            belief.id,
+            grant=wall.grant("user", "alice", beliefs=[belief.id]),
+            reason="alice confirmed",
+        )
         wall.quarantine(read.content[0].id, reason="instruction", authority=Authority.SENTINEL)
         store = wall.store
         clean = rebuild(store)

@@ -52,7 +52,10 @@ def check(url: str, c: Checks) -> None:
                 origin=wall.channel(Origin.user("alice")),
             ).content
         wall.supersede(
-            old.id, new.id, reason="release train moved", grant=wall.grant("user", "alice")
+            old.id,
+            new.id,
+            reason="release train moved",
+            grant=wall.grant("user", "alice", beliefs=[old.id, new.id]),
         )
         store = wall.store
         day5, day15 = start + timedelta(days=5), start + timedelta(days=15)

@@ -432,6 +432,20 @@ class StoreContract(LogContract, ABC):
         assert store.revisions_for("bel_a") == [early, late, same_a, same_b]
         assert store.revisions_for("bel_b") == [other]
 
+    def test_revisions_by_grant(self, store: Store) -> None:
+        """How a single-use grant is known to be spent: by the store, after a rebuild too."""
+        late = make_revision(belief_id="bel_a", grant_id="grt_1", created_at=at(hours=2))
+        early = make_revision(belief_id="bel_b", grant_id="grt_1", created_at=at(hours=1))
+        other = make_revision(belief_id="bel_a", grant_id="grt_2")
+        none = make_revision(belief_id="bel_c")
+        store.commit([make_draft(make_records(revisions=[late, other, none]))])
+        store.commit([make_draft(make_records(revisions=[early]))])
+        assert store.revisions_by_grant("grt_1") == [early, late]
+        assert store.revisions_by_grant("grt_2") == [other]
+        assert store.revisions_by_grant("grt_unused") == []
+        store.rebuild_projections()
+        assert store.revisions_by_grant("grt_1") == [early, late]
+
     def test_contradictions_for(self, store: Store) -> None:
         c1 = make_contradiction(belief_ids=["bel_a", "bel_b"], detected_at=at(minutes=1))
         c2 = make_contradiction(belief_ids=["bel_b", "bel_c"], detected_at=at(minutes=2))

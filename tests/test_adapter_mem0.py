@@ -160,7 +160,9 @@ def test_history_needs_an_auditor_grant(wall: Firewall, raw: Any) -> None:
     with pytest.raises(BypassRefusedError, match="audit path"):
         memory.history(row["id"])
     with pytest.raises(GrantError):
-        memory.history(row["id"], grant=wall.grant("user", "alice"))
+        memory.history(
+            row["id"], grant=wall.grant("user", "alice", subject_prefix="a", project="shop")
+        )
     rows = memory.history(row["id"], grant=wall.grant("auditor", "ops"))
     assert [r["event"] for r in rows] == ["ADD"]
     assert any(e.payload.get("history_of") == row["id"] for e in wall.store.events())

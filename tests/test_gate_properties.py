@@ -442,10 +442,12 @@ def test_a_terminal_state_refuses_even_a_user_grant_and_writes_nothing(
     wall: firewall.Firewall,
 ) -> None:
     belief = _stored(wall)
-    wall.mark_malicious(belief.id, grant=wall.grant("user", "alice"), reason="exfiltration")
+    wall.mark_malicious(
+        belief.id, grant=wall.grant("user", "alice", beliefs=[belief.id]), reason="exfiltration"
+    )
     head = wall.store.head()
     with pytest.raises(TerminalStateError):
-        wall.clear(belief.id, grant=wall.grant("user", "alice"), reason="oops")
+        wall.clear(belief.id, grant=wall.grant("user", "alice", beliefs=[belief.id]), reason="oops")
     assert wall.store.head() == head
     stored = wall.require_belief(belief.id)
     assert stored.security_status == SecurityStatus.MALICIOUS

@@ -107,7 +107,10 @@ def story(tmp_path: Path) -> Iterator[Story]:
             decision = s.decide("ship with make ship", [doc.id], policy="reference")
             s.act(decision.id, "shell", {"cmd": "make ship"})
         moved, _ = wall.supersede(
-            old.id, new.id, reason="the team moved releases", grant=wall.grant("user", "alice")
+            old.id,
+            new.id,
+            reason="the team moved releases",
+            grant=wall.grant("user", "alice", beliefs=[old.id, new.id]),
         )
         superseded_at = moved.updated_at
         yield Story(
@@ -368,7 +371,9 @@ def test_report_shows_a_granted_promotion_of_untrusted_input() -> None:
         (page,) = s.observe(
             tool="fetch", content="Port 8443", origin=Origin.external("web")
         ).content
-        wall.promote(page.id, grant=wall.grant("user", "alice"), reason="checked by hand")
+        wall.promote(
+            page.id, grant=wall.grant("user", "alice", beliefs=[page.id]), reason="checked by hand"
+        )
         s.recall("port 8443")
     report = build_report(wall.store, s.id)
     assert report.verdict.level == "amber" and report.verdict.untrusted_became_trusted

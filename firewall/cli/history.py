@@ -251,7 +251,7 @@ def beliefs_supersede(
 ) -> None:
     """Replace OLD_ID by NEW_ID on a signed user grant; the old one stays, as superseded."""
     with _granted_wall(ctx, url, key, trusted_keys) as wall:
-        grant = wall.grant("user", _subject(key, subject))
+        grant = wall.grant("user", _subject(key, subject), beliefs=[old_id, new_id])
         old, new = wall.supersede(old_id, new_id, reason=reason, grant=grant)
     _report(old, "superseded", f"user grant {grant.id}")
     click.echo(f"{new.id} supersedes {old.id}")

@@ -181,7 +181,7 @@ def promote(
 ) -> None:
     """Make a belief supported and normally retrievable, on a signed user grant."""
     with _granted_wall(ctx, url, key, trusted_keys) as wall:
-        grant = wall.grant("user", _subject(key, subject))
+        grant = wall.grant("user", _subject(key, subject), beliefs=[belief_id])
         belief = wall.promote(belief_id, grant=grant, reason=reason)
     _report(belief, "promoted", f"user grant {grant.id}")
 
@@ -215,7 +215,7 @@ def quarantine(
         _report(belief, "quarantined", "sentinel")
         return
     with _granted_wall(ctx, url, key, trusted_keys) as wall:
-        grant = wall.grant("user", _subject(key, subject))
+        grant = wall.grant("user", _subject(key, subject), beliefs=[belief_id])
         belief = wall.quarantine(belief_id, reason=reason, grant=grant)
     _report(belief, "quarantined", f"user grant {grant.id}")
 
@@ -239,7 +239,7 @@ def clear(
 ) -> None:
     """Clear a suspicious or quarantined belief back to clean and restricted (user grant)."""
     with _granted_wall(ctx, url, key, trusted_keys) as wall:
-        grant = wall.grant("user", _subject(key, subject))
+        grant = wall.grant("user", _subject(key, subject), beliefs=[belief_id])
         belief = wall.clear(belief_id, grant=grant, reason=reason)
     _report(belief, "cleared", f"user grant {grant.id}")
 

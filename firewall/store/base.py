@@ -243,6 +243,11 @@ class Store(ABC):
         """The belief's revisions, oldest first."""
 
     @abstractmethod
+    def revisions_by_grant(self, grant_id: str) -> list[Revision]:
+        """The revisions made on the grant ``grant_id``, oldest first (indexed, not a scan):
+        how the firewall knows a single-use grant was already spent, across processes."""
+
+    @abstractmethod
     def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
         """Contradictions that involve any of the given beliefs."""
 

@@ -142,6 +142,7 @@ class MemoryStore(Store):
         self._global: set[str] = set()
         self._decision_deps: dict[str, set[str]] = {}
         self._revisions_by_belief: dict[str, set[str]] = {}
+        self._revisions_by_grant: dict[str, set[str]] = {}
         self._contradictions_by_belief: dict[str, set[str]] = {}
         self._bindings_by_store_id: dict[tuple[str, str], tuple[str, str]] = {}
         self._bindings_by_belief: dict[str, set[str]] = {}
@@ -336,6 +337,10 @@ class MemoryStore(Store):
             order = self._revision_order
         self._revisions[revision.id] = (micros(revision.created_at), order, revision)
         self._revisions_by_belief.setdefault(revision.belief_id, set()).add(revision.id)
+        if old is not None and old[2].grant_id is not None:
+            self._revisions_by_grant.get(old[2].grant_id, set()).discard(revision.id)
+        if revision.grant_id is not None:
+            self._revisions_by_grant.setdefault(revision.grant_id, set()).add(revision.id)
 
     def _put_contradiction(self, contradiction: Contradiction) -> None:
         old = self._contradictions.get(contradiction.id)
@@ -544,6 +549,11 @@ class MemoryStore(Store):
     def revisions_for(self, belief_id: str) -> list[Revision]:
         with self._lock:
             found = [self._revisions[i] for i in self._revisions_by_belief.get(belief_id, ())]
+        return [r for _, _, r in sorted(found, key=lambda entry: entry[:2])]
+
+    def revisions_by_grant(self, grant_id: str) -> list[Revision]:
+        with self._lock:
+            found = [self._revisions[i] for i in self._revisions_by_grant.get(grant_id, ())]
         return [r for _, _, r in sorted(found, key=lambda entry: entry[:2])]
 
     def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:

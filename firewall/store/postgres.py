@@ -312,7 +312,13 @@ UPSERT_OUTCOMES = _upsert(
 )
 UPSERT_REVISIONS = _upsert(
     "revisions",
-    [("id", "text"), ("belief_id", "text"), ("created_us", "bigint"), ("doc", "bytea")],
+    [
+        ("id", "text"),
+        ("belief_id", "text"),
+        ("created_us", "bigint"),
+        ("grant_id", "text"),
+        ("doc", "bytea"),
+    ],
 )
 UPSERT_CONTRADICTIONS = _upsert(
     "contradictions", [("id", "text"), ("detected_us", "bigint"), ("doc", "bytea")]
@@ -798,6 +804,7 @@ class PostgresStore(Store):
             ident,
             lambda r: r.belief_id,
             lambda r: micros(r.created_at),
+            lambda r: r.grant_id,
         )
         put(
             UPSERT_BINDINGS,
@@ -945,6 +952,14 @@ class PostgresStore(Store):
             "SELECT doc FROM revisions WHERE tenant = %s AND belief_id = %s "
             "ORDER BY created_us, rid",
             (self.tenant, belief_id),
+        )
+
+    def revisions_by_grant(self, grant_id: str) -> list[Revision]:
+        return self._docs(
+            Revision,
+            "SELECT doc FROM revisions WHERE tenant = %s AND grant_id = %s "
+            "ORDER BY created_us, rid",
+            (self.tenant, grant_id),
         )
 
     def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:

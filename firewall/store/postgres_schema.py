@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Taken (session-scoped) by whoever creates or migrates a schema, so that two processes
 #: opening a fresh database at once do not both run the DDL. The value is arbitrary but fixed.
@@ -267,10 +267,20 @@ SELECT tenant, id, (convert_from(doc, 'UTF8')::jsonb ->> 'version')::integer,
 FROM beliefs;
 """
 
+#: Version 4: the grant each revision was made on, indexed, so that "was this single-use grant
+#: already spent?" is one lookup (``PostgresStore.revisions_by_grant``). Existing revisions get
+#: theirs from the document.
+_V4 = """
+ALTER TABLE revisions ADD COLUMN grant_id text;
+UPDATE revisions SET grant_id = convert_from(doc, 'UTF8')::jsonb ->> 'grant_id';
+CREATE INDEX revisions_grant ON revisions (tenant, grant_id) WHERE grant_id IS NOT NULL;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1),
     Migration(2, "store bindings", _V2),
     Migration(3, "belief history", _V3),
+    Migration(4, "revisions by grant", _V4),
 )
 
 CREATE_MIGRATIONS_TABLE = """
@@ -305,7 +315,7 @@ def pending(current: int, migrations: tuple[Migration, ...] | None = None) -> li
     """Migrations newer than ``current``, in order (of :data:`MIGRATIONS` unless given).
 
     >>> [m.version for m in pending(0)]
-    [1, 2, 3]
+    [1, 2, 3, 4]
     >>> pending(SCHEMA_VERSION)
     []
     """

@@ -170,7 +170,7 @@ class SQLiteStore(Store):
             raise
 
     def _upgrade(self) -> None:
-        """Bring a version 1 or 2 file to the current version, under the write lock."""
+        """Bring an older file to the current version, under the write lock."""
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -193,6 +193,8 @@ class SQLiteStore(Store):
             for statement in _statements(schema.HISTORY_DDL):
                 self._conn.execute(statement)
             self._backfill_history()
+        # Version 5 adds the index behind ``revisions_by_grant``.
+        self._conn.execute(schema.GRANT_INDEX_DDL)
         self._conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'schema_version'",
             (str(schema.SCHEMA_VERSION),),
@@ -670,6 +672,13 @@ class SQLiteStore(Store):
             Revision,
             "SELECT doc FROM revisions WHERE belief_id = ? ORDER BY created_us, rid",
             (belief_id,),
+        )
+
+    def revisions_by_grant(self, grant_id: str) -> list[Revision]:
+        return self._many(
+            Revision,
+            f"SELECT doc FROM revisions WHERE {schema.REVISION_GRANT} = ? ORDER BY created_us, rid",
+            (grant_id,),
         )
 
     def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
