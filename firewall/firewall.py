@@ -277,9 +277,8 @@ class Firewall:
                 # origin and nothing else (it can never promote or clear).
                 grant = self._signer.issue(authority, name, project=project, now=self.clock())
             checked = self.verifier.verify(
-                grant, {authority}, now=self.clock(), operation=operation
+                grant, {authority}, now=self.clock(), operation=operation, project=project
             )
-            check_scope(checked, operation, project=project, belief=None)
             if checked.subject != name:
                 raise MissingGrantError(
                     f"grant {checked.id} is for {checked.subject!r}; the channel is for {ident}",

@@ -212,9 +212,13 @@ def test_a_log_the_real_firewall_wrote_imports(tmp_path: Path) -> None:
             (other,) = s.observe(
                 tool="read_file", content="deploys use argo", origin=EXTERNAL
             ).content
-        wall.promote(page.id, grant=wall.grant("user", "alice"), reason="checked")
+        wall.promote(
+            page.id, grant=wall.grant("user", "alice", beliefs=[page.id]), reason="checked"
+        )
         wall.quarantine(other.id, reason="injection", authority=Authority.SENTINEL)
-        wall.clear(other.id, grant=wall.grant("user", "alice"), reason="false alarm")
+        wall.clear(
+            other.id, grant=wall.grant("user", "alice", beliefs=[other.id]), reason="false alarm"
+        )
         events = list(wall.store.events())
     source = MemoryStore()
     source.append_sealed(events)
