@@ -105,7 +105,8 @@ def contradiction_views(
 ) -> list[ContradictionView]:
     """The contradictions among ``matched`` that this reader may be told about.
 
-    Members the reader may not know are left out without a trace; of the others, those the
+    Members the reader may not know are left out without a trace (the view's record lists
+    only the members the reader may know); of the others, those the
     policy shows (quoted, or admitted but for their truth) are visible and the rest withheld by
     id. A record with fewer than two members left is not a contradiction for this reader.
     ``seen`` (from :func:`as_seen_by`) supplies the reader's version of members it changes.
@@ -129,8 +130,13 @@ def contradiction_views(
                 visible.append(b)
             else:
                 withheld.append(b.id)
-        if len(visible) + len(withheld) >= 2:
-            views.append(ContradictionView(record, tuple(visible), tuple(withheld)))
+        known = [b.id for b in visible] + withheld
+        if len(known) >= 2:
+            # the record as this reader may know it: its hidden members are not even named
+            shown = record.model_copy(
+                update={"belief_ids": [i for i in record.belief_ids if i in known]}
+            )
+            views.append(ContradictionView(shown, tuple(visible), tuple(withheld)))
     return views
 
 
