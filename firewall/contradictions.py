@@ -211,10 +211,12 @@ class _Found:
             self.decisions[d.id] = d
         return moved
 
-    def records(self, made: Sequence[NewBelief] = ()) -> dict[str, tuple[Any, ...]]:
+    def records(
+        self, made: Sequence[NewBelief] = (), evidence: Sequence[EvidenceItem] = ()
+    ) -> dict[str, tuple[Any, ...]]:
         return {
             "claims": tuple(m.claim for m in made),
-            "evidence": tuple(m.evidence for m in made),
+            "evidence": (*(m.evidence for m in made), *evidence),
             "beliefs": tuple(self.beliefs.values()),
             "revisions": tuple(self.revisions),
             "decisions": tuple(self.decisions.values()),
@@ -257,8 +259,8 @@ def independent_contradiction(evidence: EvidenceSet, belief: Belief) -> int:
 class EvidenceOutcome(NamedTuple):
     """What :func:`detect_on_evidence` decided, ready to commit with the evidence item."""
 
-    #: Record tuples by :class:`~firewall.events.Records` field: beliefs, revisions, decisions,
-    #: contradictions (claims and evidence empty: the caller commits ``item`` itself).
+    #: Record tuples by :class:`~firewall.events.Records` field: the evidence item itself, and
+    #: the beliefs, revisions, decisions and contradictions it moved or recorded.
     records: dict[str, tuple[Any, ...]]
     #: Ids of the contradictions recorded.
     contradictions: list[str]
@@ -277,7 +279,7 @@ def detect_on_evidence(
 
     * ``belief`` is the stored version; ``item`` is the new evidence item for its claim, built
       and checked by the caller (origin, quality, self-promotion refusal) and **not yet
-      committed**. The caller commits ``item`` together with ``Records(**outcome.records)``
+      committed**. The caller commits ``Records(**outcome.records)`` (which holds ``item``)
       in one event; nothing here writes.
     * Contradicting evidence counts against, by the corroboration rule
       (:func:`independent_contradiction`): planted or reading-class "that is false" counts for
@@ -356,7 +358,8 @@ def detect_on_evidence(
     if promoted:
         _redetect(store, found, current, now)
         current = found.beliefs.get(belief.id, current)
-    return EvidenceOutcome(found.records(), [c.id for c in found.contradictions], current, promoted)
+    records = found.records(evidence=[item])
+    return EvidenceOutcome(records, [c.id for c in found.contradictions], current, promoted)
 
 
 def _redetect(store: Store, found: _Found, belief: Belief, now: datetime) -> None:
