@@ -18,6 +18,8 @@ import pytest
 
 import firewall
 from firewall import Origin
+from firewall.contradictions import contradiction_record
+from firewall.events import Records
 from firewall.recall import RecallResult
 from firewall.session import Session
 from firewall.states import Authority, Sensitivity, TruthStatus
@@ -162,3 +164,48 @@ def test_a_hidden_member_is_not_counted_among_the_withheld(wall: firewall.Firewa
     assert views and all(note.id in v.withheld for v in views)
     assert_never_mentioned(result, planted.id)
     assert "(1 conflicting memory(ies) withheld)" in result.render()
+
+
+def test_a_cross_project_record_already_in_the_store_reaches_no_reader(
+    wall: firewall.Firewall,
+) -> None:
+    # Records written before cross-tenant links were refused (or imported from such a log) may
+    # still link two projects: the read side must not name the other project's belief either.
+    with wall.session(project="victim", actor="coder", user="alice") as s:
+        fact = user_fact(wall, s, FACT, **SUBJECT)
+    with wall.session(project="attacker", actor="coder", user="mallory") as s:
+        (other,) = s.observe(
+            tool="web_fetch", content=HOSTILE, origin=Origin.external("web:evil"), **SUBJECT
+        ).content
+    record = contradiction_record([fact, other], reason="legacy link", now=wall.clock())
+    wall.commit(
+        wall.draft(
+            "contradiction.detected",
+            actor="importer",
+            now=wall.clock(),
+            records=Records(contradictions=(record,)),
+        )
+    )
+    with wall.session(project="victim", actor="coder", user="alice") as s:
+        result = s.recall("gecko")
+    assert result.accepted_ids == [fact.id]
+    assert_never_mentioned(result, other.id)
+    assert result.contradictions == ()
+
+
+def test_quarantining_the_correction_does_not_undo_a_users_judgement(
+    wall: firewall.Firewall,
+) -> None:
+    # Only the policy's own demotions are re-read per reader: a fact the user marked
+    # contradicted stays contradicted, even once the belief it was marked against is quarantined.
+    with wall.session(project="p", actor="coder", user="alice") as s:
+        fact = user_fact(wall, s, FACT)
+        correction = user_fact(wall, s, "Gecko moved to eu-central-1 on Monday.")
+        wall.mark_contradicted(
+            fact.id, by=correction.id, reason="moved", grant=wall.grant("user", "alice")
+        )
+        wall.quarantine(correction.id, reason="sentinel: doubt", authority=Authority.SENTINEL)
+        result = s.recall("gecko")
+    assert fact.id not in result.accepted_ids
+    (rejected,) = [r for r in result.rejected if r.belief_id == fact.id]
+    assert "truth" in rejected.codes
