@@ -32,7 +32,6 @@ from firewall.chain import (
     Belief,
     BindingState,
     Contradiction,
-    Decision,
     Revision,
     StoreBinding,
     content_hash,
@@ -41,7 +40,7 @@ from firewall.channels import Channel
 from firewall.checkpoints import Checkpoint, CheckpointSigner, write_checkpoint
 from firewall.clock import Clock, utcnow
 from firewall.content import DEFAULT_MAX_BLOCK_BYTES, statement_text
-from firewall.contradictions import contradiction_record, flag_decisions
+from firewall.contradictions import contradiction_record, transition_flags
 from firewall.errors import (
     ForgedChannelError,
     InputError,
@@ -451,11 +450,8 @@ class Firewall:
         )
         if not revisions:
             return updated  # already in the requested states: nothing to record
-        extra_records: list[Decision] = []
-        if updated.truth_status == TruthStatus.CONTRADICTED != belief.truth_status:
-            extra_records = flag_decisions(
-                self.store.decisions_depending_on(belief_id), belief_id, why="contradicted"
-            )
+        # a dependency contradicted, quarantined or marked malicious flags its decisions
+        extra_records = transition_flags(self.store, belief, updated)
         self.commit(
             self.draft(
                 kind,

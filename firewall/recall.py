@@ -5,7 +5,10 @@
   policy); never facts, never grounds for a consequential action;
 * ``rejected``: the other matches, each with every reason it was excluded. Rejections carry ids,
   origins and reasons but **not the text**: a rejected memory must not reach the model;
-* ``contradictions``: conflicting beliefs, surfaced together rather than silently dropped;
+* ``contradictions``: conflicting beliefs, surfaced together rather than silently dropped, as
+  this reader may know them (:mod:`firewall.contested`): a member the reader may not see
+  (quarantined, above its sensitivity ceiling, another tenant) is not named, counted or hinted
+  at; a fact contradicted only by such members is an uncertainty instead;
 * ``uncertainties``: matches that are not trusted yet (unverified, stale), named by subject and
   origin so the agent knows something unconfirmed exists, again without their text.
 """
@@ -56,10 +59,14 @@ class RejectedItem:
 
 @dataclass(frozen=True, slots=True)
 class ContradictionView:
+    """One contradiction as a reader may know it; always at least two members."""
+
+    #: The record, its ``belief_ids`` narrowed to the members this reader may know.
     contradiction: Contradiction
-    #: Members the policy lets the model see (security clean, within sensitivity).
+    #: Members the policy lets the model see (quoted, or admitted but for their truth).
     visible: tuple[Belief, ...]
-    #: Members withheld from the model, by id only.
+    #: Members the reader may know exist but not read (e.g. an unverified note), by id only.
+    #: Members it may not know (quarantined, above its ceiling, another tenant) are not here.
     withheld: tuple[str, ...]
 
 

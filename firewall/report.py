@@ -19,9 +19,16 @@ The **verdict** answers two questions:
    when the decision was recorded is a red ``WARNING`` callout naming the decision, the belief
    and its origin.
 
+A decision also carries the flags added **after** it was recorded, by whatever path: a sentinel
+or a grant moving a dependency (contradicted, quarantined, malicious), a later session's
+contradiction, ``Firewall.mark_contradicted``. The report reads each decision's current version,
+so a poisoned contradiction that arrives after the session ended still shows, as a red warning.
+
 **Redaction.** Text above ``ceiling`` (default ``internal``: the conservative policy's ceiling,
 fail closed) is replaced by ``[redacted: <level>]`` and its SHA-256 (the same ``sha256:`` block
 hash observations record), so an auditor can still match it against a source without seeing it.
+A decision summary is as sensitive as the most sensitive belief it depends on (an unknown one
+counts as ``secret``).
 Ids, states, origins and hashes are never redacted.
 """
 
@@ -96,6 +103,7 @@ class _Collected:
     evidence: dict[str, EvidenceItem] = field(default_factory=dict)
     versions: dict[str, list[Belief]] = field(default_factory=dict)
     decisions: dict[str, Decision] = field(default_factory=dict)
+    recorded_flags: dict[str, tuple[str, ...]] = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     revisions: dict[str, Revision] = field(default_factory=dict)
@@ -138,6 +146,15 @@ def _collect(store: Store, session_id: str) -> _Collected:
                             got.versions[b.id].append(b)
                     for c in rec.contradictions:
                         got.contradictions.setdefault(c.id, c)
+    # A decision's flags grow after it is recorded, on any path (a sentinel or grant moving a
+    # dependency, a later session's contradiction, mark_contradicted): show the current
+    # version, and keep the recorded one to tell the later flags apart.
+    for ident, recorded in list(got.decisions.items()):
+        got.recorded_flags[ident] = tuple(recorded.flags)
+        got.decisions[ident] = store.get_decision(ident) or recorded
+    # Contradictions recorded later (another session, a grant) involving this session's beliefs.
+    for c in store.contradictions_for(sorted(got.versions)):
+        got.contradictions.setdefault(c.id, c)
     return got
 
 
@@ -276,19 +293,25 @@ def _build(
     everyone = {**outside, **current}
 
     warnings: list[str] = []
+    late: list[str] = []
     for d in got.decisions.values():
+        summary = _short(redact(d.summary, _decision_sensitivity(d, everyone)), 80)
         for ident in d.depends_on:
             truth = d.dependency_truth.get(ident)
             if truth is not None and truth != TruthStatus.SUPPORTED:
                 b = everyone.get(ident)
                 origin = f" (origin {_origin(b.origin)})" if b else ""
                 warnings.append(
-                    f"WARNING: decision {d.id} ({_short(d.summary, 80)!r}) rested on "
+                    f"WARNING: decision {d.id} ({summary!r}) rested on "
                     f"{truth.value} belief {ident}{origin}"
                 )
+        for flag in _later_flags(got, d):
+            late.append(
+                f"WARNING: decision {d.id} ({summary!r}) was flagged after it was recorded: {flag}"
+            )
 
     promoted = _untrusted_promotions(got, current)
-    verdict = _verdict(promoted, warnings)
+    verdict = _verdict(promoted, warnings, late)
 
     sections = [
         _observations(got, redact),
@@ -320,7 +343,7 @@ def _build(
         session=session,
         ceiling=ceiling,
         verdict=verdict,
-        warnings=tuple(warnings),
+        warnings=(*warnings, *late),
         sections=tuple(sections),
         events=got.events,
         generated_at=now,
@@ -351,7 +374,24 @@ def _untrusted_promotions(
     return out
 
 
-def _verdict(promoted: list[tuple[Belief, Revision | None]], warnings: list[str]) -> Verdict:
+def _decision_sensitivity(decision: Decision, everyone: dict[str, Belief]) -> Sensitivity:
+    """A decision's summary is as sensitive as the most sensitive belief it rests on (a summary
+    restates what it acted on); an unknown dependency counts as ``secret`` (fail closed)."""
+    levels = [
+        everyone[i].sensitivity if i in everyone else Sensitivity.SECRET
+        for i in decision.depends_on
+    ]
+    return max(levels, key=lambda s: s.rank, default=Sensitivity.INTERNAL)
+
+
+def _later_flags(got: _Collected, decision: Decision) -> list[str]:
+    recorded = got.recorded_flags.get(decision.id, ())
+    return [f for f in decision.flags if f not in recorded]
+
+
+def _verdict(
+    promoted: list[tuple[Belief, Revision | None]], warnings: list[str], late: list[str]
+) -> Verdict:
     answers = []
     granted = [
         (b, r)
@@ -382,7 +422,12 @@ def _verdict(promoted: list[tuple[Belief, Revision | None]], warnings: list[str]
         )
     else:
         answers.append("Did any decision rest on an unverified belief? No.")
-    if warnings or ungranted:
+    if late:
+        answers.append(
+            "Was any decision flagged after it was recorded (a dependency later contradicted, "
+            f"quarantined or marked malicious)? Yes: {len(late)} flag(s)."
+        )
+    if warnings or ungranted or late:
         level, headline = RED, "ATTENTION: this session acted on untrusted memory"
     elif granted:
         level, headline = AMBER, "Review: untrusted input was promoted by a grant"
@@ -522,7 +567,7 @@ def _decisions(got: _Collected, everyone: dict[str, Belief], redact: _Redactor) 
             (
                 d.id,
                 _t(d.created_at),
-                _short(d.summary),
+                _short(redact(d.summary, _decision_sensitivity(d, everyone))),
                 "; ".join(deps),
                 d.policy_id or "",
                 "; ".join(d.flags) or "-",
@@ -532,6 +577,8 @@ def _decisions(got: _Collected, everyone: dict[str, Belief], redact: _Redactor) 
         "Decisions",
         ("decision", "at", "summary", "depends on (truth when decided)", "policy", "flags"),
         rows,
+        "Flags as they stand now, including those added after the decision was recorded. "
+        "A summary is as sensitive as the most sensitive belief it depends on.",
     )
 
 

@@ -13,10 +13,10 @@ one that fails is reported as rejected, with its reasons, instead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 
 from firewall.chain import Belief
+from firewall.contested import Reader, as_seen_by, contradiction_views
 from firewall.policy import ContextPolicy, Reason, floor_reasons, revalidate
 from firewall.recall import (
     ContradictionView,
@@ -73,6 +73,15 @@ def gather(
             limit=k,
         )
     )
+    # Contradictions as this reader may know them (firewall.contested): a fact demoted only by
+    # peers that no longer stand is seen as before, and one demoted only by peers the reader may
+    # not know is seen unverified; a reinstated fact the policy admits joins the accepted ones.
+    reader = Reader(chosen, project, user, now)
+    seen = as_seen_by(store, reader, others)
+    others = [seen.get(b.id, b) for b in others]
+    reinstated = [b for b in others if chosen.admits(b, now) and not floor_reasons(b)]
+    others = [b for b in others if b not in reinstated]
+    accepted = [*accepted, *reinstated[: max(0, k - len(accepted))]]
     rejected = [RejectedItem(b.id, tuple(_reasons(chosen, b, now)), b.origin) for b in others]
     uncertainties: list[Uncertainty] = []
     if chosen.surface_uncertainties:
@@ -81,7 +90,7 @@ def gather(
                 uncertainties.append(Uncertainty(b.id, b.subject, b.origin, r.reasons))
     views: list[ContradictionView] = []
     if chosen.surface_contradictions:
-        views = contradiction_views(store, chosen, [*accepted, *quoted, *others], now)
+        views = contradiction_views(store, reader, [*accepted, *quoted, *others], seen)
     return RecallResult(
         query=query,
         policy=chosen.name,
@@ -94,38 +103,11 @@ def gather(
     )
 
 
-def contradiction_views(
-    store: Store, policy: ContextPolicy, matched: Sequence[Belief], now: datetime
-) -> list[ContradictionView]:
-    records = store.contradictions_for([b.id for b in matched])
-    if not records:
-        return []
-    members = store.get_beliefs(sorted({i for c in records for i in c.belief_ids}))
-    views = []
-    for record in records:
-        visible: list[Belief] = []
-        withheld: list[str] = []
-        for ident in record.belief_ids:
-            b = members.get(ident)
-            if b is None:
-                continue
-            if policy.quotable(b, now) or _admits_but_truth(policy, b, now):
-                visible.append(b)
-            else:
-                withheld.append(b.id)
-        views.append(ContradictionView(record, tuple(visible), tuple(withheld)))
-    return views
-
-
 def _reasons(policy: ContextPolicy, belief: Belief, now: datetime) -> list[Reason]:
     """The policy's reasons, then any of the floor's it did not give (same code)."""
     reasons = policy.rejection_reasons(belief, now)
     codes = {r.code for r in reasons}
     return reasons + [r for r in floor_reasons(belief) if r.code not in codes]
-
-
-def _admits_but_truth(policy: ContextPolicy, belief: Belief, now: datetime) -> bool:
-    return all(r.code.value == "truth" for r in policy.rejection_reasons(belief, now))
 
 
 def _uncertain(belief: Belief, rejected: RejectedItem) -> bool:
@@ -137,4 +119,4 @@ def _uncertain(belief: Belief, rejected: RejectedItem) -> bool:
     return belief.truth_status == TruthStatus.UNVERIFIED or "freshness" in rejected.codes
 
 
-__all__ = ["contradiction_views", "gather"]
+__all__ = ["gather"]

@@ -39,6 +39,7 @@ PROBE_MODULES: tuple[str, ...] = (
     "quarantine_not_retrievable",
     "sensitivity_ceiling",
     "contradiction_routing",
+    "contradiction_fairness",
     "laundering_summarization",
     "laundering_tool_echo",
     "laundering_corroboration",

@@ -131,6 +131,25 @@ def no_contradiction_detection(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(firewall.contradictions, "conflicting", lambda new, existing: [])
 
 
+def hostile_peers_demote(mp: pytest.MonkeyPatch) -> None:
+    """Every member weighs in a contradiction, quarantined or malicious ones included."""
+    mp.setattr(firewall.contradictions, "stands", lambda belief: True)
+
+
+def readers_see_stored_truth(mp: pytest.MonkeyPatch) -> None:
+    """Recall shows every belief's stored truth: no reader's view of contradictions."""
+    import firewall.retrieval
+
+    mp.setattr(firewall.retrieval, "as_seen_by", lambda store, reader, beliefs: {})
+
+
+def readers_know_every_peer(mp: pytest.MonkeyPatch) -> None:
+    """Contradiction views list every member, whatever the reader may see."""
+    from firewall.contested import Reader
+
+    mp.setattr(Reader, "may_know", lambda self, belief: True)
+
+
 def checkpoint_signatures_trusted(mp: pytest.MonkeyPatch) -> None:
     """Every checkpoint counts as signed by a pinned key, whoever signed it."""
     mp.setattr(firewall.checkpoints.Checkpoint, "verify_signature", lambda self, keys: None)
@@ -213,6 +232,9 @@ CASES: list[tuple[str, Patch, str]] = [
     ("quarantine_not_retrievable", signatures_not_checked, "refused as forged"),
     ("contradiction_routing", untrusted_notes_demote, "does not demote the supported fact"),
     ("contradiction_routing", no_contradiction_detection, "become contradicted"),
+    ("contradiction_fairness", readers_see_stored_truth, "accepted again once its hostile"),
+    ("contradiction_fairness", readers_know_every_peer, "no trace of the quarantined peer"),
+    ("contradiction_fairness", hostile_peers_demote, "stated after a quarantined peer"),
     ("checkpoint_unforgeable", checkpoint_signatures_trusted, "does not verify"),
     ("tamper_whole_log_rewrite", checkpoint_signatures_trusted, "re-signed with the attacker"),
     ("tamper_whole_log_rewrite", checkpoints_ignored, "the untouched log verifies against"),
