@@ -33,10 +33,8 @@ from firewall.chain import (
     Belief,
     Decision,
     EvidenceItem,
-    EvidenceSet,
     Observation,
     Outcome,
-    Revision,
     SessionInfo,
 )
 from firewall.channels import Channel, caller_origin
@@ -48,16 +46,14 @@ from firewall.content import (
     render_args,
     statement_text,
 )
-from firewall.contradictions import detect
+from firewall.contradictions import detect, detect_on_evidence
 from firewall.errors import (
     InputError,
     MissingGrantError,
-    ParallaxError,
     SelfPromotionError,
     UnknownIdError,
 )
 from firewall.events import Records
-from firewall.gate import Move, apply_moves
 from firewall.grants import Grant
 from firewall.ids import new_id
 from firewall.origin import Origin, join_all
@@ -67,16 +63,12 @@ from firewall.recall import (
 )
 from firewall.retrieval import gather
 from firewall.states import (
-    Authority,
-    Axis,
     ClaimKind,
     EvidenceQuality,
     EvidenceRelation,
     ExtractionMethod,
     ObservationTrust,
-    RetrievalStatus,
     Scope,
-    SecurityStatus,
     Sensitivity,
     TruthStatus,
 )
@@ -467,45 +459,21 @@ class Session:
             observed_at=observation.captured_at,
             action_id=action_id,
         )
-        existing = self._wall.store.get_evidence(belief.claim_id)
-        evidence = EvidenceSet(claim_id=belief.claim_id, items=[*existing.items, item])
-        updated, revisions = belief, list[Revision]()
-        promotable = (
-            relation == EvidenceRelation.SUPPORTS
-            and belief.truth_status == TruthStatus.UNVERIFIED
-            and belief.security_status == SecurityStatus.CLEAN
-        )
-        promoted = False
-        if promotable:
-            try:
-                updated, revisions = apply_moves(
-                    belief,
-                    [
-                        Move(Axis.TRUTH, TruthStatus.SUPPORTED),
-                        Move(Axis.RETRIEVAL, RetrievalStatus.NORMAL),
-                    ],
-                    authority=Authority.POLICY,
-                    reason=f"corroborated by independent {item.quality.value} ({item.source})",
-                    now=now,
-                    related_ids=[item.source],
-                    evidence=evidence,
-                    required=required,
-                )
-                promoted = True
-            except ParallaxError:
-                # Not enough independent corroboration yet: the evidence is still recorded.
-                updated, revisions = belief, []
+        # Promotion, demotion by counted contradicting evidence, and re-detection of
+        # contradictions for a newly supported belief: one rule, in firewall.contradictions.
+        outcome = detect_on_evidence(self._wall.store, belief, item, now, required=required)
         self._commit(
             "evidence.added",
-            data={"belief_id": belief.id, "evidence_id": item.id, "promoted": promoted},
-            records=Records(
-                evidence=(item,),
-                beliefs=(updated,) if revisions else (),
-                revisions=tuple(revisions),
-            ),
+            data={
+                "belief_id": belief.id,
+                "evidence_id": item.id,
+                "promoted": outcome.promoted,
+                "contradictions": outcome.contradictions,
+            },
+            records=Records(**outcome.records),
             now=now,
         )
-        return updated
+        return outcome.belief
 
     def _refuse_acted_on(self, belief: Belief, observation: Observation) -> None:
         """Refuse (as self-promotion) an observation captured after an action of its session

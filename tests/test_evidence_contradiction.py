@@ -3,8 +3,7 @@
 
 The direct tests build the evidence item the way ``corroborate`` does and commit the outcome the
 way its contract says (the item plus ``outcome.records`` in one event), on a real store. The last
-test drives the same attack end to end through ``Session.corroborate``; it is ``xfail(strict)``
-until the lead wires ``corroborate`` to ``detect_on_evidence``.
+test drives the same attack end to end through ``Session.corroborate``.
 """
 
 from __future__ import annotations
@@ -171,7 +170,6 @@ def test_promotion_re_runs_contradiction_detection(wall: firewall.Firewall) -> N
     assert flagged is not None and f"dependency {fact.id} contradicted" in flagged.flags
 
 
-@pytest.mark.xfail(strict=True, reason="lead wires corroborate")
 def test_corroborated_claim_cannot_stand_beside_a_conflicting_fact(
     wall: firewall.Firewall,
 ) -> None:
