@@ -565,9 +565,18 @@ class Episodes(_Refusing):
         items, response = _all_items(_run(call, lambda: self._raw.list(graph_uuid, **kw)), call)
         return _pager(self._core.contents(items, graph_uuid, call, call), response)
 
-    def delete(self, graph_uuid: str, episode_uuid: str, **kw: Any) -> Any:
+    def delete(
+        self,
+        graph_uuid: str,
+        episode_uuid: str,
+        *,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> Any:
         call = "graph.episode.delete"
-        binding = self._core.guard.begin_delete(store_id(graph_uuid, episode_uuid))
+        binding = self._core.guard.begin_delete(
+            store_id(graph_uuid, episode_uuid), origin=gnomon_origin, call=call
+        )
         try:
             return _run(call, lambda: self._raw.delete(graph_uuid, episode_uuid, **kw))
         except AdapterError as exc:
@@ -754,9 +763,18 @@ class AsyncEpisodes(_Refusing):
         )
         return _apager(self._core.contents(items, graph_uuid, call, call), response)
 
-    async def delete(self, graph_uuid: str, episode_uuid: str, **kw: Any) -> Any:
+    async def delete(
+        self,
+        graph_uuid: str,
+        episode_uuid: str,
+        *,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> Any:
         call = "graph.episode.delete"
-        binding = self._core.guard.begin_delete(store_id(graph_uuid, episode_uuid))
+        binding = self._core.guard.begin_delete(
+            store_id(graph_uuid, episode_uuid), origin=gnomon_origin, call=call
+        )
         try:
             return await _arun(call, lambda: self._raw.delete(graph_uuid, episode_uuid, **kw))
         except AdapterError as exc:

@@ -13,6 +13,7 @@ if os.environ.get("CI") != "true":
 from adapters.letta import GuardedLetta
 from firewall.firewall import Firewall
 from tests.adapter_contract import AdapterContract, Harness
+from tests.attested import attested
 from tests.fakes_letta import letta_routes, sync_client
 
 
@@ -105,9 +106,10 @@ def test_agent_editing_its_block_inherits_session_label(env) -> None:  # type: i
 
 def test_block_versions_are_revisions(env) -> None:  # type: ignore[no-untyped-def]
     wall, client, _ = env
-    block = client.blocks.create(label="l", value=FACT, gnomon_origin=Origin.user("alice"))
+    alice = attested(wall, Origin.user("alice"))
+    block = client.blocks.create(label="l", value=FACT, gnomon_origin=alice)
     first = _binding(wall, block.id)
-    client.blocks.update(block.id, value="Alice prefers coffee.")
+    client.blocks.update(block.id, value="Alice prefers coffee.", gnomon_origin=alice)
     second = _binding(wall, block.id)
     assert second.belief_id != first.belief_id
     assert wall.require_belief(first.belief_id).superseded_by == second.belief_id
@@ -142,7 +144,9 @@ def test_agent_passages_carry_tags_only_and_search_filters(env) -> None:  # type
     assert found.count == 1 and [r.content for r in found.results] == [FACT]
     assert found.results[0].gnomon["belief_id"] == belief_id
     assert [p.text for p in client.agents.passages.list(agent)] == [FACT]
-    client.agents.passages.delete(kept.id, agent_id=agent)
+    client.agents.passages.delete(
+        kept.id, agent_id=agent, gnomon_origin=attested(wall, Origin.user("alice"))
+    )
     assert _binding(wall, f"{agent}/{kept.id}").state == BindingState.DELETED
 
 

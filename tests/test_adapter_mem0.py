@@ -32,6 +32,7 @@ from firewall.errors import GrantError  # noqa: E402
 from firewall.firewall import Firewall  # noqa: E402
 from firewall.origin import Integrity  # noqa: E402
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness  # noqa: E402
+from tests.attested import attested  # noqa: E402
 
 
 def make_raw(tmp: str, llm: Any = None) -> Any:
@@ -100,11 +101,15 @@ def test_one_line_adoption_keeps_shapes(wall: Firewall, raw: Any) -> None:
     assert got is not None and got["gnomon"]["truth"] == "supported"
     listed = memory.get_all(filters={"user_id": "alice"}, top_k=10)
     assert {r["memory"] for r in listed["results"]} == {FACT, "Noted."}
-    assert memory.update(hit["id"], text="Alice prefers coffee.") == {
+    alice = attested(wall, Origin.user("alice"))  # the user revises her own fact
+    assert memory.update(hit["id"], text="Alice prefers coffee.", gnomon_origin=alice) == {
         "message": "Memory updated successfully!"
     }
-    assert memory.get(hit["id"]) is None  # the agent's rewrite is unverified: not trusted
-    assert memory.delete(hit["id"]) == {"message": "Memory deleted successfully!"}
+    revised = memory.get(hit["id"])
+    assert revised is not None and revised["memory"] == "Alice prefers coffee."
+    assert memory.delete(hit["id"], gnomon_origin=alice) == {
+        "message": "Memory deleted successfully!"
+    }
     assert raw.get(hit["id"]) is None
 
 

@@ -43,11 +43,12 @@ from adapters.mem0 import (
 )
 from adapters.testing import HashEmbedder, offline_config
 from firewall import Origin
-from firewall.chain import BindingState
+from firewall.chain import BindingState, content_hash
 from firewall.firewall import Firewall
 from firewall.origin import Integrity
 from firewall.states import RetrievalStatus
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness
+from tests.attested import attested
 
 BASE_URL = "http://mem0.test"
 _MEM0_DIR = os.environ["MEM0_DIR"]
@@ -196,7 +197,7 @@ def test_add_sends_belief_id_and_origin(
         BELIEF_KEY: binding.belief_id,
         ORIGIN_KEY: "user:alice",
         INTEGRITY_KEY: "attested",
-        HASH_KEY: binding.content_hash,
+        HASH_KEY: content_hash(FACT),
     }
     request = mock.routes["add"].calls.last.request
     assert request.headers["authorization"] == "Token m0-test"
@@ -235,7 +236,10 @@ def test_update_delete_history(
         "results"
     ]
     first = binding_of(wall, row["id"])
-    out = client.update(row["id"], text="Alice prefers coffee.", metadata={"topic": "drinks"})
+    alice = attested(wall, Origin.user("alice"))  # the user revises her own fact
+    out = client.update(
+        row["id"], text="Alice prefers coffee.", metadata={"topic": "drinks"}, gnomon_origin=alice
+    )
     assert out["memory"] == "Alice prefers coffee."
     body = sent(mock, "update")
     assert body["text"] == "Alice prefers coffee." and body["metadata"]["topic"] == "drinks"
@@ -245,7 +249,9 @@ def test_update_delete_history(
         client.history(row["id"])
     rows = client.history(row["id"], grant=wall.grant("auditor", "ops"))
     assert [r["event"] for r in rows] == ["ADD", "UPDATE"]
-    assert client.delete(row["id"]) == {"message": "Memory deleted successfully!"}
+    assert client.delete(row["id"], gnomon_origin=alice) == {
+        "message": "Memory deleted successfully!"
+    }
     assert binding_of(wall, row["id"]).state == BindingState.DELETED
     assert wall.require_belief(second.belief_id).retrieval_status == RetrievalStatus.HIDDEN
 
@@ -385,7 +391,7 @@ def test_async_client_add_search_errors_audit(
         server.fail("get", "timeout")
         with pytest.raises(StoreTimeoutError, match=r"mem0\.get"):
             await client.get(row["id"])
-        await client.delete(row["id"])
+        await client.delete(row["id"], gnomon_origin=attested(wall, Origin.user("alice")))
         assert binding_of(wall, row["id"]).state == BindingState.DELETED
         await client.aclose()
 
@@ -434,7 +440,7 @@ def test_async_memory_write_search_audit(wall: Firewall, tmp_path: Any) -> None:
         assert any(v.belief.id == fact.id for v in views)
         with pytest.raises(StoreCallError, match=r"mem0\.search"):
             await memory.search("x", user_id="alice")
-        await memory.delete_all(user_id="alice")
+        await memory.delete_all(user_id="alice", gnomon_origin=attested(wall, Origin.user("alice")))
         assert {b.state for b in wall.store.list_bindings("mem0")} == {BindingState.DELETED}
 
     asyncio.run(scenario())

@@ -14,6 +14,7 @@ if os.environ.get("CI") != "true":
 from adapters.zep import GuardedZep
 from firewall.firewall import Firewall
 from tests.adapter_contract import AdapterContract, Harness
+from tests.attested import attested
 from tests.fakes_zep import sync_client, zep_routes
 
 
@@ -176,7 +177,7 @@ def test_episode_reads_screen_and_withhold(env) -> None:  # type: ignore[no-unty
     zep.thread.add_messages(thread, messages=[AddMessage(role="user", content="Hi.")])
     sync_client().thread.add_messages(thread, messages=[AddMessage(role="user", content=POISON)])
     assert [m.content for m in zep.thread.list_messages(thread)] == []  # agent-authored: unverified
-    zep.graph.episode.delete(graph, kept.uuid_)
+    zep.graph.episode.delete(graph, kept.uuid_, gnomon_origin=attested(wall, Origin.user("alice")))
     binding = wall.store.bindings_for_beliefs([_belief(wall, f"{graph}/{kept.uuid_}").id])[0]
     assert binding.state == BindingState.DELETED
 
