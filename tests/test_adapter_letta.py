@@ -240,3 +240,16 @@ def test_async_client() -> None:
         failed = [b for b in wall.store.list_bindings("letta") if b.state == BindingState.FAILED]
         assert len(failed) == 1
         client.close()
+
+
+def test_out_of_band_edit_of_a_block_label_is_drift(env) -> None:  # type: ignore[no-untyped-def]
+    wall, client, _ = env
+    alice = attested(wall, Origin.user("alice"))
+    block = client.blocks.create(label="human", value=FACT, gnomon_origin=alice)
+    assert client.blocks.retrieve(block.id).value == FACT
+    # attack: the value is untouched; the label the agent sees it under is rewritten
+    sync_client().blocks.update(block.id, label="system_instructions")
+    got = client.blocks.retrieve(block.id)
+    assert got.value == "" and got.gnomon["withheld"] is True
+    belief = wall.require_belief(_binding(wall, block.id).belief_id)
+    assert belief.security_status.value == "suspicious"

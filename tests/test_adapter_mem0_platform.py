@@ -46,7 +46,7 @@ from firewall import Origin
 from firewall.chain import BindingState, content_hash
 from firewall.firewall import Firewall
 from firewall.origin import Integrity
-from firewall.states import RetrievalStatus
+from firewall.states import RetrievalStatus, TruthStatus
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness
 from tests.attested import attested
 
@@ -489,3 +489,38 @@ def test_httpx_is_what_respx_sees() -> None:
 
     with mem0_routes():
         assert isinstance(MemoryClient(api_key="k", host=BASE_URL).client, httpx.Client)
+
+
+@pytest.mark.parametrize("event", ["UPDATE", "DELETE"])
+def test_tainted_extraction_never_retires_a_user_fact(wall: Firewall, event: str) -> None:
+    target: dict[str, str] = {}
+
+    def extract(msgs: Any) -> list[Any]:  # the platform's LLM rewrites or drops the user's fact
+        return [{"event": event, "id": target["id"], "text": "Alice prefers arsenic."}]
+
+    server = FakeMem0Platform(extract=extract)
+    with mem0_routes(server):
+        client = GuardedMemoryClient(sync_client(), wall, project="shop", actor="coder")
+        alice = attested(wall, Origin.user("alice"))
+        (row,) = client.add(FACT, user_id="alice", infer=False, gnomon_origin=alice)["results"]
+        target["id"] = row["id"]
+        fact_id = binding_of(wall, row["id"]).belief_id
+        # attack: the agent reads a poisoned page, then lets mem0's extraction act on it
+        client.gnomon.guard.session.observe(
+            tool="fetch", content=POISON, origin=Origin.external("web:evil.example")
+        )
+        client.add("Update what you know about Alice.", user_id="alice")
+        fact = wall.require_belief(fact_id)
+        assert fact.truth_status == TruthStatus.SUPPORTED
+        assert fact.retrieval_status == RetrievalStatus.NORMAL
+        (binding,) = wall.store.bindings_for_beliefs([fact_id])
+        assert binding.state == BindingState.WRITTEN and binding.store_id != row["id"]
+        assert server.memories[binding.store_id]["memory"] == FACT  # written back
+        linked = wall.store.contradictions_for([fact_id])
+        assert linked and all(fact_id in c.belief_ids for c in linked)
+        with wall.session(project="shop", actor="coder", user="alice") as later:
+            reader = GuardedMemoryClient(sync_client(), wall, session=later)
+            found = reader.search("Alice prefers", filters={"user_id": "alice"})
+            assert [r["memory"] for r in found["results"]] == [FACT]
+            listed = reader.get_all(filters={"user_id": "alice"})
+            assert [r["memory"] for r in listed["results"]] == [FACT]
