@@ -23,7 +23,13 @@ the session has read), as :meth:`Session.remember` does. A retrieved block whose
 the ContextPolicy is returned *redacted*, not raised: the same ``BlockResponse`` with an empty
 ``value``, no ``description`` or ``metadata``, and ``gnomon = {"withheld": True, "belief_id",
 "reasons"}`` (an agent loop that renders core memory keeps working and never sees the text).
-Blocks in lists are dropped when they fail. Blocks that existed before the firewall (a persona
+Blocks in lists are dropped when they fail. A block's binding hash covers its label and
+description as well as its value (they are rendered with it), so editing either around the
+firewall is drift. An update or delete from a write of lower integrity than a supported block
+or passage (the agent after reading a web page, against the user's fact) is refused
+(:class:`~adapters.errors.ProtectedBeliefError`), recorded as a contradicting candidate; the host
+revises the user's memory with ``gnomon_origin=``. Blocks that existed before the firewall (a
+persona
 written at agent creation) are unknown external content until imported and promoted.
 
 **Passages.** Agent archival passages carry *tags only* (``agents.passages.create`` has no

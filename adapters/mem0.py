@@ -10,9 +10,22 @@ Adoption is one line::
 
 * ``add`` records each message with its origin before mem0 sees it. With ``infer=False`` each
   message is one memory, written by its own call so it carries its own ``gnomon_belief_id``.
-  With ``infer=True`` mem0's LLM rewrites the messages into facts: each fact is recorded as an
-  agent-authored belief *derived from the input messages*, so it carries the join of their labels
-  (summarization laundering, closed), then bound to the id mem0 gave it.
+  With ``infer=True`` mem0's LLM rewrites the messages into facts. Every message mem0 reads is
+  recorded first (system role and non-string content too, as canonical JSON); each fact is an
+  agent-authored belief carrying the agent joined with *everything the session has read* (those
+  messages included), so no message form and no earlier read escapes the join (summarization
+  laundering, closed), then bound to the id mem0 gave it.
+* **Lower-integrity revisions.** ``update``, ``delete`` and ``delete_all`` whose write (the
+  agent, joined with what its session read, unless the host passes ``gnomon_origin=``) has lower
+  integrity than a supported memory are refused with
+  :class:`~adapters.errors.ProtectedBeliefError` before mem0 is called: the new text becomes an
+  unverified candidate contradicting the trusted memory, which stays in mem0 and stays supported.
+  Refusing (rather than writing through) is the option that never loses the trusted fact and never
+  shows the untrusted text in its place. mem0's own ``infer=True`` UPDATE or DELETE of such a
+  memory has already happened when the firewall hears of it: the new text is recorded as the
+  same kind of candidate (bound to the rewritten item) and the trusted text is written back as a
+  new memory bound to its belief, so the store holds it again and the attempt is on the record.
+  The host revises a user's memory with ``gnomon_origin=`` naming that user.
   ``gnomon_origin=Origin.user("alice")`` (host code, never a tool the model calls) records the
   messages as stated by that user instead of written by the agent.
 * ``search``, ``get`` and ``get_all`` return only the hits the ContextPolicy admits (or quotes),

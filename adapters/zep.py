@@ -22,8 +22,12 @@ addresses an episode through its graph, and a thread's messages are ingested int
 graph as episodes with the message's uuid (where they are not, facts derived from them simply
 count as unknown external content: fail closed).
 
-**Extracted facts.** Zep's LLM turns episodes into edges (facts) and nodes (entities). A fact
-carries the *join* of its source episodes' labels, traced through ``episode_uuids``: the lowest
+**Extracted facts.** Zep's LLM turns episodes into edges (facts) and nodes (entities). They are
+at most *derived*: a fact carries the extractor's label (``agent:zep:graphiti``) joined with its
+source episodes' labels (never user-attested because the store names a user episode as its
+source), so it is unverified until corroborated. The hash bound to an edge covers its ``fact``,
+``name``, validity dates and attributes. A fact carries the *join* of its source episodes' labels,
+traced through ``episode_uuids``: the lowest
 integrity and the union of origins, so a fact that any poisoned episode contributed to is
 untrusted (summarization laundering, closed). A source episode the firewall does not know counts
 as external. The first read of an edge or node records it as a belief with that joined origin,
@@ -36,7 +40,9 @@ server-side from everything relevant. The guarded client never returns it: it as
 ``graph.get_context(include_results=True)`` (for a thread: on the thread's graph, queried with
 its last messages), screens every edge, node and episode, and rebuilds the blob from the items
 that passed with Zep's default template (:func:`adapters.zep_context.render_context`). Nothing
-excluded reaches the string. ``return_context=True`` on ``add_messages`` gets the same rebuild.
+excluded reaches the string: FACTS and ENTITIES hold accepted items only, and items the policy
+quotes are rendered apart in a labelled ``<QUOTED>`` section with their origin.
+``return_context=True`` on ``add_messages`` gets the same rebuild.
 
 **Failures.** HTTP 401/404/429/5xx become :class:`~adapters.errors.StoreCallError` (``status``
 set), timeouts :class:`~adapters.errors.StoreTimeoutError`, a response not in the documented
