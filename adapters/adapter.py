@@ -69,7 +69,7 @@ class Adapter:
         checked = merged_metadata(self.store, call, self.backend.limits, metadata)
         pending = self.guard.begin_write(text, checked, origin=origin, derived_from=derived_from)
         item = self.write_through(pending, scope, call)
-        return item, self.guard.confirm_write(pending, item.store_id)
+        return item, self.guard.confirm_write(pending, item.store_id, stored=item)
 
     def write_through(
         self, pending: PendingWrite, scope: Mapping[str, str], call: str
@@ -99,11 +99,18 @@ class Adapter:
         return self.guard.screen(page.items, query="list", k=limit)
 
     def update(
-        self, store_id: str, text: str, *, metadata: Mapping[str, Any] | None = None
+        self,
+        store_id: str,
+        text: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        origin: Origin | None = None,
     ) -> StoreBinding:
-        """A revision: the new text is a new agent-authored belief superseding the old one."""
+        """A revision: the new text is a new belief (the agent's unless the host names the
+        ``origin``) superseding the old one; a lower-integrity write aimed at a supported belief
+        is refused (:class:`~adapters.errors.ProtectedBeliefError`, store untouched)."""
         checked = merged_metadata(self.store, "update", self.backend.limits, metadata)
-        pending, _old = self.guard.begin_update(store_id, text, checked)
+        pending, _old = self.guard.begin_update(store_id, text, checked, origin=origin)
         try:
             replaced = self.call(
                 "update",
@@ -112,12 +119,16 @@ class Adapter:
         except AdapterError as exc:
             self.guard.fail_write(pending, exc, "update")
             raise
-        # A store that cannot edit in place answers with the replacement item and its new id.
-        return self.guard.confirm_write(pending, replaced.store_id if replaced else store_id)
+        # A store that cannot edit in place answers with the replacement item and its new id;
+        # one that merges fields (mem0's metadata) answers with the item as it now stands.
+        if replaced is None:
+            return self.guard.confirm_write(pending, store_id)
+        return self.guard.confirm_write(pending, replaced.store_id, stored=replaced)
 
-    def delete(self, store_id: str) -> None:
-        """A revision (binding ``deleted``, belief hidden), then the store's delete."""
-        binding = self.guard.begin_delete(store_id)
+    def delete(self, store_id: str, *, origin: Origin | None = None) -> None:
+        """A revision (binding ``deleted``, belief hidden), then the store's delete; a
+        lower-integrity delete of a supported belief is refused, store untouched."""
+        binding = self.guard.begin_delete(store_id, origin=origin)
         try:
             self.call("delete", lambda: self.backend.delete(store_id))
         except AdapterError as exc:

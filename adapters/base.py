@@ -19,12 +19,16 @@ public SDK method is refused (:class:`~adapters.errors.BypassRefusedError`), nev
 
 Metadata the firewall writes into the store (:func:`gnomon_metadata`): four scalar keys,
 ``gnomon_belief_id``, ``gnomon_origin`` (the origin ids, comma-separated), ``gnomon_integrity``
-and ``gnomon_hash``. They are informational for people reading the store: the firewall itself
-trusts only its bindings (store id → belief), since anyone can write those keys into the store.
+and ``gnomon_hash`` (the hash of the text alone; the binding's own hash also covers the
+item's other rendered fields, see :attr:`StoreItem.rendered`). They are informational for
+people reading the store: the firewall itself trusts only its bindings (store id → belief),
+since anyone can write those keys into the store.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -51,6 +55,11 @@ class StoreItem:
     ``scope`` holds the store's partition keys (mem0's ``user_id``/``agent_id``/``run_id``, a
     Letta agent id, a Zep thread), ``raw`` the SDK's object, returned to callers unchanged
     apart from the ``gnomon`` annotation.
+
+    ``rendered`` holds every other field of the item that reaches a caller next to ``text``
+    (a Zep edge's ``name`` and validity dates, a Letta block's ``label``, mem0's caller
+    metadata). :attr:`content_hash` covers them all, so an edit of any rendered field around
+    the firewall is drift, never trusted.
     """
 
     store_id: str
@@ -60,10 +69,49 @@ class StoreItem:
     updated_at: datetime | None = None
     scope: Mapping[str, str] = field(default_factory=dict)
     raw: Any = None
+    rendered: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def content_hash(self) -> str:
-        return content_hash(self.text)
+        return item_hash(self.text, self.rendered)
+
+
+#: Domain tag of :func:`item_hash` when an item renders fields beyond its text.
+ITEM_HASH_DOMAIN = "gnomon.store-item.v1"
+
+
+def item_hash(text: str, rendered: Mapping[str, str] | None = None) -> str:
+    """The hash a binding records for an item: its text alone when it renders nothing else
+    (so bindings of plain-text items keep their :func:`~firewall.chain.content_hash`),
+    otherwise the canonical JSON of the domain tag, the text and every rendered field.
+
+    >>> item_hash("tea") == content_hash("tea")
+    True
+    >>> item_hash("tea", {"label": "human"}) != item_hash("tea", {"label": "persona"})
+    True
+    """
+    if not rendered:
+        return content_hash(text)
+    canonical = json.dumps(
+        [ITEM_HASH_DOMAIN, text, sorted(rendered.items())],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"sha256:{digest}"
+
+
+def rendered_value(value: Any) -> str:
+    """One rendered field as canonical text (None stays distinguishable from "")."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+def rendered_metadata(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """The caller's metadata as a rendered field: every key but the firewall's own."""
+    mine = {k: v for k, v in metadata.items() if k not in GNOMON_KEYS}
+    return {"metadata": rendered_value(mine)} if mine else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +168,13 @@ class StoreBackend(ABC):
 
     @abstractmethod
     def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> StoreItem | None:
-        """Replace the item's text (and merge metadata); return None.
+        """Replace the item's text (and merge metadata); return the item as it now stands, or
+        None when the store does not say (its binding then records the text's hash alone).
 
         A store that cannot edit an item in place (Zep's episodes) deletes it and writes the
         new text as a new item, and returns that item: the binding follows its new store id.
+        A store that sets or merges rendered fields (a Letta block's label, mem0's metadata)
+        returns the item so the binding's hash covers them.
         """
 
     @abstractmethod
@@ -229,6 +280,7 @@ __all__ = [
     "GNOMON_KEYS",
     "HASH_KEY",
     "INTEGRITY_KEY",
+    "ITEM_HASH_DOMAIN",
     "ORIGIN_KEY",
     "MetadataLimits",
     "Page",
@@ -236,5 +288,8 @@ __all__ = [
     "StoreItem",
     "flatten",
     "gnomon_metadata",
+    "item_hash",
     "merged_metadata",
+    "rendered_metadata",
+    "rendered_value",
 ]

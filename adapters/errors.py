@@ -77,6 +77,28 @@ class BypassRefusedError(AdapterError):
     """A public SDK method the guard does not cover: refused rather than passed through."""
 
 
+class ProtectedBeliefError(AdapterError):
+    """An update or delete from a lower-integrity write aimed at a higher-integrity belief.
+
+    The store was not touched; the firewall recorded the new text as an unverified candidate
+    (``candidate_id``) contradicting the protected belief (``belief_id``), so the attempt is on
+    the record and surfaces as a contradiction, never as a retirement of the trusted fact.
+    """
+
+    def __init__(
+        self, message: str, *, store: str, call: str, belief_id: str, candidate_id: str
+    ) -> None:
+        super().__init__(
+            message,
+            store=store,
+            call=call,
+            hint="only a write at least as trusted as the memory (the same user, through the "
+            "host's channel: gnomon_origin=...) may revise or delete it",
+        )
+        self.belief_id = belief_id
+        self.candidate_id = candidate_id
+
+
 def status_hint(status: int | None) -> str:
     """The "what to do" sentence for an HTTP status."""
     if status in (401, 403):
@@ -101,6 +123,7 @@ __all__ = [
     "AdapterError",
     "BypassRefusedError",
     "MissingSDKError",
+    "ProtectedBeliefError",
     "StoreCallError",
     "StoreMetadataError",
     "StoreResponseError",

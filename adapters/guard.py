@@ -23,6 +23,24 @@ hashes to its binding's ``content_hash`` is *drifted*: the binding says so and t
 or ``deleted`` are dropped. The rest go through :meth:`ContextPolicy.rejection_reasons` /
 :meth:`~ContextPolicy.quotable`, the core's own evaluation, and the screened result is logged
 with :meth:`Session.log_recall`.
+
+**What a binding's hash covers.** :attr:`StoreItem.content_hash` covers the text *and* every
+other field the adapter renders to a caller (:attr:`StoreItem.rendered`); a write records the
+hash of what the store holds after it (``stored=`` on :meth:`Guard.confirm_write`, or the
+``rendered`` fields the write sets), so an edit of any rendered field is drift.
+
+**Lower-integrity revisions never retire higher-integrity beliefs.** An update or delete whose
+write label (the host's ``origin``, else the agent joined with everything the session has read)
+has lower integrity than a *supported* bound belief (a user's fact, rewritten by an agent that
+read a web page) is refused before the store is touched: the new text is recorded as an
+unverified candidate, linked to the protected belief by a
+:class:`~firewall.chain.Contradiction` (:func:`firewall.contradictions.contradiction_record`),
+and :class:`~adapters.errors.ProtectedBeliefError` is raised. The trusted memory stays in the
+store and stays supported; the attempt surfaces as a contradiction. A write at least as trusted
+(the same user through the host's channel) revises as before. Where the store has already
+changed the item on its own (mem0's ``infer=True`` UPDATE and DELETE events),
+:meth:`Guard.contest` records the same candidate and contradiction and the adapter writes the
+trusted text back (see :mod:`adapters.mem0`).
 """
 
 from __future__ import annotations
@@ -32,9 +50,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from adapters.base import gnomon_metadata
+from adapters.base import gnomon_metadata, item_hash
+from adapters.errors import ProtectedBeliefError
 from firewall.chain import Belief, BindingState, Revision, StoreBinding, content_hash
 from firewall.content import statement_text
+from firewall.contradictions import contradiction_record
 from firewall.errors import MissingGrantError
 from firewall.events import Records
 from firewall.firewall import AuditEntry, Firewall
@@ -223,9 +243,10 @@ class Guard:
         origin: Origin | None = None,
         derived_from: Sequence[str] | None = None,
         store_id: str | None = None,
+        rendered: Mapping[str, str] | None = None,
     ) -> PendingWrite:
         belief = self.record(text, origin=origin, derived_from=derived_from)
-        return self.bind_pending(belief, text, metadata, store_id=store_id)
+        return self.bind_pending(belief, text, metadata, store_id=store_id, rendered=rendered)
 
     def bind_pending(
         self,
@@ -235,8 +256,11 @@ class Guard:
         *,
         store_id: str | None = None,
         extra: Records | None = None,
+        rendered: Mapping[str, str] | None = None,
     ) -> PendingWrite:
-        text_hash = content_hash(text)
+        """Bind ``belief`` ``pending``; the hash covers ``text`` and the fields the write sets
+        that the adapter renders (``rendered``, see :attr:`StoreItem.rendered`)."""
+        text_hash = item_hash(text, rendered)
         binding = self._binding(
             belief.id, store_id=store_id, text_hash=text_hash, state=BindingState.PENDING
         )
@@ -250,17 +274,23 @@ class Guard:
                 bindings=(*base.bindings, binding),
             ),
         )
-        full = {**metadata, **gnomon_metadata(belief, text_hash)}
+        full = {**metadata, **gnomon_metadata(belief, content_hash(text))}
         return PendingWrite(belief, binding, text, full)
 
-    def confirm_write(self, pending: PendingWrite, store_id: str) -> StoreBinding:
-        binding = pending.binding.model_copy(
-            update={
-                "store_id": store_id,
-                "state": BindingState.WRITTEN,
-                "updated_at": self.wall.clock(),
-            }
-        )
+    def confirm_write(
+        self, pending: PendingWrite, store_id: str, *, stored: StoreItem | None = None
+    ) -> StoreBinding:
+        """Mark the binding ``written``. ``stored``: the item as the store holds it after the
+        write; when its text is the text written, the binding records its hash, so fields
+        the store sets or merges (a Letta block's label, mem0's merged metadata) are covered."""
+        update: dict[str, Any] = {
+            "store_id": store_id,
+            "state": BindingState.WRITTEN,
+            "updated_at": self.wall.clock(),
+        }
+        if stored is not None and stored.text == pending.text:
+            update["content_hash"] = stored.content_hash
+        binding = pending.binding.model_copy(update=update)
         self._commit(
             "binding.written",
             {"belief_id": binding.belief_id, "store_id": store_id},
@@ -297,14 +327,25 @@ class Guard:
         text: str,
         metadata: Mapping[str, Any],
         *,
+        origin: Origin | None = None,
         derived_from: Sequence[str] | None = None,
+        rendered: Mapping[str, str] | None = None,
+        call: str = "update",
     ) -> tuple[PendingWrite, Belief | None]:
-        """An update is a revision: a new agent-authored belief supersedes the bound one."""
+        """An update is a revision: a new belief (the agent's, unless the host names the
+        ``origin``) supersedes the bound one, unless it is a lower-integrity write aimed at a
+        supported belief: then :class:`ProtectedBeliefError` (see the module docstring)."""
         old_binding = self.wall.store.bindings_by_store_id(self.store, [store_id]).get(store_id)
-        belief = self.record(text, derived_from=derived_from)
+        belief = self.record(text, origin=origin, derived_from=derived_from)
         if old_binding is None:
-            return self.bind_pending(belief, text, metadata, store_id=store_id), None
+            return (
+                self.bind_pending(belief, text, metadata, store_id=store_id, rendered=rendered),
+                None,
+            )
         old = self.wall.store.get_belief(old_binding.belief_id)
+        if old is not None and outranks(old, belief.origin):
+            self.contest(old, belief, f"{self.store}.{call}")
+            raise self.refusal(old, belief, call, "update")
         beliefs: list[Belief] = []
         revisions: list[Revision] = []
         if old is not None:
@@ -328,15 +369,81 @@ class Guard:
             }
         )
         extra = Records(beliefs=tuple(beliefs), revisions=tuple(revisions), bindings=(retired,))
-        return self.bind_pending(belief, text, metadata, store_id=store_id, extra=extra), old
+        pending = self.bind_pending(
+            belief, text, metadata, store_id=store_id, extra=extra, rendered=rendered
+        )
+        return pending, old
 
-    def begin_delete(self, store_id: str) -> StoreBinding | None:
-        """A delete is a revision: the binding says ``deleted``, the belief becomes hidden."""
+    def begin_delete(
+        self, store_id: str, *, origin: Origin | None = None, call: str = "delete"
+    ) -> StoreBinding | None:
+        """A delete is a revision: the binding says ``deleted``, the belief becomes hidden;
+        unless it is a lower-integrity write aimed at a supported belief: then
+        :class:`ProtectedBeliefError` (see the module docstring)."""
         binding = self.wall.store.bindings_by_store_id(self.store, [store_id]).get(store_id)
         if binding is None:
             return None
-        self.retire(binding, BindingState.DELETED, f"deleted through {self.store}.delete")
+        self.check_delete(binding, origin=origin, call=call)
+        self.retire(binding, BindingState.DELETED, f"deleted through {self.store}.{call}")
         return binding
+
+    def check_delete(
+        self, binding: StoreBinding, *, origin: Origin | None = None, call: str = "delete"
+    ) -> None:
+        """Refuse (recorded, typed) a lower-integrity delete of a supported belief."""
+        old = self.wall.store.get_belief(binding.belief_id)
+        if old is None or not outranks(old, self.write_label(origin)):
+            return
+        candidate = self.deletion_candidate(old, binding, origin=origin, call=call)
+        raise self.refusal(old, candidate, call, "delete")
+
+    def deletion_candidate(
+        self, old: Belief, binding: StoreBinding, *, origin: Origin | None, call: str
+    ) -> Belief:
+        """A delete request recorded as an unverified belief contradicting ``old``."""
+        candidate = self.record(
+            f"{self.store} item {binding.store_id} (belief {old.id}) should be deleted",
+            origin=origin,
+        )
+        self.contest(old, candidate, f"{self.store}.{call}")
+        return candidate
+
+    def write_label(self, origin: Origin | None) -> Origin:
+        """The label a write in this session carries: the host's ``origin``, else the agent
+        joined with everything the session has read (as :meth:`Session.remember` labels it)."""
+        if origin is not None:
+            return origin
+        label = self.session.label
+        agent = Origin.agent(self.session.actor)
+        return agent if label is None else Origin.join(agent, label)
+
+    def contest(self, protected: Belief, candidate: Belief, via: str) -> None:
+        """Record ``candidate`` as contradicting ``protected`` (which keeps its states)."""
+        now = self.wall.clock()
+        record = contradiction_record(
+            [protected, candidate],
+            reason=f"lower-integrity write through {via} contests a supported belief",
+            now=now,
+        )
+        self._commit(
+            "belief.contested",
+            {"belief_id": protected.id, "candidate_id": candidate.id, "via": via},
+            Records(contradictions=(record,)),
+        )
+
+    def refusal(
+        self, protected: Belief, candidate: Belief, call: str, verb: str
+    ) -> ProtectedBeliefError:
+        return ProtectedBeliefError(
+            f"refused to {verb} belief {protected.id}: the write is "
+            f"{candidate.origin.integrity.name.lower()} and the memory is supported "
+            f"({protected.origin.integrity.name.lower()}); recorded as candidate "
+            f"{candidate.id}, contradicting it",
+            store=self.store,
+            call=call,
+            belief_id=protected.id,
+            candidate_id=candidate.id,
+        )
 
     def fail_delete(self, binding: StoreBinding, error: BaseException, call: str) -> None:
         failed = binding.model_copy(
@@ -576,4 +683,12 @@ class Guard:
         return views
 
 
-__all__ = ["AuditView", "Guard", "PendingWrite", "Screened"]
+def outranks(belief: Belief, write: Origin) -> bool:
+    """True when ``write`` may not retire ``belief``: the belief is supported and the write's
+    label has lower integrity than the belief's own."""
+    return (
+        belief.truth_status == TruthStatus.SUPPORTED and write.integrity < belief.origin.integrity
+    )
+
+
+__all__ = ["AuditView", "Guard", "PendingWrite", "Screened", "outranks"]

@@ -23,7 +23,13 @@ the session has read), as :meth:`Session.remember` does. A retrieved block whose
 the ContextPolicy is returned *redacted*, not raised: the same ``BlockResponse`` with an empty
 ``value``, no ``description`` or ``metadata``, and ``gnomon = {"withheld": True, "belief_id",
 "reasons"}`` (an agent loop that renders core memory keeps working and never sees the text).
-Blocks in lists are dropped when they fail. Blocks that existed before the firewall (a persona
+Blocks in lists are dropped when they fail. A block's binding hash covers its label and
+description as well as its value (they are rendered with it), so editing either around the
+firewall is drift. An update or delete from a write of lower integrity than a supported block
+or passage (the agent after reading a web page, against the user's fact) is refused
+(:class:`~adapters.errors.ProtectedBeliefError`), recorded as a contradicting candidate; the host
+revises the user's memory with ``gnomon_origin=``. Blocks that existed before the firewall (a
+persona
 written at agent creation) are unknown external content until imported and promoted.
 
 **Passages.** Agent archival passages carry *tags only* (``agents.passages.create`` has no
@@ -69,6 +75,7 @@ from adapters.base import (
     StoreBackend,
     StoreItem,
     merged_metadata,
+    rendered_value,
 )
 from adapters.errors import (
     AdapterError,
@@ -159,6 +166,12 @@ def block_item(block: Any, call: str, scope: Mapping[str, str] | None = None) ->
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
         scope=dict(scope or ({"label": block.label} if block.label else {})),
         raw=block,
+        # a block reaches the caller (and the agent's core memory) with its label and
+        # description next to its value: the hash covers them
+        rendered={
+            "label": rendered_value(block.label),
+            "description": rendered_value(getattr(block, "description", None)),
+        },
     )
 
 
@@ -405,7 +418,7 @@ class LettaBackend(StoreBackend):
 
     # update, delete
 
-    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> None:
+    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> StoreItem:
         if "/" in store_id:
             raise StoreCallError(
                 "Letta has no passage update",
@@ -415,7 +428,7 @@ class LettaBackend(StoreBackend):
             )
         with converted("blocks.update"):
             block = self.client.blocks.update(store_id, value=text, metadata=dict(metadata))
-        block_item(block, "blocks.update")
+        return block_item(block, "blocks.update")
 
     def delete(self, store_id: str) -> None:
         if "/" in store_id:
@@ -538,6 +551,7 @@ class AgentBlocks(_Refusing):
         agent_id: str,
         value: Any = letta_client.omit,
         metadata: Any = letta_client.omit,
+        gnomon_origin: Origin | None = None,
         **kw: Any,
     ) -> BlockResponse:
         """A new value is a revision, authored by the agent (inheriting its session's label)."""
@@ -553,7 +567,9 @@ class AgentBlocks(_Refusing):
         current = block_item(
             _run(call, lambda: self._raw.retrieve(block_label, agent_id=agent_id)), call, scope
         )
-        pending, _ = self._core.guard.begin_update(current.store_id, value, checked)
+        pending, _ = self._core.guard.begin_update(
+            current.store_id, value, checked, origin=gnomon_origin, call=call
+        )
         with self._core.writing(pending, call):
             block = _run(
                 call,
@@ -563,7 +579,7 @@ class AgentBlocks(_Refusing):
                 ),
             )  # fmt: skip
             item = block_item(block, call, scope)
-        self._core.guard.confirm_write(pending, item.store_id)
+        self._core.guard.confirm_write(pending, item.store_id, stored=item)
         return self._core.one_block(item, call)
 
     def list(self, agent_id: str, **kw: Any) -> SyncArrayPage[BlockResponse]:
@@ -620,10 +636,17 @@ class AgentPassages(_Refusing):
         kept = self._core.passed(items, query)
         return found.model_copy(update={"results": kept, "count": len(kept)})
 
-    def delete(self, memory_id: str, *, agent_id: str, **kw: Any) -> object:
+    def delete(
+        self,
+        memory_id: str,
+        *,
+        agent_id: str,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> object:
         call = "agents.passages.delete"
         store_id = passage_store_id(agent_id, memory_id)
-        binding = self._core.guard.begin_delete(store_id)
+        binding = self._core.guard.begin_delete(store_id, origin=gnomon_origin, call=call)
         try:
             return _run(call, lambda: self._raw.delete(memory_id, agent_id=agent_id, **kw))
         except AdapterError as exc:
@@ -665,7 +688,7 @@ class Blocks(_Refusing):
                 ),
             )
             item = block_item(block, call)
-        self._core.guard.confirm_write(pending, item.store_id)
+        self._core.guard.confirm_write(pending, item.store_id, stored=item)
         return self._core.one_block(item, call)
 
     def retrieve(self, block_id: str, **kw: Any) -> BlockResponse:
@@ -679,6 +702,7 @@ class Blocks(_Refusing):
         *,
         value: Any = letta_client.omit,
         metadata: Any = letta_client.omit,
+        gnomon_origin: Origin | None = None,
         **kw: Any,
     ) -> BlockResponse:
         call = "blocks.update"
@@ -686,7 +710,9 @@ class Blocks(_Refusing):
         if _omitted(value):
             block = _run(call, lambda: self._raw.update(block_id, metadata=checked, **kw))
             return self._core.one_block(block_item(block, call), call)
-        pending, _ = self._core.guard.begin_update(block_id, value, checked)
+        pending, _ = self._core.guard.begin_update(
+            block_id, value, checked, origin=gnomon_origin, call=call
+        )
         with self._core.writing(pending, call):
             block = _run(
                 call,
@@ -695,12 +721,12 @@ class Blocks(_Refusing):
                 ),
             )
             item = block_item(block, call)
-        self._core.guard.confirm_write(pending, item.store_id)
+        self._core.guard.confirm_write(pending, item.store_id, stored=item)
         return self._core.one_block(item, call)
 
-    def delete(self, block_id: str, **kw: Any) -> object:
+    def delete(self, block_id: str, *, gnomon_origin: Origin | None = None, **kw: Any) -> object:
         call = "blocks.delete"
-        binding = self._core.guard.begin_delete(block_id)
+        binding = self._core.guard.begin_delete(block_id, origin=gnomon_origin, call=call)
         try:
             return _run(call, lambda: self._raw.delete(block_id, **kw))
         except AdapterError as exc:
@@ -743,9 +769,18 @@ class ArchivePassages(_Refusing):
         self._core.guard.confirm_write(pending, item.store_id)
         return item.raw  # type: ignore[no-any-return]
 
-    def delete(self, passage_id: str, *, archive_id: str, **kw: Any) -> None:
+    def delete(
+        self,
+        passage_id: str,
+        *,
+        archive_id: str,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> None:
         call = "archives.passages.delete"
-        binding = self._core.guard.begin_delete(passage_store_id(archive_id, passage_id))
+        binding = self._core.guard.begin_delete(
+            passage_store_id(archive_id, passage_id), origin=gnomon_origin, call=call
+        )
         try:
             _run(call, lambda: self._raw.delete(passage_id, archive_id=archive_id, **kw))
         except AdapterError as exc:
@@ -816,6 +851,7 @@ class AsyncAgentBlocks(_Refusing):
         agent_id: str,
         value: Any = letta_client.omit,
         metadata: Any = letta_client.omit,
+        gnomon_origin: Origin | None = None,
         **kw: Any,
     ) -> BlockResponse:
         """A new value is a revision, authored by the agent (inheriting its session's label)."""
@@ -833,7 +869,9 @@ class AsyncAgentBlocks(_Refusing):
             call,
             scope,
         )
-        pending, _ = self._core.guard.begin_update(current.store_id, value, checked)
+        pending, _ = self._core.guard.begin_update(
+            current.store_id, value, checked, origin=gnomon_origin, call=call
+        )
         with self._core.writing(pending, call):
             block = await _arun(
                 call,
@@ -843,7 +881,7 @@ class AsyncAgentBlocks(_Refusing):
                 ),
             )  # fmt: skip
             item = block_item(block, call, scope)
-        self._core.guard.confirm_write(pending, item.store_id)
+        self._core.guard.confirm_write(pending, item.store_id, stored=item)
         return self._core.one_block(item, call)
 
     def list(self, agent_id: str, **kw: Any) -> ScreenedAsyncList:
@@ -904,10 +942,17 @@ class AsyncAgentPassages(_Refusing):
         kept = self._core.passed(items, query)
         return found.model_copy(update={"results": kept, "count": len(kept)})
 
-    async def delete(self, memory_id: str, *, agent_id: str, **kw: Any) -> object:
+    async def delete(
+        self,
+        memory_id: str,
+        *,
+        agent_id: str,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> object:
         call = "agents.passages.delete"
         store_id = passage_store_id(agent_id, memory_id)
-        binding = self._core.guard.begin_delete(store_id)
+        binding = self._core.guard.begin_delete(store_id, origin=gnomon_origin, call=call)
         try:
             return await _arun(call, lambda: self._raw.delete(memory_id, agent_id=agent_id, **kw))
         except AdapterError as exc:
@@ -949,7 +994,7 @@ class AsyncBlocks(_Refusing):
                 ),
             )
             item = block_item(block, call)
-        self._core.guard.confirm_write(pending, item.store_id)
+        self._core.guard.confirm_write(pending, item.store_id, stored=item)
         return self._core.one_block(item, call)
 
     async def retrieve(self, block_id: str, **kw: Any) -> BlockResponse:
@@ -963,6 +1008,7 @@ class AsyncBlocks(_Refusing):
         *,
         value: Any = letta_client.omit,
         metadata: Any = letta_client.omit,
+        gnomon_origin: Origin | None = None,
         **kw: Any,
     ) -> BlockResponse:
         call = "blocks.update"
@@ -970,7 +1016,9 @@ class AsyncBlocks(_Refusing):
         if _omitted(value):
             block = await _arun(call, lambda: self._raw.update(block_id, metadata=checked, **kw))
             return self._core.one_block(block_item(block, call), call)
-        pending, _ = self._core.guard.begin_update(block_id, value, checked)
+        pending, _ = self._core.guard.begin_update(
+            block_id, value, checked, origin=gnomon_origin, call=call
+        )
         with self._core.writing(pending, call):
             block = await _arun(
                 call,
@@ -979,12 +1027,14 @@ class AsyncBlocks(_Refusing):
                 ),
             )
             item = block_item(block, call)
-        self._core.guard.confirm_write(pending, item.store_id)
+        self._core.guard.confirm_write(pending, item.store_id, stored=item)
         return self._core.one_block(item, call)
 
-    async def delete(self, block_id: str, **kw: Any) -> object:
+    async def delete(
+        self, block_id: str, *, gnomon_origin: Origin | None = None, **kw: Any
+    ) -> object:
         call = "blocks.delete"
-        binding = self._core.guard.begin_delete(block_id)
+        binding = self._core.guard.begin_delete(block_id, origin=gnomon_origin, call=call)
         try:
             return await _arun(call, lambda: self._raw.delete(block_id, **kw))
         except AdapterError as exc:
@@ -1031,9 +1081,18 @@ class AsyncArchivePassages(_Refusing):
         self._core.guard.confirm_write(pending, item.store_id)
         return item.raw  # type: ignore[no-any-return]
 
-    async def delete(self, passage_id: str, *, archive_id: str, **kw: Any) -> None:
+    async def delete(
+        self,
+        passage_id: str,
+        *,
+        archive_id: str,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> None:
         call = "archives.passages.delete"
-        binding = self._core.guard.begin_delete(passage_store_id(archive_id, passage_id))
+        binding = self._core.guard.begin_delete(
+            passage_store_id(archive_id, passage_id), origin=gnomon_origin, call=call
+        )
         try:
             await _arun(call, lambda: self._raw.delete(passage_id, archive_id=archive_id, **kw))
         except AdapterError as exc:

@@ -288,13 +288,18 @@ class GuardedLocalMemory:
         return {"results": _passed(self.gnomon.list_items(scope=dict(filters or {}), limit=top_k))}
 
     def update(
-        self, memory_id: str, text: str, metadata: Mapping[str, Any] | None = None
+        self,
+        memory_id: str,
+        text: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        gnomon_origin: Origin | None = None,
     ) -> dict[str, Any]:
-        self.gnomon.update(memory_id, text, metadata=metadata)
+        self.gnomon.update(memory_id, text, metadata=metadata, origin=gnomon_origin)
         return {"message": "Memory updated successfully!"}
 
-    def delete(self, memory_id: str) -> dict[str, Any]:
-        self.gnomon.delete(memory_id)
+    def delete(self, memory_id: str, *, gnomon_origin: Origin | None = None) -> dict[str, Any]:
+        self.gnomon.delete(memory_id, origin=gnomon_origin)
         return {"message": "Memory deleted successfully!"}
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:

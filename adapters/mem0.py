@@ -10,9 +10,22 @@ Adoption is one line::
 
 * ``add`` records each message with its origin before mem0 sees it. With ``infer=False`` each
   message is one memory, written by its own call so it carries its own ``gnomon_belief_id``.
-  With ``infer=True`` mem0's LLM rewrites the messages into facts: each fact is recorded as an
-  agent-authored belief *derived from the input messages*, so it carries the join of their labels
-  (summarization laundering, closed), then bound to the id mem0 gave it.
+  With ``infer=True`` mem0's LLM rewrites the messages into facts. Every message mem0 reads is
+  recorded first (system role and non-string content too, as canonical JSON); each fact is an
+  agent-authored belief carrying the agent joined with *everything the session has read* (those
+  messages included), so no message form and no earlier read escapes the join (summarization
+  laundering, closed), then bound to the id mem0 gave it.
+* **Lower-integrity revisions.** ``update``, ``delete`` and ``delete_all`` whose write (the
+  agent, joined with what its session read, unless the host passes ``gnomon_origin=``) has lower
+  integrity than a supported memory are refused with
+  :class:`~adapters.errors.ProtectedBeliefError` before mem0 is called: the new text becomes an
+  unverified candidate contradicting the trusted memory, which stays in mem0 and stays supported.
+  Refusing (rather than writing through) is the option that never loses the trusted fact and never
+  shows the untrusted text in its place. mem0's own ``infer=True`` UPDATE or DELETE of such a
+  memory has already happened when the firewall hears of it: the new text is recorded as the
+  same kind of candidate (bound to the rewritten item) and the trusted text is written back as a
+  new memory bound to its belief, so the store holds it again and the attempt is on the record.
+  The host revises a user's memory with ``gnomon_origin=`` naming that user.
   ``gnomon_origin=Origin.user("alice")`` (host code, never a tool the model calls) records the
   messages as stated by that user instead of written by the agent.
 * ``search``, ``get`` and ``get_all`` return only the hits the ContextPolicy admits (or quotes),
@@ -48,6 +61,7 @@ from adapters.mem0_backend import (
     acall_converting,
     call_converting,
     results_of,
+    to_item,
 )
 from adapters.mem0_guard import _BIG, _UNSET, _Guarded, _scope
 from firewall.grants import Grant
@@ -151,7 +165,10 @@ class _Mem0Flows(_Guarded):
         out = yield _Call(
             "add", lambda: client.add(messages, metadata=labelled, infer=True, **sent)
         )
-        for pending in self._extracted(results_of(out, "add"), inputs, checked):
+        facts, restores = self._extracted(results_of(out, "add"), inputs, checked)
+        for restore in restores:  # trusted memories mem0 rewrote or dropped: written back
+            yield from self._write_back(restore, sent)
+        for pending in facts:
             try:
                 yield _Call(
                     "update",
@@ -163,28 +180,54 @@ class _Mem0Flows(_Guarded):
             guard.confirm_write(pending, str(pending.binding.store_id))
         return dict(out)
 
-    def _update_flow(self, memory_id: str, text: str | None, metadata: Any, **sent: Any) -> Flow:
+    def _write_back(self, restore: Any, sent: Mapping[str, Any]) -> Flow:
+        """Write a protected belief's text back as a new memory, bound to the same belief."""
+        scope = {k: v for k, v in sent.items() if k in PLATFORM_SCOPE and v}
+        message = {"role": "user", "content": restore.text}
+        try:
+            out = yield _Call(
+                "add",
+                lambda: self._client.add(
+                    [message], metadata=restore.metadata, infer=False, **scope
+                ),
+            )
+        except AdapterError as exc:
+            self.gnomon.guard.fail_write(restore, exc, "add")
+            raise
+        self._confirm_row(restore, out)
+
+    def _update_flow(
+        self, memory_id: str, text: str | None, metadata: Any, origin: Origin | None, **sent: Any
+    ) -> Flow:
         client, guard = self._client, self.gnomon.guard
         checked = merged_metadata(STORE, "update", self.gnomon.backend.limits, metadata)
-        if text is None:  # metadata only: the content, and so the belief, is unchanged
-            return (
-                yield _Call("update", lambda: client.update(memory_id, metadata=checked, **sent))
-            )
-        pending, _old = guard.begin_update(memory_id, text, checked)
+        if text is None:  # metadata only: a revision of the rendered item, same text
+            current = yield _Call("get", lambda: client.get(memory_id))
+            if current is None:
+                return (
+                    yield _Call(
+                        "update", lambda: client.update(memory_id, metadata=checked, **sent)
+                    )
+                )
+            text = to_item(current, "get").text
+        pending, _old = guard.begin_update(memory_id, text, checked, origin=origin)
         try:
             out = yield _Call(
                 "update",
                 lambda: client.update(memory_id, text=text, metadata=pending.metadata, **sent),
             )
+            row = yield _Call("get", lambda: client.get(memory_id))
         except AdapterError as exc:
             guard.fail_write(pending, exc, "update")
             raise
-        guard.confirm_write(pending, memory_id)
+        # mem0 merges metadata: the binding records the item as it now stands
+        stored = to_item(row, "get") if row is not None else None
+        guard.confirm_write(pending, memory_id, stored=stored)
         return out
 
-    def _delete_flow(self, memory_id: str, **sent: Any) -> Flow:
+    def _delete_flow(self, memory_id: str, origin: Origin | None = None, **sent: Any) -> Flow:
         guard = self.gnomon.guard
-        binding = guard.begin_delete(memory_id)
+        binding = guard.begin_delete(memory_id, origin=origin)
         try:
             return (yield _Call("delete", lambda: self._client.delete(memory_id, **sent)))
         except AdapterError as exc:
@@ -192,8 +235,8 @@ class _Mem0Flows(_Guarded):
                 guard.fail_delete(binding, exc, "delete")
             raise
 
-    def _delete_rows_flow(self, rows: list[Any], call: _Call) -> Flow:
-        bindings = self._before_delete_all({}, rows)
+    def _delete_rows_flow(self, rows: list[Any], call: _Call, origin: Origin | None) -> Flow:
+        bindings = self._before_delete_all(rows, origin)
         try:
             return (yield call)
         except AdapterError as exc:
@@ -267,19 +310,32 @@ class _OssFlows(_Mem0Flows):
         return self._screen(out, "get_all", query="get_all", k=top_k)
 
     def _update(
-        self, memory_id: str, text: str | None, metadata: Any, expiration_date: Any, data: Any
+        self,
+        memory_id: str,
+        text: str | None,
+        metadata: Any,
+        expiration_date: Any,
+        data: Any,
+        origin: Origin | None,
     ) -> Flow:
         text = text if text is not None else data
         extra = {} if expiration_date is _UNSET else {"expiration_date": expiration_date}
-        return (yield from self._update_flow(memory_id, text, metadata, **extra))
+        return (yield from self._update_flow(memory_id, text, metadata, origin, **extra))
 
-    def _delete_all(self, user_id: str | None, agent_id: str | None, run_id: str | None) -> Flow:
+    def _delete_all(
+        self,
+        user_id: str | None,
+        agent_id: str | None,
+        run_id: str | None,
+        origin: Origin | None,
+    ) -> Flow:
         scope = _scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
         listed = yield _Call("get_all", lambda: self._client.get_all(filters=scope, top_k=_BIG))
         return (
             yield from self._delete_rows_flow(
                 results_of(listed, "get_all"),
                 _Call("delete_all", lambda: self._client.delete_all(**scope)),
+                origin,
             )
         )
 
@@ -365,16 +421,23 @@ class GuardedMemory(_OssFlows):
         metadata: dict[str, Any] | None = None,
         expiration_date: Any = _UNSET,
         data: str | None = None,
+        *,
+        gnomon_origin: Origin | None = None,
     ) -> Any:
-        return _drive(self._update(memory_id, text, metadata, expiration_date, data))
+        return _drive(self._update(memory_id, text, metadata, expiration_date, data, gnomon_origin))
 
-    def delete(self, memory_id: str) -> Any:
-        return _drive(self._delete_flow(memory_id))
+    def delete(self, memory_id: str, *, gnomon_origin: Origin | None = None) -> Any:
+        return _drive(self._delete_flow(memory_id, gnomon_origin))
 
     def delete_all(
-        self, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+        self,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        *,
+        gnomon_origin: Origin | None = None,
     ) -> Any:
-        return _drive(self._delete_all(user_id, agent_id, run_id))
+        return _drive(self._delete_all(user_id, agent_id, run_id, gnomon_origin))
 
     def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
         return _drive(self._history_flow(memory_id, grant))
@@ -480,16 +543,25 @@ class AsyncGuardedMemory(_OssFlows):
         metadata: dict[str, Any] | None = None,
         expiration_date: Any = _UNSET,
         data: str | None = None,
+        *,
+        gnomon_origin: Origin | None = None,
     ) -> Any:
-        return await _adrive(self._update(memory_id, text, metadata, expiration_date, data))
+        return await _adrive(
+            self._update(memory_id, text, metadata, expiration_date, data, gnomon_origin)
+        )
 
-    async def delete(self, memory_id: str) -> Any:
-        return await _adrive(self._delete_flow(memory_id))
+    async def delete(self, memory_id: str, *, gnomon_origin: Origin | None = None) -> Any:
+        return await _adrive(self._delete_flow(memory_id, gnomon_origin))
 
     async def delete_all(
-        self, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None
+        self,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        *,
+        gnomon_origin: Origin | None = None,
     ) -> Any:
-        return await _adrive(self._delete_all(user_id, agent_id, run_id))
+        return await _adrive(self._delete_all(user_id, agent_id, run_id, gnomon_origin))
 
     async def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
         return await _adrive(self._history_flow(memory_id, grant))
@@ -531,11 +603,11 @@ class _PlatformFlows(_Mem0Flows):
         rows = results_of(out, "get_all")
         return self._screen(out, "get_all", query="get_all", k=max(len(rows), 1))
 
-    def _update(self, memory_id: str, kw: dict[str, Any]) -> Flow:
+    def _update(self, memory_id: str, kw: dict[str, Any], origin: Origin | None) -> Flow:
         text, metadata = kw.pop("text", None), kw.pop("metadata", None)
-        return (yield from self._update_flow(memory_id, text, metadata, **kw))
+        return (yield from self._update_flow(memory_id, text, metadata, origin, **kw))
 
-    def _delete(self, memory_id: str, delete_linked: bool) -> Flow:
+    def _delete(self, memory_id: str, delete_linked: bool, origin: Origin | None) -> Flow:
         if delete_linked:
             raise BypassRefusedError(
                 "delete_linked=True deletes memories the firewall cannot revise one by one",
@@ -543,9 +615,9 @@ class _PlatformFlows(_Mem0Flows):
                 call="delete",
                 hint="delete each linked memory by its id",
             )
-        return (yield from self._delete_flow(memory_id))
+        return (yield from self._delete_flow(memory_id, origin))
 
-    def _delete_all(self, kw: dict[str, Any]) -> Flow:
+    def _delete_all(self, kw: dict[str, Any], origin: Origin | None) -> Flow:
         scope = {k: v for k, v in kw.items() if k in PLATFORM_SCOPE and v}
         rows: list[Any] = []
         page = 1
@@ -561,7 +633,7 @@ class _PlatformFlows(_Mem0Flows):
             page += 1
         return (
             yield from self._delete_rows_flow(
-                rows, _Call("delete_all", lambda: self._client.delete_all(**kw))
+                rows, _Call("delete_all", lambda: self._client.delete_all(**kw)), origin
             )
         )
 
@@ -588,14 +660,25 @@ class GuardedMemoryClient(_PlatformFlows):
     def get_all(self, options: Any = None, **kwargs: Any) -> Any:
         return _drive(self._get_all(_options(options, kwargs)))
 
-    def update(self, memory_id: str, options: Any = None, **kwargs: Any) -> Any:
-        return _drive(self._update(memory_id, _options(options, kwargs)))
+    def update(
+        self,
+        memory_id: str,
+        options: Any = None,
+        *,
+        gnomon_origin: Origin | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        return _drive(self._update(memory_id, _options(options, kwargs), gnomon_origin))
 
-    def delete(self, memory_id: str, delete_linked: bool = False) -> Any:
-        return _drive(self._delete(memory_id, delete_linked))
+    def delete(
+        self, memory_id: str, delete_linked: bool = False, *, gnomon_origin: Origin | None = None
+    ) -> Any:
+        return _drive(self._delete(memory_id, delete_linked, gnomon_origin))
 
-    def delete_all(self, options: Any = None, **kwargs: Any) -> Any:
-        return _drive(self._delete_all(_options(options, kwargs)))
+    def delete_all(
+        self, options: Any = None, *, gnomon_origin: Origin | None = None, **kwargs: Any
+    ) -> Any:
+        return _drive(self._delete_all(_options(options, kwargs), gnomon_origin))
 
     def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
         return _drive(self._history_flow(memory_id, grant))
@@ -646,14 +729,25 @@ class AsyncGuardedMemoryClient(_PlatformFlows):
     async def get_all(self, options: Any = None, **kwargs: Any) -> Any:
         return await _adrive(self._get_all(_options(options, kwargs)))
 
-    async def update(self, memory_id: str, options: Any = None, **kwargs: Any) -> Any:
-        return await _adrive(self._update(memory_id, _options(options, kwargs)))
+    async def update(
+        self,
+        memory_id: str,
+        options: Any = None,
+        *,
+        gnomon_origin: Origin | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        return await _adrive(self._update(memory_id, _options(options, kwargs), gnomon_origin))
 
-    async def delete(self, memory_id: str, delete_linked: bool = False) -> Any:
-        return await _adrive(self._delete(memory_id, delete_linked))
+    async def delete(
+        self, memory_id: str, delete_linked: bool = False, *, gnomon_origin: Origin | None = None
+    ) -> Any:
+        return await _adrive(self._delete(memory_id, delete_linked, gnomon_origin))
 
-    async def delete_all(self, options: Any = None, **kwargs: Any) -> Any:
-        return await _adrive(self._delete_all(_options(options, kwargs)))
+    async def delete_all(
+        self, options: Any = None, *, gnomon_origin: Origin | None = None, **kwargs: Any
+    ) -> Any:
+        return await _adrive(self._delete_all(_options(options, kwargs), gnomon_origin))
 
     async def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
         return await _adrive(self._history_flow(memory_id, grant))

@@ -23,7 +23,14 @@ except ImportError as exc:  # the SDK (or its httpx) is missing
     raise MissingSDKError("mem0", "mem0", "mem0ai") from exc
 
 from adapters.adapter import Adapter
-from adapters.base import MetadataLimits, Page, StoreBackend, StoreItem
+from adapters.base import (
+    MetadataLimits,
+    Page,
+    StoreBackend,
+    StoreItem,
+    rendered_metadata,
+    rendered_value,
+)
 from adapters.errors import (
     AdapterError,
     StoreCallError,
@@ -117,7 +124,10 @@ def to_item(row: Any, call: str) -> StoreItem:
     if not isinstance(metadata, Mapping):
         raise StoreResponseError("memory metadata is not an object", store=STORE, call=call)
     scope = {k: row[k] for k in SCOPE_KEYS if isinstance(row.get(k), str)}
-    return StoreItem(ident, text, metadata, scope=scope, raw=row)
+    # the row reaches the caller whole: its caller metadata is rendered, so the hash covers it
+    return StoreItem(
+        ident, text, metadata, scope=scope, raw=row, rendered=rendered_metadata(metadata)
+    )
 
 
 def results_of(response: Any, call: str) -> list[Any]:
@@ -148,6 +158,17 @@ def messages_of(messages: Any) -> list[dict[str, Any]]:
 def content_of(message: Mapping[str, Any]) -> str | None:
     content = message.get("content")
     return content if isinstance(content, str) and content.strip() else None
+
+
+def read_text(message: Mapping[str, Any]) -> str | None:
+    """Everything of ``message`` that mem0's extraction may read, as one text: string
+    content as is, any other content (a list of parts, an image dict) as canonical JSON, so
+    that nothing mem0 shows its LLM escapes the firewall's record. None: nothing to read."""
+    content = message.get("content")
+    if content is None:
+        return None
+    text = content if isinstance(content, str) else rendered_value(content)
+    return text if text.strip() else None
 
 
 def annotated(screened: Screened) -> dict[str, Any]:
@@ -203,8 +224,10 @@ class Mem0Backend(StoreBackend):
         out = self.client.get_all(filters=dict(scope), top_k=1_000_000)
         return Page([to_item(r, "get_all") for r in results_of(out, "get_all")])
 
-    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> None:
+    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> StoreItem | None:
+        """mem0 merges metadata on update: answer with the item as it now stands."""
         self.client.update(store_id, text=text, metadata=dict(metadata))
+        return self.get(store_id)
 
     def delete(self, store_id: str) -> None:
         self.client.delete(store_id)
@@ -254,9 +277,6 @@ class PlatformBackend(Mem0Backend):
                 return None
             raise
         return None if row is None else to_item(row, "get")
-
-    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> None:
-        self.client.update(store_id, text=text, metadata=dict(metadata))
 
 
 class SyncView:
@@ -321,8 +341,10 @@ class _Converting(StoreBackend):
             "get_all", lambda: self.inner.list_page(scope=scope, cursor=cursor, limit=limit)
         )
 
-    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> None:
-        call_converting("update", lambda: self.inner.update(store_id, text=text, metadata=metadata))
+    def update(self, store_id: str, *, text: str, metadata: Mapping[str, Any]) -> StoreItem | None:
+        return call_converting(
+            "update", lambda: self.inner.update(store_id, text=text, metadata=metadata)
+        )
 
     def delete(self, store_id: str) -> None:
         call_converting("delete", lambda: self.inner.delete(store_id))
@@ -363,6 +385,7 @@ __all__ = [
     "convert",
     "messages_of",
     "passed",
+    "read_text",
     "results_of",
     "to_item",
 ]

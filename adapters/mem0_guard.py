@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from adapters.adapter import Adapter
-from adapters.base import INTEGRITY_KEY, ORIGIN_KEY, merged_metadata
+from adapters.base import INTEGRITY_KEY, ORIGIN_KEY, merged_metadata, rendered_metadata
 from adapters.errors import AdapterError, BypassRefusedError, StoreResponseError
-from adapters.guard import PendingWrite
+from adapters.guard import PendingWrite, outranks
 from adapters.mem0_backend import (
     STORE,
     adapter_for,
@@ -18,10 +18,11 @@ from adapters.mem0_backend import (
     content_of,
     messages_of,
     passed,
+    read_text,
     results_of,
     to_item,
 )
-from firewall.chain import Belief
+from firewall.chain import Belief, BindingState
 from firewall.firewall import Firewall
 from firewall.grants import Grant
 from firewall.origin import Origin
@@ -96,48 +97,93 @@ class _Guarded:
             if message.get("role") == "system" or text is None:
                 continue
             belief = guard.record(text, origin=origin)
-            out.append((message, guard.bind_pending(belief, text, checked)))
+            rendered = rendered_metadata(checked)
+            out.append((message, guard.bind_pending(belief, text, checked, rendered=rendered)))
         return out
 
     def _inputs(
         self, messages: Any, metadata: Mapping[str, Any] | None, origin: Origin | None
     ) -> tuple[list[Belief], dict[str, Any], dict[str, Any]]:
-        """infer=True: record the input messages; the metadata mem0 gets (their joined label)."""
+        """infer=True: record every message mem0's extraction reads (system role and
+        non-string content included, see :func:`read_text`); the metadata mem0 gets carries
+        the label its facts will have: the agent joined with everything the session has read,
+        these messages included."""
         checked = merged_metadata(STORE, "add", self.gnomon.backend.limits, metadata)
         guard = self.gnomon.guard
         inputs = [
             guard.record(text, origin=origin)
             for m in messages_of(messages)
-            if m.get("role") != "system" and (text := content_of(m)) is not None
+            if (text := read_text(m)) is not None
         ]
-        label = Origin.join(*(b.origin for b in inputs)) if inputs else None
+        label = guard.write_label(None)
         sent = dict(checked)
-        if label is not None:
-            sent[ORIGIN_KEY] = ",".join(sorted(label.origin_ids))
-            sent[INTEGRITY_KEY] = label.integrity.name.lower()
+        sent[ORIGIN_KEY] = ",".join(sorted(label.origin_ids))
+        sent[INTEGRITY_KEY] = label.integrity.name.lower()
         return inputs, checked, sent
+
+    def _fact(self, text: str) -> Belief:
+        """One fact mem0's LLM wrote: the agent's inference over *everything the session has
+        read* (the input messages were just recorded into it). No ``derived_from``: naming
+        only the inputs would drop what the session read before (a page fetched earlier)."""
+        return self.gnomon.guard.session.remember(text)
 
     def _extracted(
         self, rows: list[Any], inputs: Sequence[Belief], checked: dict[str, Any]
-    ) -> list[PendingWrite]:
-        """Facts mem0's LLM returned: each derived from every input message (the join)."""
+    ) -> tuple[list[PendingWrite], list[PendingWrite]]:
+        """Facts mem0's LLM returned, and the trusted memories to write back.
+
+        Each fact is the agent's inference over everything the session has read (the inputs
+        included): ``derived_from`` is left to the session so its label is never dropped.
+        An UPDATE or DELETE that mem0 applied to a supported belief of higher integrity than
+        the extraction does not retire it: the new text (or the delete) is recorded as a
+        candidate contradicting it, and the trusted text is returned for writing back
+        (the second list), bound to the same belief."""
         guard = self.gnomon.guard
-        derived = [b.id for b in inputs]
-        pending = []
+        rendered = rendered_metadata(checked)
+        label = guard.write_label(None)
+        pending, restores = [], []
         for row in rows:
             item = to_item(row, "add")
             event = row.get("event", "ADD")
+            binding = guard.wall.store.bindings_by_store_id(STORE, [item.store_id]).get(
+                item.store_id
+            )
+            old = guard.wall.store.get_belief(binding.belief_id) if binding else None
+            if (
+                binding is not None
+                and old is not None
+                and event in ("UPDATE", "DELETE")
+                and binding.state == BindingState.WRITTEN
+                and outranks(old, label)
+            ):
+                restores.append(guard.bind_pending(old, old.statement, {}))
+                if event == "DELETE":
+                    guard.deletion_candidate(old, binding, origin=None, call="add")
+                    continue
+                fact = self._fact(item.text)
+                guard.contest(old, fact, f"{STORE}.add")
+                pending.append(
+                    guard.bind_pending(
+                        fact, item.text, checked, store_id=item.store_id, rendered=rendered
+                    )
+                )
+                continue
             if event == "DELETE":
-                guard.begin_delete(item.store_id)
+                if binding is not None:
+                    guard.retire(binding, BindingState.DELETED, f"deleted by {STORE}.add (infer)")
             elif event == "UPDATE":
                 write, _old = guard.begin_update(
-                    item.store_id, item.text, checked, derived_from=derived
+                    item.store_id, item.text, checked, rendered=rendered, call="add"
                 )
                 pending.append(write)
             elif event == "ADD":
-                fact = guard.session.remember(item.text, derived)
-                pending.append(guard.bind_pending(fact, item.text, checked, store_id=item.store_id))
-        return pending
+                fact = self._fact(item.text)
+                pending.append(
+                    guard.bind_pending(
+                        fact, item.text, checked, store_id=item.store_id, rendered=rendered
+                    )
+                )
+        return pending, restores
 
     def _confirm_row(self, pending: PendingWrite, out: Any) -> dict[str, Any]:
         rows = results_of(out, "add")
@@ -166,9 +212,16 @@ class _Guarded:
         (screened,) = self.gnomon.guard.screen([to_item(row, "get")], query=f"get {memory_id}", k=1)
         return annotated(screened) if screened.passed else None
 
-    def _before_delete_all(self, scope: Mapping[str, Any], rows: list[Any]) -> list[Any]:
+    def _before_delete_all(self, rows: list[Any], origin: Origin | None) -> list[Any]:
+        """Bindings to retire; refused as a whole (nothing retired, store untouched) when any
+        row is a supported belief the write may not retire."""
         guard = self.gnomon.guard
-        return [b for r in rows if (b := guard.begin_delete(to_item(r, "get_all").store_id))]
+        ids = [to_item(r, "get_all").store_id for r in rows]
+        found = guard.wall.store.bindings_by_store_id(STORE, ids)
+        for ident in ids:
+            if ident in found:
+                guard.check_delete(found[ident], origin=origin, call="delete_all")
+        return [b for i in ids if (b := guard.begin_delete(i, origin=origin, call="delete_all"))]
 
     def _fail_all(self, bindings: list[Any], error: AdapterError) -> None:
         for binding in bindings:

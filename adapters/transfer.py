@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING
 import orjson
 
 from adapters.base import StoreItem
-from firewall.chain import BindingState, content_hash
+from firewall.chain import BindingState
 from firewall.firewall import Firewall, ImportItem
 
 if TYPE_CHECKING:
@@ -84,7 +84,12 @@ def import_items(
         nonlocal seen
         for item in items:
             seen += 1
-            yield ImportItem(text=item.text, source_id=item.store_id, created_at=item.created_at)
+            yield ImportItem(
+                text=item.text,
+                source_id=item.store_id,
+                created_at=item.created_at,
+                content_hash=item.content_hash,
+            )
 
     with _progress(f"importing from {store}", progress) as advance:
         imported = wall.import_records(
@@ -190,8 +195,7 @@ def sync_store(
             if binding is None:
                 unbound.append(item.store_id)
             elif (
-                binding.state == BindingState.WRITTEN
-                and content_hash(item.text) != binding.content_hash
+                binding.state == BindingState.WRITTEN and item.content_hash != binding.content_hash
             ):
                 drifted.append(item.store_id)
         guard.resolve_items(page)  # records the unbound and the drifted

@@ -22,8 +22,12 @@ addresses an episode through its graph, and a thread's messages are ingested int
 graph as episodes with the message's uuid (where they are not, facts derived from them simply
 count as unknown external content: fail closed).
 
-**Extracted facts.** Zep's LLM turns episodes into edges (facts) and nodes (entities). A fact
-carries the *join* of its source episodes' labels, traced through ``episode_uuids``: the lowest
+**Extracted facts.** Zep's LLM turns episodes into edges (facts) and nodes (entities). They are
+at most *derived*: a fact carries the extractor's label (``agent:zep:graphiti``) joined with its
+source episodes' labels (never user-attested because the store names a user episode as its
+source), so it is unverified until corroborated. The hash bound to an edge covers its ``fact``,
+``name``, validity dates and attributes. A fact carries the *join* of its source episodes' labels,
+traced through ``episode_uuids``: the lowest
 integrity and the union of origins, so a fact that any poisoned episode contributed to is
 untrusted (summarization laundering, closed). A source episode the firewall does not know counts
 as external. The first read of an edge or node records it as a belief with that joined origin,
@@ -36,7 +40,9 @@ server-side from everything relevant. The guarded client never returns it: it as
 ``graph.get_context(include_results=True)`` (for a thread: on the thread's graph, queried with
 its last messages), screens every edge, node and episode, and rebuilds the blob from the items
 that passed with Zep's default template (:func:`adapters.zep_context.render_context`). Nothing
-excluded reaches the string. ``return_context=True`` on ``add_messages`` gets the same rebuild.
+excluded reaches the string: FACTS and ENTITIES hold accepted items only, and items the policy
+quotes are rendered apart in a labelled ``<QUOTED>`` section with their origin.
+``return_context=True`` on ``add_messages`` gets the same rebuild.
 
 **Failures.** HTTP 401/404/429/5xx become :class:`~adapters.errors.StoreCallError` (``status``
 set), timeouts :class:`~adapters.errors.StoreTimeoutError`, a response not in the documented
@@ -71,7 +77,14 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK te
     raise MissingSDKError("zep", "zep", "zep-cloud") from exc
 
 from adapters.adapter import Adapter
-from adapters.base import MetadataLimits, Page, StoreBackend, StoreItem, merged_metadata
+from adapters.base import (
+    MetadataLimits,
+    Page,
+    StoreBackend,
+    StoreItem,
+    merged_metadata,
+    rendered_value,
+)
 from adapters.errors import (
     AdapterError,
     BypassRefusedError,
@@ -179,6 +192,21 @@ def derived_parts(obj: Any, graph: str, call: str) -> tuple[str, str, list[str]]
         raise _malformed(call, f"an {kind} with text", obj)
     ident = f"{_graph_of(obj, graph)}/{kind}:{uuid}@{_sources_signature(sources)}"
     return ident, text, [s for s in sources if isinstance(s, str)]
+
+
+#: The label of what Zep's extractor (graphiti) writes: model output, never more than derived.
+EXTRACTOR = Origin.agent(f"{STORE}:graphiti")
+
+#: Edge fields the adapter renders next to ``fact`` (the context blob shows the dates; the
+#: returned Edge carries the name and attributes): the binding's hash covers them.
+EDGE_FIELDS = ("name", "valid_at", "invalid_at", "attributes")
+
+
+def rendered_fields(obj: Any) -> dict[str, str]:
+    """The rendered fields of an edge beyond its fact (a node's are in its text)."""
+    if not hasattr(obj, "fact"):
+        return {}
+    return {f: rendered_value(getattr(obj, f, None)) for f in EDGE_FIELDS}
 
 
 def annotate(screened: Screened) -> Any:
@@ -364,10 +392,20 @@ class _Core:
         return self.passed([content_item(o, graph, call) for o in objs], query)
 
     def derived(self, objs: Sequence[Any], graph: str, call: str, query: str) -> list[Any]:
-        """Edges or nodes: each labelled with the join of its source episodes (recorded on
-        first sight), then screened; dropped if any source is quarantined or malicious."""
+        """Edges or nodes that passed: see :meth:`screen_derived`."""
+        return [annotate(s) for s in self.screen_derived(objs, graph, call, query)]
+
+    def screen_derived(
+        self, objs: Sequence[Any], graph: str, call: str, query: str
+    ) -> list[Screened]:
+        """Edges or nodes: each labelled with the extractor joined with its source episodes
+        (recorded on first sight), then screened; dropped if any source is quarantined or
+        malicious. Only those that passed (accepted or quoted) are returned."""
         parts = [derived_parts(o, graph, call) for o in objs]
-        items = [StoreItem(i, text, raw=o) for (i, text, _), o in zip(parts, objs, strict=True)]
+        items = [
+            StoreItem(i, text, raw=o, rendered=rendered_fields(o))
+            for (i, text, _), o in zip(parts, objs, strict=True)
+        ]
         known = self.guard.wall.store.bindings_by_store_id(STORE, [i.store_id for i in items])
         sources = self._sources(graph, [s for _, _, srcs in parts for s in srcs])
         tainted: set[str] = set()
@@ -378,7 +416,7 @@ class _Core:
             if item.store_id not in known and item.text.strip():
                 self._record_derived(item, srcs, beliefs, call)
         screened = self.screen(items, query)
-        return [annotate(s) for s in screened if s.passed and s.item.store_id not in tainted]
+        return [s for s in screened if s.passed and s.item.store_id not in tainted]
 
     def _sources(self, graph: str, uuids: list[str]) -> dict[str, Belief]:
         ids = [store_id(graph, u) for u in dict.fromkeys(uuids)]
@@ -398,7 +436,8 @@ class _Core:
             b.origin if b is not None else Origin.external(f"{STORE}:unbound:{s}")
             for s, b in zip(sources, beliefs, strict=True)
         ] or [Origin.external(f"{STORE}:unsourced:{item.store_id}")]
-        joined = Origin.join(*labels)
+        # at most derived: Zep's extractor wrote it, whatever the store says its sources are
+        joined = Origin.join(EXTRACTOR, *labels)
         observed = self.guard.session.observe(
             tool=f"{STORE}.extracted",
             content=item.text,
@@ -406,7 +445,7 @@ class _Core:
             args={"store_id": item.store_id, "episode_uuids": ",".join(sources)},
         )
         pending = self.guard.bind_pending(
-            observed.content[0], item.text, {}, store_id=item.store_id
+            observed.content[0], item.text, {}, store_id=item.store_id, rendered=item.rendered
         )
         self.guard.confirm_write(pending, item.store_id)
 
@@ -415,14 +454,27 @@ class _Core:
         results = getattr(response, "results", None)
         if not isinstance(response, GraphContextResponse) or results is None:
             raise _malformed(call, "a context response with results", response)
-        edges = self.derived(results.edges or [], graph, call, query)
-        nodes = self.derived(results.nodes or [], graph, call, query)
+        edges = self.screen_derived(results.edges or [], graph, call, query)
+        nodes = self.screen_derived(results.nodes or [], graph, call, query)
         episodes = self.contents(results.episodes or [], graph, call, query)
+        facts = [s.item.raw for s in edges if s.verdict == "accepted"]
+        entities = [s.item.raw for s in nodes if s.verdict == "accepted"]
+        quoted = [
+            {"text": s.item.text, "origin": s.belief.origin.describe()}
+            for s in (*edges, *nodes)
+            if s.verdict == "quoted" and s.belief is not None
+        ]
         blob = render_context(
-            [{"fact": e.fact, "valid_at": e.valid_at, "invalid_at": e.invalid_at} for e in edges],
-            [{"name": n.name, "summary": n.summary} for n in nodes],
+            [{"fact": e.fact, "valid_at": e.valid_at, "invalid_at": e.invalid_at} for e in facts],
+            [{"name": n.name, "summary": n.summary} for n in entities],
+            quoted,
         )
-        return blob, ContextResults(edges=edges, nodes=nodes, episodes=episodes)
+        results = ContextResults(
+            edges=[annotate(s) for s in edges],
+            nodes=[annotate(s) for s in nodes],
+            episodes=episodes,
+        )
+        return blob, results
 
     def context_query(self, messages: list[Any], call: str) -> str:
         texts = [getattr(m, "content", None) for m in messages[-CONTEXT_MESSAGES:]]
@@ -565,9 +617,18 @@ class Episodes(_Refusing):
         items, response = _all_items(_run(call, lambda: self._raw.list(graph_uuid, **kw)), call)
         return _pager(self._core.contents(items, graph_uuid, call, call), response)
 
-    def delete(self, graph_uuid: str, episode_uuid: str, **kw: Any) -> Any:
+    def delete(
+        self,
+        graph_uuid: str,
+        episode_uuid: str,
+        *,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> Any:
         call = "graph.episode.delete"
-        binding = self._core.guard.begin_delete(store_id(graph_uuid, episode_uuid))
+        binding = self._core.guard.begin_delete(
+            store_id(graph_uuid, episode_uuid), origin=gnomon_origin, call=call
+        )
         try:
             return _run(call, lambda: self._raw.delete(graph_uuid, episode_uuid, **kw))
         except AdapterError as exc:
@@ -754,9 +815,18 @@ class AsyncEpisodes(_Refusing):
         )
         return _apager(self._core.contents(items, graph_uuid, call, call), response)
 
-    async def delete(self, graph_uuid: str, episode_uuid: str, **kw: Any) -> Any:
+    async def delete(
+        self,
+        graph_uuid: str,
+        episode_uuid: str,
+        *,
+        gnomon_origin: Origin | None = None,
+        **kw: Any,
+    ) -> Any:
         call = "graph.episode.delete"
-        binding = self._core.guard.begin_delete(store_id(graph_uuid, episode_uuid))
+        binding = self._core.guard.begin_delete(
+            store_id(graph_uuid, episode_uuid), origin=gnomon_origin, call=call
+        )
         try:
             return await _arun(call, lambda: self._raw.delete(graph_uuid, episode_uuid, **kw))
         except AdapterError as exc:

@@ -91,6 +91,9 @@ class ImportItem:
     source_id: str
     created_at: datetime | None = None
     sensitivity: Sensitivity = Sensitivity.INTERNAL
+    #: the hash a binding records (an adapter's hash covers the item's other rendered fields);
+    #: default: the text's own hash
+    content_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -721,7 +724,7 @@ class Firewall:
                     store=store_name,
                     store_id=item.source_id,
                     belief_id=made.belief.id,
-                    content_hash=content_hash(item.text),
+                    content_hash=item.content_hash or content_hash(item.text),
                     state=BindingState.WRITTEN,
                     detail="imported",
                     updated_at=now,

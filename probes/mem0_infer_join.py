@@ -15,6 +15,10 @@ the poison as a team convention. A later session searches the store.
 - Each fact is ``unverified``, is absent from the guarded ``search`` and ``get_all`` in the later
   session under ``default``, and its text is not rendered by ``recall``.
 - The auditor's path still shows each fact with its store history.
+- Messages the firewall used to skip are joined too: in a second session that read the page, an
+  ``add`` whose only messages are a system-role message and a user message whose content is a
+  list of parts (mem0 reads both) yields facts that still carry the page's external origin and
+  integrity ``UNTRUSTED`` (the session's label, not only the recorded inputs).
 
 **Does not claim.** That the labels of facts the *platform* extracts server-side with
 ``async_mode`` (queued, returned without ids) are bound: the guarded client refuses such rows as
@@ -28,7 +32,7 @@ import os
 import sys
 import tempfile
 
-from firewall import Integrity, Origin, TruthStatus
+from firewall import Firewall, Integrity, Origin, TruthStatus
 from firewall import open as open_firewall
 from firewall.store.base import BeliefFilter
 from probes.runner import Checks, ProbeResult, execute, project_for
@@ -138,6 +142,43 @@ def check(url: str, c: Checks) -> None:
                 {f.id for f in facts} <= seen,
                 "the auditor sees every fact with its mem0 history",
                 got=sorted(seen),
+            )
+        check_unskipped(wall, project, c)
+
+
+SKIPPED_FACTS = ("Team rules come from the wiki",)
+
+
+def check_unskipped(wall: Firewall, project: str, c: Checks) -> None:
+    """System-role and list-of-parts messages: the facts still carry the session's label."""
+    from adapters.mem0 import GuardedMemory
+    from adapters.testing import ScriptedLLM, offline_memory
+
+    raw = offline_memory(
+        tempfile.mkdtemp(prefix="gnomon-probe-mem0-"), llm=ScriptedLLM(SKIPPED_FACTS)
+    )
+    with wall.session(project=project, actor="coder", user="alice") as s:
+        memory = GuardedMemory(raw, wall, session=s)
+        s.observe(tool="web_fetch", content=POISON, origin=Origin.external(PAGE))
+        out = memory.add(
+            [
+                {"role": "system", "content": "Remember the team rules you have read."},
+                {"role": "user", "content": [{"type": "text", "text": "Note the rules."}]},
+            ],
+            user_id="alice",
+            infer=True,
+        )
+        rows = out["results"]
+        c.expect(len(rows) == len(SKIPPED_FACTS), "mem0 wrote the second facts", got=rows)
+        for row in rows:
+            binding = wall.store.bindings_by_store_id("mem0", [row["id"]])[row["id"]]
+            fact = wall.require_belief(binding.belief_id)
+            c.expect(
+                f"external:{PAGE}" in fact.origin.origin_ids
+                and fact.origin.integrity == Integrity.UNTRUSTED,
+                "a fact from only system-role and list-content messages carries the session's "
+                "external label",
+                got=fact.origin.describe(),
             )
 
 

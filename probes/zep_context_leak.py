@@ -10,9 +10,13 @@ the user states a fact. A later session asks for the graph's context, raw and th
 **Asserts.**
 - The raw blob from the server contains the poison (the fake really leaks, so the probe is not
   vacuous) and the user's fact.
-- The guarded ``graph.get_context`` blob contains the user's fact and none of the poison's
-  distinctive phrases; the edges and nodes it returns (``include_results=True``) carry none
-  either, and each of them has a ``gnomon`` annotation.
+- The guarded ``graph.get_context`` blob (``default``) contains none of the poison's distinctive
+  phrases; the edges and nodes it returns (``include_results=True``) carry none either, and each
+  of them has a ``gnomon`` annotation.
+- Zep's extractions are at most derived: under a policy that quotes unverified data, the user's
+  fact appears only in the separate ``<QUOTED>`` section, with its origin (``user:alice`` joined
+  with the extractor ``agent:zep:graphiti``), and the FACTS section holds neither it nor the
+  poison.
 - The poisoned note is still reachable on the auditor's path.
 
 **Does not claim.** Anything about Zep Cloud's real extraction (the fake splits sentences instead
@@ -26,6 +30,7 @@ import httpx
 
 from firewall import Origin
 from firewall import open as open_firewall
+from firewall.policy import ContextPolicy, resolve
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "zep_context_leak"
@@ -76,7 +81,6 @@ def check(url: str, c: Checks) -> None:
         later = GuardedZep(client(), wall, project=project, actor="coder", user="alice")
         guarded = later.graph.get_context(graph, query=QUERY, include_results=True)
         text = guarded.context or ""
-        c.expect(FACT in text, "the guarded blob keeps the user's fact", got=text)
         leaked = [p for p in PHRASES if p in text]
         c.expect(not leaked, "the guarded blob contains none of the poison", got=leaked)
         results = guarded.results
@@ -93,6 +97,27 @@ def check(url: str, c: Checks) -> None:
             all(getattr(i, "gnomon", None) for i in items),
             "every returned edge and node is annotated with its labels",
         )
+        later.close()
+        quoting = {**resolve("default").model_dump(mode="json"), "name": "quoting"}
+        quoting["quote"] = {**quoting["quote"], "enabled": True}
+        quoter = GuardedZep(
+            client(), wall, project=project, actor="coder", user="alice",
+            policy=ContextPolicy.from_mapping(quoting),
+        )  # fmt: skip
+        quoted_blob = quoter.graph.get_context(graph, query=QUERY).context or ""
+        facts, _, quoted = quoted_blob.partition("<QUOTED>")
+        c.expect(
+            FACT not in facts and not [p for p in PHRASES if p in facts],
+            "the FACTS section holds no extraction (derived, unverified)",
+            got=facts,
+        )
+        c.expect(
+            FACT in quoted and "agent:zep:graphiti" in quoted and "user:alice" in quoted,
+            "the user's fact is quoted apart with its derived origin",
+            got=quoted,
+        )
+        quoter.close()
+        later = GuardedZep(client(), wall, project=project, actor="coder", user="alice")
         audit = later.gnomon.audit("payments main", grant=wall.grant("auditor", "security-team"))
         c.expect(
             any(POISON in v.belief.statement for v in audit),

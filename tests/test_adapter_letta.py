@@ -13,6 +13,7 @@ if os.environ.get("CI") != "true":
 from adapters.letta import GuardedLetta
 from firewall.firewall import Firewall
 from tests.adapter_contract import AdapterContract, Harness
+from tests.attested import attested
 from tests.fakes_letta import letta_routes, sync_client
 
 
@@ -57,7 +58,6 @@ from adapters.letta import GuardedAsyncLetta  # noqa: E402
 from firewall import Origin  # noqa: E402
 from firewall.chain import BindingState  # noqa: E402
 from tests.adapter_contract import FACT, POISON  # noqa: E402
-from tests.attested import attested  # noqa: E402
 from tests.fakes_letta import async_client, request_json  # noqa: E402
 
 
@@ -109,11 +109,10 @@ def test_agent_editing_its_block_inherits_session_label(env) -> None:  # type: i
 
 def test_block_versions_are_revisions(env) -> None:  # type: ignore[no-untyped-def]
     wall, client, _ = env
-    block = client.blocks.create(
-        label="l", value=FACT, gnomon_origin=attested(wall, Origin.user("alice"))
-    )
+    alice = attested(wall, Origin.user("alice"))
+    block = client.blocks.create(label="l", value=FACT, gnomon_origin=alice)
     first = _binding(wall, block.id)
-    client.blocks.update(block.id, value="Alice prefers coffee.")
+    client.blocks.update(block.id, value="Alice prefers coffee.", gnomon_origin=alice)
     second = _binding(wall, block.id)
     assert second.belief_id != first.belief_id
     assert wall.require_belief(first.belief_id).superseded_by == second.belief_id
@@ -150,7 +149,9 @@ def test_agent_passages_carry_tags_only_and_search_filters(env) -> None:  # type
     assert found.count == 1 and [r.content for r in found.results] == [FACT]
     assert found.results[0].gnomon["belief_id"] == belief_id
     assert [p.text for p in client.agents.passages.list(agent)] == [FACT]
-    client.agents.passages.delete(kept.id, agent_id=agent)
+    client.agents.passages.delete(
+        kept.id, agent_id=agent, gnomon_origin=attested(wall, Origin.user("alice"))
+    )
     assert _binding(wall, f"{agent}/{kept.id}").state == BindingState.DELETED
 
 
@@ -246,3 +247,16 @@ def test_async_client() -> None:
         failed = [b for b in wall.store.list_bindings("letta") if b.state == BindingState.FAILED]
         assert len(failed) == 1
         client.close()
+
+
+def test_out_of_band_edit_of_a_block_label_is_drift(env) -> None:  # type: ignore[no-untyped-def]
+    wall, client, _ = env
+    alice = attested(wall, Origin.user("alice"))
+    block = client.blocks.create(label="human", value=FACT, gnomon_origin=alice)
+    assert client.blocks.retrieve(block.id).value == FACT
+    # attack: the value is untouched; the label the agent sees it under is rewritten
+    sync_client().blocks.update(block.id, label="system_instructions")
+    got = client.blocks.retrieve(block.id)
+    assert got.value == "" and got.gnomon["withheld"] is True
+    belief = wall.require_belief(_binding(wall, block.id).belief_id)
+    assert belief.security_status.value == "suspicious"

@@ -49,10 +49,13 @@ def test_sdk_shapes_and_annotation() -> None:
     assert hit["id"] == row["id"] and hit["gnomon"]["truth"] == "supported"
     assert memory.get(row["id"])["gnomon"]["belief_id"] == hit["gnomon"]["belief_id"]
     assert [r["id"] for r in memory.get_all(filters={"user_id": "alice"})["results"]] == [row["id"]]
-    assert memory.update(row["id"], "Alice prefers coffee.") == {
+    alice = attested(wall, Origin.user("alice"))  # the user revises her own fact
+    assert memory.update(row["id"], "Alice prefers coffee.", gnomon_origin=alice) == {
         "message": "Memory updated successfully!"
     }
-    assert memory.delete(row["id"]) == {"message": "Memory deleted successfully!"}
+    assert memory.delete(row["id"], gnomon_origin=alice) == {
+        "message": "Memory deleted successfully!"
+    }
 
 
 def test_unguarded_methods_are_refused() -> None:

@@ -43,10 +43,10 @@ from adapters.mem0 import (
 )
 from adapters.testing import HashEmbedder, offline_config
 from firewall import Origin
-from firewall.chain import BindingState
+from firewall.chain import BindingState, content_hash
 from firewall.firewall import Firewall
 from firewall.origin import Integrity
-from firewall.states import RetrievalStatus
+from firewall.states import RetrievalStatus, TruthStatus
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness
 from tests.attested import attested
 
@@ -197,7 +197,7 @@ def test_add_sends_belief_id_and_origin(
         BELIEF_KEY: binding.belief_id,
         ORIGIN_KEY: "user:alice",
         INTEGRITY_KEY: "attested",
-        HASH_KEY: binding.content_hash,
+        HASH_KEY: content_hash(FACT),
     }
     request = mock.routes["add"].calls.last.request
     assert request.headers["authorization"] == "Token m0-test"
@@ -238,7 +238,10 @@ def test_update_delete_history(
         FACT, user_id="alice", infer=False, gnomon_origin=attested(wall, Origin.user("alice"))
     )["results"]
     first = binding_of(wall, row["id"])
-    out = client.update(row["id"], text="Alice prefers coffee.", metadata={"topic": "drinks"})
+    alice = attested(wall, Origin.user("alice"))  # the user revises her own fact
+    out = client.update(
+        row["id"], text="Alice prefers coffee.", metadata={"topic": "drinks"}, gnomon_origin=alice
+    )
     assert out["memory"] == "Alice prefers coffee."
     body = sent(mock, "update")
     assert body["text"] == "Alice prefers coffee." and body["metadata"]["topic"] == "drinks"
@@ -248,7 +251,9 @@ def test_update_delete_history(
         client.history(row["id"])
     rows = client.history(row["id"], grant=wall.grant("auditor", "ops"))
     assert [r["event"] for r in rows] == ["ADD", "UPDATE"]
-    assert client.delete(row["id"]) == {"message": "Memory deleted successfully!"}
+    assert client.delete(row["id"], gnomon_origin=alice) == {
+        "message": "Memory deleted successfully!"
+    }
     assert binding_of(wall, row["id"]).state == BindingState.DELETED
     assert wall.require_belief(second.belief_id).retrieval_status == RetrievalStatus.HIDDEN
 
@@ -390,7 +395,7 @@ def test_async_client_add_search_errors_audit(
         server.fail("get", "timeout")
         with pytest.raises(StoreTimeoutError, match=r"mem0\.get"):
             await client.get(row["id"])
-        await client.delete(row["id"])
+        await client.delete(row["id"], gnomon_origin=attested(wall, Origin.user("alice")))
         assert binding_of(wall, row["id"]).state == BindingState.DELETED
         await client.aclose()
 
@@ -439,7 +444,7 @@ def test_async_memory_write_search_audit(wall: Firewall, tmp_path: Any) -> None:
         assert any(v.belief.id == fact.id for v in views)
         with pytest.raises(StoreCallError, match=r"mem0\.search"):
             await memory.search("x", user_id="alice")
-        await memory.delete_all(user_id="alice")
+        await memory.delete_all(user_id="alice", gnomon_origin=attested(wall, Origin.user("alice")))
         assert {b.state for b in wall.store.list_bindings("mem0")} == {BindingState.DELETED}
 
     asyncio.run(scenario())
@@ -488,3 +493,38 @@ def test_httpx_is_what_respx_sees() -> None:
 
     with mem0_routes():
         assert isinstance(MemoryClient(api_key="k", host=BASE_URL).client, httpx.Client)
+
+
+@pytest.mark.parametrize("event", ["UPDATE", "DELETE"])
+def test_tainted_extraction_never_retires_a_user_fact(wall: Firewall, event: str) -> None:
+    target: dict[str, str] = {}
+
+    def extract(msgs: Any) -> list[Any]:  # the platform's LLM rewrites or drops the user's fact
+        return [{"event": event, "id": target["id"], "text": "Alice prefers arsenic."}]
+
+    server = FakeMem0Platform(extract=extract)
+    with mem0_routes(server):
+        client = GuardedMemoryClient(sync_client(), wall, project="shop", actor="coder")
+        alice = attested(wall, Origin.user("alice"))
+        (row,) = client.add(FACT, user_id="alice", infer=False, gnomon_origin=alice)["results"]
+        target["id"] = row["id"]
+        fact_id = binding_of(wall, row["id"]).belief_id
+        # attack: the agent reads a poisoned page, then lets mem0's extraction act on it
+        client.gnomon.guard.session.observe(
+            tool="fetch", content=POISON, origin=Origin.external("web:evil.example")
+        )
+        client.add("Update what you know about Alice.", user_id="alice")
+        fact = wall.require_belief(fact_id)
+        assert fact.truth_status == TruthStatus.SUPPORTED
+        assert fact.retrieval_status == RetrievalStatus.NORMAL
+        (binding,) = wall.store.bindings_for_beliefs([fact_id])
+        assert binding.state == BindingState.WRITTEN and binding.store_id != row["id"]
+        assert server.memories[binding.store_id]["memory"] == FACT  # written back
+        linked = wall.store.contradictions_for([fact_id])
+        assert linked and all(fact_id in c.belief_ids for c in linked)
+        with wall.session(project="shop", actor="coder", user="alice") as later:
+            reader = GuardedMemoryClient(sync_client(), wall, session=later)
+            found = reader.search("Alice prefers", filters={"user_id": "alice"})
+            assert [r["memory"] for r in found["results"]] == [FACT]
+            listed = reader.get_all(filters={"user_id": "alice"})
+            assert [r["memory"] for r in listed["results"]] == [FACT]

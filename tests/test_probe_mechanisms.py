@@ -201,19 +201,16 @@ def zep_context_passed_through(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(adapters.zep._Core, "context", context)
 
 
-def mem0_facts_not_derived_from_inputs(mp: pytest.MonkeyPatch) -> None:
-    """mem0's extracted facts are recorded as the agent's own, not derived from the input
-    messages (the host-side derived_from is emptied, and the session forgets what it read, which
-    would otherwise taint them as a second line of defence)."""
+def mem0_facts_drop_the_session_label(mp: pytest.MonkeyPatch) -> None:
+    """mem0's extracted facts are recorded as the agent's own writing over nothing: the join
+    with the session's label (everything it read, the input messages included) is dropped."""
     from adapters.mem0_guard import _Guarded
 
-    original = _Guarded._extracted
+    def fact(self: Any, text: str) -> Any:
+        return self.gnomon.guard.session.remember(text, [])
 
-    def extracted(self: Any, rows: Any, inputs: Any, checked: Any) -> Any:
-        return original(self, rows, [], checked)
-
-    mp.setattr(_Guarded, "_extracted", extracted)
-    session_forgets_what_it_read(mp)
+    mp.setattr(_Guarded, "_fact", fact)
+    session_forgets_what_it_read(mp)  # the session label is the fact's taint too
 
 
 # -- probe, removed mechanism → the expectation that must break --------------------------------
@@ -242,7 +239,7 @@ CASES: list[tuple[str, Patch, str]] = [
     ("adapter_bypass", zep_resources_pass_through, "zep: no public SDK attribute"),
     ("adapter_sync_drift", drift_not_flagged, "its binding is drifted"),
     ("zep_context_leak", zep_context_passed_through, "the guarded blob contains none"),
-    ("mem0_infer_join", mem0_facts_not_derived_from_inputs, "carries every input message"),
+    ("mem0_infer_join", mem0_facts_drop_the_session_label, "carries every input message"),
 ]
 
 

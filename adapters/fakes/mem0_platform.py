@@ -6,7 +6,10 @@ string, ``{"count", "next", "previous", "results"}``), ``GET/PUT/DELETE /v1/memo
 
 Memories live in a dict; search ranks by token overlap. ``add`` with ``infer`` true (the
 platform's default) turns the messages into facts with ``extract`` (default: one fact per
-non-system message), as the platform's LLM would.
+non-system message), as the platform's LLM would. ``extract`` may also answer with event dicts,
+``{"event": "UPDATE", "id": ..., "text": ...}`` or ``{"event": "DELETE", "id": ...}``, which the
+fake applies to the stored memory and reports as mem0 does (the platform's LLM deciding to
+rewrite or drop an existing memory).
 
 >>> import httpx
 >>> from mem0 import MemoryClient
@@ -61,7 +64,7 @@ class FakeMem0Platform:
     traffic. Route names are the SDK's method names (``add``, ``search``, ``get_all``…)."""
 
     def __init__(
-        self, *, extract: Callable[[list[dict[str, Any]]], list[str]] | None = None
+        self, *, extract: Callable[[list[dict[str, Any]]], list[Any]] | None = None
     ) -> None:
         self.memories: dict[str, dict[str, Any]] = {}
         self.history: dict[str, list[dict[str, Any]]] = {}
@@ -145,7 +148,7 @@ class FakeMem0Platform:
         messages = body.get("messages") or []
         metadata = dict(body.get("metadata") or {})
         if body.get("infer", True) is False:
-            texts = [
+            texts: list[Any] = [
                 m["content"]
                 for m in messages
                 if m.get("role") != "system" and isinstance(m.get("content"), str)
@@ -154,13 +157,30 @@ class FakeMem0Platform:
             texts = list(self.extract(messages))
         else:
             texts = [m["content"] for m in messages if m.get("role") != "system"]
-        rows = [self._insert(t, dict(metadata), body) for t in texts]
-        return httpx.Response(
-            200,
-            json={
-                "results": [{"id": r["id"], "memory": r["memory"], "event": "ADD"} for r in rows]
-            },
-        )
+        results = [self._apply(t, dict(metadata), body) for t in texts]
+        return httpx.Response(200, json={"results": [r for r in results if r is not None]})
+
+    def _apply(
+        self, fact: Any, metadata: dict[str, Any], body: Mapping[str, Any]
+    ) -> dict[str, Any] | None:
+        """One extracted fact (ADD) or event dict (UPDATE/DELETE of an existing memory)."""
+        if isinstance(fact, str):
+            row = self._insert(fact, metadata, body)
+            return {"id": row["id"], "memory": row["memory"], "event": "ADD"}
+        ident, event = fact.get("id"), fact.get("event")
+        row = self.memories.get(ident) if isinstance(ident, str) else None
+        if row is None:
+            return None
+        old = row["memory"]
+        if event == "DELETE":
+            self.memories.pop(ident)
+            self._log(ident, old, None, "DELETE")
+            return {"id": ident, "memory": old, "event": "DELETE"}
+        row["memory"] = fact["text"]
+        row["metadata"] = {**(row.get("metadata") or {}), **metadata}
+        row["updated_at"] = _now()
+        self._log(ident, old, row["memory"], "UPDATE")
+        return {"id": ident, "memory": row["memory"], "event": "UPDATE"}
 
     def _select(self, filters: Any) -> list[dict[str, Any]]:
         return [r for r in self.memories.values() if _matches(r, filters)]
