@@ -53,6 +53,7 @@ from typing import Any, Literal
 from adapters.base import gnomon_metadata, item_hash
 from adapters.errors import ProtectedBeliefError
 from firewall.chain import Belief, BindingState, Revision, StoreBinding, content_hash
+from firewall.channels import Channel, caller_origin
 from firewall.content import statement_text
 from firewall.contradictions import contradiction_record
 from firewall.errors import MissingGrantError
@@ -408,11 +409,16 @@ class Guard:
         self.contest(old, candidate, f"{self.store}.{call}")
         return candidate
 
-    def write_label(self, origin: Origin | None) -> Origin:
-        """The label a write in this session carries: the host's ``origin``, else the agent
-        joined with everything the session has read (as :meth:`Session.remember` labels it)."""
-        if origin is not None:
-            return origin
+    def write_label(self, origin: Origin | Channel | None) -> Origin:
+        """The label a write in this session carries: a host channel's origin (checked: one
+        this firewall opened), a caller's own origin (checked: it may only lower trust), else
+        the agent joined with everything the session has read (as :meth:`Session.remember`
+        labels it)."""
+        if isinstance(origin, Channel):
+            return self.wall.attested_by(origin, project=self.session.project).origin
+        asserted = caller_origin(origin, what="gnomon_origin=")
+        if asserted is not None:
+            return asserted
         label = self.session.label
         agent = Origin.agent(self.session.actor)
         return agent if label is None else Origin.join(agent, label)

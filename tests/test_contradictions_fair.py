@@ -65,7 +65,9 @@ def demote_by(wall: firewall.Firewall, belief_id: str, how: str) -> None:
             belief_id, reason="sentinel: hostile status page", authority=Authority.SENTINEL
         )
     else:
-        wall.mark_malicious(belief_id, grant=wall.grant("user", "ops"), reason="planted")
+        wall.mark_malicious(
+            belief_id, grant=wall.grant("user", "ops", beliefs=[belief_id]), reason="planted"
+        )
 
 
 @pytest.mark.parametrize("how", ["quarantined", "malicious"])
@@ -202,7 +204,10 @@ def test_quarantining_the_correction_does_not_undo_a_users_judgement(
         fact = user_fact(wall, s, FACT)
         correction = user_fact(wall, s, "Gecko moved to eu-central-1 on Monday.")
         wall.mark_contradicted(
-            fact.id, by=correction.id, reason="moved", grant=wall.grant("user", "alice")
+            fact.id,
+            by=correction.id,
+            reason="moved",
+            grant=wall.grant("user", "alice", beliefs=[fact.id, correction.id]),
         )
         wall.quarantine(correction.id, reason="sentinel: doubt", authority=Authority.SENTINEL)
         result = s.recall("gecko")

@@ -89,7 +89,10 @@ def test_mark_contradicted_after_the_session_shows_in_the_report(
         correction = user_fact(wall, s, "Gecko runs in eu-central-1.")
         decision = s.decide("deploy gecko to eu-west-1", [fact.id])
     wall.mark_contradicted(
-        fact.id, by=correction.id, reason="moved last week", grant=wall.grant("user", "alice")
+        fact.id,
+        by=correction.id,
+        reason="moved last week",
+        grant=wall.grant("user", "alice", beliefs=[fact.id, correction.id]),
     )
     report = build_report(wall.store, s.id)
     assert f"dependency {fact.id} contradicted" in decisions_row(report, decision.id)["flags"]
