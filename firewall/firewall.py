@@ -37,7 +37,7 @@ from firewall.chain import (
 )
 from firewall.checkpoints import Checkpoint, CheckpointSigner, write_checkpoint
 from firewall.clock import Clock, utcnow
-from firewall.content import DEFAULT_MAX_BLOCK_BYTES, statement_text
+from firewall.content import DEFAULT_MAX_BLOCK_BYTES, checked_arg_names, statement_text
 from firewall.contradictions import contradiction_record, flag_decisions
 from firewall.errors import InputError, MissingGrantError, UnknownIdError
 from firewall.events import SCHEMA_VERSION, Event, EventDraft, Records, VerifyReport
@@ -93,8 +93,11 @@ class Firewall:
         max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
         checkpoint_signer: CheckpointSigner | None = None,
         checkpoint_every: int | None = None,
+        envelope_args: Iterable[str] = (),
     ) -> None:
         self.store = store
+        # Argument names whose short values envelope statements may show (firewall.content).
+        self.envelope_args = checked_arg_names(envelope_args)
         self.clock = clock
         self.max_block_bytes = max_block_bytes
         if checkpoint_every is not None and (checkpoint_every < 1 or checkpoint_signer is None):
@@ -581,6 +584,7 @@ def open(
     max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
     checkpoint_signer: CheckpointSigner | None = None,
     checkpoint_every: int | None = None,
+    envelope_args: Iterable[str] = (),
     **store_options: Any,
 ) -> Firewall:
     """Open a firewall over ``url`` (``memory://``, ``sqlite:///path``, ``postgresql://…``).
@@ -588,6 +592,9 @@ def open(
     With no URL, ``$GNOMON_URL`` or the embedded default ``sqlite:///./.gnomon/gnomon.db``.
     With ``checkpoint_signer`` and ``checkpoint_every=N``, a signed ``log.checkpoint`` event is
     appended each time the log crosses a multiple of N events.
+    ``envelope_args`` names the tool arguments whose short, identifier-like values the trusted
+    envelope statement may show (e.g. ``{"path", "url"}``); by default every argument appears
+    only as a digest (see :func:`firewall.content.render_args`).
     """
     store = open_store(url or default_url(), **store_options)
     return Firewall(
@@ -598,6 +605,7 @@ def open(
         max_block_bytes=max_block_bytes,
         checkpoint_signer=checkpoint_signer,
         checkpoint_every=checkpoint_every,
+        envelope_args=envelope_args,
     )
 
 

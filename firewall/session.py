@@ -32,6 +32,7 @@ from firewall.content import (
     block_hash,
     checked_args,
     checked_name,
+    checked_tool,
     content_blocks,
     render_args,
     statement_text,
@@ -220,7 +221,7 @@ class Session:
         and is adopted supported; the content is adopted by its origin.
         """
         self._check_open()
-        tool = checked_name("tool", tool)
+        tool = checked_tool(tool)
         if origin is not None and not isinstance(origin, Origin):
             raise InvalidOriginError(
                 f"origin must be a firewall.Origin, got {type(origin).__name__}",
@@ -247,7 +248,7 @@ class Session:
             tool_version=tool_version,
         )
         envelope_origin = Origin.tool(tool)
-        rendered = render_args(checked)
+        rendered = render_args(checked, self.wall.envelope_args)
         envelope = adopt(
             self._ctx,
             kind=ClaimKind.ENVELOPE,
