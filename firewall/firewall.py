@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from firewall import __about__
 from firewall.adoption import Adopter, Context
+from firewall.arguments import check_value, checked_call
 from firewall.chain import (
     Belief,
     BindingState,
@@ -172,6 +173,7 @@ class Firewall:
             )
         return write_checkpoint(self.store, self.checkpoint_signer, now=self.clock())
 
+    @checked_call
     def require_belief(self, belief_id: str) -> Belief:
         if not isinstance(belief_id, str):
             raise InputError(f"belief id must be a string, got {type(belief_id).__name__}")
@@ -211,6 +213,7 @@ class Firewall:
 
     # -- grants ---------------------------------------------------------------------------
 
+    @checked_call
     def grant(
         self, authority: GrantAuthority | str, subject: str, *, ttl: timedelta = DEFAULT_TTL
     ) -> Grant:
@@ -220,6 +223,9 @@ class Firewall:
                 "this firewall pins operator keys and holds no signing key",
                 hint="issue grants with GrantSigner.from_file(<operator.key>).issue(...)",
             )
+        if authority not in {a.value for a in GrantAuthority}:
+            known = ", ".join(a.value for a in GrantAuthority)
+            raise InputError(f"unknown grant authority {authority!r}", hint=f"use one of: {known}")
         return self._signer.issue(authority, subject, ttl=ttl, now=self.clock())
 
     def _authority(self, grant: Grant | None, operation: str) -> Authority:
@@ -233,6 +239,7 @@ class Firewall:
 
     # -- privileged moves -----------------------------------------------------------------
 
+    @checked_call
     def transition(
         self,
         belief_id: str,
@@ -292,6 +299,7 @@ class Firewall:
         )
         return updated
 
+    @checked_call
     def promote(self, belief_id: str, *, grant: Grant, reason: str) -> Belief:
         """Make a belief supported and normally retrievable, on a user or probe grant."""
         return self.transition(
@@ -302,6 +310,7 @@ class Firewall:
             kind="belief.promoted",
         )
 
+    @checked_call
     def quarantine(
         self,
         belief_id: str,
@@ -320,6 +329,7 @@ class Firewall:
             kind="belief.quarantined",
         )
 
+    @checked_call
     def clear(self, belief_id: str, *, grant: Grant, reason: str) -> Belief:
         """Clear a suspicious or quarantined belief back to clean and restricted (user grant)."""
         return self.transition(
@@ -333,6 +343,7 @@ class Firewall:
             kind="belief.cleared",
         )
 
+    @checked_call
     def mark_malicious(self, belief_id: str, *, grant: Grant, reason: str) -> Belief:
         return self.transition(
             belief_id,
@@ -342,6 +353,7 @@ class Firewall:
             kind="belief.marked_malicious",
         )
 
+    @checked_call
     def mark_contradicted(self, belief_id: str, *, by: str, reason: str, grant: Grant) -> Belief:
         """Record that ``by`` contradicts ``belief_id`` and route the latter to contradictions."""
         other = self.require_belief(by)
@@ -371,6 +383,7 @@ class Firewall:
             )
         )
 
+    @checked_call
     def supersede(
         self, old_id: str, new_id: str, *, reason: str, grant: Grant
     ) -> tuple[Belief, Belief]:
@@ -407,6 +420,7 @@ class Firewall:
 
     # -- the privileged read path -----------------------------------------------------------
 
+    @checked_call
     def audit(
         self,
         query: str | None = None,
@@ -441,6 +455,7 @@ class Firewall:
 
     # -- bulk import ------------------------------------------------------------------------
 
+    @checked_call
     def import_records(
         self,
         items: Iterable[ImportItem],
@@ -566,7 +581,15 @@ class Firewall:
 
 def _chunks(items: Iterable[ImportItem], size: int) -> Iterator[list[ImportItem]]:
     chunk: list[ImportItem] = []
+    if isinstance(items, str | bytes):
+        raise InputError("items must be a collection of ImportItem, not text")
     for item in items:
+        if type(item) is not ImportItem:
+            raise InputError(
+                f"import_records() takes ImportItem records, got {type(item).__name__}",
+                hint="wrap each record: ImportItem(text=..., source_id=...)",
+            )
+        check_value("import_records()", "items", item)
         chunk.append(item)
         if len(chunk) >= size:
             yield chunk
@@ -575,6 +598,7 @@ def _chunks(items: Iterable[ImportItem], size: int) -> Iterator[list[ImportItem]
         yield chunk
 
 
+@checked_call
 def open(
     url: str | None = None,
     *,

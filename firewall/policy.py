@@ -256,9 +256,17 @@ class ContextPolicy(_PolicyModel):
     @classmethod
     def from_yaml(cls, path: str | Path) -> ContextPolicy:
         """Load a policy file; every failure is a :class:`PolicyError` naming the file."""
+        if not isinstance(path, str | Path):
+            raise PolicyError(
+                f"a policy path must be a str or Path, got {_kind(path)}",
+                hint="pass the path of a .yaml policy file",
+            )
         location = Path(path)
         try:
-            raw = location.read_bytes()
+            # Read one byte past the limit, never the whole file: a policy "file" may be
+            # /dev/zero or a pipe that never ends.
+            with location.open("rb") as handle:
+                raw = handle.read(MAX_POLICY_BYTES + 1)
         except FileNotFoundError as exc:
             raise PolicyError(
                 f"{location}: no such policy file",
@@ -268,6 +276,10 @@ class ContextPolicy(_PolicyModel):
             raise PolicyError(
                 f"{location}: cannot read policy file: {exc.strerror or exc}",
                 hint="check the file's permissions",
+            ) from exc
+        except ValueError as exc:  # a NUL byte or a lone surrogate in the path
+            raise PolicyError(
+                f"{location!r}: not a usable file path: {exc}", hint="check the path"
             ) from exc
         return cls.from_yaml_text(_decode(raw, str(location)), source=str(location))
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from firewall.adoption import Context, adopt, independence_group, quality_for
+from firewall.arguments import checked_call
 from firewall.chain import (
     Action,
     Belief,
@@ -118,6 +119,7 @@ class Session:
         return self.info.user
 
     @classmethod
+    @checked_call
     def start(
         cls,
         wall: Firewall,
@@ -198,6 +200,7 @@ class Session:
 
     # -- writes ---------------------------------------------------------------------------
 
+    @checked_call
     def observe(
         self,
         *,
@@ -300,6 +303,7 @@ class Session:
             observation, current[envelope.belief.id], tuple(current[m.belief.id] for m in made)
         )
 
+    @checked_call
     def remember(
         self,
         statement: str,
@@ -375,6 +379,7 @@ class Session:
 
     # -- corroboration --------------------------------------------------------------------
 
+    @checked_call
     def corroborate(
         self,
         belief_id: str,
@@ -465,6 +470,7 @@ class Session:
 
     # -- recall ---------------------------------------------------------------------------
 
+    @checked_call
     def recall(
         self,
         query: str,
@@ -530,6 +536,7 @@ class Session:
 
     # -- decisions and actions ------------------------------------------------------------
 
+    @checked_call
     def decide(
         self,
         summary: str,
@@ -581,6 +588,7 @@ class Session:
         )
         return decision
 
+    @checked_call
     def act(self, decision_id: str, name: str, args: Mapping[str, Any] | None = None) -> Action:
         self._check_open()
         if self.wall.store.get_decision(decision_id) is None:
@@ -597,6 +605,7 @@ class Session:
         self._commit("action.taken", records=Records(actions=(action,)), now=now)
         return action
 
+    @checked_call
     def record_outcome(self, action_id: str, *, success: bool, summary: str = "") -> Outcome:
         self._check_open()
         if self.wall.store.get_action(action_id) is None:
