@@ -61,7 +61,7 @@ def test_deep_nesting_is_refused_without_recursion_error(text: str) -> None:
 
 
 def test_too_many_values_are_refused() -> None:
-    assert "more than" in refused("truth: [" + "a," * 20_000 + "]\n")
+    assert "more than 10000 values" in refused("truth: [" + "a," * 20_000 + "]\n")
 
 
 @pytest.mark.parametrize(
