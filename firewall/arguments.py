@@ -38,6 +38,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
+from firewall.content import lone_surrogate
 from firewall.errors import InputError, InvalidOriginError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -110,14 +111,12 @@ def check_value(func: str, param: str, value: Any) -> None:
 
 def _scan(func: str, param: str, value: Any, depth: int, seen: set[int]) -> None:
     if isinstance(value, str):
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InputError(
-                    f"{func}: {param} contains a lone surrogate at position {exc.start}",
-                    hint="pass valid Unicode text",
-                ) from None
+        position = lone_surrogate(value)
+        if position is not None:
+            raise InputError(
+                f"{func}: {param} contains a lone surrogate at position {position}",
+                hint="pass valid Unicode text",
+            )
         return
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:

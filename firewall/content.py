@@ -95,14 +95,24 @@ def _block(index: int, block: object, max_bytes: int) -> str:
             f"content block {index} is {size} bytes; the limit is {max_bytes}",
             hint="split it into smaller blocks or raise max_block_bytes in firewall.open()",
         )
+    position = lone_surrogate(text)
+    if position is not None:
+        raise InvalidContentError(
+            f"content block {index} contains a lone surrogate at position {position}",
+            hint="content must be valid Unicode text",
+        )
+    return text
+
+
+def lone_surrogate(text: str) -> int | None:
+    """The position of the first lone surrogate in ``text`` (which cannot be stored), or None."""
+    if text.isascii():
+        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidContentError(
-            f"content block {index} contains a lone surrogate at position {exc.start}",
-            hint="content must be valid Unicode text",
-        ) from exc
-    return text
+        return exc.start
+    return None
 
 
 def content_blocks(content: object, max_bytes: int = DEFAULT_MAX_BLOCK_BYTES) -> list[str]:

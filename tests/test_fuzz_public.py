@@ -30,7 +30,7 @@ from firewall.gate import Move
 from firewall.states import Axis, EvidenceRelation, Sensitivity, TruthStatus
 
 FUZZ = settings(
-    max_examples=int(os.environ.get("GNOMON_FUZZ_EXAMPLES", "120")),
+    max_examples=int(os.environ.get("GNOMON_FUZZ_EXAMPLES", "300")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -80,6 +80,21 @@ def maybe(valid: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 def call(entry: Callable[..., Any], kwargs: dict[str, Any]) -> None:
     with contextlib.suppress(GnomonError):
         entry(**kwargs)
+
+
+Entries = dict[str, tuple[Callable[..., Any], st.SearchStrategy[dict[str, Any]]]]
+
+
+def fuzz_entries(entries: Entries) -> None:
+    """Fuzz several entries in one hypothesis run: draw an entry, then its arguments."""
+
+    @FUZZ
+    @given(st.sampled_from(sorted(entries)).flatmap(lambda n: st.tuples(st.just(n), entries[n][1])))
+    def run(drawn: tuple[str, dict[str, Any]]) -> None:
+        name, kwargs = drawn
+        call(entries[name][0], kwargs)
+
+    run()
 
 
 @pytest.fixture
@@ -166,7 +181,7 @@ def test_remember(session: Any) -> None:
 
 def test_recall_decide_act_outcome_corroborate(session: Any) -> None:
     ids = _ids(session)
-    entries: dict[str, tuple[Callable[..., Any], st.SearchStrategy[dict[str, Any]]]] = {
+    entries: Entries = {
         "recall": (
             session.recall,
             st.fixed_dictionaries(
@@ -211,13 +226,7 @@ def test_recall_decide_act_outcome_corroborate(session: Any) -> None:
         ),
     }
 
-    @FUZZ
-    @given(st.sampled_from(sorted(entries)).flatmap(lambda n: st.tuples(st.just(n), entries[n][1])))
-    def run(drawn: tuple[str, dict[str, Any]]) -> None:
-        name, kwargs = drawn
-        call(entries[name][0], kwargs)
-
-    run()
+    fuzz_entries(entries)
 
 
 def test_firewall_host_entries(wall: firewall.Firewall) -> None:
@@ -235,7 +244,7 @@ def test_firewall_host_entries(wall: firewall.Firewall) -> None:
         ),
         max_size=2,
     )
-    entries: dict[str, tuple[Callable[..., Any], st.SearchStrategy[dict[str, Any]]]] = {
+    entries: Entries = {
         "session": (
             lambda **kw: wall.session(**kw).__enter__(),
             st.fixed_dictionaries(
@@ -294,13 +303,7 @@ def test_firewall_host_entries(wall: firewall.Firewall) -> None:
         ),
     }
 
-    @FUZZ
-    @given(st.sampled_from(sorted(entries)).flatmap(lambda n: st.tuples(st.just(n), entries[n][1])))
-    def run(drawn: tuple[str, dict[str, Any]]) -> None:
-        name, kwargs = drawn
-        call(entries[name][0], kwargs)
-
-    run()
+    fuzz_entries(entries)
 
 
 @FUZZ
@@ -352,3 +355,29 @@ def test_origin_constructors(name: str, value: Any) -> None:
 def test_origin_join(labels: list[Any]) -> None:
     with contextlib.suppress(GnomonError):
         Origin.join(*labels)
+
+
+def test_adapter_write_and_search(wall: firewall.Firewall) -> None:
+    from adapters.local import GuardedLocalMemory, LocalMemory
+
+    memory = GuardedLocalMemory(LocalMemory(), wall, project="shop", user="alice")
+    fuzz_entries(
+        {
+            "add": (
+                memory.add,
+                st.fixed_dictionaries(
+                    {"text": maybe(TEXT)},
+                    optional={
+                        "user_id": maybe(st.just("alice")),
+                        "metadata": maybe(st.just({"k": "v"})),
+                    },
+                ),
+            ),
+            "search": (
+                memory.search,
+                st.fixed_dictionaries(
+                    {"query": maybe(TEXT)}, optional={"top_k": maybe(st.just(3))}
+                ),
+            ),
+        }
+    )
