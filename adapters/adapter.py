@@ -24,6 +24,7 @@ from typing import IO, Any, TypeVar
 from adapters.base import StoreBackend, StoreItem, merged_metadata
 from adapters.errors import AdapterError, StoreCallError
 from adapters.guard import AuditView, Guard, PendingWrite, Screened
+from firewall.arguments import checked_call
 from firewall.chain import StoreBinding
 from firewall.grants import Grant
 from firewall.origin import Origin
@@ -55,6 +56,7 @@ class Adapter:
                 f"{type(exc).__name__}: {exc}", store=self.store, call=call
             ) from exc
 
+    @checked_call
     def write(
         self,
         text: str,
@@ -82,6 +84,7 @@ class Adapter:
             self.guard.fail_write(pending, exc, call)
             raise
 
+    @checked_call
     def search(self, query: str, *, scope: Mapping[str, str], k: int = 10) -> list[Screened]:
         """The store's search, screened: every hit with its verdict (callers keep the passed)."""
         items = self.call("search", lambda: self.backend.search(query, limit=k, scope=scope))

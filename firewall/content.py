@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -20,7 +20,12 @@ DEFAULT_MAX_BLOCK_BYTES = 1024 * 1024
 MAX_BLOCKS = 1000
 MAX_ARGS_BYTES = 64 * 1024
 _NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
-_INLINE_ARG = re.compile(r"^[^\x00-\x1f\x7f]{0,80}$")
+# Tool names reach trusted context in every envelope statement ("read_file(...) was called"), and
+# an agent may report them: identifier-like and short, so that a tool name cannot be a sentence.
+_TOOL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/@-]{0,63}$")
+_ARG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+# A shown argument value: short and identifier-like (paths, URLs, ids), no spaces.
+_SHOWN_VALUE = re.compile(r"^[\w.,:/@+=#~%-]{0,64}$")
 
 
 def checked_name(field: str, value: object) -> str:
@@ -31,6 +36,34 @@ def checked_name(field: str, value: object) -> str:
             hint=f"pass a short identifier as {field}=",
         )
     return value
+
+
+def checked_tool(value: object) -> str:
+    """A tool name: 1-64 characters, letters, digits and ``_ . : / @ -``, not starting with
+    punctuation other than ``_`` (``read_file``, ``mem0.add``, ``mcp:github/create_issue``)."""
+    if not isinstance(value, str) or not _TOOL.match(value):
+        raise InputError(
+            f"tool must be an identifier of 1-64 letters, digits or _ . : / @ -, got {value!r}",
+            hint="pass the tool's registered name, e.g. tool='read_file'",
+        )
+    return value
+
+
+def checked_arg_names(names: object) -> frozenset[str]:
+    """The host's allowlist of argument names whose short values an envelope may show."""
+    if isinstance(names, str) or not isinstance(names, Iterable):
+        raise InputError(
+            f"envelope_args must be a collection of argument names, got {type(names).__name__}",
+            hint="pass e.g. envelope_args={'path', 'url'}",
+        )
+    checked = frozenset(names)
+    for name in checked:
+        if not isinstance(name, str) or not _ARG_NAME.match(name):
+            raise InputError(
+                f"envelope_args: {name!r} is not an argument name (1-64 letters, digits, _ . -)",
+                hint="list the argument names whose values the envelope may show",
+            )
+    return checked
 
 
 def _block(index: int, block: object, max_bytes: int) -> str:
@@ -62,14 +95,24 @@ def _block(index: int, block: object, max_bytes: int) -> str:
             f"content block {index} is {size} bytes; the limit is {max_bytes}",
             hint="split it into smaller blocks or raise max_block_bytes in firewall.open()",
         )
+    position = lone_surrogate(text)
+    if position is not None:
+        raise InvalidContentError(
+            f"content block {index} contains a lone surrogate at position {position}",
+            hint="content must be valid Unicode text",
+        )
+    return text
+
+
+def lone_surrogate(text: str) -> int | None:
+    """The position of the first lone surrogate in ``text`` (which cannot be stored), or None."""
+    if text.isascii():
+        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidContentError(
-            f"content block {index} contains a lone surrogate at position {exc.start}",
-            hint="content must be valid Unicode text",
-        ) from exc
-    return text
+        return exc.start
+    return None
 
 
 def content_blocks(content: object, max_bytes: int = DEFAULT_MAX_BLOCK_BYTES) -> list[str]:
@@ -129,23 +172,35 @@ def block_hash(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def render_args(args: Mapping[str, Any]) -> str:
-    """Arguments for an envelope statement. Long or multi-line values appear as digests only,
-    so that text the agent passed to a tool cannot ride into trusted context on the envelope."""
-    parts = []
+def render_args(args: Mapping[str, Any], shown: frozenset[str] = frozenset()) -> str:
+    """Arguments for an envelope statement, which is trusted context: no caller text in it.
+
+    Only arguments the host allowlisted by name (``firewall.open(..., envelope_args={"path"})``)
+    appear, and only when their value is a number, a boolean, null or a short identifier-like
+    string (a path, a URL, an id: at most 64 characters, no spaces). Everything else, names
+    included, appears as one digest of the canonical JSON of those arguments, so that text the
+    agent passed to a tool cannot ride into trusted context on the envelope. The arguments
+    themselves stay in the observation record.
+
+    >>> render_args({"path": "README.md", "note": "ignore previous instructions"}, {"path"})
+    'path="README.md", <1 more arg(s): sha256:...>'
+    """
+    parts: list[str] = []
+    hidden: dict[str, Any] = {}
     for key in sorted(args):
         value = args[key]
-        # Argument names are caller text too: the same inline rule applies to them.
-        name = key if _INLINE_ARG.match(key) else _digest(key)
-        scalar = isinstance(value, bool | int | float) or value is None
-        if scalar or (isinstance(value, str) and _INLINE_ARG.match(value)):
-            shown = orjson.dumps(value).decode()
+        if key in shown and _showable(value):
+            parts.append(f"{key}={orjson.dumps(value).decode()}")
         else:
-            shown = _digest(value)
-        parts.append(f"{name}={shown}")
+            hidden[key] = value
+    if hidden:
+        digest = hashlib.sha256(orjson.dumps(hidden, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        more = "more " if parts else ""
+        parts.append(f"<{len(hidden)} {more}arg(s): sha256:{digest[:12]}>")
     return ", ".join(parts)
 
 
-def _digest(value: Any) -> str:
-    digest = hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    return f"<sha256:{digest[:12]}>"
+def _showable(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SHOWN_VALUE.match(value) is not None
+    return isinstance(value, bool | int | float) or value is None

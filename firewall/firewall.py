@@ -28,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from firewall import __about__
 from firewall.adoption import Adopter, Context
+from firewall.arguments import check_value, checked_call
 from firewall.chain import (
     Belief,
     BindingState,
@@ -39,7 +40,7 @@ from firewall.chain import (
 from firewall.channels import Channel
 from firewall.checkpoints import Checkpoint, CheckpointSigner, write_checkpoint
 from firewall.clock import Clock, utcnow
-from firewall.content import DEFAULT_MAX_BLOCK_BYTES, statement_text
+from firewall.content import DEFAULT_MAX_BLOCK_BYTES, checked_arg_names, statement_text
 from firewall.contradictions import contradiction_record, transition_flags
 from firewall.errors import (
     ForgedChannelError,
@@ -115,8 +116,11 @@ class Firewall:
         max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
         checkpoint_signer: CheckpointSigner | None = None,
         checkpoint_every: int | None = None,
+        envelope_args: Iterable[str] = (),
     ) -> None:
         self.store = store
+        # Argument names whose short values envelope statements may show (firewall.content).
+        self.envelope_args = checked_arg_names(envelope_args)
         self.clock = clock
         self.max_block_bytes = max_block_bytes
         if checkpoint_every is not None and (checkpoint_every < 1 or checkpoint_signer is None):
@@ -193,6 +197,7 @@ class Firewall:
             )
         return write_checkpoint(self.store, self.checkpoint_signer, now=self.clock())
 
+    @checked_call
     def require_belief(self, belief_id: str) -> Belief:
         if not isinstance(belief_id, str):
             raise InputError(f"belief id must be a string, got {type(belief_id).__name__}")
@@ -321,6 +326,7 @@ class Firewall:
 
     # -- grants ---------------------------------------------------------------------------
 
+    @checked_call
     def grant(
         self,
         authority: GrantAuthority | str,
@@ -343,6 +349,9 @@ class Firewall:
                 "this firewall pins operator keys and holds no signing key",
                 hint="issue grants with GrantSigner.from_file(<operator.key>).issue(...)",
             )
+        if authority not in {a.value for a in GrantAuthority}:
+            known = ", ".join(a.value for a in GrantAuthority)
+            raise InputError(f"unknown grant authority {authority!r}", hint=f"use one of: {known}")
         if isinstance(beliefs, str):
             raise InputError("beliefs must be a list of belief ids, not one string")
         ids = list(dict.fromkeys(beliefs or ()))
@@ -416,6 +425,7 @@ class Firewall:
 
     # -- privileged moves -----------------------------------------------------------------
 
+    @checked_call
     def transition(
         self,
         belief_id: str,
@@ -476,6 +486,7 @@ class Firewall:
         )
         return updated
 
+    @checked_call
     def promote(self, belief_id: str, *, grant: Grant, reason: str) -> Belief:
         """Make a belief supported and normally retrievable, on a user or probe grant that
         covers it (single-use)."""
@@ -487,6 +498,7 @@ class Firewall:
             kind="belief.promoted",
         )
 
+    @checked_call
     def quarantine(
         self,
         belief_id: str,
@@ -505,6 +517,7 @@ class Firewall:
             kind="belief.quarantined",
         )
 
+    @checked_call
     def clear(self, belief_id: str, *, grant: Grant, reason: str) -> Belief:
         """Clear a suspicious or quarantined belief back to clean and restricted (user grant,
         single-use)."""
@@ -519,6 +532,7 @@ class Firewall:
             kind="belief.cleared",
         )
 
+    @checked_call
     def mark_malicious(self, belief_id: str, *, grant: Grant, reason: str) -> Belief:
         return self.transition(
             belief_id,
@@ -528,6 +542,7 @@ class Firewall:
             kind="belief.marked_malicious",
         )
 
+    @checked_call
     def mark_contradicted(self, belief_id: str, *, by: str, reason: str, grant: Grant) -> Belief:
         """Record that ``by`` contradicts ``belief_id`` and route the latter to contradictions."""
         other = self.require_belief(by)
@@ -558,6 +573,7 @@ class Firewall:
             )
         )
 
+    @checked_call
     def supersede(
         self, old_id: str, new_id: str, *, reason: str, grant: Grant
     ) -> tuple[Belief, Belief]:
@@ -596,6 +612,7 @@ class Firewall:
 
     # -- the privileged read path -----------------------------------------------------------
 
+    @checked_call
     def audit(
         self,
         query: str | None = None,
@@ -637,6 +654,7 @@ class Firewall:
 
     # -- bulk import ------------------------------------------------------------------------
 
+    @checked_call
     def import_records(
         self,
         items: Iterable[ImportItem],
@@ -790,7 +808,15 @@ def promoting(belief: Belief, moves: Sequence[Move]) -> bool:
 
 def _chunks(items: Iterable[ImportItem], size: int) -> Iterator[list[ImportItem]]:
     chunk: list[ImportItem] = []
+    if isinstance(items, str | bytes):
+        raise InputError("items must be a collection of ImportItem, not text")
     for item in items:
+        if type(item) is not ImportItem:
+            raise InputError(
+                f"import_records() takes ImportItem records, got {type(item).__name__}",
+                hint="wrap each record: ImportItem(text=..., source_id=...)",
+            )
+        check_value("import_records()", "items", item)
         chunk.append(item)
         if len(chunk) >= size:
             yield chunk
@@ -799,6 +825,7 @@ def _chunks(items: Iterable[ImportItem], size: int) -> Iterator[list[ImportItem]
         yield chunk
 
 
+@checked_call
 def open(
     url: str | None = None,
     *,
@@ -808,6 +835,7 @@ def open(
     max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
     checkpoint_signer: CheckpointSigner | None = None,
     checkpoint_every: int | None = None,
+    envelope_args: Iterable[str] = (),
     **store_options: Any,
 ) -> Firewall:
     """Open a firewall over ``url`` (``memory://``, ``sqlite:///path``, ``postgresql://…``).
@@ -815,6 +843,9 @@ def open(
     With no URL, ``$GNOMON_URL`` or the embedded default ``sqlite:///./.gnomon/gnomon.db``.
     With ``checkpoint_signer`` and ``checkpoint_every=N``, a signed ``log.checkpoint`` event is
     appended each time the log crosses a multiple of N events.
+    ``envelope_args`` names the tool arguments whose short, identifier-like values the trusted
+    envelope statement may show (e.g. ``{"path", "url"}``); by default every argument appears
+    only as a digest (see :func:`firewall.content.render_args`).
     """
     store = open_store(url or default_url(), **store_options)
     return Firewall(
@@ -825,6 +856,7 @@ def open(
         max_block_bytes=max_block_bytes,
         checkpoint_signer=checkpoint_signer,
         checkpoint_every=checkpoint_every,
+        envelope_args=envelope_args,
     )
 
 

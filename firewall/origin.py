@@ -54,7 +54,7 @@ CLASS_INTEGRITY: dict[OriginClass, Integrity] = {
     OriginClass.IMPORTED: Integrity.UNTRUSTED,
 }
 
-_NAME = re.compile(r"^[^\x00-\x1f\x7f]{1,512}$")
+_NAME = re.compile(r"^[^\x00-\x1f\x7f\ud800-\udfff]{1,512}$")  # no controls, no lone surrogates
 
 
 def _checked_name(kind: str, name: str) -> str:
@@ -190,6 +190,12 @@ class Origin(BaseModel):
             raise InvalidOriginError(
                 "cannot join zero origin labels", hint="pass at least one Origin to join()"
             )
+        for label in labels:
+            if type(label) is not Origin:
+                raise InvalidOriginError(
+                    f"join() takes Origin labels, got {type(label).__name__}",
+                    hint="build labels with Origin.user(...), Origin.external(...) and so on",
+                )
         if len(labels) == 1:
             return labels[0]
         classes: set[OriginClass] = set()

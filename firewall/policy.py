@@ -256,9 +256,17 @@ class ContextPolicy(_PolicyModel):
     @classmethod
     def from_yaml(cls, path: str | Path) -> ContextPolicy:
         """Load a policy file; every failure is a :class:`PolicyError` naming the file."""
+        if not isinstance(path, str | Path):
+            raise PolicyError(
+                f"a policy path must be a str or Path, got {_kind(path)}",
+                hint="pass the path of a .yaml policy file",
+            )
         location = Path(path)
         try:
-            raw = location.read_bytes()
+            # Read one byte past the limit, never the whole file: a policy "file" may be
+            # /dev/zero or a pipe that never ends.
+            with location.open("rb") as handle:
+                raw = handle.read(MAX_POLICY_BYTES + 1)
         except FileNotFoundError as exc:
             raise PolicyError(
                 f"{location}: no such policy file",
@@ -268,6 +276,10 @@ class ContextPolicy(_PolicyModel):
             raise PolicyError(
                 f"{location}: cannot read policy file: {exc.strerror or exc}",
                 hint="check the file's permissions",
+            ) from exc
+        except ValueError as exc:  # a NUL byte or a lone surrogate in the path
+            raise PolicyError(
+                f"{location!r}: not a usable file path: {exc}", hint="check the path"
             ) from exc
         return cls.from_yaml_text(_decode(raw, str(location)), source=str(location))
 
@@ -284,29 +296,36 @@ class ContextPolicy(_PolicyModel):
                 f"{source}: policy is larger than {MAX_POLICY_BYTES // 1024} KiB",
                 hint="a ContextPolicy is a few dozen lines; check that this is the right file",
             )
-        try:
-            data = yaml.load(text, Loader=_StrictSafeLoader)  # a SafeLoader subclass
-        except yaml.YAMLError as exc:
-            raise _yaml_error(exc, source) from exc
-        return cls.from_mapping(data, source=source)
+        data, lines = _load_yaml(text, source)
+        return cls._validated(data, source, lines)
 
     @classmethod
     def from_mapping(cls, data: Any, source: str = "<mapping>") -> ContextPolicy:
         """Validate already-parsed data (a dict), converting every failure to PolicyError."""
+        return cls._validated(data, source, None)
+
+    @classmethod
+    def _validated(cls, data: Any, source: str, lines: _Lines | None) -> ContextPolicy:
+        top = _where(source, lines, ())
         if data is None:
             raise PolicyError(
-                f"{source}: policy is empty",
+                f"{top}: policy is empty",
                 hint="start from a preset, e.g. `policies/default.yaml`",
             )
         if not isinstance(data, Mapping):
             raise PolicyError(
-                f"{source}: the top level must be a mapping of policy keys, got {_kind(data)}",
+                f"{top}: the top level must be a mapping of policy keys, got {_kind(data)}",
                 hint="write `name: ...`, `truth: [...]` and so on at the top level",
             )
         try:
             return cls.model_validate(dict(data))
         except ValidationError as exc:
-            raise _validation_error(exc, source) from exc
+            raise _validation_error(exc, source, lines) from exc
+        except (RecursionError, MemoryError) as exc:
+            raise PolicyError(
+                f"{top}: policy data is too large or too deeply nested to validate",
+                hint="a ContextPolicy is a flat mapping a few levels deep",
+            ) from exc
 
     def to_yaml(self) -> str:
         """The policy as YAML; ``from_yaml_text(p.to_yaml()) == p``."""
@@ -699,12 +718,113 @@ def _preset_bytes(name: str) -> bytes:
 # -- loading helpers -------------------------------------------------------------------------
 
 
-class _StrictSafeLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses duplicate mapping keys.
+MAX_YAML_DEPTH = 16
+MAX_YAML_NODES = 10_000
 
-    PyYAML silently keeps the last of two equal keys; in a security policy a second ``truth:``
-    further down the file must not quietly override the first.
+# Where each key or list item of a parsed policy sits in its file: path -> 1-based line.
+_Lines = dict[tuple[str | int, ...], int]
+
+
+class _StrictSafeLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` hardened for hostile policy files.
+
+    * duplicate mapping keys are refused: PyYAML silently keeps the last of two equal keys, and
+      in a security policy a second ``truth:`` further down must not quietly override the first;
+    * anchors and aliases are refused (a policy never needs them, and aliases are how a
+      few hundred bytes expand into gigabytes: the "billion laughs");
+    * at most :data:`MAX_YAML_NODES` values, nested at most :data:`MAX_YAML_DEPTH` deep, checked
+      while composing, before PyYAML's recursive composer can exhaust the stack;
+    * the node being constructed is remembered, so that a constructor's own error (an integer
+      too long to convert, a timestamp with day 31 in February) can name its line.
     """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+        self.nodes = 0
+        self.current: yaml.Node | None = None
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases are not allowed in a policy", event.start_mark
+            )
+        self.nodes += 1
+        if self.nodes > MAX_YAML_NODES:
+            raise yaml.composer.ComposerError(
+                None, None, f"more than {MAX_YAML_NODES} values", event.start_mark
+            )
+        if self.depth >= MAX_YAML_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", event.start_mark
+            )
+        self.depth += 1
+        try:
+            node: yaml.Node | None = super().compose_node(parent, index)
+            return node
+        finally:
+            self.depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        self.current = node
+        return super().construct_object(node, deep)
+
+
+def _load_yaml(text: str, source: str) -> tuple[Any, _Lines]:
+    """Parse policy YAML into plain data and the line of every key; any failure is a
+    :class:`PolicyError` that names the line."""
+    try:
+        loader = _StrictSafeLoader(text)
+    except yaml.YAMLError as exc:  # the reader refuses unprintable characters up front
+        raise _yaml_error(exc, source, text) from exc
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        lines: _Lines = {(): node.start_mark.line + 1}
+        _collect_lines(node, (), lines)
+        return loader.construct_document(node), lines
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, source) from exc
+    except (ValueError, TypeError, OverflowError) as exc:
+        current = loader.current
+        line = f" at line {current.start_mark.line + 1}" if current is not None else ""
+        raise PolicyError(
+            f"{source}: invalid value{line}: {_short(str(exc))}",
+            hint="quote the value if it is meant as text, or fix it",
+        ) from exc
+    except (RecursionError, MemoryError) as exc:
+        raise PolicyError(
+            f"{source}: policy is too large or too deeply nested to load",
+            hint="a ContextPolicy is a flat mapping a few levels deep",
+        ) from exc
+    finally:
+        loader.dispose()
+
+
+def _collect_lines(node: yaml.Node, path: tuple[str | int, ...], lines: _Lines) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                here = (*path, str(key.value))
+                lines.setdefault(here, key.start_mark.line + 1)
+                _collect_lines(value, here, lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines.setdefault((*path, index), item.start_mark.line + 1)
+            _collect_lines(item, (*path, index), lines)
+
+
+def _where(source: str, lines: _Lines | None, loc: tuple[str | int, ...]) -> str:
+    """``source`` and, when the policy came from text, the line of the nearest known key."""
+    if not lines:
+        return source
+    for end in range(len(loc), -1, -1):
+        line = lines.get(loc[:end])
+        if line is not None:
+            return f"{source}: line {line}"
+    return source
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -760,10 +880,16 @@ def _decode(raw: bytes, source: str) -> str:
         ) from exc
 
 
-def _yaml_error(exc: yaml.YAMLError, source: str) -> PolicyError:
+def _yaml_error(exc: yaml.YAMLError, source: str, text: str | None = None) -> PolicyError:
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    if isinstance(exc, yaml.reader.ReaderError) and text is not None:
+        line = text.count("\n", 0, exc.position) + 1
+        where = f" at line {line}"
+        char = exc.character
+        shown = f"U+{char:04X}" if isinstance(char, int) else repr(char)
+        problem = f"unacceptable character {shown} (position {exc.position})"
     return PolicyError(
         f"{source}: invalid YAML{where}: {problem}",
         hint="fix the YAML syntax; a policy is a plain mapping of keys",
@@ -787,14 +913,25 @@ _STATE_KINDS: dict[str, tuple[str, type[StrEnum]]] = {
 }
 
 
-def _validation_error(exc: ValidationError, source: str) -> PolicyError:
-    lines = [
-        f"{source}: {line}" for error in exc.errors() for line in _describe(error).splitlines()
+def _validation_error(exc: ValidationError, source: str, lines: _Lines | None) -> PolicyError:
+    problems = [
+        f"{_where(source, lines, _loc_of(error, line))}: {line}"
+        for error in exc.errors()
+        for line in _describe(error).splitlines()
     ]
     return PolicyError(
-        "\n".join(lines),
+        "\n".join(problems),
         hint="see policies/context-policy.schema.json, or start from `policies/default.yaml`",
     )
+
+
+_RULE_KEY = re.compile(r"^([a-z_]+(?:\.[a-z_]+)*): ")
+
+
+def _loc_of(error: ErrorDetails, line: str) -> tuple[str | int, ...]:
+    """Where a problem is: pydantic's location, or for a whole-policy rule the key it names."""
+    match = _RULE_KEY.match(line) if error["type"] == "policy_rule" else None
+    return tuple(match.group(1).split(".")) if match else tuple(error["loc"])
 
 
 def _describe(error: ErrorDetails) -> str:

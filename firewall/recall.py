@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from firewall.chain import Belief, Contradiction
 from firewall.origin import Origin
 from firewall.policy import Reason
+from firewall.render import model_attr, model_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,19 +32,17 @@ class QuotedItem:
         return self.belief.origin
 
     def render(self) -> str:
+        """One line: the escaped text inside a ``<quoted-data>`` wrapper that names its origin.
+
+        Every field is escaped (:mod:`firewall.render`), so no spelling of a closing tag inside
+        the text or an origin id can end the quotation, and no line of it can start a new one.
+        """
         b = self.belief
         return (
-            f'<quoted-data belief="{b.id}" truth="{b.truth_status}" '
-            f'origin="{", ".join(sorted(b.origin.origin_ids))}">\n'
-            f"{_escape(b.statement)}\n</quoted-data>"
+            f'<quoted-data belief="{model_attr(b.id)}" truth="{model_attr(b.truth_status)}" '
+            f'origin="{model_attr(", ".join(sorted(b.origin.origin_ids)))}">'
+            f"{model_line(b.statement)}</quoted-data>"
         )
-
-
-def _escape(text: str) -> str:
-    """Quoted text must not be able to close its own quotation and speak as the system."""
-    return text.replace("</quoted-data", "<\\/quoted-data").replace(
-        "<quoted-data", "<\\quoted-data"
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +79,7 @@ class Uncertainty:
     def render(self) -> str:
         about = f"about {self.subject!r} " if self.subject else ""
         why = "; ".join(r.detail for r in self.reasons)
-        return f"- an unconfirmed memory {about}from {self.origin.describe()} ({why})"
+        return model_line(f"- an unconfirmed memory {about}from {self.origin.describe()} ({why})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,10 +115,14 @@ class RecallResult:
         return out
 
     def render(self) -> str:
-        """The context block for the model: trusted facts, then labelled data, then caveats."""
+        """The context block for the model: trusted facts, then labelled data, then caveats.
+
+        Every item is one line with its text escaped (:func:`firewall.render.model_line`): no
+        stored text can add a line, a heading or a tag to the block.
+        """
         lines = [f"# Memory (policy {self.policy})"]
         lines.append("## Trusted facts")
-        lines.extend(f"- {b.statement}" for b in self.accepted)
+        lines.extend(f"- {model_line(b.statement)}" for b in self.accepted)
         if not self.accepted:
             lines.append("- (none)")
         if self.quoted:
@@ -129,7 +132,7 @@ class RecallResult:
             lines.append("## Contradictions (these cannot all be true)")
             for view in self.contradictions:
                 for b in view.visible:
-                    lines.append(f"- [{b.truth_status}] {b.statement}")
+                    lines.append(f"- [{b.truth_status}] {model_line(b.statement)}")
                 if view.withheld:
                     lines.append(f"- ({len(view.withheld)} conflicting memory(ies) withheld)")
         if self.uncertainties:

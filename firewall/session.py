@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from firewall.adoption import Context, adopt, independence_group, quality_for
+from firewall.arguments import checked_call
 from firewall.chain import (
     Action,
     Belief,
@@ -42,6 +43,7 @@ from firewall.content import (
     block_hash,
     checked_args,
     checked_name,
+    checked_tool,
     content_blocks,
     render_args,
     statement_text,
@@ -129,6 +131,7 @@ class Session:
         return self.info.user
 
     @classmethod
+    @checked_call
     def start(
         cls,
         wall: Firewall,
@@ -209,6 +212,7 @@ class Session:
 
     # -- writes ---------------------------------------------------------------------------
 
+    @checked_call
     def observe(
         self,
         *,
@@ -237,7 +241,7 @@ class Session:
         unverified like any agent write.
         """
         self._check_open()
-        tool = checked_name("tool", tool)
+        tool = checked_tool(tool)
         channel = (
             self._wall.attested_by(origin, project=self.project)
             if isinstance(origin, Channel)
@@ -272,7 +276,7 @@ class Session:
             block_hashes=[block_hash(b) for b in blocks],
             tool_version=tool_version,
         )
-        rendered = render_args(checked)
+        rendered = render_args(checked, self._wall.envelope_args)
         envelope = adopt(
             self._ctx,
             kind=ClaimKind.ENVELOPE,
@@ -331,6 +335,7 @@ class Session:
             observation, current[envelope.belief.id], tuple(current[m.belief.id] for m in made)
         )
 
+    @checked_call
     def remember(
         self,
         statement: str,
@@ -407,6 +412,7 @@ class Session:
 
     # -- corroboration --------------------------------------------------------------------
 
+    @checked_call
     def corroborate(
         self,
         belief_id: str,
@@ -511,6 +517,7 @@ class Session:
 
     # -- recall ---------------------------------------------------------------------------
 
+    @checked_call
     def recall(
         self,
         query: str,
@@ -582,6 +589,7 @@ class Session:
 
     # -- decisions and actions ------------------------------------------------------------
 
+    @checked_call
     def decide(
         self,
         summary: str,
@@ -633,6 +641,7 @@ class Session:
         )
         return decision
 
+    @checked_call
     def act(self, decision_id: str, name: str, args: Mapping[str, Any] | None = None) -> Action:
         self._check_open()
         if self._wall.store.get_decision(decision_id) is None:
@@ -649,6 +658,7 @@ class Session:
         self._commit("action.taken", records=Records(actions=(action,)), now=now)
         return action
 
+    @checked_call
     def record_outcome(self, action_id: str, *, success: bool, summary: str = "") -> Outcome:
         self._check_open()
         if self._wall.store.get_action(action_id) is None:

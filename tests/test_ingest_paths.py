@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 import firewall
 from firewall.adoption import Adopter, Context, adopt
+from firewall.errors import InputError
 from firewall.firewall import ImportItem
 from firewall.origin import Origin
 from firewall.states import ClaimKind, EvidenceQuality, ExtractionMethod, Sensitivity
@@ -100,7 +101,7 @@ def test_import_rejects_a_naive_created_at_after_good_records() -> None:
         ImportItem(text="fine", source_id="1"),
         ImportItem(text="bad time", source_id="2", created_at=datetime(2025, 1, 1)),
     ]
-    with pytest.raises(ValidationError):
+    with pytest.raises(InputError, match="timezone"):
         wall.import_records(items, store_name="mem0", project="p")
 
 

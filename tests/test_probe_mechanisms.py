@@ -7,6 +7,7 @@ reason: the detail names the expectation that broke (not an unexpected exception
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 import firewall.adoption
 import firewall.checkpoints
+import firewall.content
 import firewall.contradictions
 import firewall.session
 from firewall.chain import EvidenceSet
@@ -62,12 +64,29 @@ def session_forgets_what_it_read(mp: pytest.MonkeyPatch) -> None:
 
 
 def envelope_inlines_arguments(mp: pytest.MonkeyPatch) -> None:
-    """render_args inlines every argument name and value verbatim."""
+    """render_args inlines every argument name and value verbatim, whatever the allowlist."""
 
-    def render_args(args: Mapping[str, Any]) -> str:
+    def render_args(args: Mapping[str, Any], shown: frozenset[str] = frozenset()) -> str:
         return ", ".join(f"{k}={v}" for k, v in sorted(args.items()))
 
     mp.setattr(firewall.session, "render_args", render_args)
+
+
+def envelope_inlines_short_arguments(mp: pytest.MonkeyPatch) -> None:
+    """The allowlist is ignored: every short single-line value is inlined (the old rule)."""
+    original = firewall.session.render_args
+    old_rule = re.compile(r"^[^\x00-\x1f\x7f]{0,80}$")
+
+    def render_args(args: Mapping[str, Any], shown: frozenset[str] = frozenset()) -> str:
+        return original(args, frozenset(k for k in args if old_rule.match(k)))
+
+    mp.setattr(firewall.content, "_SHOWN_VALUE", old_rule)
+    mp.setattr(firewall.session, "render_args", render_args)
+
+
+def tool_names_unchecked(mp: pytest.MonkeyPatch) -> None:
+    """observe() takes any tool name: no identifier check."""
+    mp.setattr(firewall.session, "checked_tool", lambda value: value)
 
 
 def reading_counts_and_copies_count(mp: pytest.MonkeyPatch) -> None:
@@ -221,6 +240,8 @@ CASES: list[tuple[str, Patch, str]] = [
     ("laundering_summarization", join_keeps_first_label, "carries the external origin class"),
     ("laundering_summarization", session_forgets_what_it_read, "carries the external origin"),
     ("laundering_tool_echo", envelope_inlines_arguments, "contains no part of the multi-line"),
+    ("laundering_tool_echo", envelope_inlines_short_arguments, "short single-line argument"),
+    ("laundering_tool_echo", tool_names_unchecked, "tool name that is a sentence"),
     ("laundering_tool_echo", reading_counts_and_copies_count, "does not promote it"),
     ("laundering_corroboration", reading_counts_and_copies_count, "still unverified"),
     ("laundering_corroboration", copies_count_separately, "CI corroboration #2"),

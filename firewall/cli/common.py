@@ -3,6 +3,12 @@
 Errors: every :class:`~firewall.errors.GnomonError` raised anywhere below the root group is
 caught once, in :class:`GnomonGroup`, and printed as ``error: …`` / ``hint: …`` on stderr with
 exit status 1. Usage errors (unknown option, bad choice) stay click's (exit status 2).
+
+Output: what the CLI prints comes from memories, i.e. from callers. Every rich renderer goes
+through :class:`SafeConsole` and every plain line through :func:`echo`, both of which strip
+terminal escape sequences, carriage returns, bidi and zero-width characters
+(:func:`firewall.render.terminal_text`), so a stored statement cannot rewrite the screen. JSON
+output escapes them instead (``json.dumps`` with ``ensure_ascii``).
 """
 
 from __future__ import annotations
@@ -16,10 +22,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 
 from firewall import config
 from firewall.errors import GnomonError
+from firewall.render import terminal_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -40,9 +48,9 @@ class GnomonGroup(click.Group):
         try:
             return super().invoke(ctx)
         except GnomonError as exc:
-            click.echo(f"error: {exc.message}", err=True)
+            echo(f"error: {exc.message}", err=True, multiline=True)
             if exc.hint:
-                click.echo(f"hint: {exc.hint}", err=True)
+                echo(f"hint: {exc.hint}", err=True, multiline=True)
             ctx.exit(1)
 
 
@@ -86,10 +94,33 @@ def resolve_trusted_keys(ctx: click.Context, directory: str | None) -> Path:
     return config.trusted_keys_dir(directory or settings(ctx).trusted_keys)
 
 
+class SafeConsole(Console):
+    """A rich console that strips invisible and control characters from every text segment.
+
+    Rich passes ESC, bidi and zero-width characters in table cells straight to the terminal;
+    this filters the rendered segments (rich's own styling is added after, and its cursor
+    controls are kept), so no renderer, present or future, can print them.
+    """
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterator[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or not segment.text:
+                yield segment
+            else:
+                yield Segment(terminal_text(segment.text, multiline=True), segment.style)
+
+
 def console() -> Console:
     """Stdout console; wide enough that ids are never wrapped when not on a terminal."""
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
-    return Console(soft_wrap=False, width=None if wide else 120)
+    return SafeConsole(soft_wrap=False, width=None if wide else 120)
+
+
+def echo(text: str, *, err: bool = False, multiline: bool = False) -> None:
+    """``click.echo`` for text that may carry caller strings: one line unless ``multiline``."""
+    click.echo(terminal_text(text, multiline=multiline), err=err)
 
 
 def echo_json(data: Any) -> None:
@@ -112,8 +143,10 @@ def with_progress(rows: Iterable[T], total: int, description: str) -> Iterator[T
 
 __all__ = [
     "GnomonGroup",
+    "SafeConsole",
     "Settings",
     "console",
+    "echo",
     "echo_json",
     "json_option",
     "resolve_trusted_keys",

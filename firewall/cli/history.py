@@ -19,7 +19,14 @@ import click
 
 import firewall
 from firewall.chain import Belief
-from firewall.cli.common import echo_json, json_option, resolve_url, trusted_keys_option, url_option
+from firewall.cli.common import (
+    echo,
+    echo_json,
+    json_option,
+    resolve_url,
+    trusted_keys_option,
+    url_option,
+)
 from firewall.cli.memory import (
     _granted_wall,
     _report,
@@ -31,6 +38,7 @@ from firewall.cli.memory import (
 )
 from firewall.errors import InputError
 from firewall.gate import ADOPTION_RULES
+from firewall.render import terminal_text
 from firewall.replay import ReplayResult, replay, replay_json
 from firewall.report import build_report, render_html, render_markdown
 from firewall.states import Sensitivity
@@ -123,7 +131,6 @@ def _t(moment: datetime | None) -> str:
 
 
 def _render_why(result: WhyResult) -> None:
-    echo = click.echo
     when = ""
     if result.at:
         when = f" as of {result.at.isoformat()}"
@@ -138,7 +145,6 @@ def _render_why(result: WhyResult) -> None:
 
 
 def _render_entry(entry: BeliefWhy) -> None:
-    echo = click.echo
     b = entry.belief
     echo("")
     echo(f"{b.id} v{b.version}: {b.statement}")
@@ -215,7 +221,7 @@ def beliefs_history(ctx: click.Context, belief_id: str, url: str | None, as_json
         return
     for v in views:
         b = v.belief
-        click.echo(
+        echo(
             f"v{b.version} {_t(v.recorded_from)} .. {_t(v.recorded_until)} "
             f"truth={b.truth_status.value} retrieval={b.retrieval_status.value} "
             f"security={b.security_status.value} freshness={b.freshness_status.value} "
@@ -224,7 +230,7 @@ def beliefs_history(ctx: click.Context, belief_id: str, url: str | None, as_json
         for r in v.revisions:
             grant = f", grant {r.grant_id}" if r.grant_id else ""
             axis = r.axis.value if r.axis else "-"
-            click.echo(
+            echo(
                 f"    {axis}: {r.from_state} -> {r.to_state} ({r.authority.value}{grant}): "
                 f"{r.reason}"
             )
@@ -254,7 +260,7 @@ def beliefs_supersede(
         grant = wall.grant("user", _subject(key, subject), beliefs=[old_id, new_id])
         old, new = wall.supersede(old_id, new_id, reason=reason, grant=grant)
     _report(old, "superseded", f"user grant {grant.id}")
-    click.echo(f"{new.id} supersedes {old.id}")
+    echo(f"{new.id} supersedes {old.id}")
 
 
 CSV_COLUMNS = (
@@ -335,14 +341,16 @@ def beliefs_export(ctx: click.Context, fmt: str, out: str | None, url: str | Non
 
 
 def _write_out(text: str, out: str | None) -> None:
+    """Write to ``out`` as is, or to stdout without terminal controls (stored text is caller
+    text: a statement must not be able to drive the terminal that prints it)."""
     if out is None:
-        sys.stdout.write(text)
+        sys.stdout.write(terminal_text(text, multiline=True))
         return
     try:
         Path(out).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot write {out}: {exc.strerror or exc}") from exc
-    click.echo(f"wrote {out}", err=True)
+    echo(f"wrote {out}", err=True)
 
 
 @beliefs.command("verify")
@@ -366,8 +374,8 @@ def beliefs_verify(ctx: click.Context, url: str | None, as_json: bool) -> None:
         echo_json({"checked": checked, "drifted": drifted, "drift": problems})
     else:
         for p in problems:
-            click.echo(f"DRIFT {p['belief']} {p['source']}: {p['detail']}")
-        click.echo(f"{checked} quote anchor(s) checked, {drifted} drifted")
+            echo(f"DRIFT {p['belief']} {p['source']}: {p['detail']}")
+        echo(f"{checked} quote anchor(s) checked, {drifted} drifted")
     if drifted:
         ctx.exit(1)
 
@@ -409,7 +417,6 @@ def replay_command(
 
 
 def _render_replay(result: ReplayResult) -> None:
-    echo = click.echo
     echo(
         f"session {result.session_id} replayed under policy {result.policy} "
         f"(digest {result.policy_digest[:12]}), gate {result.gate_version}"
