@@ -26,8 +26,8 @@ from adapters.errors import AdapterError, StoreCallError
 from adapters.guard import AuditView, Guard, PendingWrite, Screened
 from firewall.arguments import checked_call
 from firewall.chain import StoreBinding
+from firewall.channels import WriteOrigin
 from firewall.grants import Grant
-from firewall.origin import Origin
 
 T = TypeVar("T")
 
@@ -63,7 +63,7 @@ class Adapter:
         *,
         scope: Mapping[str, str],
         metadata: Mapping[str, Any] | None = None,
-        origin: Origin | None = None,
+        origin: WriteOrigin | None = None,
         derived_from: Sequence[str] | None = None,
         call: str = "add",
     ) -> tuple[StoreItem, StoreBinding]:
@@ -107,7 +107,7 @@ class Adapter:
         text: str,
         *,
         metadata: Mapping[str, Any] | None = None,
-        origin: Origin | None = None,
+        origin: WriteOrigin | None = None,
     ) -> StoreBinding:
         """A revision: the new text is a new belief (the agent's unless the host names the
         ``origin``) superseding the old one; a lower-integrity write aimed at a supported belief
@@ -128,7 +128,7 @@ class Adapter:
             return self.guard.confirm_write(pending, store_id)
         return self.guard.confirm_write(pending, replaced.store_id, stored=replaced)
 
-    def delete(self, store_id: str, *, origin: Origin | None = None) -> None:
+    def delete(self, store_id: str, *, origin: WriteOrigin | None = None) -> None:
         """A revision (binding ``deleted``, belief hidden), then the store's delete; a
         lower-integrity delete of a supported belief is refused, store untouched."""
         binding = self.guard.begin_delete(store_id, origin=origin)

@@ -53,7 +53,7 @@ from typing import Any, Literal
 from adapters.base import gnomon_metadata, item_hash
 from adapters.errors import ProtectedBeliefError
 from firewall.chain import Belief, BindingState, Revision, StoreBinding, content_hash
-from firewall.channels import Channel, caller_origin
+from firewall.channels import Channel, WriteOrigin, caller_origin
 from firewall.content import statement_text
 from firewall.contradictions import contradiction_record
 from firewall.errors import MissingGrantError
@@ -226,7 +226,11 @@ class Guard:
     # -- write path -------------------------------------------------------------------------
 
     def record(
-        self, text: str, *, origin: Origin | None = None, derived_from: Sequence[str] | None = None
+        self,
+        text: str,
+        *,
+        origin: WriteOrigin | None = None,
+        derived_from: Sequence[str] | None = None,
     ) -> Belief:
         """Record a memory with its origin (no binding): the first step of every write."""
         text = statement_text(text, self.wall.max_block_bytes)  # one non-empty text, or refuse
@@ -241,7 +245,7 @@ class Guard:
         text: str,
         metadata: Mapping[str, Any],
         *,
-        origin: Origin | None = None,
+        origin: WriteOrigin | None = None,
         derived_from: Sequence[str] | None = None,
         store_id: str | None = None,
         rendered: Mapping[str, str] | None = None,
@@ -328,7 +332,7 @@ class Guard:
         text: str,
         metadata: Mapping[str, Any],
         *,
-        origin: Origin | None = None,
+        origin: WriteOrigin | None = None,
         derived_from: Sequence[str] | None = None,
         rendered: Mapping[str, str] | None = None,
         call: str = "update",
@@ -376,7 +380,7 @@ class Guard:
         return pending, old
 
     def begin_delete(
-        self, store_id: str, *, origin: Origin | None = None, call: str = "delete"
+        self, store_id: str, *, origin: WriteOrigin | None = None, call: str = "delete"
     ) -> StoreBinding | None:
         """A delete is a revision: the binding says ``deleted``, the belief becomes hidden;
         unless it is a lower-integrity write aimed at a supported belief: then
@@ -389,7 +393,7 @@ class Guard:
         return binding
 
     def check_delete(
-        self, binding: StoreBinding, *, origin: Origin | None = None, call: str = "delete"
+        self, binding: StoreBinding, *, origin: WriteOrigin | None = None, call: str = "delete"
     ) -> None:
         """Refuse (recorded, typed) a lower-integrity delete of a supported belief."""
         old = self.wall.store.get_belief(binding.belief_id)
@@ -399,7 +403,7 @@ class Guard:
         raise self.refusal(old, candidate, call, "delete")
 
     def deletion_candidate(
-        self, old: Belief, binding: StoreBinding, *, origin: Origin | None, call: str
+        self, old: Belief, binding: StoreBinding, *, origin: WriteOrigin | None, call: str
     ) -> Belief:
         """A delete request recorded as an unverified belief contradicting ``old``."""
         candidate = self.record(

@@ -87,8 +87,8 @@ from adapters.errors import (
     status_hint,
 )
 from adapters.guard import Guard, PendingWrite, Screened
+from firewall.channels import WriteOrigin
 from firewall.firewall import Firewall
-from firewall.origin import Origin
 from firewall.policy import ContextPolicy
 from firewall.session import Session
 
@@ -486,7 +486,9 @@ class _Core:
         given = None if _omitted(metadata) else metadata
         return merged_metadata(STORE, call, MetadataLimits(), given)
 
-    def begin(self, call: str, text: Any, metadata: Any, origin: Origin | None) -> PendingWrite:
+    def begin(
+        self, call: str, text: Any, metadata: Any, origin: WriteOrigin | None
+    ) -> PendingWrite:
         if not isinstance(text, str):
             raise StoreCallError(
                 f"text must be a string, got {type(text).__name__}", store=STORE, call=call
@@ -551,7 +553,7 @@ class AgentBlocks(_Refusing):
         agent_id: str,
         value: Any = letta_client.omit,
         metadata: Any = letta_client.omit,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> BlockResponse:
         """A new value is a revision, authored by the agent (inheriting its session's label)."""
@@ -601,7 +603,7 @@ class AgentPassages(_Refusing):
         *,
         text: str,
         tags: Any = letta_client.omit,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> list[Passage]:
         call = "agents.passages.create"
@@ -641,7 +643,7 @@ class AgentPassages(_Refusing):
         memory_id: str,
         *,
         agent_id: str,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> object:
         call = "agents.passages.delete"
@@ -675,7 +677,7 @@ class Blocks(_Refusing):
         label: str,
         value: str,
         metadata: Any = letta_client.omit,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> BlockResponse:
         call = "blocks.create"
@@ -702,7 +704,7 @@ class Blocks(_Refusing):
         *,
         value: Any = letta_client.omit,
         metadata: Any = letta_client.omit,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> BlockResponse:
         call = "blocks.update"
@@ -724,7 +726,9 @@ class Blocks(_Refusing):
         self._core.guard.confirm_write(pending, item.store_id, stored=item)
         return self._core.one_block(item, call)
 
-    def delete(self, block_id: str, *, gnomon_origin: Origin | None = None, **kw: Any) -> object:
+    def delete(
+        self, block_id: str, *, gnomon_origin: WriteOrigin | None = None, **kw: Any
+    ) -> object:
         call = "blocks.delete"
         binding = self._core.guard.begin_delete(block_id, origin=gnomon_origin, call=call)
         try:
@@ -753,7 +757,7 @@ class ArchivePassages(_Refusing):
         *,
         text: str,
         metadata: Any = letta_client.omit,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> Passage:
         call = "archives.passages.create"
@@ -774,7 +778,7 @@ class ArchivePassages(_Refusing):
         passage_id: str,
         *,
         archive_id: str,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> None:
         call = "archives.passages.delete"
@@ -851,7 +855,7 @@ class AsyncAgentBlocks(_Refusing):
         agent_id: str,
         value: Any = letta_client.omit,
         metadata: Any = letta_client.omit,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> BlockResponse:
         """A new value is a revision, authored by the agent (inheriting its session's label)."""
@@ -907,7 +911,7 @@ class AsyncAgentPassages(_Refusing):
         *,
         text: str,
         tags: Any = letta_client.omit,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> list[Passage]:
         call = "agents.passages.create"
@@ -947,7 +951,7 @@ class AsyncAgentPassages(_Refusing):
         memory_id: str,
         *,
         agent_id: str,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> object:
         call = "agents.passages.delete"
@@ -981,7 +985,7 @@ class AsyncBlocks(_Refusing):
         label: str,
         value: str,
         metadata: Any = letta_client.omit,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> BlockResponse:
         call = "blocks.create"
@@ -1008,7 +1012,7 @@ class AsyncBlocks(_Refusing):
         *,
         value: Any = letta_client.omit,
         metadata: Any = letta_client.omit,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> BlockResponse:
         call = "blocks.update"
@@ -1031,7 +1035,7 @@ class AsyncBlocks(_Refusing):
         return self._core.one_block(item, call)
 
     async def delete(
-        self, block_id: str, *, gnomon_origin: Origin | None = None, **kw: Any
+        self, block_id: str, *, gnomon_origin: WriteOrigin | None = None, **kw: Any
     ) -> object:
         call = "blocks.delete"
         binding = self._core.guard.begin_delete(block_id, origin=gnomon_origin, call=call)
@@ -1065,7 +1069,7 @@ class AsyncArchivePassages(_Refusing):
         *,
         text: str,
         metadata: Any = letta_client.omit,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> Passage:
         call = "archives.passages.create"
@@ -1086,7 +1090,7 @@ class AsyncArchivePassages(_Refusing):
         passage_id: str,
         *,
         archive_id: str,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> None:
         call = "archives.passages.delete"

@@ -24,8 +24,8 @@ from adapters.base import Page, StoreBackend, StoreItem
 from adapters.errors import BypassRefusedError, StoreCallError
 from adapters.guard import Guard, Screened
 from firewall.chain import content_hash
+from firewall.channels import WriteOrigin
 from firewall.firewall import Firewall
-from firewall.origin import Origin
 from firewall.policy import ContextPolicy
 from firewall.session import Session
 from firewall.store.keys import index_tokens
@@ -264,7 +264,7 @@ class GuardedLocalMemory:
         *,
         user_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
     ) -> dict[str, Any]:
         scope = {"user_id": user_id} if user_id else {}
         item, _ = self.gnomon.write(text, scope=scope, metadata=metadata, origin=gnomon_origin)
@@ -293,12 +293,12 @@ class GuardedLocalMemory:
         text: str,
         metadata: Mapping[str, Any] | None = None,
         *,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
     ) -> dict[str, Any]:
         self.gnomon.update(memory_id, text, metadata=metadata, origin=gnomon_origin)
         return {"message": "Memory updated successfully!"}
 
-    def delete(self, memory_id: str, *, gnomon_origin: Origin | None = None) -> dict[str, Any]:
+    def delete(self, memory_id: str, *, gnomon_origin: WriteOrigin | None = None) -> dict[str, Any]:
         self.gnomon.delete(memory_id, origin=gnomon_origin)
         return {"message": "Memory deleted successfully!"}
 

@@ -64,8 +64,8 @@ from adapters.mem0_backend import (
     to_item,
 )
 from adapters.mem0_guard import _BIG, _UNSET, _Guarded, _scope
+from firewall.channels import WriteOrigin
 from firewall.grants import Grant
-from firewall.origin import Origin
 
 T = TypeVar("T")
 PLATFORM_SCOPE = ("user_id", "agent_id", "run_id", "app_id")
@@ -140,7 +140,9 @@ class _Mem0Flows(_Guarded):
                 "AsyncGuardedMemory/AsyncGuardedMemoryClient for the async ones",
             )
 
-    def _add_plain(self, messages: Any, metadata: Any, origin: Origin | None, **sent: Any) -> Flow:
+    def _add_plain(
+        self, messages: Any, metadata: Any, origin: WriteOrigin | None, **sent: Any
+    ) -> Flow:
         guard, client = self.gnomon.guard, self._client
         results = []
         for message, pending in self._plain(messages, metadata, origin):
@@ -158,7 +160,7 @@ class _Mem0Flows(_Guarded):
         return {"results": results}
 
     def _add_inferred(
-        self, messages: Any, metadata: Any, origin: Origin | None, **sent: Any
+        self, messages: Any, metadata: Any, origin: WriteOrigin | None, **sent: Any
     ) -> Flow:
         guard, client = self.gnomon.guard, self._client
         inputs, checked, labelled = self._inputs(messages, metadata, origin)
@@ -197,7 +199,12 @@ class _Mem0Flows(_Guarded):
         self._confirm_row(restore, out)
 
     def _update_flow(
-        self, memory_id: str, text: str | None, metadata: Any, origin: Origin | None, **sent: Any
+        self,
+        memory_id: str,
+        text: str | None,
+        metadata: Any,
+        origin: WriteOrigin | None,
+        **sent: Any,
     ) -> Flow:
         client, guard = self._client, self.gnomon.guard
         checked = merged_metadata(STORE, "update", self.gnomon.backend.limits, metadata)
@@ -225,7 +232,7 @@ class _Mem0Flows(_Guarded):
         guard.confirm_write(pending, memory_id, stored=stored)
         return out
 
-    def _delete_flow(self, memory_id: str, origin: Origin | None = None, **sent: Any) -> Flow:
+    def _delete_flow(self, memory_id: str, origin: WriteOrigin | None = None, **sent: Any) -> Flow:
         guard = self.gnomon.guard
         binding = guard.begin_delete(memory_id, origin=origin)
         try:
@@ -235,7 +242,7 @@ class _Mem0Flows(_Guarded):
                 guard.fail_delete(binding, exc, "delete")
             raise
 
-    def _delete_rows_flow(self, rows: list[Any], call: _Call, origin: Origin | None) -> Flow:
+    def _delete_rows_flow(self, rows: list[Any], call: _Call, origin: WriteOrigin | None) -> Flow:
         bindings = self._before_delete_all(rows, origin)
         try:
             return (yield call)
@@ -271,7 +278,7 @@ class _OssFlows(_Mem0Flows):
         infer: bool,
         memory_type: str | None,
         prompt: str | None,
-        gnomon_origin: Origin | None,
+        gnomon_origin: WriteOrigin | None,
         **more: Any,
     ) -> Flow:
         if memory_type is not None:
@@ -316,7 +323,7 @@ class _OssFlows(_Mem0Flows):
         metadata: Any,
         expiration_date: Any,
         data: Any,
-        origin: Origin | None,
+        origin: WriteOrigin | None,
     ) -> Flow:
         text = text if text is not None else data
         extra = {} if expiration_date is _UNSET else {"expiration_date": expiration_date}
@@ -327,7 +334,7 @@ class _OssFlows(_Mem0Flows):
         user_id: str | None,
         agent_id: str | None,
         run_id: str | None,
-        origin: Origin | None,
+        origin: WriteOrigin | None,
     ) -> Flow:
         scope = _scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
         listed = yield _Call("get_all", lambda: self._client.get_all(filters=scope, top_k=_BIG))
@@ -356,7 +363,7 @@ class GuardedMemory(_OssFlows):
         infer: bool = True,
         memory_type: str | None = None,
         prompt: str | None = None,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
     ) -> dict[str, Any]:
         return _drive(
             self._add(
@@ -422,11 +429,11 @@ class GuardedMemory(_OssFlows):
         expiration_date: Any = _UNSET,
         data: str | None = None,
         *,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
     ) -> Any:
         return _drive(self._update(memory_id, text, metadata, expiration_date, data, gnomon_origin))
 
-    def delete(self, memory_id: str, *, gnomon_origin: Origin | None = None) -> Any:
+    def delete(self, memory_id: str, *, gnomon_origin: WriteOrigin | None = None) -> Any:
         return _drive(self._delete_flow(memory_id, gnomon_origin))
 
     def delete_all(
@@ -435,7 +442,7 @@ class GuardedMemory(_OssFlows):
         agent_id: str | None = None,
         run_id: str | None = None,
         *,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
     ) -> Any:
         return _drive(self._delete_all(user_id, agent_id, run_id, gnomon_origin))
 
@@ -475,7 +482,7 @@ class AsyncGuardedMemory(_OssFlows):
         memory_type: str | None = None,
         prompt: str | None = None,
         llm: Any = None,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
     ) -> dict[str, Any]:
         return await _adrive(
             self._add(
@@ -544,13 +551,13 @@ class AsyncGuardedMemory(_OssFlows):
         expiration_date: Any = _UNSET,
         data: str | None = None,
         *,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
     ) -> Any:
         return await _adrive(
             self._update(memory_id, text, metadata, expiration_date, data, gnomon_origin)
         )
 
-    async def delete(self, memory_id: str, *, gnomon_origin: Origin | None = None) -> Any:
+    async def delete(self, memory_id: str, *, gnomon_origin: WriteOrigin | None = None) -> Any:
         return await _adrive(self._delete_flow(memory_id, gnomon_origin))
 
     async def delete_all(
@@ -559,7 +566,7 @@ class AsyncGuardedMemory(_OssFlows):
         agent_id: str | None = None,
         run_id: str | None = None,
         *,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
     ) -> Any:
         return await _adrive(self._delete_all(user_id, agent_id, run_id, gnomon_origin))
 
@@ -587,7 +594,7 @@ class AsyncGuardedMemory(_OssFlows):
 class _PlatformFlows(_Mem0Flows):
     _PLATFORM = True
 
-    def _add(self, messages: Any, gnomon_origin: Origin | None, kw: dict[str, Any]) -> Flow:
+    def _add(self, messages: Any, gnomon_origin: WriteOrigin | None, kw: dict[str, Any]) -> Flow:
         infer = kw.pop("infer", True)
         metadata = kw.pop("metadata", None)
         if not infer:
@@ -603,11 +610,11 @@ class _PlatformFlows(_Mem0Flows):
         rows = results_of(out, "get_all")
         return self._screen(out, "get_all", query="get_all", k=max(len(rows), 1))
 
-    def _update(self, memory_id: str, kw: dict[str, Any], origin: Origin | None) -> Flow:
+    def _update(self, memory_id: str, kw: dict[str, Any], origin: WriteOrigin | None) -> Flow:
         text, metadata = kw.pop("text", None), kw.pop("metadata", None)
         return (yield from self._update_flow(memory_id, text, metadata, origin, **kw))
 
-    def _delete(self, memory_id: str, delete_linked: bool, origin: Origin | None) -> Flow:
+    def _delete(self, memory_id: str, delete_linked: bool, origin: WriteOrigin | None) -> Flow:
         if delete_linked:
             raise BypassRefusedError(
                 "delete_linked=True deletes memories the firewall cannot revise one by one",
@@ -617,7 +624,7 @@ class _PlatformFlows(_Mem0Flows):
             )
         return (yield from self._delete_flow(memory_id, origin))
 
-    def _delete_all(self, kw: dict[str, Any], origin: Origin | None) -> Flow:
+    def _delete_all(self, kw: dict[str, Any], origin: WriteOrigin | None) -> Flow:
         scope = {k: v for k, v in kw.items() if k in PLATFORM_SCOPE and v}
         rows: list[Any] = []
         page = 1
@@ -646,7 +653,7 @@ class GuardedMemoryClient(_PlatformFlows):
         messages: Any,
         options: Any = None,
         *,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
         return _drive(self._add(messages, gnomon_origin, _options(options, kwargs)))
@@ -665,18 +672,22 @@ class GuardedMemoryClient(_PlatformFlows):
         memory_id: str,
         options: Any = None,
         *,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kwargs: Any,
     ) -> Any:
         return _drive(self._update(memory_id, _options(options, kwargs), gnomon_origin))
 
     def delete(
-        self, memory_id: str, delete_linked: bool = False, *, gnomon_origin: Origin | None = None
+        self,
+        memory_id: str,
+        delete_linked: bool = False,
+        *,
+        gnomon_origin: WriteOrigin | None = None,
     ) -> Any:
         return _drive(self._delete(memory_id, delete_linked, gnomon_origin))
 
     def delete_all(
-        self, options: Any = None, *, gnomon_origin: Origin | None = None, **kwargs: Any
+        self, options: Any = None, *, gnomon_origin: WriteOrigin | None = None, **kwargs: Any
     ) -> Any:
         return _drive(self._delete_all(_options(options, kwargs), gnomon_origin))
 
@@ -715,7 +726,7 @@ class AsyncGuardedMemoryClient(_PlatformFlows):
         messages: Any,
         options: Any = None,
         *,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
         return await _adrive(self._add(messages, gnomon_origin, _options(options, kwargs)))
@@ -734,18 +745,22 @@ class AsyncGuardedMemoryClient(_PlatformFlows):
         memory_id: str,
         options: Any = None,
         *,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kwargs: Any,
     ) -> Any:
         return await _adrive(self._update(memory_id, _options(options, kwargs), gnomon_origin))
 
     async def delete(
-        self, memory_id: str, delete_linked: bool = False, *, gnomon_origin: Origin | None = None
+        self,
+        memory_id: str,
+        delete_linked: bool = False,
+        *,
+        gnomon_origin: WriteOrigin | None = None,
     ) -> Any:
         return await _adrive(self._delete(memory_id, delete_linked, gnomon_origin))
 
     async def delete_all(
-        self, options: Any = None, *, gnomon_origin: Origin | None = None, **kwargs: Any
+        self, options: Any = None, *, gnomon_origin: WriteOrigin | None = None, **kwargs: Any
     ) -> Any:
         return await _adrive(self._delete_all(_options(options, kwargs), gnomon_origin))
 

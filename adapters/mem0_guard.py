@@ -23,9 +23,9 @@ from adapters.mem0_backend import (
     to_item,
 )
 from firewall.chain import Belief, BindingState
+from firewall.channels import WriteOrigin
 from firewall.firewall import Firewall
 from firewall.grants import Grant
-from firewall.origin import Origin
 from firewall.policy import ContextPolicy
 from firewall.session import Session
 
@@ -86,7 +86,7 @@ class _Guarded:
     # -- add, the parts without I/O --------------------------------------------------------
 
     def _plain(
-        self, messages: Any, metadata: Mapping[str, Any] | None, origin: Origin | None
+        self, messages: Any, metadata: Mapping[str, Any] | None, origin: WriteOrigin | None
     ) -> list[tuple[dict[str, Any], PendingWrite]]:
         """infer=False: record each non-system message and bind it ``pending``."""
         checked = merged_metadata(STORE, "add", self.gnomon.backend.limits, metadata)
@@ -102,7 +102,7 @@ class _Guarded:
         return out
 
     def _inputs(
-        self, messages: Any, metadata: Mapping[str, Any] | None, origin: Origin | None
+        self, messages: Any, metadata: Mapping[str, Any] | None, origin: WriteOrigin | None
     ) -> tuple[list[Belief], dict[str, Any], dict[str, Any]]:
         """infer=True: record every message mem0's extraction reads (system role and
         non-string content included, see :func:`read_text`); the metadata mem0 gets carries
@@ -212,7 +212,7 @@ class _Guarded:
         (screened,) = self.gnomon.guard.screen([to_item(row, "get")], query=f"get {memory_id}", k=1)
         return annotated(screened) if screened.passed else None
 
-    def _before_delete_all(self, rows: list[Any], origin: Origin | None) -> list[Any]:
+    def _before_delete_all(self, rows: list[Any], origin: WriteOrigin | None) -> list[Any]:
         """Bindings to retire; refused as a whole (nothing retired, store untouched) when any
         row is a supported belief the write may not retire."""
         guard = self.gnomon.guard

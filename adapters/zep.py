@@ -96,6 +96,7 @@ from adapters.fern_errors import fern_converted
 from adapters.guard import Guard, PendingWrite, Screened
 from adapters.zep_context import render_context
 from firewall.chain import Belief
+from firewall.channels import WriteOrigin
 from firewall.firewall import Firewall
 from firewall.origin import Origin
 from firewall.policy import ContextPolicy
@@ -341,7 +342,9 @@ class _Core:
 
     # writes
 
-    def begin(self, call: str, text: Any, metadata: Any, origin: Origin | None) -> PendingWrite:
+    def begin(
+        self, call: str, text: Any, metadata: Any, origin: WriteOrigin | None
+    ) -> PendingWrite:
         if not isinstance(text, str):
             raise StoreCallError(
                 f"content must be a string, got {type(text).__name__}", store=STORE, call=call
@@ -350,7 +353,7 @@ class _Core:
         return self.guard.begin_write(text, checked, origin=origin)
 
     def begin_messages(
-        self, messages: Any, origin: Origin | None, call: str
+        self, messages: Any, origin: WriteOrigin | None, call: str
     ) -> tuple[list[PendingWrite], list[AddMessage]]:
         if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
             raise StoreCallError("messages must be a list of AddMessage", store=STORE, call=call)
@@ -528,7 +531,7 @@ class Thread(_Refusing):
         *,
         messages: Sequence[AddMessage],
         return_context: bool | None = None,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> Any:
         call = "thread.add_messages"
@@ -584,7 +587,7 @@ class Episodes(_Refusing):
         *,
         data: str,
         metadata: Any = None,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> Any:
         call = "graph.episode.add"
@@ -622,7 +625,7 @@ class Episodes(_Refusing):
         graph_uuid: str,
         episode_uuid: str,
         *,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> Any:
         call = "graph.episode.delete"
@@ -722,7 +725,7 @@ class AsyncThread(_Refusing):
         *,
         messages: Sequence[AddMessage],
         return_context: bool | None = None,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> Any:
         call = "thread.add_messages"
@@ -780,7 +783,7 @@ class AsyncEpisodes(_Refusing):
         *,
         data: str,
         metadata: Any = None,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> Any:
         call = "graph.episode.add"
@@ -820,7 +823,7 @@ class AsyncEpisodes(_Refusing):
         graph_uuid: str,
         episode_uuid: str,
         *,
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> Any:
         call = "graph.episode.delete"

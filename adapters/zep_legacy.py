@@ -78,8 +78,8 @@ from adapters.errors import (
 )
 from adapters.fern_errors import fern_converted
 from adapters.guard import Guard, PendingWrite, Screened
+from firewall.channels import WriteOrigin
 from firewall.firewall import Firewall
-from firewall.origin import Origin
 from firewall.policy import ContextPolicy
 from firewall.session import Session
 
@@ -313,7 +313,7 @@ class LegacyMemory(_Refusing):
         session_id: str,
         *,
         messages: Sequence[Message],
-        gnomon_origin: Origin | None = None,
+        gnomon_origin: WriteOrigin | None = None,
         **kw: Any,
     ) -> Any:
         call = "memory.add"

@@ -47,12 +47,17 @@ MAX_DEPTH = 32
 _STRICT = ConfigDict(strict=True, arbitrary_types_allowed=True)
 
 
+#: Parameters each callee checks itself, more strictly than an annotation can.
+SELF_CHECKED = frozenset({"self", "cls", "grant", "policy"})
+
+
 def checked_call(func: F) -> F:
     """Validate ``func``'s arguments on every call; see the module docstring.
 
     Validation only checks: ``func`` receives the caller's values unchanged, so no coercion (a
     dict turned into a model, say) opens a route the function's own checks do not expect.
-    ``grant`` parameters are left to the grant verifier, which has its own typed refusals.
+    ``grant`` parameters are left to the grant verifier and ``policy`` parameters to
+    :func:`firewall.policy.revalidate`, which have their own typed refusals.
     """
     signature = inspect.signature(func)
     name = func.__name__
@@ -93,7 +98,7 @@ def _adapters(func: Callable[..., Any], signature: inspect.Signature) -> dict[st
     found: dict[str, Any] = {"": None}  # never empty once built
     namespace = dict(vars(inspect.getmodule(func)) if inspect.getmodule(func) else {})
     for name, param in signature.parameters.items():
-        if name in ("self", "cls", "grant") or param.annotation is inspect.Parameter.empty:
+        if name in SELF_CHECKED or param.annotation is inspect.Parameter.empty:
             continue
         annotation = param.annotation
         try:

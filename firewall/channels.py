@@ -85,6 +85,10 @@ class Channel:
         )
 
 
+#: What a write path accepts as its origin: a caller's own label, or a host channel.
+WriteOrigin = Origin | Channel
+
+
 def caller_origin(origin: object, *, what: str) -> Origin | None:
     """Check an origin a caller asserted on an agent-facing path; ``None`` passes through.
 
@@ -116,4 +120,4 @@ def caller_origin(origin: object, *, what: str) -> Origin | None:
     return origin
 
 
-__all__ = ["Channel", "caller_origin"]
+__all__ = ["Channel", "WriteOrigin", "caller_origin"]

@@ -233,7 +233,7 @@ def test_firewall_host_entries(wall: firewall.Firewall) -> None:
     with wall.session(project="shop", actor="coder", user="alice") as s:
         ids = _ids(s)
     auditor = wall.grant("auditor", "sec")
-    user = wall.grant("user", "alice")
+    user = wall.grant("user", "alice", beliefs=[ids["belief"]])
     items = st.lists(
         st.builds(
             ImportItem,
