@@ -36,12 +36,12 @@ class Adapter:
     """A guard over one backend. Build it through a guarded client, or directly."""
 
     def __init__(self, guard: Guard, backend: StoreBackend) -> None:
-        self.guard = guard
-        self.backend = backend
+        self._guard = guard
+        self._backend = backend
 
     @property
     def store(self) -> str:
-        return self.backend.name
+        return self._backend.name
 
     # -- calls ------------------------------------------------------------------------------
 
@@ -68,38 +68,38 @@ class Adapter:
         call: str = "add",
     ) -> tuple[StoreItem, StoreBinding]:
         """The write path: record, bind ``pending``, write through, bind ``written``/``failed``."""
-        checked = merged_metadata(self.store, call, self.backend.limits, metadata)
-        pending = self.guard.begin_write(text, checked, origin=origin, derived_from=derived_from)
+        checked = merged_metadata(self.store, call, self._backend.limits, metadata)
+        pending = self._guard.begin_write(text, checked, origin=origin, derived_from=derived_from)
         item = self.write_through(pending, scope, call)
-        return item, self.guard.confirm_write(pending, item.store_id, stored=item)
+        return item, self._guard.confirm_write(pending, item.store_id, stored=item)
 
     def write_through(
         self, pending: PendingWrite, scope: Mapping[str, str], call: str
     ) -> StoreItem:
         try:
             return self.call(
-                call, lambda: self.backend.write(pending.text, pending.metadata, scope)
+                call, lambda: self._backend.write(pending.text, pending.metadata, scope)
             )
         except AdapterError as exc:
-            self.guard.fail_write(pending, exc, call)
+            self._guard.fail_write(pending, exc, call)
             raise
 
     @checked_call
     def search(self, query: str, *, scope: Mapping[str, str], k: int = 10) -> list[Screened]:
         """The store's search, screened: every hit with its verdict (callers keep the passed)."""
-        items = self.call("search", lambda: self.backend.search(query, limit=k, scope=scope))
-        return self.guard.screen(items, query=query, k=k)
+        items = self.call("search", lambda: self._backend.search(query, limit=k, scope=scope))
+        return self._guard.screen(items, query=query, k=k)
 
     def get(self, store_id: str) -> Screened | None:
-        item = self.call("get", lambda: self.backend.get(store_id))
+        item = self.call("get", lambda: self._backend.get(store_id))
         if item is None:
             return None
-        (screened,) = self.guard.screen([item], query=f"get {store_id}", k=1)
+        (screened,) = self._guard.screen([item], query=f"get {store_id}", k=1)
         return screened
 
     def list_items(self, *, scope: Mapping[str, str], limit: int = 100) -> list[Screened]:
-        page = self.call("list", lambda: self.backend.list_page(scope=scope, limit=limit))
-        return self.guard.screen(page.items, query="list", k=limit)
+        page = self.call("list", lambda: self._backend.list_page(scope=scope, limit=limit))
+        return self._guard.screen(page.items, query="list", k=limit)
 
     def update(
         self,
@@ -112,37 +112,39 @@ class Adapter:
         """A revision: the new text is a new belief (the agent's unless the host names the
         ``origin``) superseding the old one; a lower-integrity write aimed at a supported belief
         is refused (:class:`~adapters.errors.ProtectedBeliefError`, store untouched)."""
-        checked = merged_metadata(self.store, "update", self.backend.limits, metadata)
-        pending, _old = self.guard.begin_update(store_id, text, checked, origin=origin)
+        checked = merged_metadata(self.store, "update", self._backend.limits, metadata)
+        pending, _old = self._guard.begin_update(store_id, text, checked, origin=origin)
         try:
             replaced = self.call(
                 "update",
-                lambda: self.backend.update(store_id, text=pending.text, metadata=pending.metadata),
+                lambda: self._backend.update(
+                    store_id, text=pending.text, metadata=pending.metadata
+                ),
             )
         except AdapterError as exc:
-            self.guard.fail_write(pending, exc, "update")
+            self._guard.fail_write(pending, exc, "update")
             raise
         # A store that cannot edit in place answers with the replacement item and its new id;
         # one that merges fields (mem0's metadata) answers with the item as it now stands.
         if replaced is None:
-            return self.guard.confirm_write(pending, store_id)
-        return self.guard.confirm_write(pending, replaced.store_id, stored=replaced)
+            return self._guard.confirm_write(pending, store_id)
+        return self._guard.confirm_write(pending, replaced.store_id, stored=replaced)
 
     def delete(self, store_id: str, *, origin: WriteOrigin | None = None) -> None:
         """A revision (binding ``deleted``, belief hidden), then the store's delete; a
         lower-integrity delete of a supported belief is refused, store untouched."""
-        binding = self.guard.begin_delete(store_id, origin=origin)
+        binding = self._guard.begin_delete(store_id, origin=origin)
         try:
-            self.call("delete", lambda: self.backend.delete(store_id))
+            self.call("delete", lambda: self._backend.delete(store_id))
         except AdapterError as exc:
             if binding is not None:
-                self.guard.fail_delete(binding, exc, "delete")
+                self._guard.fail_delete(binding, exc, "delete")
             raise
 
     # -- privileged path and transfers ------------------------------------------------------
 
     def audit(self, query: str | None = None, *, grant: Grant, limit: int = 100) -> list[AuditView]:
-        return self.guard.audit(query, grant=grant, limit=limit, backend=self.backend)
+        return self._guard.audit(query, grant=grant, limit=limit, backend=self._backend)
 
     def import_(self, scope: Mapping[str, str], **options: Any) -> Any:
         from adapters.transfer import import_store
@@ -160,7 +162,7 @@ class Adapter:
         return sync_store(self, scope, **options)
 
     def close(self) -> None:
-        self.guard.close()
+        self._guard.close()
 
 
 __all__ = ["Adapter"]

@@ -480,7 +480,7 @@ class _Core:
 
     def __init__(self, adapter: Adapter) -> None:
         self.adapter = adapter
-        self.guard: Guard = adapter.guard
+        self.guard: Guard = adapter._guard
 
     def checked(self, call: str, metadata: Any) -> dict[str, Any]:
         given = None if _omitted(metadata) else metadata

@@ -143,7 +143,7 @@ class _Mem0Flows(_Guarded):
     def _add_plain(
         self, messages: Any, metadata: Any, origin: WriteOrigin | None, **sent: Any
     ) -> Flow:
-        guard, client = self.gnomon.guard, self._client
+        guard, client = self.gnomon._guard, self._client
         results = []
         for message, pending in self._plain(messages, metadata, origin):
             try:
@@ -162,7 +162,7 @@ class _Mem0Flows(_Guarded):
     def _add_inferred(
         self, messages: Any, metadata: Any, origin: WriteOrigin | None, **sent: Any
     ) -> Flow:
-        guard, client = self.gnomon.guard, self._client
+        guard, client = self.gnomon._guard, self._client
         inputs, checked, labelled = self._inputs(messages, metadata, origin)
         out = yield _Call(
             "add", lambda: client.add(messages, metadata=labelled, infer=True, **sent)
@@ -194,7 +194,7 @@ class _Mem0Flows(_Guarded):
                 ),
             )
         except AdapterError as exc:
-            self.gnomon.guard.fail_write(restore, exc, "add")
+            self.gnomon._guard.fail_write(restore, exc, "add")
             raise
         self._confirm_row(restore, out)
 
@@ -206,8 +206,8 @@ class _Mem0Flows(_Guarded):
         origin: WriteOrigin | None,
         **sent: Any,
     ) -> Flow:
-        client, guard = self._client, self.gnomon.guard
-        checked = merged_metadata(STORE, "update", self.gnomon.backend.limits, metadata)
+        client, guard = self._client, self.gnomon._guard
+        checked = merged_metadata(STORE, "update", self.gnomon._backend.limits, metadata)
         if text is None:  # metadata only: a revision of the rendered item, same text
             current = yield _Call("get", lambda: client.get(memory_id))
             if current is None:
@@ -233,7 +233,7 @@ class _Mem0Flows(_Guarded):
         return out
 
     def _delete_flow(self, memory_id: str, origin: WriteOrigin | None = None, **sent: Any) -> Flow:
-        guard = self.gnomon.guard
+        guard = self.gnomon._guard
         binding = guard.begin_delete(memory_id, origin=origin)
         try:
             return (yield _Call("delete", lambda: self._client.delete(memory_id, **sent)))
@@ -575,7 +575,7 @@ class AsyncGuardedMemory(_OssFlows):
 
     def close(self) -> None:
         self.gnomon.close()
-        backend_client = getattr(self.gnomon.backend, "inner", None)
+        backend_client = getattr(self.gnomon._backend, "inner", None)
         view = getattr(backend_client, "client", None)
         if isinstance(view, SyncView):
             view.close_loop()

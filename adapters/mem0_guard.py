@@ -89,9 +89,9 @@ class _Guarded:
         self, messages: Any, metadata: Mapping[str, Any] | None, origin: WriteOrigin | None
     ) -> list[tuple[dict[str, Any], PendingWrite]]:
         """infer=False: record each non-system message and bind it ``pending``."""
-        checked = merged_metadata(STORE, "add", self.gnomon.backend.limits, metadata)
+        checked = merged_metadata(STORE, "add", self.gnomon._backend.limits, metadata)
         out = []
-        guard = self.gnomon.guard
+        guard = self.gnomon._guard
         for message in messages_of(messages):
             text = content_of(message)
             if message.get("role") == "system" or text is None:
@@ -108,8 +108,8 @@ class _Guarded:
         non-string content included, see :func:`read_text`); the metadata mem0 gets carries
         the label its facts will have: the agent joined with everything the session has read,
         these messages included."""
-        checked = merged_metadata(STORE, "add", self.gnomon.backend.limits, metadata)
-        guard = self.gnomon.guard
+        checked = merged_metadata(STORE, "add", self.gnomon._backend.limits, metadata)
+        guard = self.gnomon._guard
         inputs = [
             guard.record(text, origin=origin)
             for m in messages_of(messages)
@@ -125,7 +125,7 @@ class _Guarded:
         """One fact mem0's LLM wrote: the agent's inference over *everything the session has
         read* (the input messages were just recorded into it). No ``derived_from``: naming
         only the inputs would drop what the session read before (a page fetched earlier)."""
-        return self.gnomon.guard.session.remember(text)
+        return self.gnomon._guard.session.remember(text)
 
     def _extracted(
         self, rows: list[Any], inputs: Sequence[Belief], checked: dict[str, Any]
@@ -138,7 +138,7 @@ class _Guarded:
         the extraction does not retire it: the new text (or the delete) is recorded as a
         candidate contradicting it, and the trusted text is returned for writing back
         (the second list), bound to the same belief."""
-        guard = self.gnomon.guard
+        guard = self.gnomon._guard
         rendered = rendered_metadata(checked)
         label = guard.write_label(None)
         pending, restores = [], []
@@ -191,17 +191,17 @@ class _Guarded:
             error = StoreResponseError(
                 f"add returned {len(rows)} results for one message", store=STORE, call="add"
             )
-            self.gnomon.guard.fail_write(pending, error, "add")
+            self.gnomon._guard.fail_write(pending, error, "add")
             raise error
         row = dict(rows[0])
-        self.gnomon.guard.confirm_write(
+        self.gnomon._guard.confirm_write(
             pending, to_item({**row, "memory": pending.text}, "add").store_id
         )
         return row
 
     def _screen(self, out: Any, call: str, *, query: str, k: int) -> Any:
         items = [to_item(r, call) for r in results_of(out, call)]
-        shown = passed(self.gnomon.guard.screen(items, query=query, k=k))
+        shown = passed(self.gnomon._guard.screen(items, query=query, k=k))
         if isinstance(out, Mapping):
             return {**out, "results": shown}
         return shown
@@ -209,13 +209,15 @@ class _Guarded:
     def _screen_one(self, row: Any, memory_id: str) -> Any:
         if row is None:
             return None
-        (screened,) = self.gnomon.guard.screen([to_item(row, "get")], query=f"get {memory_id}", k=1)
+        (screened,) = self.gnomon._guard.screen(
+            [to_item(row, "get")], query=f"get {memory_id}", k=1
+        )
         return annotated(screened) if screened.passed else None
 
     def _before_delete_all(self, rows: list[Any], origin: WriteOrigin | None) -> list[Any]:
         """Bindings to retire; refused as a whole (nothing retired, store untouched) when any
         row is a supported belief the write may not retire."""
-        guard = self.gnomon.guard
+        guard = self.gnomon._guard
         ids = [to_item(r, "get_all").store_id for r in rows]
         found = guard.wall.store.bindings_by_store_id(STORE, ids)
         for ident in ids:
@@ -225,7 +227,7 @@ class _Guarded:
 
     def _fail_all(self, bindings: list[Any], error: AdapterError) -> None:
         for binding in bindings:
-            self.gnomon.guard.fail_delete(binding, error, "delete_all")
+            self.gnomon._guard.fail_delete(binding, error, "delete_all")
 
     def _history(self, memory_id: str, grant: Grant | None) -> None:
         if grant is None:
@@ -235,7 +237,7 @@ class _Guarded:
                 call="history",
                 hint="pass grant=wall.grant('auditor', ...) or use memory.gnomon.audit(...)",
             )
-        self.gnomon.guard.authorize_history(memory_id, grant=grant)
+        self.gnomon._guard.authorize_history(memory_id, grant=grant)
 
 
 def _scope(**ids: str | None) -> dict[str, str]:

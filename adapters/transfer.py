@@ -113,11 +113,11 @@ def import_store(
     progress: bool | None = None,
 ) -> ImportReport:
     """Import everything ``scope`` holds in the adapter's store."""
-    guard = adapter.guard
+    guard = adapter._guard
     return import_items(
         guard.wall,
         adapter.store,
-        adapter.call("list", lambda: list(adapter.backend.walk(scope, page_size=page_size))),
+        adapter.call("list", lambda: list(adapter._backend.walk(scope, page_size=page_size))),
         project=project or guard.session.project,
         batch_size=batch_size,
         progress=progress,
@@ -126,7 +126,7 @@ def import_store(
 
 def export_store(adapter: Adapter, out: IO[str] | str | Path, *, page_size: int = 1000) -> int:
     """Every belief bound to the store, with its labels and binding, as JSON lines."""
-    return export_bindings(adapter.guard.wall, adapter.store, out, page_size=page_size)
+    return export_bindings(adapter._guard.wall, adapter.store, out, page_size=page_size)
 
 
 def export_bindings(
@@ -183,7 +183,7 @@ def sync_store(
     check_deleted: bool = True,
 ) -> SyncReport:
     """Compare the store with the bindings; record every difference (see module docstring)."""
-    guard, store = adapter.guard, adapter.guard.wall.store
+    guard, store = adapter._guard, adapter._guard.wall.store
     seen: set[str] = set()
     unbound: list[str] = []
     drifted: list[str] = []
@@ -222,14 +222,14 @@ def sync_store(
 
 
 def _missing(adapter: Adapter, store_id: str) -> bool:
-    return adapter.call("get", partial(adapter.backend.get, store_id)) is None
+    return adapter.call("get", partial(adapter._backend.get, store_id)) is None
 
 
 def _pages(adapter: Adapter, scope: Mapping[str, str], size: int) -> Iterator[list[StoreItem]]:
     cursor: str | None = None
     while True:
         page = adapter.call(
-            "list", partial(adapter.backend.list_page, scope=scope, cursor=cursor, limit=size)
+            "list", partial(adapter._backend.list_page, scope=scope, cursor=cursor, limit=size)
         )
         if page.items:
             yield page.items

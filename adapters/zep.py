@@ -337,7 +337,7 @@ class ZepBackend(StoreBackend):
 class _Core:
     def __init__(self, adapter: Adapter) -> None:
         self.adapter = adapter
-        self.guard: Guard = adapter.guard
+        self.guard: Guard = adapter._guard
         self.threads: dict[str, str] = {}  # thread uuid -> graph uuid
 
     # writes

@@ -295,7 +295,7 @@ class LegacyMemory(_Refusing):
     _path = "memory."
 
     def __init__(self, adapter: Adapter, raw: Any, client: Zep) -> None:
-        self._guard: Guard = adapter.guard
+        self._guard: Guard = adapter._guard
         self._raw, self._client = raw, client
 
     # containers

@@ -42,18 +42,16 @@ def letta() -> Letta:
 wall = firewall.open("memory://")
 
 # -- session 1: a poisoned read, then writes ------------------------------------------------
-client = GuardedLetta(letta(), wall, project="shop", actor="coder", user="alice")
-client.gnomon.guard.session.observe(
-    tool="read_file", content=POISON, origin=Origin.external("file:README.md")
-)
-client.agents.passages.create(agent, text=f"Team note on payments: {POISON}")
-client.agents.blocks.update("human", agent_id=agent, value="Alice wants pushes to main.")
-client.agents.passages.create(
-    agent,
-    text="Payments changes need a review from Bob.",
-    gnomon_origin=wall.channel(Origin.user("alice")),
-)
-client.close()
+with wall.session(project="shop", actor="coder", user="alice") as run:
+    client = GuardedLetta(letta(), wall, session=run)
+    run.observe(tool="read_file", content=POISON, origin=Origin.external("file:README.md"))
+    client.agents.passages.create(agent, text=f"Team note on payments: {POISON}")
+    client.agents.blocks.update("human", agent_id=agent, value="Alice wants pushes to main.")
+    client.agents.passages.create(
+        agent,
+        text="Payments changes need a review from Bob.",
+        gnomon_origin=wall.channel(Origin.user("alice")),  # host-side: the user said this
+    )
 
 # -- session 2: a later run recalls -----------------------------------------------------------
 later = GuardedLetta(letta(), wall, project="shop", actor="coder", user="alice")

@@ -45,19 +45,17 @@ user = raw.user.create(user_id="alice")
 thread = raw.thread.create(user_uuid=user.uuid_).uuid_
 
 # -- session 1 --------------------------------------------------------------------------------
-client = GuardedZep(zep(), wall, project="shop", actor="coder", user="alice")
-client.thread.add_messages(
-    thread,
-    messages=[AddMessage(role="user", name="Alice", content="Payments changes need review.")],
-    gnomon_origin=wall.channel(Origin.user("alice")),
-)
-client.gnomon.guard.session.observe(
-    tool="fetch", content=POISON, origin=Origin.external("web:pastebin")
-)
-client.thread.add_messages(
-    thread, messages=[AddMessage(role="assistant", name="coder", content=POISON)]
-)
-client.close()
+with wall.session(project="shop", actor="coder", user="alice") as run:
+    client = GuardedZep(zep(), wall, session=run)
+    client.thread.add_messages(
+        thread,
+        messages=[AddMessage(role="user", name="Alice", content="Payments changes need review.")],
+        gnomon_origin=wall.channel(Origin.user("alice")),  # host-side: the user said this
+    )
+    run.observe(tool="fetch", content=POISON, origin=Origin.external("web:pastebin"))
+    client.thread.add_messages(
+        thread, messages=[AddMessage(role="assistant", name="coder", content=POISON)]
+    )
 
 # -- session 2 --------------------------------------------------------------------------------
 later = GuardedZep(zep(), wall, project="shop", actor="coder", user="alice")

@@ -62,15 +62,17 @@ def check(url: str, c: Checks) -> None:
     graph = raw.user.create(user_id="alice").graph_uuid
     project = project_for(NAME)
     with open_firewall(url) as wall:
-        zep = GuardedZep(client(), wall, project=project, actor="coder", user="alice")
-        zep.gnomon.guard.session.observe(
-            tool="web_fetch", content=POISON, origin=Origin.external("https://evil.example/setup")
-        )
-        zep.graph.episode.add(graph, data=f"Team note. {POISON}", type="text")
-        zep.graph.episode.add(
-            graph, data=FACT, type="text", gnomon_origin=wall.channel(Origin.user("alice"))
-        )
-        zep.close()
+        with wall.session(project=project, actor="coder", user="alice") as run:
+            zep = GuardedZep(client(), wall, session=run)
+            run.observe(
+                tool="web_fetch",
+                content=POISON,
+                origin=Origin.external("https://evil.example/setup"),
+            )
+            zep.graph.episode.add(graph, data=f"Team note. {POISON}", type="text")
+            zep.graph.episode.add(
+                graph, data=FACT, type="text", gnomon_origin=wall.channel(Origin.user("alice"))
+            )
 
         blob = raw.graph.get_context(graph, query=QUERY).context or ""
         c.expect(

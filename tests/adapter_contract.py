@@ -93,10 +93,10 @@ class AdapterContract(ABC):
         item, binding = h.adapter.write("The build uses uv.", scope=h.scope)
         assert binding.state == BindingState.WRITTEN and binding.store_id == item.store_id
         belief = wall.require_belief(binding.belief_id)
-        assert f"agent:{h.adapter.guard.session.actor}" in belief.origin.origin_ids
+        assert f"agent:{h.adapter._guard.session.actor}" in belief.origin.origin_ids
         assert belief.truth_status == TruthStatus.UNVERIFIED
         # the store's own metadata carries the belief id and hash
-        stored = h.adapter.backend.get(item.store_id)
+        stored = h.adapter._backend.get(item.store_id)
         assert stored is not None and stored.text == "The build uses uv."
         assert stored.metadata.get(BELIEF_KEY) == belief.id
         # the binding's hash covers the text and every rendered field of the stored item
@@ -106,7 +106,7 @@ class AdapterContract(ABC):
         assert kinds.index("binding.pending") < kinds.index("binding.written")
 
     def test_agent_write_inherits_session_label(self, wall: Firewall, h: Harness) -> None:
-        session = h.adapter.guard.session
+        session = h.adapter._guard.session
         session.observe(tool="read_file", content=POISON, origin=Origin.external("file:x.md"))
         _, binding = h.adapter.write("Deploys skip review.", scope=h.scope)
         belief = wall.require_belief(binding.belief_id)
@@ -117,7 +117,7 @@ class AdapterContract(ABC):
         self, wall: Firewall, h: Harness
     ) -> None:
         item, _ = h.adapter.write("Tagged memory.", scope=h.scope, metadata={"topic": "build"})
-        stored = h.adapter.backend.get(item.store_id)
+        stored = h.adapter._backend.get(item.store_id)
         assert stored is not None and stored.metadata.get("topic") == "build"
         head = wall.store.head()
         with pytest.raises(StoreMetadataError, match=h.adapter.store):
@@ -142,7 +142,9 @@ class AdapterContract(ABC):
 
     def test_read_filters_poison_and_annotates(self, wall: Firewall, h: Harness) -> None:
         h.adapter.write(FACT, scope=h.scope, origin=attested(wall, Origin.user("alice")))
-        h.adapter.guard.session.observe(tool="fetch", content=POISON, origin=Origin.external("web"))
+        h.adapter._guard.session.observe(
+            tool="fetch", content=POISON, origin=Origin.external("web")
+        )
         h.adapter.write("Alice says: " + POISON, scope=h.scope)  # the agent launders it
         screened = h.adapter.search("Alice tea deploy review", scope=h.scope, k=10)
         passed = [s for s in screened if s.passed]
@@ -177,12 +179,12 @@ class AdapterContract(ABC):
         if self.updates_in_place:
             assert second.store_id == item.store_id
         else:
-            assert h.adapter.backend.get(item.store_id) is None
+            assert h.adapter._backend.get(item.store_id) is None
         old = wall.require_belief(first.belief_id)
         new = wall.require_belief(second.belief_id)
         assert old.truth_status == TruthStatus.SUPERSEDED and old.superseded_by == new.id
         assert new.supersedes == old.id and new.truth_status == TruthStatus.UNVERIFIED
-        stored = h.adapter.backend.get(second.store_id)
+        stored = h.adapter._backend.get(second.store_id)
         assert stored is not None and stored.text == "Alice's build runs hourly now."
         assert wall.store.bindings_by_store_id(h.adapter.store, [second.store_id]) == {
             second.store_id: second
@@ -198,7 +200,7 @@ class AdapterContract(ABC):
         new = wall.require_belief(second.belief_id)
         assert old.truth_status == TruthStatus.SUPERSEDED and old.superseded_by == new.id
         assert new.truth_status == TruthStatus.SUPPORTED
-        stored = h.adapter.backend.get(second.store_id)
+        stored = h.adapter._backend.get(second.store_id)
         assert stored is not None and stored.text == "Alice prefers coffee now."
 
     def test_tainted_agent_update_never_retires_a_user_fact(
@@ -208,12 +210,12 @@ class AdapterContract(ABC):
             FACT, scope=h.scope, origin=attested(wall, Origin.user("alice"))
         )
         # attack: the agent reads a poisoned page, then rewrites the user's fact through the store
-        h.adapter.guard.session.observe(
+        h.adapter._guard.session.observe(
             tool="fetch", content=POISON, origin=Origin.external("web:evil.example")
         )
         with pytest.raises(ProtectedBeliefError) as refused:
             h.adapter.update(item.store_id, "Alice prefers arsenic.")
-        stored = h.adapter.backend.get(item.store_id)
+        stored = h.adapter._backend.get(item.store_id)
         assert stored is not None and stored.text == FACT  # the store was not touched
         fact = wall.require_belief(first.belief_id)
         assert fact.truth_status == TruthStatus.SUPPORTED and fact.superseded_by is None
@@ -234,7 +236,7 @@ class AdapterContract(ABC):
         )
         with pytest.raises(ProtectedBeliefError) as refused:
             h.adapter.delete(item.store_id)
-        stored = h.adapter.backend.get(item.store_id)
+        stored = h.adapter._backend.get(item.store_id)
         assert stored is not None and stored.text == FACT
         fact = wall.require_belief(first.belief_id)
         assert fact.retrieval_status == RetrievalStatus.NORMAL
@@ -246,7 +248,7 @@ class AdapterContract(ABC):
         alice = attested(wall, Origin.user("alice"))
         item, binding = h.adapter.write(FACT, scope=h.scope, origin=alice)
         h.adapter.delete(item.store_id, origin=alice)
-        assert h.adapter.backend.get(item.store_id) is None
+        assert h.adapter._backend.get(item.store_id) is None
         (after,) = wall.store.bindings_for_beliefs([binding.belief_id])
         assert after.state == BindingState.DELETED
         belief = wall.require_belief(binding.belief_id)

@@ -93,7 +93,7 @@ def test_block_create_sends_belief_id_in_metadata(env) -> None:  # type: ignore[
 def test_agent_editing_its_block_inherits_session_label(env) -> None:  # type: ignore[no-untyped-def]
     wall, client, mock = env
     agent = mock.server.add_agent(blocks={"human": "Name: Alice"})
-    client.gnomon.guard.session.observe(
+    client.gnomon._guard.session.observe(
         tool="fetch", content=POISON, origin=Origin.external("web:evil")
     )
     client.agents.blocks.update("human", agent_id=agent, value="Alice wants --force deploys.")

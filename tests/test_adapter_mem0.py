@@ -135,7 +135,7 @@ def test_infer_true_facts_carry_the_join_of_the_inputs(wall: Firewall, tmp_path:
     llm = ScriptedLLM(["Deploys always use --force", "Alice likes tea"])
     raw = make_raw(str(tmp_path), llm=llm)
     memory = GuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
-    session = memory.gnomon.guard.session
+    session = memory.gnomon._guard.session
     session.observe(tool="fetch", content=POISON, origin=Origin.external("web:evil.example"))
     out = memory.add(
         [{"role": "user", "content": "Summarize what you read."}], user_id="alice", infer=True

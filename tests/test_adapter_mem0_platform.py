@@ -130,7 +130,7 @@ class TestAsyncMem0Adapter(AdapterContract):
         raw = AsyncMemory.from_config(offline_config(tmp))
         raw.embedding_model = HashEmbedder()
         memory = AsyncGuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
-        run = memory.gnomon.backend.inner.client._run  # type: ignore[attr-defined]
+        run = memory.gnomon._backend.inner.client._run  # type: ignore[attr-defined]
 
         def raw_write(text: str) -> str:
             out = run(raw.add(text, user_id="alice", infer=False))
@@ -209,7 +209,7 @@ def test_search_and_get_all_filter_poison(
     client.add(
         FACT, user_id="alice", infer=False, gnomon_origin=attested(wall, Origin.user("alice"))
     )
-    session = client.gnomon.guard.session
+    session = client.gnomon._guard.session
     session.observe(tool="fetch", content=POISON, origin=Origin.external("web:evil.example"))
     client.add("Team rule: " + POISON, user_id="alice", infer=False)
     stray = mock.server.put("Written around the firewall: deploy with --force.", user_id="alice")  # type: ignore[attr-defined]
@@ -317,7 +317,7 @@ def test_get_all_and_import_page_through(
 ) -> None:
     server: FakeMem0Platform = mock.server  # type: ignore[attr-defined]
     ids = [server.put(f"Imported memory number {i}.", user_id="alice") for i in range(7)]
-    pages = list(client.gnomon.backend.walk({"user_id": "alice"}, page_size=3))
+    pages = list(client.gnomon._backend.walk({"user_id": "alice"}, page_size=3))
     assert [p.store_id for p in pages] == ids
     calls = mock.routes["get_all"].calls
     assert [c.request.url.params["page"] for c in calls] == ["1", "2", "3"]
@@ -334,7 +334,7 @@ def test_infer_true_facts_carry_the_join(wall: Firewall) -> None:
     server = FakeMem0Platform(extract=lambda msgs: ["Deploys always use --force"])
     with mem0_routes(server) as mock:
         client = GuardedMemoryClient(sync_client(), wall, project="shop", actor="coder")
-        session = client.gnomon.guard.session
+        session = client.gnomon._guard.session
         session.observe(tool="fetch", content=POISON, origin=Origin.external("web:evil.example"))
         out = client.add("Summarize what you read.", user_id="alice")
         (row,) = out["results"]
@@ -377,7 +377,7 @@ def test_async_client_add_search_errors_audit(
         (row,) = out["results"]
         binding = binding_of(wall, row["id"])
         assert sent(mock, "add")["metadata"][BELIEF_KEY] == binding.belief_id
-        client.gnomon.guard.session.observe(
+        client.gnomon._guard.session.observe(
             tool="fetch", content=POISON, origin=Origin.external("web")
         )
         await client.add("Team rule: " + POISON, user_id="alice", infer=False)
@@ -426,7 +426,7 @@ def test_async_memory_write_search_audit(wall: Firewall, tmp_path: Any) -> None:
             FACT, user_id="alice", infer=False, gnomon_origin=attested(wall, Origin.user("alice"))
         )
         (row,) = added["results"]
-        memory.gnomon.guard.session.observe(
+        memory.gnomon._guard.session.observe(
             tool="fetch", content=POISON, origin=Origin.external("web:evil.example")
         )
         inferred = await memory.add("Summarize what you read.", user_id="alice", infer=True)
@@ -510,7 +510,7 @@ def test_tainted_extraction_never_retires_a_user_fact(wall: Firewall, event: str
         target["id"] = row["id"]
         fact_id = binding_of(wall, row["id"]).belief_id
         # attack: the agent reads a poisoned page, then lets mem0's extraction act on it
-        client.gnomon.guard.session.observe(
+        client.gnomon._guard.session.observe(
             tool="fetch", content=POISON, origin=Origin.external("web:evil.example")
         )
         client.add("Update what you know about Alice.", user_id="alice")

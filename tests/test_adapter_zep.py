@@ -134,7 +134,7 @@ def test_edges_carry_the_join_of_their_source_episodes(env) -> None:  # type: ig
     assert clean.origin.integrity == Integrity.DERIVED
     assert clean.truth_status == TruthStatus.UNVERIFIED
     # a poisoned page repeats the same fact: Zep merges it into the edge, the join drops it
-    zep.gnomon.guard.session.observe(tool="fetch", content="x", origin=Origin.external("web"))
+    zep.gnomon._guard.session.observe(tool="fetch", content="x", origin=Origin.external("web"))
     zep.graph.episode.add(graph, data="Ada likes tea.")  # agent-authored, tainted by the read
     assert [e.fact for e in zep.graph.search_edges(graph, query="tea")] == []
     edge = next(e for e in mock.server.edges.values() if e["fact"] == "Ada likes tea.")

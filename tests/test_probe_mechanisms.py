@@ -226,7 +226,7 @@ def mem0_facts_drop_the_session_label(mp: pytest.MonkeyPatch) -> None:
     from adapters.mem0_guard import _Guarded
 
     def fact(self: Any, text: str) -> Any:
-        return self.gnomon.guard.session.remember(text, [])
+        return self.gnomon._guard.session.remember(text, [])
 
     mp.setattr(_Guarded, "_fact", fact)
     session_forgets_what_it_read(mp)  # the session label is the fact's taint too
