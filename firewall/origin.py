@@ -22,7 +22,14 @@ from collections.abc import Iterable
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_serializer, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from firewall.errors import InvalidOriginError
 
@@ -74,6 +81,18 @@ class Origin(BaseModel):
     classes: frozenset[OriginClass]
     origin_ids: frozenset[str]
     integrity: Integrity
+
+    def __init__(self, **data: Any) -> None:
+        # A hand-built label is input at an edge: refuse it with the typed error, not pydantic's.
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "label"
+            raise InvalidOriginError(
+                f"invalid origin label ({where}): {first['msg']}",
+                hint="build labels with Origin.external(...), Origin.agent(...) or Origin.join",
+            ) from exc
 
     @field_validator("classes", mode="before")
     @classmethod
