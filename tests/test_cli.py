@@ -538,12 +538,29 @@ def test_probes_run_without_the_harness(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_probes_run_real_harness() -> None:
-    """The real harness is wired: it runs and every probe reports (pass or fail) in JSON."""
-    pytest.importorskip("probes.runner")
+    """The real harness is wired: every probe runs and holds, in JSON, and the command exits 0."""
+    import probes.runner
+
     result = run("probes", "run", "--json")
     data = json.loads(result.output)
-    assert data["probes"]
-    assert result.exit_code == (0 if data["passed"] else 1)
+    failed = {p["name"]: p["detail"] for p in data["probes"] if not p["passed"]}
+    assert failed == {}
+    assert data["passed"] is True and result.exit_code == 0
+    assert [p["name"] for p in data["probes"]] == list(probes.runner.PROBE_MODULES)
+
+
+def test_probes_run_fails_when_a_probe_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe whose promise broke makes `gnomon probes run` exit 1 and say which."""
+    import probes.auto_observation_gate as probe
+
+    def broken(url: str, c: object) -> None:
+        c.expect(False, "the promise held")  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(probe, "check", broken)
+    result = run("probes", "run", "--json")
+    data = json.loads(result.output)
+    assert result.exit_code == 1 and data["passed"] is False
+    assert [p["name"] for p in data["probes"] if not p["passed"]] == [probe.NAME]
 
 
 # -- the installed script --------------------------------------------------------------------
