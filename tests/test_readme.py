@@ -103,3 +103,28 @@ def test_policy_example_is_valid() -> None:
 def test_python_example_runs() -> None:
     (example,) = blocks("python")
     exec(compile(example, "README.md", "exec"), {})
+
+
+def _promises() -> list[str]:
+    section = README.split("\n## Security promises\n", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("- ")]
+
+
+def test_every_security_promise_names_what_pins_it_and_that_exists() -> None:
+    """Each promise line cites at least one probe or test, and every citation resolves: the file
+    exists and, for ``file::name``, the test function is defined in it."""
+    promises = _promises()
+    assert len(promises) >= 15
+    for line in promises:
+        cited = re.findall(r"`((?:tests|probes)/[\w*]+\.py)(?:::(\w+))?`", line)
+        assert cited, f"promise cites no probe or test: {line}"
+        for path, name in cited:
+            files = sorted(ROOT.glob(path))
+            assert files, f"{path} does not exist (cited by: {line[:60]}...)"
+            if name:
+                assert any(f"def {name}(" in f.read_text(encoding="utf-8") for f in files), (
+                    f"{path}::{name} is not defined"
+                )
+    threat = (ROOT / "docs" / "threat-model.md").read_text(encoding="utf-8")
+    assert "## In scope" in threat and "## Out of scope" in threat
+    assert "compromised host" in threat.lower() and "os-level isolation" in threat.lower()
