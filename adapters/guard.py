@@ -46,6 +46,7 @@ trusted text back (see :mod:`adapters.mem0`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -68,6 +69,7 @@ from firewall.session import Session
 from firewall.states import Authority, Axis, RetrievalStatus, SecurityStatus, TruthStatus
 
 from .base import StoreItem
+from .withheld import Announcer, report
 
 Verdict = Literal["accepted", "quoted", "rejected", "dropped"]
 
@@ -111,6 +113,16 @@ class Screened:
             "integrity": b.origin.integrity.name.lower(),
             "quoted": self.verdict == "quoted",
         }
+
+
+class Hits(list[Screened]):
+    """One read's screened hits, in store order, with ``summary``: what was returned and
+    withheld, and why (counts and reason codes, never text; see :func:`adapters.withheld.report`).
+    """
+
+    def __init__(self, screened: Sequence[Screened], summary: dict[str, Any]) -> None:
+        super().__init__(screened)
+        self.summary = summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +175,8 @@ class Guard:
                 tool_version=None,
             )
         self.session = session
+        self.announcer = Announcer(store, session.project)
+        self._worker: ThreadPoolExecutor | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -219,9 +233,19 @@ class Guard:
             belief, allowed, authority=authority, reason=reason, now=self.wall.clock()
         )
 
+    def worker(self) -> Executor:
+        """The one thread an async wrapper runs this guard's firewall steps on (store I/O off
+        the event loop, and one step at a time, in call order, for this guard's session)."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gnomon-guard")
+        return self._worker
+
     def close(self) -> None:
         if self._own_session:
             self.session.end()
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
+            self._worker = None
 
     # -- write path -------------------------------------------------------------------------
 
@@ -575,8 +599,10 @@ class Guard:
         )
         return drifted, moved
 
-    def screen(self, items: Sequence[StoreItem], *, query: str, k: int) -> list[Screened]:
-        """The read path for one SDK call's hits; logs the result as a recall.
+    def screen(self, items: Sequence[StoreItem], *, query: str, k: int, call: str = "read") -> Hits:
+        """The read path for one SDK call's hits; logs the result as a recall, and says what
+        it withheld (:attr:`Hits.summary`, INFO on the ``gnomon`` logger, a one-time warning
+        when a read is empty only because of the policy: :mod:`adapters.withheld`).
 
         The policy is re-validated on every call (``self.policy`` may have been replaced or
         edited since the guard was made), and a privileged policy is refused: the audit path is
@@ -593,7 +619,9 @@ class Guard:
         )
         out = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items]
         self.log(out, query=query, k=k, now=now, policy=policy)
-        return out
+        hits = Hits(out, report(out, policy=policy.name))
+        self.announcer.announce(hits.summary, call=call)
+        return hits
 
     def _verdict(
         self,
@@ -701,4 +729,4 @@ def outranks(belief: Belief, write: Origin) -> bool:
     )
 
 
-__all__ = ["AuditView", "Guard", "PendingWrite", "Screened", "outranks"]
+__all__ = ["AuditView", "Guard", "Hits", "PendingWrite", "Screened", "outranks"]

@@ -52,6 +52,7 @@ recorded it leaves the binding ``failed`` and the belief hidden.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
@@ -77,9 +78,9 @@ from adapters.base import (
     merged_metadata,
     rendered_value,
 )
+from adapters.core import Refusing
 from adapters.errors import (
     AdapterError,
-    BypassRefusedError,
     StoreCallError,
     StoreResponseError,
     StoreTimeoutError,
@@ -87,6 +88,7 @@ from adapters.errors import (
     status_hint,
 )
 from adapters.guard import Guard, PendingWrite, Screened
+from adapters.withheld import attach
 from firewall.channels import WriteOrigin
 from firewall.firewall import Firewall
 from firewall.policy import ContextPolicy
@@ -271,7 +273,12 @@ class _ScreenedAsyncPage(AsyncArrayPage[Any]):
 
 
 def screened_page(items: list[Any]) -> SyncArrayPage[Any]:
-    return _ScreenedPage.construct(items=items)
+    return _with_summary(_ScreenedPage.construct(items=items), items)
+
+
+def _with_summary(page: Any, items: list[Any]) -> Any:
+    summary = getattr(items, "gnomon", None)
+    return page if summary is None else attach(page, summary)
 
 
 class ScreenedAsyncList:
@@ -282,7 +289,8 @@ class ScreenedAsyncList:
         self._load = load
 
     async def _page(self) -> AsyncArrayPage[Any]:
-        return _ScreenedAsyncPage.construct(items=await self._load())
+        items = await self._load()
+        return _with_summary(_ScreenedAsyncPage.construct(items=items), items)  # type: ignore[no-any-return]
 
     def __await__(self) -> Any:
         return self._page().__await__()
@@ -460,19 +468,8 @@ def rank(query: str, items: list[StoreItem]) -> list[StoreItem]:
 # -- the guarded clients ---------------------------------------------------------------------
 
 
-class _Refusing:
-    """Any attribute not defined on a guarded resource is refused, never passed through."""
-
-    _path: ClassVar[str] = ""
-
-    def __getattr__(self, name: str) -> Any:
-        guarded = sorted(n for n in type(self).__dict__ if not n.startswith("_"))
-        raise BypassRefusedError(
-            f"{self._path}{name} is not a guarded method",
-            store=STORE,
-            call=f"{self._path}{name}",
-            hint=f"guarded here: {', '.join(guarded) or 'none'}",
-        )
+class _Refusing(Refusing):
+    _store = STORE
 
 
 class _Core:
@@ -511,7 +508,9 @@ class _Core:
         return self.guard.screen(items, query=query, k=max(1, min(k, 200)))
 
     def passed(self, items: list[StoreItem], query: str) -> list[Any]:
-        return [annotate(s) for s in self.screen(items, query, len(items)) if s.passed]
+        """The hits that passed, annotated; ``.gnomon`` says what was withheld and why."""
+        hits = self.screen(items, query, len(items))
+        return attach([annotate(s) for s in hits if s.passed], hits.summary)
 
     def one_block(self, item: StoreItem, query: str) -> BlockResponse:
         (screened,) = self.screen([item], query, 1)
@@ -636,7 +635,7 @@ class AgentPassages(_Refusing):
             raise _malformed(call, "a search response with results", found)
         items = [search_result_item(r, agent_id, call) for r in results]
         kept = self._core.passed(items, query)
-        return found.model_copy(update={"results": kept, "count": len(kept)})
+        return found.model_copy(update={"results": kept, "count": len(kept), "gnomon": kept.gnomon})
 
     def delete(
         self,
@@ -944,7 +943,7 @@ class AsyncAgentPassages(_Refusing):
             raise _malformed(call, "a search response with results", found)
         items = [search_result_item(r, agent_id, call) for r in results]
         kept = self._core.passed(items, query)
-        return found.model_copy(update={"results": kept, "count": len(kept)})
+        return found.model_copy(update={"results": kept, "count": len(kept), "gnomon": kept.gnomon})
 
     async def delete(
         self,
@@ -1229,8 +1228,9 @@ class GuardedAsyncLetta(_Refusing):
         self.archives = AsyncArchives(core, client.archives)
         self.passages = AsyncPassages(core, client.passages)
 
-    def close(self) -> None:
-        self.gnomon.close()
+    async def close(self) -> None:
+        """Async like the rest: the guard's session end runs off the event loop."""
+        await asyncio.to_thread(self.gnomon.close)
 
 
 __all__ = [

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from adapters.adapter import Adapter
 from adapters.base import Page, StoreBackend, StoreItem
+from adapters.core import Refusing
 from adapters.errors import BypassRefusedError, StoreCallError
 from adapters.guard import Guard, Screened
 from firewall.chain import content_hash
@@ -223,13 +224,15 @@ class LocalBackend(StoreBackend):
         return self.client.history(store_id)
 
 
-class GuardedLocalMemory:
+class GuardedLocalMemory(Refusing):
     """:class:`LocalMemory` behind the firewall, with the same methods and return shapes.
 
     Hits that pass the policy carry a ``gnomon`` key with their labels; the others are not
     returned. ``gnomon_origin=`` (host code only) records a write with an explicit origin, e.g.
     ``Origin.user("alice")`` for something the user stated.
     """
+
+    _store = "local"
 
     _GUARDED = frozenset({"add", "search", "get", "get_all", "update", "delete", "history"})
 
@@ -249,14 +252,6 @@ class GuardedLocalMemory:
             policy=policy,
         )  # fmt: skip
         self.gnomon = Adapter(guard, LocalBackend(client))
-
-    def __getattr__(self, name: str) -> Any:
-        raise BypassRefusedError(
-            f"{name!r} is not a guarded method",
-            store="local",
-            call=name,
-            hint=f"guarded methods: {', '.join(sorted(self._GUARDED))}",
-        )
 
     def add(
         self,

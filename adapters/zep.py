@@ -52,6 +52,7 @@ store fails after the firewall recorded it leaves the binding ``failed`` and the
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -85,15 +86,16 @@ from adapters.base import (
     merged_metadata,
     rendered_value,
 )
+from adapters.core import Refusing
 from adapters.errors import (
     AdapterError,
-    BypassRefusedError,
     StoreCallError,
     StoreResponseError,
     malformed,
 )
 from adapters.fern_errors import fern_converted
 from adapters.guard import Guard, PendingWrite, Screened
+from adapters.withheld import attach
 from adapters.zep_context import render_context
 from firewall.chain import Belief
 from firewall.channels import WriteOrigin
@@ -226,11 +228,19 @@ def withheld(screened: Screened) -> Any:
 
 
 def _pager(items: list[Any], response: Any) -> SyncPager[Any, Any]:
-    return SyncPager(has_next=False, items=items, get_next=None, response=response)
+    return _summarized(SyncPager(has_next=False, items=items, get_next=None, response=response))
 
 
 def _apager(items: list[Any], response: Any) -> AsyncPager[Any, Any]:
-    return AsyncPager(has_next=False, items=items, get_next=None, response=response)
+    return _summarized(AsyncPager(has_next=False, items=items, get_next=None, response=response))
+
+
+def _summarized(pager: Any) -> Any:
+    """The pager with its items' withheld report as ``.gnomon`` (where the items carry one)."""
+    summary = getattr(pager.items, "gnomon", None)
+    if summary is not None:  # the SDK's pager is a frozen dataclass: an extra attribute only
+        object.__setattr__(pager, "gnomon", summary)
+    return pager
 
 
 def _all_items(pager: Any, call: str) -> tuple[list[Any], Any]:
@@ -389,7 +399,9 @@ class _Core:
         return self.guard.screen(items, query=query, k=max(1, min(len(items), 200)))
 
     def passed(self, items: list[StoreItem], query: str) -> list[Any]:
-        return [annotate(s) for s in self.screen(items, query) if s.passed]
+        """The hits that passed, annotated; ``.gnomon`` says what was withheld and why."""
+        hits = self.screen(items, query)
+        return attach([annotate(s) for s in hits if s.passed], hits.summary)
 
     def contents(self, objs: Sequence[Any], graph: str, call: str, query: str) -> list[Any]:
         return self.passed([content_item(o, graph, call) for o in objs], query)
@@ -491,17 +503,8 @@ def _thread_graph(thread: Any, call: str) -> str:
     return graph
 
 
-class _Refusing:
-    _path: ClassVar[str] = ""
-
-    def __getattr__(self, name: str) -> Any:
-        guarded = sorted(n for n in type(self).__dict__ if not n.startswith("_"))
-        raise BypassRefusedError(
-            f"{self._path}{name} is not a guarded method",
-            store=STORE,
-            call=f"{self._path}{name}",
-            hint=f"guarded here: {', '.join(guarded) or 'none'}",
-        )
+class _Refusing(Refusing):
+    _store = STORE
 
 
 # -- sync resources --------------------------------------------------------------------------
@@ -979,8 +982,9 @@ class GuardedAsyncZep(_Refusing):
         self.graph = AsyncGraph(core, client.graph)
         self.user = AsyncUser(client.user)
 
-    def close(self) -> None:
-        self.gnomon.close()
+    async def close(self) -> None:
+        """Async like the rest: the guard's session end runs off the event loop."""
+        await asyncio.to_thread(self.gnomon.close)
 
 
 __all__ = ["GuardedAsyncZep", "GuardedZep", "ZepBackend"]

@@ -68,9 +68,9 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK te
 from adapters.adapter import Adapter
 from adapters.base import BELIEF_KEY, MetadataLimits, Page, StoreBackend, StoreItem
 from adapters.base import merged_metadata as _merged
+from adapters.core import Refusing
 from adapters.errors import (
     AdapterError,
-    BypassRefusedError,
     StoreCallError,
     StoreMetadataError,
     StoreResponseError,
@@ -278,17 +278,8 @@ def find_written(
 # -- the guarded client ----------------------------------------------------------------------
 
 
-class _Refusing:
-    _path: ClassVar[str] = ""
-
-    def __getattr__(self, name: str) -> Any:
-        guarded = sorted(n for n in type(self).__dict__ if not n.startswith("_"))
-        raise BypassRefusedError(
-            f"{self._path}{name} is not a guarded method",
-            store=STORE,
-            call=f"{self._path}{name}",
-            hint=f"guarded here: {', '.join(guarded) or 'none'}",
-        )
+class _Refusing(Refusing):
+    _store = STORE
 
 
 class LegacyMemory(_Refusing):

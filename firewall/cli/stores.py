@@ -115,7 +115,19 @@ def _load_mapping(path: str) -> dict[str, Any]:
     return data
 
 
+def mem0_telemetry_off() -> None:
+    """mem0 reads ``MEM0_TELEMETRY`` when it is first imported: set it off before that,
+    whatever the environment says, and off in the modules already loaded (a command that walks
+    a whole store must not report usage to a third party)."""
+    os.environ["MEM0_TELEMETRY"] = "false"
+    for name in ("mem0.memory.telemetry", "mem0.memory.main"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "MEM0_TELEMETRY"):
+            module.MEM0_TELEMETRY = False  # type: ignore[attr-defined]
+
+
 def _mem0_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connected:
+    mem0_telemetry_off()
     from adapters.mem0_backend import adapter_for
 
     scope = {
