@@ -62,7 +62,7 @@ from firewall.events import Records
 from firewall.firewall import AuditEntry, Firewall
 from firewall.gate import Move, apply_moves
 from firewall.grants import Grant
-from firewall.origin import Origin
+from firewall.origin import Origin, OriginClass
 from firewall.policy import ContextPolicy, Reason, floor_reasons, resolve
 from firewall.recall import QuotedItem, RecallResult, RejectedItem
 from firewall.session import Session
@@ -152,6 +152,7 @@ class Guard:
         actor: str = "agent",
         user: str | None = None,
         policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
     ) -> None:
         self.wall = wall
         self.store = store
@@ -176,6 +177,7 @@ class Guard:
             )
         self.session = session
         self.announcer = Announcer(store, session.project)
+        self._user_channel = self._checked_user_channel(user_channel)
         self._worker: ThreadPoolExecutor | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -232,6 +234,37 @@ class Guard:
         return apply_moves(
             belief, allowed, authority=authority, reason=reason, now=self.wall.clock()
         )
+
+    def _checked_user_channel(self, channel: Channel | None) -> Channel | None:
+        """The host's user channel for role=user messages: one this firewall opened for this
+        session's project, for a user origin (anything else is refused at construction)."""
+        if channel is None:
+            return None
+        checked = self.wall.attested_by(channel, project=self.session.project)
+        if OriginClass.USER not in checked.origin.classes:
+            from firewall.errors import InputError
+
+            raise InputError(
+                f"user_channel= must be a user channel, got one for {checked.origin.describe()}",
+                hint="open it host-side with wall.channel(Origin.user('alice'))",
+            )
+        return checked
+
+    def message_origin(self, role: object, name: object = None) -> WriteOrigin | None:
+        """The origin of one conversation message, from its role (None: the agent's write,
+        joined with everything the session has read, as :meth:`Session.remember` labels it).
+
+        * ``user``: the host's user channel when the host configured one; without it the role
+          is only the caller's claim, so the message is the agent's.
+        * ``tool`` / ``function``: external content (a tool's output is read, not believed).
+        * ``assistant``, ``system`` and anything else: the agent's.
+        """
+        if role == "user" and self._user_channel is not None:
+            return self._user_channel
+        if role in ("tool", "function"):
+            tool = name if isinstance(name, str) and name.strip() else "tool"
+            return Origin.external(f"{self.store}:{role}:{tool}")
+        return None
 
     def worker(self) -> Executor:
         """The one thread an async wrapper runs this guard's firewall steps on (store I/O off

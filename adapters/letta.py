@@ -89,7 +89,7 @@ from adapters.errors import (
 )
 from adapters.guard import Guard, PendingWrite, Screened
 from adapters.withheld import attach
-from firewall.channels import WriteOrigin
+from firewall.channels import Channel, WriteOrigin
 from firewall.firewall import Firewall
 from firewall.policy import ContextPolicy
 from firewall.session import Session
@@ -1163,6 +1163,7 @@ class GuardedLetta(_Refusing):
         user: str | None = None,
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
     ) -> None:
         if not isinstance(client, Letta):
             raise StoreCallError(
@@ -1172,7 +1173,14 @@ class GuardedLetta(_Refusing):
                 hint="use GuardedAsyncLetta for AsyncLetta",
             )
         guard = Guard(
-            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+            wall,
+            STORE,
+            session=session,
+            project=project,
+            actor=actor,
+            user=user,
+            policy=policy,
+            user_channel=user_channel,
         )
         self.gnomon = Adapter(guard, LettaBackend(client))
         core = _Core(self.gnomon)
@@ -1201,6 +1209,7 @@ class GuardedAsyncLetta(_Refusing):
         user: str | None = None,
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
     ) -> None:
         if not isinstance(client, AsyncLetta):
             raise StoreCallError(
@@ -1210,7 +1219,14 @@ class GuardedAsyncLetta(_Refusing):
                 hint="use GuardedLetta for Letta",
             )
         guard = Guard(
-            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+            wall,
+            STORE,
+            session=session,
+            project=project,
+            actor=actor,
+            user=user,
+            policy=policy,
+            user_channel=user_channel,
         )
         # The contract backend (audit, import, export, sync) needs a sync client: one sharing
         # the async client's configuration.

@@ -25,7 +25,7 @@ from adapters.core import Refusing
 from adapters.errors import BypassRefusedError, StoreCallError
 from adapters.guard import Guard, Screened
 from firewall.chain import content_hash
-from firewall.channels import WriteOrigin
+from firewall.channels import Channel, WriteOrigin
 from firewall.firewall import Firewall
 from firewall.policy import ContextPolicy
 from firewall.session import Session
@@ -246,10 +246,11 @@ class GuardedLocalMemory(Refusing):
         user: str | None = None,
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
     ) -> None:
         guard = Guard(
             wall, LocalBackend.name, session=session, project=project, actor=actor, user=user,
-            policy=policy,
+            policy=policy, user_channel=user_channel,
         )  # fmt: skip
         self.gnomon = Adapter(guard, LocalBackend(client))
 

@@ -25,7 +25,7 @@ from adapters.mem0_backend import (
 )
 from adapters.withheld import attach
 from firewall.chain import Belief, BindingState
-from firewall.channels import WriteOrigin
+from firewall.channels import Channel, WriteOrigin
 from firewall.firewall import Firewall
 from firewall.grants import Grant
 from firewall.policy import ContextPolicy
@@ -57,6 +57,7 @@ class _Guarded(Refusing):
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
         sync_client: Any = None,
+        user_channel: Channel | None = None,
     ) -> None:
         self._check_client(client)
         self._client = client
@@ -69,6 +70,7 @@ class _Guarded(Refusing):
             user=user,
             session=session,
             policy=policy,
+            user_channel=user_channel,
         )
 
     def _check_client(self, client: Any) -> None:
@@ -91,7 +93,12 @@ class _Guarded(Refusing):
             text = content_of(message)
             if message.get("role") == "system" or text is None:
                 continue
-            belief = guard.record(text, origin=origin)
+            said = (
+                origin
+                if origin is not None
+                else guard.message_origin(message.get("role"), message.get("name"))
+            )
+            belief = guard.record(text, origin=said)
             rendered = rendered_metadata(checked)
             out.append((message, guard.bind_pending(belief, text, checked, rendered=rendered)))
         return out
@@ -106,7 +113,12 @@ class _Guarded(Refusing):
         checked = merged_metadata(STORE, "add", self.gnomon._backend.limits, metadata)
         guard = self.gnomon._guard
         inputs = [
-            guard.record(text, origin=origin)
+            guard.record(
+                text,
+                origin=origin
+                if origin is not None
+                else guard.message_origin(m.get("role"), m.get("name")),
+            )
             for m in messages_of(messages)
             if (text := read_text(m)) is not None
         ]

@@ -98,7 +98,7 @@ from adapters.guard import Guard, PendingWrite, Screened
 from adapters.withheld import attach
 from adapters.zep_context import render_context
 from firewall.chain import Belief
-from firewall.channels import WriteOrigin
+from firewall.channels import Channel, WriteOrigin
 from firewall.firewall import Firewall
 from firewall.origin import Origin
 from firewall.policy import ContextPolicy
@@ -372,7 +372,15 @@ class _Core:
         ]
         for m in parsed:  # refuse bad metadata for any message before recording any of them
             merged_metadata(STORE, call, LIMITS, m.metadata)
-        pendings = [self.begin(call, m.content, m.metadata, origin) for m in parsed]
+        pendings = [
+            self.begin(
+                call,
+                m.content,
+                m.metadata,
+                origin if origin is not None else self.guard.message_origin(m.role, m.name),
+            )
+            for m in parsed
+        ]
         sent = [
             m.model_copy(update={"metadata": p.metadata, "content": p.text})
             for m, p in zip(parsed, pendings, strict=True)
@@ -919,6 +927,7 @@ class GuardedZep(_Refusing):
         user: str | None = None,
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
     ) -> None:
         if not isinstance(client, Zep):
             raise StoreCallError(
@@ -928,7 +937,14 @@ class GuardedZep(_Refusing):
                 hint="use GuardedAsyncZep for AsyncZep",
             )
         guard = Guard(
-            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+            wall,
+            STORE,
+            session=session,
+            project=project,
+            actor=actor,
+            user=user,
+            policy=policy,
+            user_channel=user_channel,
         )
         self.gnomon = Adapter(guard, ZepBackend(client))
         core = _Core(self.gnomon)
@@ -957,6 +973,7 @@ class GuardedAsyncZep(_Refusing):
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
         sync_client: Zep | None = None,
+        user_channel: Channel | None = None,
     ) -> None:
         if not isinstance(client, AsyncZep):
             raise StoreCallError(
@@ -966,7 +983,14 @@ class GuardedAsyncZep(_Refusing):
                 hint="use GuardedZep for Zep",
             )
         guard = Guard(
-            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+            wall,
+            STORE,
+            session=session,
+            project=project,
+            actor=actor,
+            user=user,
+            policy=policy,
+            user_channel=user_channel,
         )
         wrapper = client._client_wrapper
         sync = sync_client or Zep(
