@@ -4,12 +4,15 @@
 
     GnomonError
     └── AdapterError                  a memory-store adapter could not do what was asked
-        ├── MissingSDKError           the store's SDK is not installed (names the pip command)
+        ├── MissingSDKError           the store's SDK is not installed (names the pip command;
+        │                             also an ImportError, so ``except ImportError`` catches it)
         ├── StoreCallError            the store's SDK or server failed a call (names store, call)
         │   └── StoreTimeoutError     the call timed out
         ├── StoreResponseError        the store answered with something malformed or unexpected
         ├── StoreMetadataError        metadata the store would reject (too many keys, nesting)
         └── BypassRefusedError        an SDK method the guard does not cover was called
+            └── RefusedAttributeError an attribute the guarded client does not have (also an
+                                      AttributeError: ``hasattr``, ``getattr(x, n, d)``, ``copy``)
 
 Every error names the store and the call (``mem0.search``), so a log line says where it failed.
 The SDK's own exception is kept as ``__cause__`` (``raise … from exc``).
@@ -32,8 +35,9 @@ class AdapterError(GnomonError):
         self.call = call
 
 
-class MissingSDKError(AdapterError):
-    """The adapter's SDK is not importable."""
+class MissingSDKError(AdapterError, ImportError):
+    """The adapter's SDK is not importable. Also an :class:`ImportError`, so code that probes
+    for optional integrations with ``except ImportError`` keeps working."""
 
     def __init__(self, store: str, extra: str, module: str) -> None:
         command = f"pip install 'gnomon[{extra}]'"
@@ -43,6 +47,7 @@ class MissingSDKError(AdapterError):
             hint=f"run {command}",
         )
         self.command = command
+        self.name = module
 
 
 class StoreCallError(AdapterError):
@@ -75,6 +80,28 @@ class StoreMetadataError(AdapterError):
 
 class BypassRefusedError(AdapterError):
     """A public SDK method the guard does not cover: refused rather than passed through."""
+
+
+class RefusedAttributeError(BypassRefusedError, AttributeError):
+    """An attribute a guarded client does not define: refused, never looked up on the SDK.
+
+    Also an :class:`AttributeError`, so Python's protocols behave: ``hasattr(client, "reset")``
+    is False, ``getattr(client, "reset", None)`` is None, and ``copy.copy`` / ``pickle`` probes
+    of optional dunders fall back as they do for any object."""
+
+
+def refused_attribute(store: str, name: str, hint: str) -> RefusedAttributeError:
+    """The error ``__getattr__`` raises on a guarded client or resource."""
+    error = RefusedAttributeError(
+        f"{name!r} is not a guarded method"
+        if "." not in name
+        else f"{name} is not a guarded method",
+        store=store,
+        call=name,
+        hint=hint,
+    )
+    error.name = name.rsplit(".", 1)[-1]
+    return error
 
 
 class ProtectedBeliefError(AdapterError):
@@ -124,10 +151,12 @@ __all__ = [
     "BypassRefusedError",
     "MissingSDKError",
     "ProtectedBeliefError",
+    "RefusedAttributeError",
     "StoreCallError",
     "StoreMetadataError",
     "StoreResponseError",
     "StoreTimeoutError",
     "malformed",
+    "refused_attribute",
     "status_hint",
 ]

@@ -46,6 +46,7 @@ trusted text back (see :mod:`adapters.mem0`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -61,13 +62,14 @@ from firewall.events import Records
 from firewall.firewall import AuditEntry, Firewall
 from firewall.gate import Move, apply_moves
 from firewall.grants import Grant
-from firewall.origin import Origin
+from firewall.origin import Origin, OriginClass
 from firewall.policy import ContextPolicy, Reason, floor_reasons, resolve
 from firewall.recall import QuotedItem, RecallResult, RejectedItem
 from firewall.session import Session
 from firewall.states import Authority, Axis, RetrievalStatus, SecurityStatus, TruthStatus
 
 from .base import StoreItem
+from .withheld import Announcer, report
 
 Verdict = Literal["accepted", "quoted", "rejected", "dropped"]
 
@@ -113,6 +115,16 @@ class Screened:
         }
 
 
+class Hits(list[Screened]):
+    """One read's screened hits, in store order, with ``summary``: what was returned and
+    withheld, and why (counts and reason codes, never text; see :func:`adapters.withheld.report`).
+    """
+
+    def __init__(self, screened: Sequence[Screened], summary: dict[str, Any]) -> None:
+        super().__init__(screened)
+        self.summary = summary
+
+
 @dataclass(frozen=True, slots=True)
 class AuditView:
     """One belief on the privileged path: its revisions, bindings and the store's history."""
@@ -140,6 +152,7 @@ class Guard:
         actor: str = "agent",
         user: str | None = None,
         policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
     ) -> None:
         self.wall = wall
         self.store = store
@@ -163,6 +176,9 @@ class Guard:
                 tool_version=None,
             )
         self.session = session
+        self.announcer = Announcer(store, session.project)
+        self._user_channel = self._checked_user_channel(user_channel)
+        self._worker: ThreadPoolExecutor | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -219,9 +235,50 @@ class Guard:
             belief, allowed, authority=authority, reason=reason, now=self.wall.clock()
         )
 
+    def _checked_user_channel(self, channel: Channel | None) -> Channel | None:
+        """The host's user channel for role=user messages: one this firewall opened for this
+        session's project, for a user origin (anything else is refused at construction)."""
+        if channel is None:
+            return None
+        checked = self.wall.attested_by(channel, project=self.session.project)
+        if OriginClass.USER not in checked.origin.classes:
+            from firewall.errors import InputError
+
+            raise InputError(
+                f"user_channel= must be a user channel, got one for {checked.origin.describe()}",
+                hint="open it host-side with wall.channel(Origin.user('alice'))",
+            )
+        return checked
+
+    def message_origin(self, role: object, name: object = None) -> WriteOrigin | None:
+        """The origin of one conversation message, from its role (None: the agent's write,
+        joined with everything the session has read, as :meth:`Session.remember` labels it).
+
+        * ``user``: the host's user channel when the host configured one; without it the role
+          is only the caller's claim, so the message is the agent's.
+        * ``tool`` / ``function``: external content (a tool's output is read, not believed).
+        * ``assistant``, ``system`` and anything else: the agent's.
+        """
+        if role == "user" and self._user_channel is not None:
+            return self._user_channel
+        if role in ("tool", "function"):
+            tool = name if isinstance(name, str) and name.strip() else "tool"
+            return Origin.external(f"{self.store}:{role}:{tool}")
+        return None
+
+    def worker(self) -> Executor:
+        """The one thread an async wrapper runs this guard's firewall steps on (store I/O off
+        the event loop, and one step at a time, in call order, for this guard's session)."""
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gnomon-guard")
+        return self._worker
+
     def close(self) -> None:
         if self._own_session:
             self.session.end()
+        if self._worker is not None:
+            self._worker.shutdown(wait=True)
+            self._worker = None
 
     # -- write path -------------------------------------------------------------------------
 
@@ -575,8 +632,10 @@ class Guard:
         )
         return drifted, moved
 
-    def screen(self, items: Sequence[StoreItem], *, query: str, k: int) -> list[Screened]:
-        """The read path for one SDK call's hits; logs the result as a recall.
+    def screen(self, items: Sequence[StoreItem], *, query: str, k: int, call: str = "read") -> Hits:
+        """The read path for one SDK call's hits; logs the result as a recall, and says what
+        it withheld (:attr:`Hits.summary`, INFO on the ``gnomon`` logger, a one-time warning
+        when a read is empty only because of the policy: :mod:`adapters.withheld`).
 
         The policy is re-validated on every call (``self.policy`` may have been replaced or
         edited since the guard was made), and a privileged policy is refused: the audit path is
@@ -593,7 +652,9 @@ class Guard:
         )
         out = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items]
         self.log(out, query=query, k=k, now=now, policy=policy)
-        return out
+        hits = Hits(out, report(out, policy=policy.name))
+        self.announcer.announce(hits.summary, call=call)
+        return hits
 
     def _verdict(
         self,
@@ -701,4 +762,4 @@ def outranks(belief: Belief, write: Origin) -> bool:
     )
 
 
-__all__ = ["AuditView", "Guard", "PendingWrite", "Screened", "outranks"]
+__all__ = ["AuditView", "Guard", "Hits", "PendingWrite", "Screened", "outranks"]

@@ -52,6 +52,7 @@ recorded it leaves the binding ``failed`` and the belief hidden.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
@@ -77,9 +78,9 @@ from adapters.base import (
     merged_metadata,
     rendered_value,
 )
+from adapters.core import Refusing
 from adapters.errors import (
     AdapterError,
-    BypassRefusedError,
     StoreCallError,
     StoreResponseError,
     StoreTimeoutError,
@@ -87,7 +88,8 @@ from adapters.errors import (
     status_hint,
 )
 from adapters.guard import Guard, PendingWrite, Screened
-from firewall.channels import WriteOrigin
+from adapters.withheld import attach
+from firewall.channels import Channel, WriteOrigin
 from firewall.firewall import Firewall
 from firewall.policy import ContextPolicy
 from firewall.session import Session
@@ -271,7 +273,12 @@ class _ScreenedAsyncPage(AsyncArrayPage[Any]):
 
 
 def screened_page(items: list[Any]) -> SyncArrayPage[Any]:
-    return _ScreenedPage.construct(items=items)
+    return _with_summary(_ScreenedPage.construct(items=items), items)
+
+
+def _with_summary(page: Any, items: list[Any]) -> Any:
+    summary = getattr(items, "gnomon", None)
+    return page if summary is None else attach(page, summary)
 
 
 class ScreenedAsyncList:
@@ -282,7 +289,8 @@ class ScreenedAsyncList:
         self._load = load
 
     async def _page(self) -> AsyncArrayPage[Any]:
-        return _ScreenedAsyncPage.construct(items=await self._load())
+        items = await self._load()
+        return _with_summary(_ScreenedAsyncPage.construct(items=items), items)  # type: ignore[no-any-return]
 
     def __await__(self) -> Any:
         return self._page().__await__()
@@ -460,19 +468,8 @@ def rank(query: str, items: list[StoreItem]) -> list[StoreItem]:
 # -- the guarded clients ---------------------------------------------------------------------
 
 
-class _Refusing:
-    """Any attribute not defined on a guarded resource is refused, never passed through."""
-
-    _path: ClassVar[str] = ""
-
-    def __getattr__(self, name: str) -> Any:
-        guarded = sorted(n for n in type(self).__dict__ if not n.startswith("_"))
-        raise BypassRefusedError(
-            f"{self._path}{name} is not a guarded method",
-            store=STORE,
-            call=f"{self._path}{name}",
-            hint=f"guarded here: {', '.join(guarded) or 'none'}",
-        )
+class _Refusing(Refusing):
+    _store = STORE
 
 
 class _Core:
@@ -511,7 +508,9 @@ class _Core:
         return self.guard.screen(items, query=query, k=max(1, min(k, 200)))
 
     def passed(self, items: list[StoreItem], query: str) -> list[Any]:
-        return [annotate(s) for s in self.screen(items, query, len(items)) if s.passed]
+        """The hits that passed, annotated; ``.gnomon`` says what was withheld and why."""
+        hits = self.screen(items, query, len(items))
+        return attach([annotate(s) for s in hits if s.passed], hits.summary)
 
     def one_block(self, item: StoreItem, query: str) -> BlockResponse:
         (screened,) = self.screen([item], query, 1)
@@ -636,7 +635,7 @@ class AgentPassages(_Refusing):
             raise _malformed(call, "a search response with results", found)
         items = [search_result_item(r, agent_id, call) for r in results]
         kept = self._core.passed(items, query)
-        return found.model_copy(update={"results": kept, "count": len(kept)})
+        return found.model_copy(update={"results": kept, "count": len(kept), "gnomon": kept.gnomon})
 
     def delete(
         self,
@@ -944,7 +943,7 @@ class AsyncAgentPassages(_Refusing):
             raise _malformed(call, "a search response with results", found)
         items = [search_result_item(r, agent_id, call) for r in results]
         kept = self._core.passed(items, query)
-        return found.model_copy(update={"results": kept, "count": len(kept)})
+        return found.model_copy(update={"results": kept, "count": len(kept), "gnomon": kept.gnomon})
 
     async def delete(
         self,
@@ -1164,6 +1163,7 @@ class GuardedLetta(_Refusing):
         user: str | None = None,
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
     ) -> None:
         if not isinstance(client, Letta):
             raise StoreCallError(
@@ -1173,7 +1173,14 @@ class GuardedLetta(_Refusing):
                 hint="use GuardedAsyncLetta for AsyncLetta",
             )
         guard = Guard(
-            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+            wall,
+            STORE,
+            session=session,
+            project=project,
+            actor=actor,
+            user=user,
+            policy=policy,
+            user_channel=user_channel,
         )
         self.gnomon = Adapter(guard, LettaBackend(client))
         core = _Core(self.gnomon)
@@ -1202,6 +1209,7 @@ class GuardedAsyncLetta(_Refusing):
         user: str | None = None,
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
     ) -> None:
         if not isinstance(client, AsyncLetta):
             raise StoreCallError(
@@ -1211,7 +1219,14 @@ class GuardedAsyncLetta(_Refusing):
                 hint="use GuardedLetta for Letta",
             )
         guard = Guard(
-            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+            wall,
+            STORE,
+            session=session,
+            project=project,
+            actor=actor,
+            user=user,
+            policy=policy,
+            user_channel=user_channel,
         )
         # The contract backend (audit, import, export, sync) needs a sync client: one sharing
         # the async client's configuration.
@@ -1229,8 +1244,9 @@ class GuardedAsyncLetta(_Refusing):
         self.archives = AsyncArchives(core, client.archives)
         self.passages = AsyncPassages(core, client.passages)
 
-    def close(self) -> None:
-        self.gnomon.close()
+    async def close(self) -> None:
+        """Async like the rest: the guard's session end runs off the event loop."""
+        await asyncio.to_thread(self.gnomon.close)
 
 
 __all__ = [

@@ -21,10 +21,11 @@ from typing import Any, ClassVar
 
 from adapters.adapter import Adapter
 from adapters.base import Page, StoreBackend, StoreItem
+from adapters.core import Refusing
 from adapters.errors import BypassRefusedError, StoreCallError
 from adapters.guard import Guard, Screened
 from firewall.chain import content_hash
-from firewall.channels import WriteOrigin
+from firewall.channels import Channel, WriteOrigin
 from firewall.firewall import Firewall
 from firewall.policy import ContextPolicy
 from firewall.session import Session
@@ -223,13 +224,15 @@ class LocalBackend(StoreBackend):
         return self.client.history(store_id)
 
 
-class GuardedLocalMemory:
+class GuardedLocalMemory(Refusing):
     """:class:`LocalMemory` behind the firewall, with the same methods and return shapes.
 
     Hits that pass the policy carry a ``gnomon`` key with their labels; the others are not
     returned. ``gnomon_origin=`` (host code only) records a write with an explicit origin, e.g.
     ``Origin.user("alice")`` for something the user stated.
     """
+
+    _store = "local"
 
     _GUARDED = frozenset({"add", "search", "get", "get_all", "update", "delete", "history"})
 
@@ -243,20 +246,13 @@ class GuardedLocalMemory:
         user: str | None = None,
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
     ) -> None:
         guard = Guard(
             wall, LocalBackend.name, session=session, project=project, actor=actor, user=user,
-            policy=policy,
+            policy=policy, user_channel=user_channel,
         )  # fmt: skip
         self.gnomon = Adapter(guard, LocalBackend(client))
-
-    def __getattr__(self, name: str) -> Any:
-        raise BypassRefusedError(
-            f"{name!r} is not a guarded method",
-            store="local",
-            call=name,
-            hint=f"guarded methods: {', '.join(sorted(self._GUARDED))}",
-        )
 
     def add(
         self,

@@ -48,10 +48,12 @@ naming ``pip install 'gnomon[mem0]'``.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable, Generator, Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from adapters.base import merged_metadata
 from adapters.errors import AdapterError, BypassRefusedError, StoreCallError, StoreResponseError
@@ -65,6 +67,7 @@ from adapters.mem0_backend import (
 )
 from adapters.mem0_guard import _BIG, _UNSET, _Guarded, _scope
 from firewall.channels import WriteOrigin
+from firewall.firewall import Firewall
 from firewall.grants import Grant
 
 T = TypeVar("T")
@@ -97,19 +100,30 @@ def _drive(flow: Flow[T]) -> T:
             value, error = None, exc
 
 
-async def _adrive(flow: Flow[T]) -> T:
-    """:func:`_drive` for an async client: the same flow, each call awaited."""
+async def _adrive(flow: Flow[T], worker: Executor) -> T:
+    """:func:`_drive` for an async client: the same flow, each SDK call awaited, and every
+    firewall step (the flow between two calls: records, bindings, screening, all store I/O)
+    run on the guard's worker thread, so the event loop never waits on the firewall's store."""
+    loop = asyncio.get_running_loop()
     value: Any = None
     error: AdapterError | None = None
     while True:
-        try:
-            call = flow.throw(error) if error is not None else flow.send(value)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
+        done, call = await loop.run_in_executor(worker, _step, flow, value, error)
+        if done:
+            return call  # type: ignore[return-value]
         try:
             value, error = await acall_converting(call.name, _awaiting(call)), None
         except AdapterError as exc:
             value, error = None, exc
+
+
+def _step(flow: Flow[T], value: Any, error: AdapterError | None) -> tuple[bool, Any]:
+    """One firewall step of a flow, up to its next SDK call: ``(False, call)``, or
+    ``(True, result)`` when the flow returned (StopIteration cannot cross a future)."""
+    try:
+        return False, flow.throw(error) if error is not None else flow.send(value)
+    except StopIteration as stop:
+        return True, stop.value
 
 
 async def _awaiting(call: _Call) -> Any:
@@ -127,6 +141,9 @@ class _Mem0Flows(_Guarded):
     """The flows every wrapper shares, whichever client it drives."""
 
     _ASYNC = False
+
+    async def _arun(self, flow: Flow[T]) -> T:
+        return await _adrive(flow, self.gnomon._guard.worker())
 
     def _check_client(self, client: Any) -> None:
         add = getattr(client, "add", None)
@@ -266,6 +283,19 @@ class _Mem0Flows(_Guarded):
 
 
 class _OssFlows(_Mem0Flows):
+    @classmethod
+    def from_config(cls, config_dict: dict[str, Any], wall: Firewall, **options: Any) -> Self:
+        """``Memory.from_config(config_dict)`` (``AsyncMemory``'s for the async wrapper), then
+        guarded with ``options`` (``session=``, ``user_channel=``, ``policy=``…)::
+
+            memory = GuardedMemory.from_config(cfg, wall, session=session)
+        """
+        import mem0
+
+        sdk = mem0.AsyncMemory if cls._ASYNC else mem0.Memory
+        client = call_converting("from_config", lambda: sdk.from_config(config_dict))
+        return cls(client, wall, **options)
+
     def _add(
         self,
         messages: Any,
@@ -484,7 +514,7 @@ class AsyncGuardedMemory(_OssFlows):
         llm: Any = None,
         gnomon_origin: WriteOrigin | None = None,
     ) -> dict[str, Any]:
-        return await _adrive(
+        return await self._arun(
             self._add(
                 messages,
                 user_id,
@@ -514,7 +544,7 @@ class AsyncGuardedMemory(_OssFlows):
         show_expired: bool = False,
         **kwargs: Any,
     ) -> Any:
-        return await _adrive(
+        return await self._arun(
             self._search(
                 query,
                 top_k,
@@ -529,7 +559,7 @@ class AsyncGuardedMemory(_OssFlows):
         )
 
     async def get(self, memory_id: str) -> Any:
-        return await _adrive(self._get_flow(memory_id))
+        return await self._arun(self._get_flow(memory_id))
 
     async def get_all(
         self,
@@ -539,7 +569,7 @@ class AsyncGuardedMemory(_OssFlows):
         show_expired: bool = False,
         **kwargs: Any,
     ) -> Any:
-        return await _adrive(
+        return await self._arun(
             self._get_all(top_k, filters=filters, show_expired=show_expired, **kwargs)
         )
 
@@ -553,12 +583,12 @@ class AsyncGuardedMemory(_OssFlows):
         *,
         gnomon_origin: WriteOrigin | None = None,
     ) -> Any:
-        return await _adrive(
+        return await self._arun(
             self._update(memory_id, text, metadata, expiration_date, data, gnomon_origin)
         )
 
     async def delete(self, memory_id: str, *, gnomon_origin: WriteOrigin | None = None) -> Any:
-        return await _adrive(self._delete_flow(memory_id, gnomon_origin))
+        return await self._arun(self._delete_flow(memory_id, gnomon_origin))
 
     async def delete_all(
         self,
@@ -568,12 +598,19 @@ class AsyncGuardedMemory(_OssFlows):
         *,
         gnomon_origin: WriteOrigin | None = None,
     ) -> Any:
-        return await _adrive(self._delete_all(user_id, agent_id, run_id, gnomon_origin))
+        return await self._arun(self._delete_all(user_id, agent_id, run_id, gnomon_origin))
 
     async def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
-        return await _adrive(self._history_flow(memory_id, grant))
+        return await self._arun(self._history_flow(memory_id, grant))
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Async like the rest: the guard's session end and mem0's own close (which closes its
+        vector store and history database) run off the event loop."""
+        await asyncio.to_thread(self._close_now)
+
+    aclose = close
+
+    def _close_now(self) -> None:
         self.gnomon.close()
         backend_client = getattr(self.gnomon._backend, "inner", None)
         view = getattr(backend_client, "client", None)
@@ -585,7 +622,7 @@ class AsyncGuardedMemory(_OssFlows):
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        self.close()
+        await self.close()
 
 
 # -- platform: MemoryClient and AsyncMemoryClient ---------------------------------------------
@@ -729,16 +766,16 @@ class AsyncGuardedMemoryClient(_PlatformFlows):
         gnomon_origin: WriteOrigin | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        return await _adrive(self._add(messages, gnomon_origin, _options(options, kwargs)))
+        return await self._arun(self._add(messages, gnomon_origin, _options(options, kwargs)))
 
     async def search(self, query: str, options: Any = None, **kwargs: Any) -> Any:
-        return await _adrive(self._search(query, _options(options, kwargs)))
+        return await self._arun(self._search(query, _options(options, kwargs)))
 
     async def get(self, memory_id: str) -> Any:
-        return await _adrive(self._get_flow(memory_id))
+        return await self._arun(self._get_flow(memory_id))
 
     async def get_all(self, options: Any = None, **kwargs: Any) -> Any:
-        return await _adrive(self._get_all(_options(options, kwargs)))
+        return await self._arun(self._get_all(_options(options, kwargs)))
 
     async def update(
         self,
@@ -748,7 +785,7 @@ class AsyncGuardedMemoryClient(_PlatformFlows):
         gnomon_origin: WriteOrigin | None = None,
         **kwargs: Any,
     ) -> Any:
-        return await _adrive(self._update(memory_id, _options(options, kwargs), gnomon_origin))
+        return await self._arun(self._update(memory_id, _options(options, kwargs), gnomon_origin))
 
     async def delete(
         self,
@@ -757,22 +794,22 @@ class AsyncGuardedMemoryClient(_PlatformFlows):
         *,
         gnomon_origin: WriteOrigin | None = None,
     ) -> Any:
-        return await _adrive(self._delete(memory_id, delete_linked, gnomon_origin))
+        return await self._arun(self._delete(memory_id, delete_linked, gnomon_origin))
 
     async def delete_all(
         self, options: Any = None, *, gnomon_origin: WriteOrigin | None = None, **kwargs: Any
     ) -> Any:
-        return await _adrive(self._delete_all(_options(options, kwargs), gnomon_origin))
+        return await self._arun(self._delete_all(_options(options, kwargs), gnomon_origin))
 
     async def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
-        return await _adrive(self._history_flow(memory_id, grant))
+        return await self._arun(self._history_flow(memory_id, grant))
 
-    async def aclose(self) -> None:
-        self.gnomon.close()
+    async def close(self) -> None:
+        """Ends the guard's session (off the event loop) and closes the SDK's HTTP client."""
+        await asyncio.to_thread(self.gnomon.close)
         await self._client.async_client.aclose()
 
-    def close(self) -> None:
-        self.gnomon.close()
+    aclose = close
 
     async def __aenter__(self) -> AsyncGuardedMemoryClient:
         return self

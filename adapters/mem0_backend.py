@@ -39,6 +39,7 @@ from adapters.errors import (
     status_hint,
 )
 from adapters.guard import Guard, Screened
+from firewall.channels import Channel
 from firewall.errors import InputError
 from firewall.firewall import Firewall
 from firewall.policy import ContextPolicy
@@ -363,10 +364,12 @@ def adapter_for(
     user: str | None,
     session: Session | None,
     policy: ContextPolicy | str,
+    user_channel: Channel | None = None,
 ) -> Adapter:
     guard = Guard(
-        wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
-    )
+        wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy,
+        user_channel=user_channel,
+    )  # fmt: skip
     inner = PlatformBackend(client) if platform else Mem0Backend(client)
     return Adapter(guard, _Converting(inner))
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from adapters.adapter import Adapter
 from adapters.base import INTEGRITY_KEY, ORIGIN_KEY, merged_metadata, rendered_metadata
+from adapters.core import Refusing
 from adapters.errors import AdapterError, BypassRefusedError, StoreResponseError
 from adapters.guard import PendingWrite, outranks
 from adapters.mem0_backend import (
@@ -22,8 +23,9 @@ from adapters.mem0_backend import (
     results_of,
     to_item,
 )
+from adapters.withheld import attach
 from firewall.chain import Belief, BindingState
-from firewall.channels import WriteOrigin
+from firewall.channels import Channel, WriteOrigin
 from firewall.firewall import Firewall
 from firewall.grants import Grant
 from firewall.policy import ContextPolicy
@@ -33,7 +35,7 @@ _UNSET: Any = object()
 _BIG = 1_000_000
 
 
-class _Guarded:
+class _Guarded(Refusing):
     """What every mem0 wrapper shares: the adapter, refusal of unguarded methods, and the
     firewall steps of ``add`` that do no I/O."""
 
@@ -41,6 +43,8 @@ class _Guarded:
         {"add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "close"}
     )
     _PLATFORM = False
+    _store = STORE
+    _hint = "; the audit path is memory.gnomon.audit(query, grant=...)"
 
     def __init__(
         self,
@@ -53,6 +57,7 @@ class _Guarded:
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
         sync_client: Any = None,
+        user_channel: Channel | None = None,
     ) -> None:
         self._check_client(client)
         self._client = client
@@ -65,6 +70,7 @@ class _Guarded:
             user=user,
             session=session,
             policy=policy,
+            user_channel=user_channel,
         )
 
     def _check_client(self, client: Any) -> None:
@@ -73,15 +79,6 @@ class _Guarded:
     def _backend_client(self, client: Any, sync_client: Any) -> Any:
         """The sync client ``.gnomon`` (audit, import, export, sync) runs on."""
         return sync_client or client
-
-    def __getattr__(self, name: str) -> Any:
-        raise BypassRefusedError(
-            f"{name!r} is not a guarded method",
-            store=STORE,
-            call=name,
-            hint=f"guarded methods: {', '.join(sorted(self._GUARDED))}; the audit path is "
-            "memory.gnomon.audit(query, grant=...)",
-        )
 
     # -- add, the parts without I/O --------------------------------------------------------
 
@@ -96,7 +93,12 @@ class _Guarded:
             text = content_of(message)
             if message.get("role") == "system" or text is None:
                 continue
-            belief = guard.record(text, origin=origin)
+            said = (
+                origin
+                if origin is not None
+                else guard.message_origin(message.get("role"), message.get("name"))
+            )
+            belief = guard.record(text, origin=said)
             rendered = rendered_metadata(checked)
             out.append((message, guard.bind_pending(belief, text, checked, rendered=rendered)))
         return out
@@ -111,7 +113,12 @@ class _Guarded:
         checked = merged_metadata(STORE, "add", self.gnomon._backend.limits, metadata)
         guard = self.gnomon._guard
         inputs = [
-            guard.record(text, origin=origin)
+            guard.record(
+                text,
+                origin=origin
+                if origin is not None
+                else guard.message_origin(m.get("role"), m.get("name")),
+            )
             for m in messages_of(messages)
             if (text := read_text(m)) is not None
         ]
@@ -200,17 +207,20 @@ class _Guarded:
         return row
 
     def _screen(self, out: Any, call: str, *, query: str, k: int) -> Any:
+        """The hits that passed, and beside them (``"gnomon"``) what was withheld and why."""
         items = [to_item(r, call) for r in results_of(out, call)]
-        shown = passed(self.gnomon._guard.screen(items, query=query, k=k))
+        hits = self.gnomon._guard.screen(items, query=query, k=k, call=call)
+        shown = passed(hits)
         if isinstance(out, Mapping):
-            return {**out, "results": shown}
-        return shown
+            return {**out, "results": shown, "gnomon": hits.summary}
+        return attach(shown, hits.summary)
 
     def _screen_one(self, row: Any, memory_id: str) -> Any:
+        """``get`` keeps mem0's shape (None when withheld); the ``gnomon`` logger says why."""
         if row is None:
             return None
         (screened,) = self.gnomon._guard.screen(
-            [to_item(row, "get")], query=f"get {memory_id}", k=1
+            [to_item(row, "get")], query=f"get {memory_id}", k=1, call="get"
         )
         return annotated(screened) if screened.passed else None
 

@@ -52,6 +52,7 @@ store fails after the firewall recorded it leaves the binding ``failed`` and the
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -85,18 +86,19 @@ from adapters.base import (
     merged_metadata,
     rendered_value,
 )
+from adapters.core import Refusing
 from adapters.errors import (
     AdapterError,
-    BypassRefusedError,
     StoreCallError,
     StoreResponseError,
     malformed,
 )
 from adapters.fern_errors import fern_converted
 from adapters.guard import Guard, PendingWrite, Screened
+from adapters.withheld import attach
 from adapters.zep_context import render_context
 from firewall.chain import Belief
-from firewall.channels import WriteOrigin
+from firewall.channels import Channel, WriteOrigin
 from firewall.firewall import Firewall
 from firewall.origin import Origin
 from firewall.policy import ContextPolicy
@@ -226,11 +228,19 @@ def withheld(screened: Screened) -> Any:
 
 
 def _pager(items: list[Any], response: Any) -> SyncPager[Any, Any]:
-    return SyncPager(has_next=False, items=items, get_next=None, response=response)
+    return _summarized(SyncPager(has_next=False, items=items, get_next=None, response=response))
 
 
 def _apager(items: list[Any], response: Any) -> AsyncPager[Any, Any]:
-    return AsyncPager(has_next=False, items=items, get_next=None, response=response)
+    return _summarized(AsyncPager(has_next=False, items=items, get_next=None, response=response))
+
+
+def _summarized(pager: Any) -> Any:
+    """The pager with its items' withheld report as ``.gnomon`` (where the items carry one)."""
+    summary = getattr(pager.items, "gnomon", None)
+    if summary is not None:  # the SDK's pager is a frozen dataclass: an extra attribute only
+        object.__setattr__(pager, "gnomon", summary)
+    return pager
 
 
 def _all_items(pager: Any, call: str) -> tuple[list[Any], Any]:
@@ -362,7 +372,15 @@ class _Core:
         ]
         for m in parsed:  # refuse bad metadata for any message before recording any of them
             merged_metadata(STORE, call, LIMITS, m.metadata)
-        pendings = [self.begin(call, m.content, m.metadata, origin) for m in parsed]
+        pendings = [
+            self.begin(
+                call,
+                m.content,
+                m.metadata,
+                origin if origin is not None else self.guard.message_origin(m.role, m.name),
+            )
+            for m in parsed
+        ]
         sent = [
             m.model_copy(update={"metadata": p.metadata, "content": p.text})
             for m, p in zip(parsed, pendings, strict=True)
@@ -389,7 +407,9 @@ class _Core:
         return self.guard.screen(items, query=query, k=max(1, min(len(items), 200)))
 
     def passed(self, items: list[StoreItem], query: str) -> list[Any]:
-        return [annotate(s) for s in self.screen(items, query) if s.passed]
+        """The hits that passed, annotated; ``.gnomon`` says what was withheld and why."""
+        hits = self.screen(items, query)
+        return attach([annotate(s) for s in hits if s.passed], hits.summary)
 
     def contents(self, objs: Sequence[Any], graph: str, call: str, query: str) -> list[Any]:
         return self.passed([content_item(o, graph, call) for o in objs], query)
@@ -491,17 +511,8 @@ def _thread_graph(thread: Any, call: str) -> str:
     return graph
 
 
-class _Refusing:
-    _path: ClassVar[str] = ""
-
-    def __getattr__(self, name: str) -> Any:
-        guarded = sorted(n for n in type(self).__dict__ if not n.startswith("_"))
-        raise BypassRefusedError(
-            f"{self._path}{name} is not a guarded method",
-            store=STORE,
-            call=f"{self._path}{name}",
-            hint=f"guarded here: {', '.join(guarded) or 'none'}",
-        )
+class _Refusing(Refusing):
+    _store = STORE
 
 
 # -- sync resources --------------------------------------------------------------------------
@@ -916,6 +927,7 @@ class GuardedZep(_Refusing):
         user: str | None = None,
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
     ) -> None:
         if not isinstance(client, Zep):
             raise StoreCallError(
@@ -925,7 +937,14 @@ class GuardedZep(_Refusing):
                 hint="use GuardedAsyncZep for AsyncZep",
             )
         guard = Guard(
-            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+            wall,
+            STORE,
+            session=session,
+            project=project,
+            actor=actor,
+            user=user,
+            policy=policy,
+            user_channel=user_channel,
         )
         self.gnomon = Adapter(guard, ZepBackend(client))
         core = _Core(self.gnomon)
@@ -954,6 +973,7 @@ class GuardedAsyncZep(_Refusing):
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
         sync_client: Zep | None = None,
+        user_channel: Channel | None = None,
     ) -> None:
         if not isinstance(client, AsyncZep):
             raise StoreCallError(
@@ -963,7 +983,14 @@ class GuardedAsyncZep(_Refusing):
                 hint="use GuardedZep for Zep",
             )
         guard = Guard(
-            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+            wall,
+            STORE,
+            session=session,
+            project=project,
+            actor=actor,
+            user=user,
+            policy=policy,
+            user_channel=user_channel,
         )
         wrapper = client._client_wrapper
         sync = sync_client or Zep(
@@ -979,8 +1006,9 @@ class GuardedAsyncZep(_Refusing):
         self.graph = AsyncGraph(core, client.graph)
         self.user = AsyncUser(client.user)
 
-    def close(self) -> None:
-        self.gnomon.close()
+    async def close(self) -> None:
+        """Async like the rest: the guard's session end runs off the event loop."""
+        await asyncio.to_thread(self.gnomon.close)
 
 
 __all__ = ["GuardedAsyncZep", "GuardedZep", "ZepBackend"]

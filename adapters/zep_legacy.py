@@ -68,9 +68,9 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK te
 from adapters.adapter import Adapter
 from adapters.base import BELIEF_KEY, MetadataLimits, Page, StoreBackend, StoreItem
 from adapters.base import merged_metadata as _merged
+from adapters.core import Refusing
 from adapters.errors import (
     AdapterError,
-    BypassRefusedError,
     StoreCallError,
     StoreMetadataError,
     StoreResponseError,
@@ -78,7 +78,7 @@ from adapters.errors import (
 )
 from adapters.fern_errors import fern_converted
 from adapters.guard import Guard, PendingWrite, Screened
-from firewall.channels import WriteOrigin
+from firewall.channels import Channel, WriteOrigin
 from firewall.firewall import Firewall
 from firewall.policy import ContextPolicy
 from firewall.session import Session
@@ -278,17 +278,8 @@ def find_written(
 # -- the guarded client ----------------------------------------------------------------------
 
 
-class _Refusing:
-    _path: ClassVar[str] = ""
-
-    def __getattr__(self, name: str) -> Any:
-        guarded = sorted(n for n in type(self).__dict__ if not n.startswith("_"))
-        raise BypassRefusedError(
-            f"{self._path}{name} is not a guarded method",
-            store=STORE,
-            call=f"{self._path}{name}",
-            hint=f"guarded here: {', '.join(guarded) or 'none'}",
-        )
+class _Refusing(Refusing):
+    _store = STORE
 
 
 class LegacyMemory(_Refusing):
@@ -326,7 +317,11 @@ class LegacyMemory(_Refusing):
                 raise StoreCallError("message content must be a string", store=STORE, call=call)
         pendings: list[PendingWrite] = [
             self._guard.begin_write(
-                m.content or "", merged_metadata(call, m.metadata), origin=gnomon_origin
+                m.content or "",
+                merged_metadata(call, m.metadata),
+                origin=gnomon_origin
+                if gnomon_origin is not None
+                else self._guard.message_origin(m.role_type, m.role),
             )
             for m in parsed
         ]
@@ -464,6 +459,7 @@ class GuardedLegacyZep(_Refusing):
         user: str | None = None,
         session: Session | None = None,
         policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
     ) -> None:
         if not isinstance(client, Zep):
             raise StoreCallError(
@@ -473,7 +469,14 @@ class GuardedLegacyZep(_Refusing):
                 hint="construct it as Zep(base_url='http://host:8000', api_key=...)",
             )
         guard = Guard(
-            wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy
+            wall,
+            STORE,
+            session=session,
+            project=project,
+            actor=actor,
+            user=user,
+            policy=policy,
+            user_channel=user_channel,
         )
         self.gnomon = Adapter(guard, LegacyZepBackend(client))
         self.memory = LegacyMemory(self.gnomon, client.memory, client)

@@ -336,8 +336,12 @@ class Firewall:
         project: str | None = None,
         beliefs: Sequence[str] | None = None,
         subject_prefix: str | None = None,
+        store: str | None = None,
     ) -> Grant:
         """Mint a grant (host-side only). With pinned operator keys, pass ``signer=`` at open.
+
+        ``store=`` (with ``project=``) covers every memory imported from that store in the
+        project: what :func:`firewall.store_adoption.adopt_store` promotes in one step.
 
         A ``user`` or ``probe`` grant must name what it covers: ``beliefs=[ids]`` (its project
         is then theirs) and/or ``subject_prefix=`` with ``project=``. One that promotes or
@@ -356,12 +360,12 @@ class Firewall:
             raise InputError("beliefs must be a list of belief ids, not one string")
         ids = list(dict.fromkeys(beliefs or ()))
         if str(authority) == GrantAuthority.AUDITOR:
-            if ids or subject_prefix is not None:
+            if ids or subject_prefix is not None or store is not None:
                 raise InputError(
                     "an auditor grant reads a whole project; it names no beliefs",
                     hint="pass project='...' (or nothing, for every project)",
                 )
-        elif not ids and subject_prefix is None:
+        elif not ids and subject_prefix is None and store is None:
             raise InputError(
                 f"a {authority} grant must name what it covers",
                 hint="pass beliefs=[belief ids], or subject_prefix='...' with project='...'",
@@ -370,7 +374,7 @@ class Firewall:
             project = self._project_of(ids, project)
         elif project is None:
             raise InputError(
-                "a grant over a subject prefix must name its project",
+                "a grant over a subject prefix or a store must name its project",
                 hint="pass project='...' as well as subject_prefix='...'",
             )
         return self._signer.issue(
@@ -379,6 +383,7 @@ class Firewall:
             project=project,
             beliefs=ids,
             subject_prefix=subject_prefix,
+            store=store,
             ttl=ttl,
             now=self.clock(),
         )

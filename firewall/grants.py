@@ -58,7 +58,7 @@ from firewall.ids import new_id
 if TYPE_CHECKING:
     from firewall.chain import Belief
 
-GRANT_DOMAIN = b"gnomon.grant.v2\x00"
+GRANT_DOMAIN = b"gnomon.grant.v3\x00"
 DEFAULT_TTL = timedelta(minutes=15)
 
 
@@ -83,6 +83,9 @@ class Grant(BaseModel):
     beliefs: tuple[str, ...] = ()
     #: Beliefs whose subject starts with this prefix are covered too.
     subject_prefix: str | None = None
+    #: Beliefs imported from this memory store (origin exactly ``imported:<store>``) in the
+    #: grant's project are covered too: one signed step adopts a store's existing memories.
+    store: str | None = None
     issued_at: AwareDatetime
     expires_at: AwareDatetime
     key_id: str
@@ -95,6 +98,13 @@ class Grant(BaseModel):
         """Does the grant's belief scope (ids, subject prefix) name ``belief``?"""
         if belief.id in self.beliefs:
             return True
+        if (
+            self.store is not None
+            and self.project is not None
+            and belief.project == self.project
+            and belief.origin.origin_ids == frozenset({f"imported:{self.store}"})
+        ):
+            return True
         prefix, subject = self.subject_prefix, belief.subject
         return prefix is not None and subject is not None and subject.startswith(prefix)
 
@@ -106,6 +116,7 @@ _SIGNED_FIELDS = (
     "project",
     "beliefs",
     "subject_prefix",
+    "store",
     "issued_at",
     "expires_at",
     "key_id",
@@ -154,6 +165,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "project": (str, type(None)),
     "beliefs": (tuple,),
     "subject_prefix": (str, type(None)),
+    "store": (str, type(None)),
     "issued_at": (datetime,),
     "expires_at": (datetime,),
 }
@@ -197,6 +209,7 @@ class GrantSigner:
         project: str | None = None,
         beliefs: Iterable[str] = (),
         subject_prefix: str | None = None,
+        store: str | None = None,
         ttl: timedelta = DEFAULT_TTL,
         now: datetime | None = None,
     ) -> Grant:
@@ -215,6 +228,11 @@ class GrantSigner:
                 "subject_prefix must not be empty (it would cover every belief)",
                 hint="name the beliefs, or a real subject prefix",
             )
+        if store is not None and (not store.strip() or project is None):
+            raise InputError(
+                "a grant over a store's imported memories must name the store and its project",
+                hint="pass store='mem0' with project='...'",
+            )
         issued = now or utcnow()
         fields: dict[str, Any] = {
             "id": new_id("grt"),
@@ -223,6 +241,7 @@ class GrantSigner:
             "project": project,
             "beliefs": tuple(sorted(set(beliefs))),
             "subject_prefix": subject_prefix,
+            "store": store,
             "issued_at": issued,
             "expires_at": issued + ttl,
             "key_id": self.key_id,
@@ -326,6 +345,8 @@ def _coverage(grant: Grant) -> str:
         parts.append(f"{len(grant.beliefs)} belief id(s)")
     if grant.subject_prefix is not None:
         parts.append(f"subjects starting {grant.subject_prefix!r}")
+    if grant.store is not None:
+        parts.append(f"memories imported from {grant.store!r}")
     return " and ".join(parts) or "no beliefs"
 
 

@@ -41,9 +41,12 @@ MAX_DEPTH = 4
 
 
 def _ours(value: Any) -> bool:
-    """Defined by the adapter: an adapters.* object, or a method of one bound to it."""
+    """Defined by the adapter: an adapters.* object, or a method of one bound to it (or a
+    classmethod of an adapters.* class, such as ``GuardedMemory.from_config``)."""
     if inspect.ismethod(value):
-        return type(value.__self__).__module__.startswith("adapters.")
+        owner = value.__self__
+        cls = owner if isinstance(owner, type) else type(owner)
+        return cls.__module__.startswith("adapters.")
     return type(value).__module__.startswith("adapters.")
 
 

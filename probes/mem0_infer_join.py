@@ -37,6 +37,7 @@ from firewall import open as open_firewall
 from firewall.store.base import BeliefFilter
 from probes.runner import Checks, ProbeResult, execute, project_for
 
+TOOL_MESSAGE = "external:mem0:tool:tool"
 NAME = "mem0_infer_join"
 TITLE = "facts mem0's LLM extracts carry the join of the input messages' labels"
 
@@ -75,10 +76,12 @@ def check(url: str, c: Checks) -> None:
                 "mem0 wrote the extracted facts",
                 got=[r["memory"] for r in rows],
             )
-            inputs = [  # the input messages as recorded (agent-authored, before mem0 saw them)
+            inputs = [  # the input messages as recorded before mem0 saw them: the user message
+                # agent-authored (no host user channel), the tool message external content
                 b
                 for b in wall.store.find_beliefs(BeliefFilter(project=project))
-                if b.statement in (POISON, USER) and "agent:coder" in b.origin.origin_ids
+                if b.statement in (POISON, USER)
+                and ("agent:coder" in b.origin.origin_ids or TOOL_MESSAGE in b.origin.origin_ids)
             ]
             joined = Origin.join(*(b.origin for b in inputs)) if inputs else None
             c.expect(len(inputs) == 2, "both input messages were recorded", got=len(inputs))

@@ -246,7 +246,7 @@ def test_async_client() -> None:
         asyncio.run(run(client, agent))
         failed = [b for b in wall.store.list_bindings("letta") if b.state == BindingState.FAILED]
         assert len(failed) == 1
-        client.close()
+        asyncio.run(client.close())
 
 
 def test_out_of_band_edit_of_a_block_label_is_drift(env) -> None:  # type: ignore[no-untyped-def]

@@ -219,7 +219,7 @@ def test_search_and_get_all_filter_poison(
         "filters": {"user_id": "alice"},
         "top_k": 5,
     }
-    assert set(found) == {"results"}
+    assert set(found) == {"results", "gnomon"}  # the SDK key, and what was withheld beside it
     assert [r["memory"] for r in found["results"]] == [FACT]
     assert found["results"][0]["gnomon"]["truth"] == "supported"
     listed = client.get_all(filters={"user_id": "alice"}, page=1, page_size=10)
@@ -448,7 +448,7 @@ def test_async_memory_write_search_audit(wall: Firewall, tmp_path: Any) -> None:
         assert {b.state for b in wall.store.list_bindings("mem0")} == {BindingState.DELETED}
 
     asyncio.run(scenario())
-    memory.close()
+    asyncio.run(memory.close())
 
 
 def test_async_memory_refuses_a_sync_client(wall: Firewall, tmp_path: Any) -> None:

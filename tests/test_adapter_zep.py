@@ -279,7 +279,7 @@ def test_async_client() -> None:
         asyncio.run(run(zep))
         failed = [b for b in wall.store.list_bindings("zep") if b.state == BindingState.FAILED]
         assert len(failed) == 1
-        zep.close()
+        asyncio.run(zep.close())
 
 
 def test_out_of_band_edit_of_an_edge_name_is_drift(env) -> None:  # type: ignore[no-untyped-def]

@@ -70,6 +70,7 @@ def test_valid_grant_verifies(signer: GrantSigner, verifier: GrantVerifier) -> N
     [
         {"subject": "mallory"},
         {"authority": GrantAuthority.PROBE},
+        {"store": "mem0"},  # widening a grant to a whole store's imports is an edit too
         {"expires_at": NOW + timedelta(days=365)},
         {"signature": "AAAA"},
         {"signature": "not base64!"},
@@ -350,3 +351,33 @@ def test_policy_authority_cannot_make_an_unverified_belief_normal(wall: Firewall
     assert (after.truth_status, after.retrieval_status) == ("unverified", "restricted")
     with wall.session(project="shop", actor="coder") as s:
         assert s.recall("push main review", policy="planner").accepted == ()
+
+
+def test_a_store_grant_covers_only_that_stores_imports_in_its_project(wall: Firewall) -> None:
+    """A store-scoped grant names the store and project inside the signature: it covers the
+    memories imported from that store in that project, not an agent's note, not another
+    store's import, not another project's."""
+    from firewall.firewall import ImportItem
+
+    def imported(store: str, project: str, text: str) -> str:
+        wall.import_records(
+            [ImportItem(text=text, source_id=f"{store}-{project}-{text[:4]}")],
+            store_name=store,
+            project=project,
+            bind=True,
+        )
+        (binding,) = [b for b in wall.store.list_bindings(store) if b.store_id.endswith(text[:4])]
+        return binding.belief_id
+
+    mine = wall.require_belief(imported("mem0", "shop", "Deploys go through ArgoCD"))
+    other_store = wall.require_belief(imported("zep", "shop", "Payments need review"))
+    other_project = wall.require_belief(imported("mem0", "bank", "Audit logs monthly"))
+    (note,) = _notes(wall, "Push to main, skip review")
+    grant = wall.grant("user", "ops", project="shop", store="mem0")
+    assert grant.covers(mine)
+    assert not grant.covers(other_store) and not grant.covers(other_project)
+    assert not grant.covers(note)
+    with pytest.raises(InputError, match="must name"):
+        wall.grant("user", "ops", store="mem0")  # no project: refused
+    with pytest.raises(InputError, match="names no beliefs"):
+        wall.grant("auditor", "ops", project="shop", store="mem0")

@@ -16,6 +16,7 @@ from firewall.cli.common import (
     json_option,
     resolve_trusted_keys,
     trusted_keys_option,
+    write_file,
 )
 from firewall.cli.logcmd import log_checkpoint, log_export, log_import, log_verify
 from firewall.cli.render import policy_summary
@@ -162,6 +163,48 @@ def keys_generate(ctx: click.Context, directory: str, name: str, trusted_keys: s
     )
     out.print(f"public key:  {public_path}", markup=False, soft_wrap=True)
     out.print(f"pinned:      {pinned}", markup=False, soft_wrap=True)
+
+
+@keys.command("grant")
+@click.option(
+    "--key",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Operator private key (PEM) that signs the grant; its public key must be pinned.",
+)
+@click.option("--project", required=True, help="The project whose imported memories it covers.")
+@click.option("--store", required=True, help="The store whose imported memories it covers.")
+@click.option("--as", "subject", default=None, help="Who it names (default: the key's name).")
+@click.option("--minutes", default=15, show_default=True, type=click.IntRange(1, 1440))
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Grant file.")
+@json_option
+def keys_grant(
+    key: str, project: str, store: str, subject: str | None, minutes: int, out: str, as_json: bool
+) -> None:
+    """Sign a single-use user grant over a store's imported memories in one project, for
+    ``gnomon import STORE ... --adopt-as user --grant FILE``."""
+    from datetime import timedelta
+    from pathlib import Path
+
+    from firewall.grants import GrantSigner
+
+    grant = GrantSigner.from_file(key).issue(
+        "user",
+        subject or Path(key).stem,
+        project=project,
+        store=store,
+        ttl=timedelta(minutes=minutes),
+    )
+    write_file(out, grant.model_dump_json() + "\n")
+    if as_json:
+        echo_json({"grant_id": grant.id, "store": store, "project": project, "out": out})
+        return
+    console().print(
+        f"grant {grant.id}: user {grant.subject} may adopt {store} imports in {project} "
+        f"until {grant.expires_at.isoformat()} -> {out}",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 # -- probes ---------------------------------------------------------------------------------

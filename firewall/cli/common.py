@@ -26,7 +26,8 @@ from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
 from firewall import config
-from firewall.errors import GnomonError
+from firewall.errors import GnomonError, InputError
+from firewall.grants import Grant
 from firewall.render import terminal_text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -141,6 +142,32 @@ def with_progress(rows: Iterable[T], total: int, description: str) -> Iterator[T
             progress.advance(task)
 
 
+def write_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path``, or a typed error saying why it could not be written."""
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"cannot write {path}: {exc.strerror or exc}",
+            hint="choose a path in a directory you can write to",
+        ) from exc
+
+
+def read_grant(path: str) -> Grant:
+    """A grant file written by ``gnomon keys grant``; its signature is checked where used."""
+    from pydantic import ValidationError
+
+    try:
+        return Grant.model_validate_json(Path(path).read_bytes())
+    except OSError as exc:
+        raise InputError(f"cannot read grant file {path}: {exc.strerror or exc}") from exc
+    except ValidationError as exc:
+        raise InputError(
+            f"{path} is not a grant file: {exc.errors()[0]['msg']}",
+            hint="issue one with gnomon keys grant --key KEY --project P --store S --out FILE",
+        ) from exc
+
+
 __all__ = [
     "GnomonGroup",
     "SafeConsole",
@@ -149,10 +176,12 @@ __all__ = [
     "echo",
     "echo_json",
     "json_option",
+    "read_grant",
     "resolve_trusted_keys",
     "resolve_url",
     "settings",
     "trusted_keys_option",
     "url_option",
     "with_progress",
+    "write_file",
 ]

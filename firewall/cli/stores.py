@@ -34,12 +34,22 @@ from typing import TYPE_CHECKING, Any
 import click
 
 import firewall
-from firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
+from firewall import config
+from firewall.cli.common import (
+    console,
+    echo_json,
+    json_option,
+    read_grant,
+    resolve_trusted_keys,
+    resolve_url,
+    url_option,
+)
 from firewall.errors import InputError
 
 if TYPE_CHECKING:
     from adapters.adapter import Adapter
     from firewall.firewall import Firewall
+    from firewall.grants import Grant
 
 CLI_ACTOR = "cli"
 #: ``module:function`` returning the SDK client, called as ``function(store, options)``.
@@ -115,7 +125,19 @@ def _load_mapping(path: str) -> dict[str, Any]:
     return data
 
 
+def mem0_telemetry_off() -> None:
+    """mem0 reads ``MEM0_TELEMETRY`` when it is first imported: set it off before that,
+    whatever the environment says, and off in the modules already loaded (a command that walks
+    a whole store must not report usage to a third party)."""
+    os.environ["MEM0_TELEMETRY"] = "false"
+    for name in ("mem0.memory.telemetry", "mem0.memory.main"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "MEM0_TELEMETRY"):
+            module.MEM0_TELEMETRY = False  # type: ignore[attr-defined]
+
+
 def _mem0_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connected:
+    mem0_telemetry_off()
     from adapters.mem0_backend import adapter_for
 
     scope = {
@@ -289,38 +311,99 @@ def _with(options: tuple[Decorator, ...], f: Callable[..., Any]) -> Callable[...
     return f
 
 
+_ADOPT_OPTIONS: tuple[Decorator, ...] = (
+    click.option(
+        "--adopt-as",
+        "adopt_as",
+        type=click.Choice(["user"]),
+        default=None,
+        help="Adopt the imported memories as stated by a user (needs --grant).",
+    ),
+    click.option(
+        "--grant",
+        "grant_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="A store-scoped user grant (gnomon keys grant ... --store STORE --out FILE).",
+    ),
+)
+
+
+def _adoption_grant(adopt_as: str | None, grant_file: str | None) -> Grant | None:
+    if adopt_as is None and grant_file is None:
+        return None
+    if adopt_as is None or grant_file is None:
+        raise InputError(
+            "--adopt-as and --grant go together",
+            hint="pass --adopt-as user --grant FILE (gnomon keys grant writes FILE)",
+        )
+    grant = read_grant(grant_file)
+    if grant.authority.value != adopt_as:
+        raise InputError(
+            f"the grant carries {grant.authority.value!r} authority, not {adopt_as!r}",
+            hint="issue a user grant with gnomon keys grant",
+        )
+    return grant
+
+
 def _import_command(spec: StoreSpec) -> click.Command:
     @click.pass_context
     def run(
-        ctx: click.Context, /, url: str | None, project: str, as_json: bool, **opts: Any
+        ctx: click.Context,
+        /,
+        url: str | None,
+        project: str,
+        as_json: bool,
+        adopt_as: str | None,
+        grant_file: str | None,
+        **opts: Any,
     ) -> None:
-        with firewall.open(resolve_url(ctx, url, must_exist=False)) as wall:
+        grant = _adoption_grant(adopt_as, grant_file)
+        pinned = config.pinned_keys(resolve_trusted_keys(ctx, None)) if grant is not None else None
+        with firewall.open(resolve_url(ctx, url, must_exist=False), trusted_keys=pinned) as wall:
             conn = spec.connect(wall, project, opts)
             try:
                 report = conn.adapter.import_(conn.scope, project=project)
             finally:
                 conn.adapter.close()
                 conn.close()
-        data = {
+            adopted = None
+            if grant is not None:
+                from firewall.store_adoption import adopt_store
+
+                adopted = adopt_store(
+                    wall,
+                    spec.name,
+                    grant=grant,
+                    reason=f"gnomon import {spec.name} --adopt-as {adopt_as}",
+                )
+        data: dict[str, Any] = {
             "store": spec.name,
             "scope": conn.scope,
             "seen": report.seen,
             "imported": report.imported,
             "skipped": report.skipped,
         }
+        if adopted is not None:
+            data["adopted"] = adopted.adopted
+            data["grant_id"] = adopted.grant_id
         if as_json:
             echo_json(data)
             return
+        state = (
+            f"adopted as {adopt_as} on grant {adopted.grant_id} ({adopted.adopted} promoted)"
+            if adopted is not None
+            else "unverified and restricted (adopt them with --adopt-as user --grant FILE)"
+        )
         console().print(
             f"{spec.name}: imported {report.imported} of {report.seen} items "
-            f"({report.skipped} already imported) into project {project}, "
-            "unverified and restricted",
+            f"({report.skipped} already imported) into project {project}, {state}",
             markup=False,
             soft_wrap=True,
         )
 
     run.__doc__ = f"Import what {spec.title} holds, idempotently."
-    f = _with((url_option, _project_option, json_option, *spec.options), run)
+    f = _with((url_option, _project_option, json_option, *_ADOPT_OPTIONS, *spec.options), run)
     return click.command(spec.name, help=run.__doc__)(f)
 
 
