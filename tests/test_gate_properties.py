@@ -204,7 +204,9 @@ class AgentWithoutGrants(RuleBasedStateMachine):
     def corroborate_untrusted(self, belief: str, required: int, data: st.DataObject) -> None:
         obs = data.draw(st.sampled_from(self.observations))
         relation = data.draw(st.sampled_from(list(EvidenceRelation)))
-        self.session.corroborate(belief, obs, relation=relation, required=required)
+        # an observation made after an action that rested on the belief is refused outright
+        with contextlib.suppress(SelfPromotionError):
+            self.session.corroborate(belief, obs, relation=relation, required=required)
 
     @precondition(lambda self: bool(self.tool_results))
     @rule(belief=beliefs, action=actions, required=st.integers(1, 2), data=st.data())
