@@ -86,20 +86,21 @@ class Adapter:
 
     @checked_call
     def search(self, query: str, *, scope: Mapping[str, str], k: int = 10) -> list[Screened]:
-        """The store's search, screened: every hit with its verdict (callers keep the passed)."""
+        """The store's search, screened: every hit with its verdict; a hit that failed the
+        policy is withheld (:meth:`Screened.withheld`: no text, no belief)."""
         items = self.call("search", lambda: self._backend.search(query, limit=k, scope=scope))
-        return self._guard.screen(items, query=query, k=k)
+        return [s.withheld() for s in self._guard.screen(items, query=query, k=k)]
 
     def get(self, store_id: str) -> Screened | None:
         item = self.call("get", lambda: self._backend.get(store_id))
         if item is None:
             return None
         (screened,) = self._guard.screen([item], query=f"get {store_id}", k=1)
-        return screened
+        return screened.withheld()
 
     def list_items(self, *, scope: Mapping[str, str], limit: int = 100) -> list[Screened]:
         page = self.call("list", lambda: self._backend.list_page(scope=scope, limit=limit))
-        return self._guard.screen(page.items, query="list", k=limit)
+        return [s.withheld() for s in self._guard.screen(page.items, query="list", k=limit)]
 
     def update(
         self,

@@ -56,8 +56,9 @@ from adapters.errors import ProtectedBeliefError
 from firewall.chain import Belief, BindingState, Revision, StoreBinding, content_hash
 from firewall.channels import Channel, WriteOrigin, caller_origin
 from firewall.content import statement_text
+from firewall.contested import in_scope
 from firewall.contradictions import contradiction_record
-from firewall.errors import MissingGrantError
+from firewall.errors import MissingGrantError, UnknownIdError
 from firewall.events import Records
 from firewall.firewall import AuditEntry, Firewall
 from firewall.gate import Move, apply_moves
@@ -99,6 +100,14 @@ class Screened:
     @property
     def passed(self) -> bool:
         return self.verdict in ("accepted", "quoted")
+
+    def withheld(self) -> Screened:
+        """This hit as a caller that failed the policy may see it: its store id, verdict and
+        reasons; none of its text, fields or belief."""
+        if self.passed:
+            return self
+        item = StoreItem(store_id=self.item.store_id, text="")
+        return Screened(item, None, self.verdict, self.reasons, self.note)
 
     def annotation(self) -> dict[str, Any]:
         """The ``gnomon`` key added to a hit that passed: its labels."""
@@ -397,7 +406,7 @@ class Guard:
         """An update is a revision: a new belief (the agent's, unless the host names the
         ``origin``) supersedes the bound one, unless it is a lower-integrity write aimed at a
         supported belief: then :class:`ProtectedBeliefError` (see the module docstring)."""
-        old_binding = self.wall.store.bindings_by_store_id(self.store, [store_id]).get(store_id)
+        old_binding = self.bound(store_id)
         belief = self.record(text, origin=origin, derived_from=derived_from)
         if old_binding is None:
             return (
@@ -436,13 +445,24 @@ class Guard:
         )
         return pending, old
 
+    def bound(self, store_id: str) -> StoreBinding | None:
+        """The binding of a store item this session may revise (None: not bound). An item bound
+        to another project's belief (a store shared by tenants) is refused as unknown."""
+        binding = self.wall.store.bindings_by_store_id(self.store, [store_id]).get(store_id)
+        if binding is None:
+            return None
+        belief = self.wall.store.get_belief(binding.belief_id)
+        if belief is not None and not in_scope(belief, self.session.project, self.session.user):
+            raise UnknownIdError(f"{self.store} item", store_id)
+        return binding
+
     def begin_delete(
         self, store_id: str, *, origin: WriteOrigin | None = None, call: str = "delete"
     ) -> StoreBinding | None:
         """A delete is a revision: the binding says ``deleted``, the belief becomes hidden;
         unless it is a lower-integrity write aimed at a supported belief: then
         :class:`ProtectedBeliefError` (see the module docstring)."""
-        binding = self.wall.store.bindings_by_store_id(self.store, [store_id]).get(store_id)
+        binding = self.bound(store_id)
         if binding is None:
             return None
         self.check_delete(binding, origin=origin, call=call)
@@ -668,6 +688,8 @@ class Guard:
         if found is None:
             return Screened(item, None, "dropped", note="no belief for this item")
         binding, belief = found
+        if not in_scope(belief, self.session.project, self.session.user):
+            return Screened(item, None, "dropped", note="not a memory of this session's project")
         if binding.state in (BindingState.PENDING, BindingState.FAILED, BindingState.DELETED):
             return Screened(item, belief, "dropped", note=f"binding is {binding.state.value}")
         reasons = tuple(policy.rejection_reasons(belief, now))

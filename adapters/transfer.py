@@ -26,6 +26,7 @@ import orjson
 from adapters.base import StoreItem
 from firewall.chain import BindingState
 from firewall.firewall import Firewall, ImportItem
+from firewall.policy import floor_reasons
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -125,14 +126,26 @@ def import_store(
 
 
 def export_store(adapter: Adapter, out: IO[str] | str | Path, *, page_size: int = 1000) -> int:
-    """Every belief bound to the store, with its labels and binding, as JSON lines."""
-    return export_bindings(adapter._guard.wall, adapter.store, out, page_size=page_size)
+    """Every belief of the client's project bound to the store, with its labels and binding,
+    as JSON lines; beliefs in a privileged state (quarantined, hidden...) stay on the audit path."""
+    guard = adapter._guard
+    return export_bindings(
+        guard.wall, adapter.store, out, page_size=page_size, reader=guard.session.project
+    )
 
 
 def export_bindings(
-    wall: Firewall, store_name: str, out: IO[str] | str | Path, *, page_size: int = 1000
+    wall: Firewall,
+    store_name: str,
+    out: IO[str] | str | Path,
+    *,
+    page_size: int = 1000,
+    reader: str | None = None,
 ) -> int:
-    """:func:`export_store` from the firewall's bindings alone (no client for the store needed)."""
+    """:func:`export_store` from the firewall's bindings alone (no client for the store needed).
+
+    ``reader``: the project of an agent-facing export, which gets only that project's beliefs
+    and none in a privileged state; the host's export (``None``) gets every belief."""
     count = 0
     with _sink(out) as sink:
         after: str | None = None
@@ -143,7 +156,9 @@ def export_bindings(
             beliefs = wall.store.get_beliefs([b.belief_id for b in page])
             for binding in page:
                 belief = beliefs.get(binding.belief_id)
-                if belief is None:
+                if belief is None or (
+                    reader is not None and (belief.project != reader or floor_reasons(belief))
+                ):
                     continue
                 record = {
                     "store": binding.store,

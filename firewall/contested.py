@@ -53,9 +53,15 @@ class Reader:
             return False
         if belief.sensitivity.rank > self.policy.sensitivity_ceiling.rank:
             return False
-        if belief.project != self.project and belief.scope != Scope.GLOBAL:
-            return False
-        return not (belief.scope == Scope.USER and belief.user != self.user)
+        return in_scope(belief, self.project, self.user)
+
+
+def in_scope(belief: Belief, project: str, user: str | None) -> bool:
+    """True if a reader in ``project`` (as ``user``) may read ``belief`` at all: its project
+    (or a global belief), and a user-scoped belief only its own user's."""
+    if belief.project != project and belief.scope != Scope.GLOBAL:
+        return False
+    return not (belief.scope == Scope.USER and belief.user != user)
 
 
 def as_seen_by(store: Store, reader: Reader, beliefs: Iterable[Belief]) -> dict[str, Belief]:
