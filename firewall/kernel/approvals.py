@@ -24,7 +24,8 @@ an ``approval.forgery`` event.
 ...     reasons=("L4 is always held",), created_at=datetime(2026, 1, 1, tzinfo=UTC),
 ...     deadline=datetime(2026, 1, 1, 0, 15, tzinfo=UTC))
 >>> ok = signer.approve(req, now=datetime(2026, 1, 1, 0, 1, tzinfo=UTC))
->>> check_approval(ok, req, [signer.public_key], now=datetime(2026, 1, 1, 0, 2, tzinfo=UTC)).decision
+>>> later = datetime(2026, 1, 1, 0, 2, tzinfo=UTC)
+>>> check_approval(ok, req, [signer.public_key], now=later).decision
 'approve'
 """
 

@@ -261,6 +261,9 @@ class ActionKernel:
         self.expire()
         ledger = L.read_ledger(self._wall.store)
         state = ledger.requests.get(request_id) if request_id else None
+        if state is not None and submitted_seq is not None and submitted_seq in state.handled:
+            # another host process picked this submission up first: nothing to do here
+            return ActionResult(request_id or "", state.action_id, state.status, ())
         if state is None or state.request is None:
             self._forgery(None, "wrong_request", f"no held request {request_id!r}", submitted_seq)
             raise ForgedApprovalError("wrong_request", f"no held request {request_id!r}")

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from firewall.events import Event
-from firewall.kernel.approvals import ApprovalRequest
+from firewall.errors import UnknownIdError
+from firewall.events import Event, EventDraft
+from firewall.kernel.approvals import Approval, ApprovalRequest
 from firewall.store.base import EXECUTION_CLAIM_KIND, Store
 
 PROPOSED = "action.proposed"
@@ -64,6 +66,8 @@ class RequestState:
     nonces: set[str] = field(default_factory=set)
     pending: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     forgeries: list[dict[str, Any]] = field(default_factory=list)
+    #: seqs of ``approval.submitted`` events some process already handled
+    handled: set[int] = field(default_factory=set)
     events: list[Event] = field(default_factory=list)
 
     @property
@@ -117,6 +121,8 @@ def read_ledger(store: Store, *, events: Iterable[Event] | None = None) -> Ledge
             state.pending.append((event.seq, dict(data.get("approval") or {})))
         if event.kind in (ACCEPTED, FORGERY):
             done = data.get("submitted_seq")
+            if isinstance(done, int):
+                state.handled.add(done)
             state.pending = [(s, a) for s, a in state.pending if s != done]
         if event.kind == ACCEPTED:
             nonce = str(data.get("nonce"))
@@ -136,6 +142,25 @@ def read_ledger(store: Store, *, events: Iterable[Event] | None = None) -> Ledge
     return ledger
 
 
+def post_approval(store: Store, approval: Approval, *, now: datetime) -> Event:
+    """Write ``approval`` to the log as ``approval.submitted`` (the out-of-process channel:
+    ``gnomon approve``). Nothing is trusted here: the host's kernel verifies it when it picks
+    it up (:meth:`ActionKernel.process_submitted`), and records a bad one as a forgery."""
+    state = read_ledger(store).requests.get(approval.request_id)
+    if state is None:
+        raise UnknownIdError("request", approval.request_id)
+    draft = EventDraft(
+        kind=SUBMITTED,
+        actor=approval.approver,
+        at=now,
+        session_id=state.session_id,
+        project=state.project,
+        user=state.user,
+        data={"request_id": approval.request_id, "approval": approval.to_json()},
+    )
+    return store.commit([draft])[0]
+
+
 __all__ = [
     "ACCEPTED",
     "DENIED",
@@ -151,5 +176,6 @@ __all__ = [
     "SUBMITTED",
     "Ledger",
     "RequestState",
+    "post_approval",
     "read_ledger",
 ]
