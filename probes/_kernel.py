@@ -6,6 +6,7 @@ Keys are generated at run time (nothing secret is committed); the policy is the 
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -25,6 +26,8 @@ class Host:
     approver: ApprovalSigner
     operator: PolicySigner
     folder: Path
+    #: a real git repository with one commit (the push target)
+    repo: Path
     ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
@@ -40,6 +43,14 @@ def host(
         folder = Path(tmp)
         path = folder / "actions.yaml"
         path.write_bytes(policy_text if policy_text is not None else preset_bytes("default"))
+        repo = folder / "repo"
+        ident = ("-c", "user.email=probe@gnomon", "-c", "user.name=probe")
+        subprocess.run(["git", "init", "-q", str(repo)], check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(repo), *ident, "commit", "-q", "--allow-empty", "-m", "init"],
+            check=True,
+            capture_output=True,
+        )
         operator = PolicySigner.generate()
         operator.sign_file(path)
         approver = ApprovalSigner.generate("alice")
@@ -62,7 +73,7 @@ def host(
             executors=chosen,
             resolver=resolver,
         )
-        yield Host(kernel, approver, operator, folder, ran)
+        yield Host(kernel, approver, operator, folder, repo, ran)
 
 
 __all__ = ["Host", "host"]

@@ -122,6 +122,30 @@ def _resolution_command(decision: Literal["approve", "deny"]) -> click.Command:
     return command
 
 
+def push_demo(url: str, as_json: bool) -> None:
+    """``gnomon demo --story push``: the poisoned README, the summary, the HELD push."""
+    from firewall import config
+    from firewall.errors import GnomonError
+    from firewall.kernel.demo import run_push_demo
+
+    if url == config.DEMO_URL:
+        config.reset_sqlite_file(url)
+    result = run_push_demo(url)
+    if as_json:
+        echo_json({**{k: getattr(result, k) for k in result.__slots__}, "passed": result.passed})
+    else:
+        echo("A poisoned README.md asks the agent to push straight to main.")
+        echo("The agent summarises it, cites its summary, and requests git_push (L4).")
+        echo(f"request {result.request_id}: {result.status.upper()}")
+        for reason in result.reasons:
+            echo(f"  - {reason}")
+        echo(f"trust report: {result.report_level.upper()}: {result.report_headline}")
+        echo(result.verdict)
+        echo(f"next: gnomon why {result.request_id} --url {url}")
+    if not result.passed:
+        raise GnomonError(result.verdict, hint="the push was not held: this is a bug")
+
+
 approve_command = _resolution_command("approve")
 deny_command = _resolution_command("deny")
 

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 Executor = Callable[[dict[str, Any]], object]
 Resolver = Callable[[ApprovalRequest], "Approval | None"]
 MAX_CITES = 100
+#: The only statuses from which a request may execute: a pending hold never runs.
+EXECUTABLE = frozenset({"allowed", "approved"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +343,7 @@ class ActionKernel:
         state = L.read_ledger(self._wall.store).requests.get(request_id)
         if state is None:
             raise UnknownIdError("request", request_id)
-        if state.status not in ("allowed", "approved"):
+        if state.status not in EXECUTABLE:
             raise ActionPendingError(
                 f"request {request_id} is {state.status}: only an allowed or approved action "
                 "executes",
