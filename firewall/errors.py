@@ -12,7 +12,7 @@ should let a driver or parser exception escape raw.
     │   ├── InvalidOriginError        an origin that cannot be parsed or is not allowed here
     │   └── UnknownIdError            a belief / claim / session id that does not exist
     ├── PolicyError                   a ContextPolicy that cannot be loaded or is invalid
-    │   └── UnsignedPolicyError       an action policy that is unsigned, tampered or signed by no pinned key
+    │   └── UnsignedPolicyError       an action policy unsigned, tampered or signed by no pinned key
     ├── GateError                     the belief gate refused a move
     │   ├── TransitionRefused         the move is not in the axis table, or the authority lacks it
     │   ├── ParallaxError             reading-class evidence cannot make a claim supported
@@ -26,7 +26,7 @@ should let a driver or parser exception escape raw.
     │   ├── MissingGrantError         a privileged operation was called without a grant
     │   ├── UnattestedOriginError     an agent-facing path asserted an authority-bearing origin
     │   │   └── ForgedChannelError    a channel object the host's firewall never opened
-    │   └── ForgedApprovalError       an approval forged, replayed, expired, by an unpinned key or for other inputs
+    │   └── ForgedApprovalError       forged, replayed, expired, unpinned or other inputs
     ├── ActionError                   the action kernel refused to run something
     │   ├── ContractError             an action contract below its tool's floor, or malformed
     │   └── ActionPendingError        an action still waiting for (or denied) approval

@@ -28,32 +28,35 @@ TITLE = "A hold past its deadline becomes a denial; a late approval runs nothing
 def check(url: str, c: Checks) -> None:
     project = project_for(NAME)
     clock = ProbeClock()
-    with open_firewall(url, clock=clock) as wall:
-        with host(wall) as h, wall.session(project=project, actor="a") as s:
-            actions = h.kernel.handle(s)
-            held = actions.request(
-                "git_push", {"repo": str(h.repo), "remote": "origin", "branch": "main"}
-            )
-            request = next(r for r in h.kernel.holds() if r.id == held.request_id)
-            late = h.approver.approve(request, now=clock(), ttl=timedelta(hours=4))
-            clock.advance(timedelta(minutes=16))
-            status = actions.status(held.request_id)
-            c.expect(
-                status.status == "denied",
-                "after the deadline the request is denied",
-                got=status.status,
-            )
-            c.expect(
-                any("timed out" in r for r in status.reasons),
-                "the agent is told the approval timed out",
-                got=status.reasons,
-            )
-            c.expect(
-                held.request_id not in {r.id for r in h.kernel.holds()},
-                "the expired hold is no longer listed",
-            )
-            c.raises(GnomonError, "a late approval is refused", h.kernel.submit, late)
-            c.expect(h.ran == [], "the late approval ran nothing", got=h.ran)
+    with (
+        open_firewall(url, clock=clock) as wall,
+        host(wall) as h,
+        wall.session(project=project, actor="a") as s,
+    ):
+        actions = h.kernel.handle(s)
+        held = actions.request(
+            "git_push", {"repo": str(h.repo), "remote": "origin", "branch": "main"}
+        )
+        request = next(r for r in h.kernel.holds() if r.id == held.request_id)
+        late = h.approver.approve(request, now=clock(), ttl=timedelta(hours=4))
+        clock.advance(timedelta(minutes=16))
+        status = actions.status(held.request_id)
+        c.expect(
+            status.status == "denied",
+            "after the deadline the request is denied",
+            got=status.status,
+        )
+        c.expect(
+            any("timed out" in r for r in status.reasons),
+            "the agent is told the approval timed out",
+            got=status.reasons,
+        )
+        c.expect(
+            held.request_id not in {r.id for r in h.kernel.holds()},
+            "the expired hold is no longer listed",
+        )
+        c.raises(GnomonError, "a late approval is refused", h.kernel.submit, late)
+        c.expect(h.ran == [], "the late approval ran nothing", got=h.ran)
 
 
 def run(url: str = "memory://") -> ProbeResult:

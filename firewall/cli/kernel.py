@@ -70,7 +70,8 @@ def holds_command(ctx: click.Context, url: str | None, as_json: bool) -> None:
     out = console()
     for r in rows:
         out.print(
-            f"{r.id}  {r.tool} [{r.level}]  session {r.session_id}  deadline {r.deadline.isoformat()}",
+            f"{r.id}  {r.tool} [{r.level}]  session {r.session_id}  "
+            f"deadline {r.deadline.isoformat()}",
             markup=False,
             soft_wrap=True,
         )

@@ -23,6 +23,7 @@ L4 is always held, L5 always denied, unmatched always denied.
 from __future__ import annotations
 
 import hashlib
+import os
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
@@ -223,7 +224,7 @@ def preset_bytes(name: str) -> bytes:
         ) from exc
 
 
-def read_policy_file(path: str | Path) -> bytes:
+def read_policy_file(path: str | os.PathLike[str]) -> bytes:
     try:
         with Path(path).open("rb") as handle:
             raw = handle.read(MAX_POLICY_BYTES + 1)

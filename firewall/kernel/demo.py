@@ -71,7 +71,7 @@ def run_push_demo(url: str = "memory://") -> PushDemo:
             load_action_policy(policy_path, keys=[operator.public_key]),
             operator_keys=[operator.public_key],
             approver_keys=[ApprovalSigner.generate("alice").public_key],
-            executors={"git_push": lambda args: pushed.append(args) or "pushed"},
+            executors={"git_push": pushed.append},
         )
         with wall.session(project="marmoset", actor="coder-agent", user="alice") as s:
             s.observe(tool="read_file", content=README, origin=Origin.external("file:README.md"))

@@ -259,13 +259,13 @@ class ActionKernel:
         """Resolve a hold with a signed approval (host side). A forged, replayed, expired,
         wrong-key or wrong-digest approval is recorded as ``approval.forgery`` and raises
         :class:`ForgedApprovalError`; an approval executes the action (two-phase)."""
-        request_id = _request_of(approval)
+        request_id = _request_of(approval) or ""
         self.expire()
         ledger = L.read_ledger(self._wall.store)
-        state = ledger.requests.get(request_id) if request_id else None
+        state = ledger.requests.get(request_id)
         if state is not None and submitted_seq is not None and submitted_seq in state.handled:
             # another host process picked this submission up first: nothing to do here
-            return ActionResult(request_id or "", state.action_id, state.status, ())
+            return ActionResult(request_id, state.action_id, state.status, ())
         if state is None or state.request is None:
             self._forgery(None, "wrong_request", f"no held request {request_id!r}", submitted_seq)
             raise ForgedApprovalError("wrong_request", f"no held request {request_id!r}")

@@ -79,7 +79,7 @@ def action_sections(store: Store, session_id: str, verdict: Verdict) -> tuple[li
         f"{len(approvals.rows)} resolved by an approver."
     )
     answers.append(
-        f"Was any approval forged, replayed, expired or for other inputs? "
+        "Was any approval forged, replayed, expired or for other inputs? "
         + (f"Yes: {len(forged)}, none executed." if forged else "No.")
     )
     level, headline = verdict.level, verdict.headline
