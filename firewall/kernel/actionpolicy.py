@@ -38,6 +38,7 @@ from pydantic import (
     PlainSerializer,
     StrictStr,
     ValidationError,
+    WithJsonSchema,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -76,7 +77,7 @@ LevelField = Annotated[
     Level,
     BeforeValidator(Level.parse),
     PlainSerializer(lambda level: level.name, return_type=str),
-    Field(json_schema_extra={"enum": [level.name for level in Level], "type": "string"}),
+    WithJsonSchema({"type": "string", "enum": [level.name for level in Level]}),
 ]
 ToolName = Annotated[StrictStr, Field(pattern=r"^(\*|[a-z][a-z0-9_.-]{0,63})$")]
 
