@@ -12,6 +12,7 @@ should let a driver or parser exception escape raw.
     │   ├── InvalidOriginError        an origin that cannot be parsed or is not allowed here
     │   └── UnknownIdError            a belief / claim / session id that does not exist
     ├── PolicyError                   a ContextPolicy that cannot be loaded or is invalid
+    │   └── UnsignedPolicyError       an action policy unsigned, tampered or signed by no pinned key
     ├── GateError                     the belief gate refused a move
     │   ├── TransitionRefused         the move is not in the axis table, or the authority lacks it
     │   ├── ParallaxError             reading-class evidence cannot make a claim supported
@@ -23,8 +24,12 @@ should let a driver or parser exception escape raw.
     │   ├── GrantScopeError           the grant does not cover this project or belief
     │   ├── SpentGrantError           a single-use (promoting) grant was already used
     │   ├── MissingGrantError         a privileged operation was called without a grant
-    │   └── UnattestedOriginError     an agent-facing path asserted an authority-bearing origin
-    │       └── ForgedChannelError    a channel object the host's firewall never opened
+    │   ├── UnattestedOriginError     an agent-facing path asserted an authority-bearing origin
+    │   │   └── ForgedChannelError    a channel object the host's firewall never opened
+    │   └── ForgedApprovalError       forged, replayed, expired, unpinned or other inputs
+    ├── ActionError                   the action kernel refused to run something
+    │   ├── ContractError             an action contract below its tool's floor, or malformed
+    │   └── ActionPendingError        an action still waiting for (or denied) approval
     ├── StoreError                    the backing store failed
     │   ├── StoreLockedError          another process holds the database lock
     │   ├── StoreCorruptError         the file or schema is not a Gnomon store
@@ -81,6 +86,10 @@ class UnknownIdError(InputError):
 
 class PolicyError(GnomonError):
     """A ContextPolicy could not be loaded, parsed or validated."""
+
+
+class UnsignedPolicyError(PolicyError):
+    """An action policy is unsigned, tampered with, or signed by a key nobody pinned."""
 
 
 class GateError(GnomonError):
@@ -171,6 +180,27 @@ class SpentGrantError(GrantError):
     """A grant that promotes is single-use, and this one was already used (the store says so)."""
 
 
+class ForgedApprovalError(GrantError):
+    """An approval that must not execute: forged, replayed, expired, by an unpinned key, or
+    bound to another request, action, policy or set of inputs. ``kind`` names which."""
+
+    def __init__(self, kind: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.kind = kind
+
+
+class ActionError(GnomonError):
+    """The action kernel refused to run an action."""
+
+
+class ContractError(ActionError):
+    """An action contract is malformed or below its tool's own floor on the trust ladder."""
+
+
+class ActionPendingError(ActionError):
+    """An action is still held for approval (or was denied): it cannot execute."""
+
+
 class StoreError(GnomonError):
     """The backing store failed; the message names the store."""
 
@@ -237,8 +267,12 @@ class KeyFileError(GnomonError):
 
 
 __all__ = [
+    "ActionError",
+    "ActionPendingError",
     "CheckpointError",
+    "ContractError",
     "ExpiredGrantError",
+    "ForgedApprovalError",
     "ForgedChannelError",
     "ForgedGrantError",
     "GateError",
@@ -263,5 +297,6 @@ __all__ = [
     "TransitionRefused",
     "UnattestedOriginError",
     "UnknownIdError",
+    "UnsignedPolicyError",
     "UnsupportedURLError",
 ]

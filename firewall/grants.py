@@ -370,6 +370,10 @@ class KeyPurpose(StrEnum):
 
     GRANT = "grant"
     CHECKPOINT = "checkpoint"
+    #: signs action policies (``gnomon policy sign``)
+    POLICY = "policy"
+    #: signs approvals of held actions (``gnomon approve``)
+    APPROVAL = "approval"
 
 
 _PURPOSE_HEADER = b"gnomon-key-purpose: "

@@ -10,7 +10,22 @@ import os
 import time
 
 PREFIXES = frozenset(
-    {"obs", "clm", "evi", "bel", "dec", "act", "out", "rev", "ses", "con", "grt", "rcl", "chn"}
+    {
+        "obs",
+        "clm",
+        "evi",
+        "bel",
+        "dec",
+        "act",
+        "out",
+        "rev",
+        "ses",
+        "con",
+        "grt",
+        "rcl",
+        "chn",
+        "req",
+    }
 )
 
 

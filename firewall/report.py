@@ -325,6 +325,10 @@ def _build(
         _contradictions(got, everyone, redact),
         _privileged(got),
     ]
+    from firewall.kernel.report import action_sections  # the action side's own module
+
+    extra, verdict = action_sections(store, session_id, verdict)
+    sections.extend(extra)
     facts = {
         "session": session.id,
         "project": session.project,

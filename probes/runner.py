@@ -59,6 +59,13 @@ PROBE_MODULES: tuple[str, ...] = (
     "adapter_sync_drift",
     "zep_context_leak",
     "mem0_infer_join",
+    "action_ladder",
+    "action_policy_signed",
+    "action_two_phase",
+    "approval_forgeries",
+    "approval_timeout",
+    "action_context_ids",
+    "action_dataflow",
 )
 
 DEFAULT_URL = "memory://"

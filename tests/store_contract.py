@@ -297,6 +297,32 @@ class StoreContract(LogContract, ABC):
         assert [e.seq for e in store.events()] == list(range(1, 201))
         assert store.verify().ok
 
+    def test_an_execution_is_claimed_once_across_racing_threads(self, store: Store) -> None:
+        # Eight threads race to claim one request: exactly one gets its event committed.
+        won: list[int] = []
+        barrier = threading.Barrier(8)
+
+        def worker() -> None:
+            barrier.wait()
+            event = store.claim_execution(
+                "req_race", make_draft(kind="action.executing", data={"request_id": "req_race"})
+            )
+            if event is not None:
+                won.append(event.seq)
+
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(won) == 1
+        assert [e.kind for e in store.events()] == ["action.executing"]
+        again = make_draft(kind="action.executing", data={"request_id": "req_race"})
+        assert store.claim_execution("req_race", again) is None
+        other = make_draft(kind="action.executing", data={"request_id": "req_other"})
+        assert store.claim_execution("req_other", other) is not None
+        assert store.verify().ok
+
     # -- projections ------------------------------------------------------------------------
 
     def test_every_record_type_round_trips(self, store: Store) -> None:

@@ -232,6 +232,142 @@ def mem0_facts_drop_the_session_label(mp: pytest.MonkeyPatch) -> None:
     session_forgets_what_it_read(mp)  # the session label is the fact's taint too
 
 
+def ladder_removed(mp: pytest.MonkeyPatch) -> None:
+    """The ladder is gone: the first matching rule's verdict stands, whatever the level."""
+    import firewall.kernel.decide as decide
+    from firewall.kernel.actionpolicy import Outcome
+
+    def rule_verdict(policy: Any, contract: Any, level: Any) -> Any:
+        rule = next(
+            (r for r in policy.rules if r.matches(contract.tool, level, contract.blast_radius)),
+            None,
+        )
+        return decide.Ruling(rule.verdict if rule else Outcome.DENY, level, None, ())
+
+    mp.setattr(decide, "rule_verdict", rule_verdict)
+
+
+def floors_not_enforced(mp: pytest.MonkeyPatch) -> None:
+    """A contract may declare any level: the registry no longer compares it with the floor."""
+    import firewall.kernel.contracts as contracts
+
+    mp.setattr(contracts, "FLOORS", {c: contracts.Level.L0 for c in contracts.Category})
+
+
+def ladder_softens_stricter_rules(mp: pytest.MonkeyPatch) -> None:
+    """Tightening takes the later verdict instead of the stricter: an L4 deny becomes a hold."""
+    from firewall.kernel.actionpolicy import Outcome
+
+    mp.setattr(Outcome, "at_least", lambda self, other: other)
+
+
+def unmatched_allowed(mp: pytest.MonkeyPatch) -> None:
+    """No matching rule means allow (fail open)."""
+    import firewall.kernel.decide as decide
+    from firewall.kernel.actionpolicy import Outcome
+
+    original = decide.rule_verdict
+
+    def rule_verdict(policy: Any, contract: Any, level: Any) -> Any:
+        got = original(policy, contract, level)
+        if got.rule is None and level < 4:
+            return decide.Ruling(Outcome.ALLOW, level, None, ())
+        return got
+
+    mp.setattr(decide, "rule_verdict", rule_verdict)
+
+
+def policy_signatures_not_checked(mp: pytest.MonkeyPatch) -> None:
+    """Any signature file, or none, is accepted."""
+    import firewall.kernel.signing as signing
+
+    mp.setattr(signing, "verify_policy", lambda policy, doc, keys, source: ("k", "s"))
+
+    def load(path: Any, *, keys: Any = (), allow_unsigned: bool = False) -> Any:
+        policy = signing.ActionPolicy.from_bytes(signing.read_policy_file(path), str(path))
+        return signing.SignedPolicy(policy, policy.digest, "k", "s", str(path))
+
+    mp.setattr(signing, "load_action_policy", load)
+    import probes.action_policy_signed as probe
+
+    mp.setattr(probe, "load_action_policy", load)
+
+
+def held_actions_executable(mp: pytest.MonkeyPatch) -> None:
+    """The kernel executes a request whatever its status (held included)."""
+    import firewall.kernel.kernel as kernel
+
+    mp.setattr(kernel, "EXECUTABLE", frozenset({"allowed", "approved", "held"}))
+
+
+def preconditions_not_revalidated(mp: pytest.MonkeyPatch) -> None:
+    """Execution trusts the facts recorded at proposal."""
+    import firewall.kernel.kernel as kernel
+
+    mp.setattr(kernel, "revalidate", lambda snapshots, **kw: [])
+
+
+def approvals_not_checked(mp: pytest.MonkeyPatch) -> None:
+    """Any Approval object is taken at its word."""
+    import firewall.kernel.kernel as kernel
+
+    mp.setattr(kernel, "check_approval", lambda approval, request, keys, *, now: approval)
+
+
+def nonces_forgotten(mp: pytest.MonkeyPatch) -> None:
+    """The kernel forgets which approval nonces were used (replays accepted)."""
+    import firewall.kernel.ledger as ledger
+
+    original = ledger.read_ledger
+
+    def read(store: Any, **kw: Any) -> Any:
+        got = original(store, **kw)
+        got.nonces = set()
+        for state in got.requests.values():
+            if state.status in ("executed", "refused"):
+                state.status = "held"
+        return got
+
+    mp.setattr(ledger, "read_ledger", read)
+
+
+def holds_never_expire(mp: pytest.MonkeyPatch) -> None:
+    """Deadlines are ignored: a hold waits forever."""
+    from firewall.kernel.kernel import ActionKernel
+
+    mp.setattr(ActionKernel, "expire", lambda self: [])
+
+
+def action_events_lose_context(mp: pytest.MonkeyPatch) -> None:
+    """Events about a request after its proposal are recorded without the session's ids."""
+    from firewall.kernel.kernel import ActionKernel
+
+    original = ActionKernel._record
+
+    def record(
+        self: Any, session_id: Any, project: Any, user: Any, kind: str, *a: Any, **kw: Any
+    ) -> None:
+        if kind != "action.proposed":
+            session_id = user = None
+        original(self, session_id, project, user, kind, *a, **kw)
+
+    mp.setattr(ActionKernel, "_record", record)
+
+
+def session_label_ignored(mp: pytest.MonkeyPatch) -> None:
+    """The data-flow rule is gone: a session's taint never holds an action."""
+    import firewall.kernel.decide as decide
+
+    mp.setattr(decide, "tainted", lambda label: False)
+
+
+def citations_not_checked(mp: pytest.MonkeyPatch) -> None:
+    """Cited beliefs are never checked against the planner policy."""
+    import firewall.kernel.decide as decide
+
+    mp.setattr(decide, "citation_problems", lambda cites, found, policy, now: ([], []))
+
+
 # -- probe, removed mechanism → the expectation that must break --------------------------------
 
 CASES: list[tuple[str, Patch, str]] = [
@@ -261,6 +397,19 @@ CASES: list[tuple[str, Patch, str]] = [
     ("adapter_sync_drift", drift_not_flagged, "its binding is drifted"),
     ("zep_context_leak", zep_context_passed_through, "the guarded blob contains none"),
     ("mem0_infer_join", mem0_facts_drop_the_session_label, "carries every input message"),
+    ("action_ladder", ladder_removed, "an L4 push is held under an allow-everything"),
+    ("action_ladder", floors_not_enforced, "below the push floor is refused"),
+    ("action_ladder", ladder_softens_stricter_rules, "a stricter L4 deny rule is preserved"),
+    ("action_ladder", unmatched_allowed, "an unmatched action is denied"),
+    ("action_policy_signed", policy_signatures_not_checked, "an unsigned policy refuses"),
+    ("action_two_phase", held_actions_executable, "a pending action cannot execute"),
+    ("action_two_phase", preconditions_not_revalidated, "git HEAD changed"),
+    ("approval_forgeries", approvals_not_checked, "an edited approval does not execute"),
+    ("approval_forgeries", nonces_forgotten, "a replayed approval is refused"),
+    ("approval_timeout", holds_never_expire, "after the deadline the request is denied"),
+    ("action_context_ids", action_events_lose_context, "carries the session id"),
+    ("action_dataflow", session_label_ignored, "even with no citation"),
+    ("action_dataflow", citations_not_checked, "citing the laundered summary is held"),
 ]
 
 

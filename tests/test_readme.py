@@ -100,9 +100,11 @@ def test_policy_example_is_valid() -> None:
     assert ContextPolicy.from_yaml_text(example, source="README.md").name == "team"
 
 
-def test_python_example_runs() -> None:
-    (example,) = blocks("python")
-    exec(compile(example, "README.md", "exec"), {})
+def test_python_examples_run() -> None:
+    examples = blocks("python")
+    assert len(examples) == 2  # the memory example and the Actions example
+    for example in examples:
+        exec(compile(example, "README.md", "exec"), {})
 
 
 def _promises() -> list[str]:

@@ -11,6 +11,8 @@
     gnomon recall QUERY --project P     a policy-filtered recall, bucket by bucket
     gnomon promote | quarantine | clear privileged moves (signed grants)
     gnomon policy check FILE | schema   ContextPolicy files
+    gnomon policy sign | verify FILE    action policies, Ed25519-signed by an operator key
+    gnomon holds | approve | deny       actions held for a human, resolved across processes
     gnomon log verify | checkpoint      the hash-chained event log and its signed checkpoints
     gnomon log export | import          the log as NDJSON, verified before anything is imported
     gnomon rebuild                      projections rebuilt from the log, compared with the live
@@ -32,6 +34,7 @@ from firewall.cli.admin import demo, keys, log, policy, probes
 from firewall.cli.common import GnomonGroup, Settings
 from firewall.cli.db import db
 from firewall.cli.history import replay_command, report_command, why_command
+from firewall.cli.kernel import approve_command, deny_command, holds_command
 from firewall.cli.logcmd import rebuild
 from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
 from firewall.cli.stores import export_group, import_group, sync_group
@@ -78,6 +81,9 @@ for command in (
     sync_group,
     keys,
     probes,
+    holds_command,
+    approve_command,
+    deny_command,
 ):
     cli.add_command(command)
 

@@ -36,9 +36,22 @@ from firewall.policy import ContextPolicy
     help="Where to run the demo. The default file is recreated on every run; "
     "$GNOMON_URL is deliberately ignored so the demo never writes into a real store.",
 )
+@click.option(
+    "--story",
+    type=click.Choice(["memory", "push"]),
+    default="memory",
+    show_default=True,
+    help="memory: the poisoned-repository recall story; push: a poisoned README steers the "
+    "agent to `git push`, and the action kernel holds it.",
+)
 @json_option
-def demo(url: str, as_json: bool) -> None:
+def demo(url: str, as_json: bool, story: str = "memory") -> None:
     """Run the poisoned-repository scenario end to end and print the verdict."""
+    if story == "push":
+        from firewall.cli.kernel import push_demo
+
+        push_demo(url, as_json)
+        return
     path = config.sqlite_path(url)
     if url == config.DEMO_URL:
         config.reset_sqlite_file(url)

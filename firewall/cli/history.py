@@ -106,6 +106,9 @@ def why_command(
     """Why is QUERY believed? Resolves a belief id, then subject[/predicate], then topic (a
     subject namespace: `payments` covers `payments.api`, `payments/db`), then full text; shows
     history, supersession, contradictions and each source re-hashed now."""
+    if query.startswith(("act_", "req_")):
+        _why_action(ctx, query, url, as_json)
+        return
     at = parse_moment(at_, "--at")
     if at is not None and (since or until):
         raise InputError(
@@ -124,6 +127,21 @@ def why_command(
         echo_json(why_json(result))
         return
     _render_why(result)
+
+
+def _why_action(ctx: click.Context, ident: str, url: str | None, as_json: bool) -> None:
+    """An action or request id: the beliefs and labels behind it (firewall.kernel.explain)."""
+    from firewall.kernel.explain import explain_action, render_action
+
+    with firewall.open(resolve_url(ctx, url)) as wall:
+        doc = explain_action(wall.store, ident)
+    if doc is None:
+        raise InputError(f"no action or request {ident!r} in this store")
+    if as_json:
+        echo_json(doc)
+        return
+    for line in render_action(doc):
+        echo(line)
 
 
 def _t(moment: datetime | None) -> str:

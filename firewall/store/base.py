@@ -41,6 +41,9 @@ from firewall.states import (
     TruthStatus,
 )
 
+#: The kind of the event an execution claim commits (the action kernel writes it).
+EXECUTION_CLAIM_KIND = "action.executing"
+
 
 @dataclass(frozen=True, slots=True)
 class BeliefFilter:
@@ -135,6 +138,17 @@ class Store(ABC):
     def discard(self) -> None:
         """Close a :meth:`scratch` store and remove everything it wrote."""
         self.close()
+
+    @abstractmethod
+    def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
+        """Claim the one execution of ``request_id``, committing ``draft`` with the claim.
+
+        Atomic across threads and processes: of any number of concurrent callers for one
+        request id, exactly one gets its event back (claim and event written in one
+        transaction); every other call, now or later, returns ``None`` and writes nothing.
+        This is how the action kernel executes an approved action at most once. Claims are a
+        lock table, not a projection: a rebuild leaves them alone.
+        """
 
     # -- the log --------------------------------------------------------------------------
 
@@ -300,4 +314,4 @@ def check_continues(event: Event, seq: int, prev: str) -> None:
         raise LogIntegrityError(event.seq, "hash does not match the event body")
 
 
-__all__ = ["BeliefFilter", "Store", "check_continues"]
+__all__ = ["EXECUTION_CLAIM_KIND", "BeliefFilter", "Store", "check_continues"]

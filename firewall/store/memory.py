@@ -41,7 +41,7 @@ from firewall.chain import (
 from firewall.errors import GnomonError, StoreError
 from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
 from firewall.states import Scope
-from firewall.store.base import BeliefFilter, Store, check_continues
+from firewall.store.base import EXECUTION_CLAIM_KIND, BeliefFilter, Store, check_continues
 from firewall.store.keys import index_tokens, micros
 from firewall.text import query_terms
 
@@ -120,6 +120,7 @@ class MemoryStore(Store):
     def __init__(self, url: str = "memory://") -> None:
         self.url = url
         self._lock = threading.RLock()
+        self._executed: set[str] = set()
         self._closed = False
         self._events: list[Event] = []
         self._sessions: dict[str, SessionInfo] = {}
@@ -164,6 +165,15 @@ class MemoryStore(Store):
             sealed, staged = self._prepare(drafts)
             self._apply(sealed, [d.records for d in drafts], staged)
             return sealed
+
+    def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
+        with self._lock:
+            self._check_open()
+            if request_id in self._executed:
+                return None
+            event = self.commit([draft])[0]
+            self._executed.add(request_id)
+            return event
 
     def append_sealed(self, events: Sequence[Event]) -> None:
         with self._lock:
@@ -213,6 +223,10 @@ class MemoryStore(Store):
     ) -> None:
         # Nothing here can fail: the commit is all or nothing.
         self._events.extend(sealed)
+        for event in sealed:
+            # a log loaded from a file (or imported) keeps the claims it recorded
+            if event.kind == EXECUTION_CLAIM_KIND:
+                self._executed.add(str(event.payload.get("request_id")))
         rows = iter(staged)
         for rec in records:
             for session in rec.sessions:

@@ -510,6 +510,26 @@ class PostgresStore(Store):
             return []
         return self._retrying("committing events", lambda conn: self._write(conn, drafts))
 
+    def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
+        def work(conn: psycopg.Connection[Any]) -> Event | None:
+            # A concurrent claimer of the same id waits on the primary key until this
+            # transaction ends, then finds the row and claims nothing.
+            claimed = conn.execute(
+                "INSERT INTO execution_claims (tenant, request_id) VALUES (%s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (self.tenant, request_id),
+            )
+            if claimed.rowcount == 0:
+                return None
+            event = self._write(conn, [draft])[0]
+            conn.execute(
+                "UPDATE execution_claims SET seq = %s WHERE tenant = %s AND request_id = %s",
+                (event.seq, self.tenant, request_id),
+            )
+            return event
+
+        return self._retrying("claiming an execution", work)
+
     def append_sealed(self, events: Sequence[Event]) -> None:
         if events:
             self._retrying("appending sealed events", lambda conn: self._write_sealed(conn, events))

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Taken (session-scoped) by whoever creates or migrates a schema, so that two processes
 #: opening a fresh database at once do not both run the DDL. The value is arbitrary but fixed.
@@ -276,11 +276,23 @@ UPDATE revisions SET grant_id = convert_from(doc, 'UTF8')::jsonb ->> 'grant_id';
 CREATE INDEX revisions_grant ON revisions (tenant, grant_id) WHERE grant_id IS NOT NULL;
 """
 
+#: Version 5: the action kernel's exactly-once claims, one row per executed request. A lock
+#: table, not a projection: a rebuild leaves it alone.
+_V5 = """
+CREATE TABLE execution_claims (
+    tenant     text   NOT NULL,
+    request_id text   NOT NULL,
+    seq        bigint,
+    PRIMARY KEY (tenant, request_id)
+);
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1),
     Migration(2, "store bindings", _V2),
     Migration(3, "belief history", _V3),
     Migration(4, "revisions by grant", _V4),
+    Migration(5, "execution claims", _V5),
 )
 
 CREATE_MIGRATIONS_TABLE = """
@@ -315,7 +327,7 @@ def pending(current: int, migrations: tuple[Migration, ...] | None = None) -> li
     """Migrations newer than ``current``, in order (of :data:`MIGRATIONS` unless given).
 
     >>> [m.version for m in pending(0)]
-    [1, 2, 3, 4]
+    [1, 2, 3, 4, 5]
     >>> pending(SCHEMA_VERSION)
     []
     """

@@ -153,7 +153,9 @@ class SQLiteStore(Store):
                     hint="point the store URL at a new file or an existing Gnomon store",
                 )
             else:
-                for statement in _statements(schema.DDL + schema.BINDINGS_DDL + schema.HISTORY_DDL):
+                for statement in _statements(
+                    schema.DDL + schema.BINDINGS_DDL + schema.HISTORY_DDL + schema.CLAIMS_DDL
+                ):
                     conn.execute(statement)
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
@@ -195,6 +197,9 @@ class SQLiteStore(Store):
             self._backfill_history()
         # Version 5 adds the index behind ``revisions_by_grant``.
         self._conn.execute(schema.GRANT_INDEX_DDL)
+        # Version 6 adds the execution claims of the action kernel.
+        for statement in _statements(schema.CLAIMS_DDL):
+            self._conn.execute(statement)
         self._conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'schema_version'",
             (str(schema.SCHEMA_VERSION),),
@@ -307,6 +312,22 @@ class SQLiteStore(Store):
         if not drafts:
             return []
         return self._atomic("committing events", lambda conn: self._write(conn, drafts))
+
+    def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
+        def work(conn: sqlite3.Connection) -> Event | None:
+            # Under BEGIN IMMEDIATE (one writer at a time): the primary key decides the winner.
+            claimed = conn.execute(
+                "INSERT OR IGNORE INTO execution_claims (request_id) VALUES (?)", (request_id,)
+            )
+            if claimed.rowcount == 0:
+                return None
+            event = self._write(conn, [draft])[0]
+            conn.execute(
+                "UPDATE execution_claims SET seq = ? WHERE request_id = ?", (event.seq, request_id)
+            )
+            return event
+
+        return self._atomic("claiming an execution", work)
 
     def append_sealed(self, events: Sequence[Event]) -> None:
         if events:

@@ -49,7 +49,7 @@ subject or a session use those indexes instead (see ``SQLiteStore._belief_query`
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APPLICATION = "gnomon"
 
 FTS_TOKENIZE = "unicode61 remove_diacritics 2 tokenchars '_'"
@@ -213,6 +213,14 @@ CREATE INDEX IF NOT EXISTS bindings_store_id ON bindings (store, store_id);
 CREATE INDEX IF NOT EXISTS bindings_belief ON bindings (belief_id, store);
 """
 
+#: Version 6: one row per executed action request (the action kernel's exactly-once claim).
+CLAIMS_DDL = """
+CREATE TABLE IF NOT EXISTS execution_claims (
+    request_id TEXT PRIMARY KEY,
+    seq        INTEGER
+) WITHOUT ROWID;
+"""
+
 #: Version 4: the belief history. Applied by new stores and by the upgrade at open.
 HISTORY_DDL = """
 CREATE TABLE IF NOT EXISTS belief_versions (
@@ -344,6 +352,7 @@ __all__ = [
     "APPLICATION",
     "BELIEF_COLUMNS",
     "BINDINGS_DDL",
+    "CLAIMS_DDL",
     "DDL",
     "FTS_TOKENIZE",
     "GRANT_INDEX_DDL",

@@ -1,0 +1,153 @@
+"""The action kernel's commands: sign and verify action policies, list holds, approve, deny.
+
+``gnomon approve`` and ``gnomon deny`` work across processes through the store: they sign an
+approval with the approver's key and write it to the log (``approval.submitted``). Nothing
+executes here; the host's kernel picks the approval up, verifies it against its pinned approver
+keys, and executes (or records a forgery).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+import click
+
+import firewall
+from firewall.cli.admin import policy
+from firewall.cli.common import console, echo, echo_json, json_option, resolve_url, url_option
+from firewall.errors import InputError, UnknownIdError
+from firewall.grants import KeyPurpose, load_public_key
+from firewall.kernel.approvals import ApprovalSigner
+from firewall.kernel.ledger import post_approval, read_ledger
+from firewall.kernel.signing import PolicySigner, load_action_policy
+
+
+@policy.command("sign")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--key", "key", required=True, type=click.Path(dir_okay=False), help="Operator private key."
+)
+def policy_sign(file: str, key: str) -> None:
+    """Sign the action policy FILE with an operator KEY (writes FILE.sig)."""
+    signer = PolicySigner.from_file(key)
+    out = signer.sign_file(file)
+    echo(f"signed {file} with key {signer.key_id}: {out}")
+
+
+@policy.command("verify")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--pub",
+    "pubs",
+    multiple=True,
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Pinned operator public key (repeatable).",
+)
+def policy_verify(file: str, pubs: tuple[str, ...]) -> None:
+    """Verify the action policy FILE against pinned operator keys (exit 1 if it does not)."""
+    keys = [load_public_key(p, purpose=KeyPurpose.POLICY) for p in pubs]
+    loaded = load_action_policy(file, keys=keys)
+    echo(f"{file}: policy {loaded.policy.name!r} digest {loaded.digest} signed by {loaded.key_id}")
+
+
+@click.command("holds")
+@url_option
+@json_option
+@click.pass_context
+def holds_command(ctx: click.Context, url: str | None, as_json: bool) -> None:
+    """List actions held for approval (rebuilt from the log)."""
+    with firewall.open(resolve_url(ctx, url)) as wall:
+        states = read_ledger(wall.store).holds()
+    rows = [s.request for s in states if s.request is not None]
+    if as_json:
+        echo_json([r.model_dump(mode="json") for r in rows])
+        return
+    if not rows:
+        echo("no action is held")
+        return
+    out = console()
+    for r in rows:
+        out.print(
+            f"{r.id}  {r.tool} [{r.level}]  session {r.session_id}  "
+            f"deadline {r.deadline.isoformat()}",
+            markup=False,
+            soft_wrap=True,
+        )
+        for reason in r.reasons:
+            out.print(f"    - {reason}", markup=False, soft_wrap=True)
+
+
+def _resolve(
+    ctx: click.Context,
+    request_id: str,
+    key: str,
+    approver: str,
+    ttl: int,
+    url: str | None,
+    decision: Literal["approve", "deny"],
+) -> None:
+    if not 1 <= ttl <= 24 * 60:
+        raise InputError(f"--ttl must be 1..1440 minutes, got {ttl}")
+    signer = ApprovalSigner.from_file(key, approver)
+    with firewall.open(resolve_url(ctx, url)) as wall:
+        state = read_ledger(wall.store).requests.get(request_id)
+        if state is None or state.request is None:
+            raise UnknownIdError("request", request_id)
+        approval = signer.resolve(
+            state.request, decision, ttl=timedelta(minutes=ttl), now=wall.clock()
+        )
+        event = post_approval(wall.store, approval, now=wall.clock())
+    echo(f"{decision} for {request_id} written to the log (#{event.seq}); the host verifies it")
+
+
+def _resolution_command(decision: Literal["approve", "deny"]) -> click.Command:
+    @click.command(decision)
+    @click.argument("request_id")
+    @click.option(
+        "--key", required=True, type=click.Path(dir_okay=False), help="Approver private key."
+    )
+    @click.option("--approver", required=True, help="Who approves (recorded and signed).")
+    @click.option(
+        "--ttl", type=int, default=10, show_default=True, help="Minutes the approval is valid."
+    )
+    @url_option
+    @click.pass_context
+    def command(
+        ctx: click.Context, request_id: str, key: str, approver: str, ttl: int, url: str | None
+    ) -> None:
+        _resolve(ctx, request_id, key, approver, ttl, url, decision)
+
+    command.help = f"Sign and submit a '{decision}' for the held REQUEST_ID (executed by the host)."
+    return command
+
+
+def push_demo(url: str, as_json: bool) -> None:
+    """``gnomon demo --story push``: the poisoned README, the summary, the HELD push."""
+    from firewall import config
+    from firewall.errors import GnomonError
+    from firewall.kernel.demo import run_push_demo
+
+    if url == config.DEMO_URL:
+        config.reset_sqlite_file(url)
+    result = run_push_demo(url)
+    if as_json:
+        echo_json({**{k: getattr(result, k) for k in result.__slots__}, "passed": result.passed})
+    else:
+        echo("A poisoned README.md asks the agent to push straight to main.")
+        echo("The agent summarises it, cites its summary, and requests git_push (L4).")
+        echo(f"request {result.request_id}: {result.status.upper()}")
+        for reason in result.reasons:
+            echo(f"  - {reason}")
+        echo(f"trust report: {result.report_level.upper()}: {result.report_headline}")
+        echo(result.verdict)
+        echo(f"next: gnomon why {result.request_id} --url {url}")
+    if not result.passed:
+        raise GnomonError(result.verdict, hint="the push was not held: this is a bug")
+
+
+approve_command = _resolution_command("approve")
+deny_command = _resolution_command("deny")
+
+__all__ = ["approve_command", "deny_command", "holds_command", "policy_sign", "policy_verify"]

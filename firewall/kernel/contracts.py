@@ -1,0 +1,291 @@
+"""Action contracts and the tool registry: what each tool may do, and how high it sits on the
+trust ladder.
+
+The **trust ladder**: L0 observe, L1 suggest, L2 isolated artifact, L3 local reversible, L4
+external or shared (push, deploy, network, credentials, spend, publish, sign), L5 prohibited.
+
+A tool's *category* gives it its own minimum level, a floor no contract can go below: a contract
+that declares ``git_push`` (category ``push``) at L2 is refused with
+:class:`~firewall.errors.ContractError`, so a mistaken or hostile contract cannot lower a push
+below L4. A tool no contract names is unknown, and the kernel denies it (fail closed).
+
+>>> registry = ToolRegistry.builtin()
+>>> registry.lookup("git_push").required_level.name
+'L4'
+>>> registry.lookup("rm_rf_slash") is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from enum import IntEnum, StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+
+from firewall.errors import ContractError, InputError
+from firewall.states import Sensitivity
+
+
+class Level(IntEnum):
+    """The trust ladder."""
+
+    L0 = 0  # observe
+    L1 = 1  # suggest
+    L2 = 2  # isolated artifact
+    L3 = 3  # local, reversible
+    L4 = 4  # external or shared: always held for a human
+    L5 = 5  # prohibited: always denied
+
+    @classmethod
+    def parse(cls, value: object) -> Level:
+        if isinstance(value, Level):
+            return value
+        if isinstance(value, str) and value in cls.__members__:
+            return cls[value]
+        raise ValueError(f"{value!r} is not a level; use one of L0, L1, L2, L3, L4, L5")
+
+
+class BlastRadius(StrEnum):
+    SELF = "self"
+    SESSION = "session"
+    PROJECT = "project"
+    EXTERNAL = "external"
+
+
+class Reversibility(StrEnum):
+    REVERSIBLE = "reversible"
+    COMPENSABLE = "compensable"
+    IRREVERSIBLE = "irreversible"
+
+
+class Category(StrEnum):
+    """What kind of thing a tool does; each has its own floor on the ladder."""
+
+    READ = "read"
+    SUGGEST = "suggest"
+    ARTIFACT = "artifact"
+    LOCAL_WRITE = "local_write"
+    NETWORK = "network"
+    CREDENTIALS = "credentials"
+    PUBLISH = "publish"
+    DEPLOY = "deploy"
+    PUSH = "push"
+    SIGN = "sign"
+    SPEND = "spend"
+
+
+#: The floor of each category: the conservative defaults (network, credentials, publish, deploy,
+#: push, sign and spend at L4).
+FLOORS: Mapping[Category, Level] = {
+    Category.READ: Level.L0,
+    Category.SUGGEST: Level.L1,
+    Category.ARTIFACT: Level.L2,
+    Category.LOCAL_WRITE: Level.L3,
+    Category.NETWORK: Level.L4,
+    Category.CREDENTIALS: Level.L4,
+    Category.PUBLISH: Level.L4,
+    Category.DEPLOY: Level.L4,
+    Category.PUSH: Level.L4,
+    Category.SIGN: Level.L4,
+    Category.SPEND: Level.L4,
+}
+
+
+class PreconditionKind(StrEnum):
+    """Facts recorded at proposal and revalidated at execution (see ``preconditions``)."""
+
+    FILE_UNCHANGED = "file_unchanged"  # sha256 of the file named by an argument
+    GIT_HEAD_UNCHANGED = "git_head_unchanged"  # HEAD of the repository named by an argument
+
+
+class Precondition(BaseModel):
+    """A contract's precondition: ``kind`` over the path in argument ``arg``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    kind: PreconditionKind
+    arg: StrictStr
+
+
+class ActionContract(BaseModel):
+    """What one tool is: its level, blast radius, reversibility, scope, data sensitivity,
+    preconditions and typed inputs/outputs (pydantic models)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    tool: StrictStr = Field(pattern=r"^[a-z][a-z0-9_.-]{0,63}$")
+    category: Category
+    required_level: Level
+    blast_radius: BlastRadius
+    reversibility: Reversibility
+    scope: StrictStr = "project"
+    data_sensitivity: Sensitivity = Sensitivity.INTERNAL
+    preconditions: tuple[Precondition, ...] = ()
+    inputs: type[BaseModel]
+    outputs: type[BaseModel] | None = None
+
+    @field_validator("required_level", mode="before")
+    @classmethod
+    def _level(cls, value: object) -> Level:
+        return Level.parse(value)
+
+    @property
+    def floor(self) -> Level:
+        return FLOORS[self.category]
+
+    def checked_inputs(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """``args`` validated (strictly) against the input schema, or :class:`InputError`."""
+        try:
+            model = self.inputs.model_validate(dict(args), strict=True)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "args"
+            raise InputError(
+                f"arguments for {self.tool} are invalid: {where}: {err['msg']}",
+                hint=f"pass the fields of {self.inputs.__name__}",
+            ) from None
+        return model.model_dump(mode="json")
+
+
+def _model(model_name: str, /, **fields: Any) -> type[BaseModel]:
+    from pydantic import create_model
+
+    config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    made: type[BaseModel] = create_model(model_name, __config__=config, **fields)
+    return made
+
+
+class ToolRegistry:
+    """Contracts by tool name. Registering a contract below its tool's floor is refused."""
+
+    def __init__(self, contracts: Iterable[ActionContract] = ()) -> None:
+        self._contracts: dict[str, ActionContract] = {}
+        for contract in contracts:
+            self.register(contract)
+
+    def register(self, contract: ActionContract) -> None:
+        if type(contract) is not ActionContract:
+            raise ContractError(f"expected an ActionContract, got {type(contract).__name__}")
+        if contract.required_level < contract.floor:
+            raise ContractError(
+                f"contract for {contract.tool} declares {contract.required_level.name}, below "
+                f"the {contract.category.value} floor {contract.floor.name}",
+                hint="a contract can raise a tool's level, never lower it",
+            )
+        if contract.tool in self._contracts:
+            raise ContractError(f"a contract for {contract.tool} is already registered")
+        self._contracts[contract.tool] = contract
+
+    def lookup(self, tool: str) -> ActionContract | None:
+        return self._contracts.get(tool)
+
+    def tools(self) -> list[str]:
+        return sorted(self._contracts)
+
+    @classmethod
+    def builtin(cls) -> ToolRegistry:
+        """The shipped contracts (each with its preconditions)."""
+        return cls(BUILTIN)
+
+
+_PATH = (str, Field(min_length=1, max_length=4096))
+BUILTIN: tuple[ActionContract, ...] = (
+    ActionContract(
+        tool="read_file",
+        category=Category.READ,
+        required_level=Level.L0,
+        blast_radius=BlastRadius.SELF,
+        reversibility=Reversibility.REVERSIBLE,
+        inputs=_model("ReadFileInputs", path=_PATH),
+    ),
+    ActionContract(
+        tool="suggest",
+        category=Category.SUGGEST,
+        required_level=Level.L1,
+        blast_radius=BlastRadius.SESSION,
+        reversibility=Reversibility.REVERSIBLE,
+        inputs=_model("SuggestInputs", text=(str, Field(max_length=65536))),
+    ),
+    ActionContract(
+        tool="write_file",
+        category=Category.LOCAL_WRITE,
+        required_level=Level.L3,
+        blast_radius=BlastRadius.PROJECT,
+        reversibility=Reversibility.REVERSIBLE,
+        preconditions=(Precondition(kind=PreconditionKind.FILE_UNCHANGED, arg="path"),),
+        inputs=_model("WriteFileInputs", path=_PATH, content=(str, Field(max_length=1 << 20))),
+    ),
+    ActionContract(
+        tool="git_commit",
+        category=Category.LOCAL_WRITE,
+        required_level=Level.L3,
+        blast_radius=BlastRadius.PROJECT,
+        reversibility=Reversibility.COMPENSABLE,
+        preconditions=(Precondition(kind=PreconditionKind.GIT_HEAD_UNCHANGED, arg="repo"),),
+        inputs=_model("GitCommitInputs", repo=_PATH, message=(str, Field(max_length=4096))),
+    ),
+    ActionContract(
+        tool="git_push",
+        category=Category.PUSH,
+        required_level=Level.L4,
+        blast_radius=BlastRadius.EXTERNAL,
+        reversibility=Reversibility.IRREVERSIBLE,
+        preconditions=(Precondition(kind=PreconditionKind.GIT_HEAD_UNCHANGED, arg="repo"),),
+        inputs=_model(
+            "GitPushInputs",
+            repo=_PATH,
+            remote=(str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")),
+            branch=(str, Field(pattern=r"^[A-Za-z0-9_./-]{1,128}$")),
+        ),
+    ),
+    ActionContract(
+        tool="http_post",
+        category=Category.NETWORK,
+        required_level=Level.L4,
+        blast_radius=BlastRadius.EXTERNAL,
+        reversibility=Reversibility.IRREVERSIBLE,
+        data_sensitivity=Sensitivity.PUBLIC,
+        inputs=_model("HttpPostInputs", url=(str, Field(max_length=2048)), body=(str, ...)),
+    ),
+    ActionContract(
+        tool="deploy",
+        category=Category.DEPLOY,
+        required_level=Level.L4,
+        blast_radius=BlastRadius.EXTERNAL,
+        reversibility=Reversibility.COMPENSABLE,
+        inputs=_model("DeployInputs", service=(str, Field(max_length=128)), ref=(str, ...)),
+    ),
+    ActionContract(
+        tool="read_secret",
+        category=Category.CREDENTIALS,
+        required_level=Level.L4,
+        blast_radius=BlastRadius.EXTERNAL,
+        reversibility=Reversibility.IRREVERSIBLE,
+        data_sensitivity=Sensitivity.SECRET,
+        inputs=_model("ReadSecretInputs", name=(str, Field(max_length=256))),
+    ),
+    ActionContract(
+        tool="drop_database",
+        category=Category.LOCAL_WRITE,
+        required_level=Level.L5,
+        blast_radius=BlastRadius.PROJECT,
+        reversibility=Reversibility.IRREVERSIBLE,
+        inputs=_model("DropDatabaseInputs", name=(str, Field(max_length=256))),
+    ),
+)
+
+
+__all__ = [
+    "BUILTIN",
+    "FLOORS",
+    "ActionContract",
+    "BlastRadius",
+    "Category",
+    "Level",
+    "Precondition",
+    "PreconditionKind",
+    "Reversibility",
+    "ToolRegistry",
+]

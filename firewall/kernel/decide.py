@@ -1,0 +1,135 @@
+"""The gate decision: one pure function from (contract, policy, what the action rests on) to
+allow, hold or deny, with every reason.
+
+In order, each step can only make the verdict stricter:
+
+1. a tool no contract names is **denied** (fail closed);
+2. the contract's level is the higher of its own and its tool's floor; **L5 is denied**;
+3. the policy's rules are tried in order and the first that matches decides; **no match is
+   deny**;
+4. the ladder: an allow above ``auto_approve_ceiling`` becomes a hold, and **L4 is always at
+   least held**, whatever a rule says;
+5. what the action rests on (★): every cited belief must be accepted by the citation
+   ContextPolicy (``planner``), re-read from the store; an unknown citation is denied, one that
+   is unverified, quoted-only, contradicted, suspicious, quarantined or stale gets the policy's
+   ``untrusted_citations`` verdict (hold or deny);
+6. the data flow: at or above ``tainted_from`` (L3 by default), an action in a session whose
+   label (the join of everything it read) is below ``observed`` gets ``tainted_inputs`` (hold or
+   deny), *even with no citation at all*: an agent cannot launder a poisoned read by not
+   citing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from firewall.chain import Belief
+from firewall.kernel.actionpolicy import ActionPolicy, Outcome
+from firewall.kernel.contracts import ActionContract, Level
+from firewall.origin import Integrity, Origin
+from firewall.policy import ContextPolicy, floor_reasons
+
+
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """A verdict and why: ``rule`` is the policy rule that matched (``None``: none did)."""
+
+    outcome: Outcome
+    level: Level | None
+    rule: str | None
+    reasons: tuple[str, ...]
+
+
+def effective_level(contract: ActionContract) -> Level:
+    return max(contract.required_level, contract.floor)
+
+
+def rule_verdict(policy: ActionPolicy, contract: ActionContract, level: Level) -> Ruling:
+    """Steps 2-4: the rules under the ladder."""
+    if level >= Level.L5:
+        return Ruling(Outcome.DENY, level, None, (f"{contract.tool} is L5: prohibited",))
+    matched = next(
+        (r for r in policy.rules if r.matches(contract.tool, level, contract.blast_radius)), None
+    )
+    if matched is None:
+        return Ruling(
+            Outcome.DENY, level, None, (f"no rule of policy {policy.name!r} matches: deny",)
+        )
+    outcome = matched.verdict
+    reasons = [f"rule {matched.name!r} says {outcome.value}"]
+    if outcome == Outcome.ALLOW and level > policy.auto_approve_ceiling:
+        outcome = Outcome.HOLD
+        reasons.append(
+            f"{level.name} is above the auto-approve ceiling "
+            f"{policy.auto_approve_ceiling.name}: held"
+        )
+    if level >= Level.L4:
+        outcome = outcome.at_least(Outcome.HOLD)
+        if outcome == Outcome.HOLD:
+            reasons.append(f"{level.name} is always held for a human")
+    return Ruling(outcome, level, matched.name, tuple(reasons))
+
+
+def citation_problems(
+    cites: Sequence[str],
+    found: Mapping[str, Belief],
+    citation_policy: ContextPolicy,
+    now: datetime,
+) -> tuple[list[str], list[str]]:
+    """``(unknown ids, problems)`` of the cited beliefs under the citation policy."""
+    unknown = [i for i in cites if i not in found]
+    problems = []
+    for ident in cites:
+        belief = found.get(ident)
+        if belief is None:
+            continue
+        reasons = [*floor_reasons(belief), *citation_policy.rejection_reasons(belief, now)]
+        if reasons:
+            why = "; ".join(str(r) for r in reasons)
+            problems.append(
+                f"cited belief {ident} is not accepted by {citation_policy.name!r}: {why}"
+            )
+    return unknown, problems
+
+
+def tainted(label: Origin | None) -> bool:
+    return label is not None and label.integrity < Integrity.OBSERVED
+
+
+def decide(
+    contract: ActionContract | None,
+    tool: str,
+    policy: ActionPolicy,
+    *,
+    label: Origin | None,
+    cites: Sequence[str],
+    found: Mapping[str, Belief],
+    citation_policy: ContextPolicy,
+    now: datetime,
+) -> Ruling:
+    """The verdict for one proposed action (see the module docstring for the order)."""
+    if contract is None:
+        return Ruling(Outcome.DENY, None, None, (f"no contract names tool {tool!r}: deny",))
+    level = effective_level(contract)
+    ruling = rule_verdict(policy, contract, level)
+    outcome, reasons = ruling.outcome, list(ruling.reasons)
+    unknown, problems = citation_problems(cites, found, citation_policy, now)
+    if unknown:
+        outcome = Outcome.DENY
+        reasons.append(f"cited belief(s) {', '.join(unknown)} do not exist: deny")
+    if problems:
+        outcome = outcome.at_least(policy.untrusted_citations)
+        reasons.extend(problems)
+    if level >= policy.tainted_from and tainted(label):
+        assert label is not None
+        outcome = outcome.at_least(policy.tainted_inputs)
+        reasons.append(
+            f"the session's inputs are {label.describe()} (below observed) and {tool} is "
+            f"{level.name}: {policy.tainted_inputs.value}"
+        )
+    return Ruling(outcome, level, ruling.rule, tuple(reasons))
+
+
+__all__ = ["Ruling", "citation_problems", "decide", "effective_level", "rule_verdict", "tainted"]

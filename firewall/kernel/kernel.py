@@ -1,0 +1,506 @@
+"""The action kernel: the host-side object that arbitrates, holds, approves and executes.
+
+The host builds one :class:`ActionKernel` over its :class:`~firewall.Firewall` with a *signed*
+action policy, the pinned operator keys that signed it, the pinned approver keys, and the
+executors of its tools. Agent-facing code gets only :meth:`ActionKernel.handle`: an
+:class:`ActionHandle` that can propose an action and read its status, nothing else. It cannot
+approve a hold, mint or submit an approval, load a policy or register a contract.
+
+Flow of one request (every step an event carrying the session's context ids):
+
+1. **propose**: arguments checked against the contract's input schema, cited beliefs re-read
+   from the store, the ruling computed (:func:`firewall.kernel.decide.decide`), preconditions
+   captured; ``action.proposed`` with the Decision and Action records;
+2. **allow** runs at once; **deny** is final; **hold** opens an :class:`ApprovalRequest` with a
+   deadline (``action.held``) and asks the in-process resolver, if any;
+3. an approval (in-process :meth:`submit`, or ``gnomon approve`` through the store, picked up by
+   :meth:`process_submitted`) is verified against the request and the log; a bad one is an
+   ``approval.forgery`` and never executes;
+4. **execute** is two-phase: the store's atomic claim (:meth:`Store.claim_execution`) lets one
+   process through, every precondition is read again, then the executor runs and the outcome is
+   recorded. The outcome never promotes a belief the action rested on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from firewall.arguments import checked_call
+from firewall.chain import Action, Decision, Outcome
+from firewall.content import checked_args
+from firewall.errors import (
+    ActionPendingError,
+    ForgedApprovalError,
+    InputError,
+    UnknownIdError,
+)
+from firewall.events import Records
+from firewall.ids import new_id
+from firewall.kernel import ledger as L
+from firewall.kernel.actionpolicy import Outcome as Verdict
+from firewall.kernel.approvals import Approval, ApprovalRequest, check_approval, inputs_digest
+from firewall.kernel.contracts import ToolRegistry
+from firewall.kernel.decide import Ruling, decide
+from firewall.kernel.preconditions import Snapshot, capture, revalidate
+from firewall.kernel.signing import SignedPolicy, reverify
+from firewall.policy import ContextPolicy
+from firewall.states import TruthStatus
+
+if TYPE_CHECKING:
+    from firewall.firewall import Firewall
+    from firewall.session import Session
+
+Executor = Callable[[dict[str, Any]], object]
+Resolver = Callable[[ApprovalRequest], "Approval | None"]
+MAX_CITES = 100
+#: The only statuses from which a request may execute: a pending hold never runs.
+EXECUTABLE = frozenset({"allowed", "approved"})
+
+
+@dataclass(frozen=True, slots=True)
+class ActionResult:
+    """What the agent learns about its request; it can re-plan on ``status``.
+
+    ``status``: ``executed``, ``held`` (waiting for a human), ``denied`` (by policy, a human or
+    a timeout), ``refused`` (a precondition changed before execution), ``executing``/``approved``
+    (another process has it)."""
+
+    request_id: str
+    action_id: str
+    status: str
+    reasons: tuple[str, ...]
+    output: object = None
+
+
+class ActionKernel:
+    """Host-side. See the module docstring."""
+
+    def __init__(
+        self,
+        wall: Firewall,
+        policy: SignedPolicy,
+        *,
+        operator_keys: Iterable[Ed25519PublicKey] = (),
+        approver_keys: Iterable[Ed25519PublicKey] = (),
+        registry: ToolRegistry | None = None,
+        executors: Mapping[str, Executor] | None = None,
+        resolver: Resolver | None = None,
+        allow_unsigned: bool = False,
+    ) -> None:
+        self._wall = wall
+        self._policy = reverify(policy, list(operator_keys), allow_unsigned=allow_unsigned)
+        self._approvers = list(approver_keys)
+        self._registry = registry or ToolRegistry.builtin()
+        self._executors = dict(executors or {})
+        self._resolver = resolver
+        self._citation = ContextPolicy.preset(self._policy.policy.citation_policy)
+        self._wall.commit(
+            self._wall.draft(
+                L.POLICY_LOADED,
+                actor="host",
+                now=self._wall.clock(),
+                data={
+                    "policy": self._policy.policy.name,
+                    "digest": self._policy.digest,
+                    "key_id": self._policy.key_id,
+                    "unsigned": not self._policy.signed,
+                    "source": self._policy.source,
+                },
+            )
+        )
+
+    @property
+    def policy_digest(self) -> str:
+        return self._policy.digest
+
+    def handle(self, session: Session) -> ActionHandle:
+        """The narrow, agent-facing handle for ``session``."""
+        return ActionHandle(self, session)
+
+    # -- phase one: propose ---------------------------------------------------------------
+
+    def _propose(
+        self, session: Session, tool: str, args: Mapping[str, Any] | None, cites: Sequence[str]
+    ) -> ActionResult:
+        session._check_open()
+        if not isinstance(tool, str):
+            raise InputError(f"tool must be a tool name, got {type(tool).__name__}")
+        if isinstance(cites, str) or not isinstance(cites, Sequence) or len(cites) > MAX_CITES:
+            raise InputError("cites must be a list of belief ids", hint="cites=[belief ids]")
+        if not all(isinstance(c, str) for c in cites):
+            raise InputError("cites must be a list of belief ids", hint="cites=[belief ids]")
+        raw = checked_args(args)
+        contract = self._registry.lookup(tool)
+        validated = contract.checked_inputs(raw) if contract is not None else raw
+        now = self._wall.clock()
+        found = self._wall.store.get_beliefs(list(cites))
+        policy = self._policy.policy
+        ruling = decide(
+            contract,
+            tool,
+            policy,
+            label=session.label,
+            cites=cites,
+            found=found,
+            citation_policy=self._citation,
+            now=now,
+        )
+        snapshots = (
+            capture(contract, validated, cites, self._policy.digest) if contract is not None else []
+        )
+        request_id, digest = new_id("req"), inputs_digest(tool, validated)
+        decision = Decision(
+            id=new_id("dec"),
+            session_id=session.id,
+            summary=f"request {tool} ({ruling.outcome.value})",
+            depends_on=list(cites),
+            dependency_truth={
+                i: found[i].truth_status if i in found else TruthStatus.UNVERIFIED for i in cites
+            },
+            policy_id=self._citation.name,
+            created_at=now,
+            flags=[r for r in ruling.reasons if r.startswith("cited")],
+        )
+        action = Action(
+            id=new_id("act"),
+            decision_id=decision.id,
+            session_id=session.id,
+            name=tool,
+            args=validated,
+            created_at=now,
+        )
+        label = session.label
+        self._record(
+            session.id,
+            session.project,
+            session.user,
+            L.PROPOSED,
+            {
+                "request_id": request_id,
+                "action_id": action.id,
+                "tool": tool,
+                "args": validated,
+                "cites": list(cites),
+                "label": label.json_dict() if label is not None else None,
+                "level": ruling.level.name if ruling.level is not None else None,
+                "outcome": ruling.outcome.value,
+                "rule": ruling.rule,
+                "reasons": list(ruling.reasons),
+                "inputs_digest": digest,
+                "policy_digest": self._policy.digest,
+                "preconditions": [s.model_dump() for s in snapshots],
+            },
+            records=Records(decisions=(decision,), actions=(action,)),
+            actor=session.actor,
+            now=now,
+        )
+        if ruling.outcome == Verdict.ALLOW:
+            return self._execute(request_id)
+        if ruling.outcome == Verdict.DENY:
+            self._record_for(request_id, L.DENIED, {"reasons": list(ruling.reasons)})
+            return ActionResult(request_id, action.id, "denied", ruling.reasons)
+        return self._hold(request_id, action.id, session, tool, ruling, digest, now)
+
+    def _hold(
+        self,
+        request_id: str,
+        action_id: str,
+        session: Session,
+        tool: str,
+        ruling: Ruling,
+        digest: str,
+        now: datetime,
+    ) -> ActionResult:
+        deadline = self._policy.policy.approval_deadline.after(now)
+        request = ApprovalRequest(
+            id=request_id,
+            action_id=action_id,
+            session_id=session.id,
+            project=session.project,
+            tool=tool,
+            level=ruling.level.name if ruling.level is not None else "?",
+            inputs_digest=digest,
+            policy_digest=self._policy.digest,
+            reasons=ruling.reasons,
+            created_at=now,
+            deadline=deadline,
+        )
+        self._record_for(request_id, L.HELD, {"request": request.model_dump(mode="json")})
+        if self._resolver is not None:
+            answer = self._resolver(request)
+            if answer is not None:
+                return self.submit(answer)
+        return ActionResult(request_id, action_id, "held", ruling.reasons)
+
+    # -- approvals ------------------------------------------------------------------------
+
+    def holds(self) -> list[ApprovalRequest]:
+        """Pending holds, rebuilt from the log (overdue ones are expired first)."""
+        self.expire()
+        return [s.request for s in L.read_ledger(self._wall.store).holds() if s.request]
+
+    def expire(self) -> list[str]:
+        """Turn every hold past its deadline into a denial (``action.expired``)."""
+        now = self._wall.clock()
+        done = []
+        for state in L.read_ledger(self._wall.store).holds():
+            if state.request is not None and now >= state.request.deadline:
+                reason = "approval timed out: no approval before the deadline (denied)"
+                self._record_for(state.request_id, L.EXPIRED, {"reasons": [reason]})
+                done.append(state.request_id)
+        return done
+
+    def submit(self, approval: object, *, submitted_seq: int | None = None) -> ActionResult:
+        """Resolve a hold with a signed approval (host side). A forged, replayed, expired,
+        wrong-key or wrong-digest approval is recorded as ``approval.forgery`` and raises
+        :class:`ForgedApprovalError`; an approval executes the action (two-phase)."""
+        request_id = _request_of(approval) or ""
+        self.expire()
+        ledger = L.read_ledger(self._wall.store)
+        state = ledger.requests.get(request_id)
+        if state is not None and submitted_seq is not None and submitted_seq in state.handled:
+            # another host process picked this submission up first: nothing to do here
+            return ActionResult(request_id, state.action_id, state.status, ())
+        if state is None or state.request is None:
+            self._forgery(None, "wrong_request", f"no held request {request_id!r}", submitted_seq)
+            raise ForgedApprovalError("wrong_request", f"no held request {request_id!r}")
+        try:
+            checked = check_approval(
+                approval, state.request, self._approvers, now=self._wall.clock()
+            )
+            if checked.nonce in ledger.nonces:
+                raise ForgedApprovalError(
+                    "replayed", f"approval nonce for {request_id} was already used"
+                )
+        except ForgedApprovalError as exc:
+            self._forgery(state, exc.kind, exc.message, submitted_seq)
+            raise
+        if state.status != "held":
+            raise ActionPendingError(
+                f"request {request_id} is {state.status}, not held",
+                hint="a timed-out or resolved hold needs a new request",
+            )
+        self._record_for(
+            request_id,
+            L.ACCEPTED,
+            {
+                "decision": checked.decision,
+                "approver": checked.approver,
+                "key_id": checked.key_id,
+                "nonce": checked.nonce,
+                "submitted_seq": submitted_seq,
+            },
+            actor=checked.approver,
+        )
+        if checked.decision == "deny":
+            return ActionResult(
+                request_id, state.action_id, "denied", (f"denied by {checked.approver}",)
+            )
+        return self._execute(request_id)
+
+    def process_submitted(self) -> list[ActionResult | ForgedApprovalError]:
+        """Verify and act on approvals other processes wrote to the store (``gnomon approve``)."""
+        out: list[ActionResult | ForgedApprovalError] = []
+        for state in L.read_ledger(self._wall.store).requests.values():
+            for seq, doc in state.pending:
+                try:
+                    approval = Approval.from_json(doc)
+                except ForgedApprovalError as exc:
+                    self._forgery(state, exc.kind, exc.message, seq)
+                    out.append(exc)
+                    continue
+                try:
+                    out.append(self.submit(approval, submitted_seq=seq))
+                except ForgedApprovalError as exc:
+                    out.append(exc)
+                except ActionPendingError:
+                    continue
+        return out
+
+    def _forgery(
+        self, state: L.RequestState | None, kind: str, detail: str, submitted_seq: int | None
+    ) -> None:
+        data = {"kind": kind, "detail": detail, "submitted_seq": submitted_seq}
+        if state is None:
+            self._wall.commit(
+                self._wall.draft(L.FORGERY, actor="host", now=self._wall.clock(), data=data)
+            )
+        else:
+            self._record_for(state.request_id, L.FORGERY, data)
+
+    # -- phase two: execute ---------------------------------------------------------------
+
+    def execute(self, request_id: str) -> ActionResult:
+        """Run an approved (or allowed) request; exactly once across processes."""
+        return self._execute(request_id)
+
+    def _execute(self, request_id: str) -> ActionResult:
+        state = L.read_ledger(self._wall.store).requests.get(request_id)
+        if state is None:
+            raise UnknownIdError("request", request_id)
+        if state.status not in EXECUTABLE:
+            raise ActionPendingError(
+                f"request {request_id} is {state.status}: only an allowed or approved action "
+                "executes",
+                hint="a held action needs a signed approval from a pinned approver key",
+            )
+        claimed = self._wall.store.claim_execution(
+            request_id,
+            self._draft_for(state, L.EXECUTING, {"request_id": request_id}),
+        )
+        if claimed is None:
+            return ActionResult(
+                request_id, state.action_id, "executing", ("another process executed it",)
+            )
+        now = self._wall.clock()
+        problems = revalidate(
+            [Snapshot.model_validate(s) for s in state.proposal.get("preconditions", [])],
+            store=self._wall.store,
+            citation_policy=self._citation,
+            policy_digest=self._policy.digest,
+            now=now,
+        )
+        tool = str(state.proposal["tool"])
+        executor = self._executors.get(tool)
+        if executor is None:
+            problems.append(f"no executor is registered for {tool}")
+        if problems:
+            self._record_for(request_id, L.REFUSED, {"problems": problems})
+            return ActionResult(request_id, state.action_id, "refused", tuple(problems))
+        try:
+            output = executor(dict(state.proposal["args"])) if executor else None
+            success, summary = True, _summary(output)
+        except Exception as exc:  # the tool's own failure is an outcome, not our crash
+            output, success, summary = None, False, f"{type(exc).__name__}: {exc}"[:500]
+        outcome = Outcome(
+            id=new_id("out"),
+            action_id=state.action_id,
+            session_id=state.session_id or "",
+            success=success,
+            summary=summary,
+            created_at=self._wall.clock(),
+        )
+        self._record_for(
+            request_id,
+            L.EXECUTED,
+            {"success": success},
+            records=Records(outcomes=(outcome,)),
+        )
+        return ActionResult(request_id, state.action_id, "executed", (), output)
+
+    # -- status ---------------------------------------------------------------------------
+
+    def status(self, request_id: str) -> ActionResult:
+        self.expire()
+        state = L.read_ledger(self._wall.store).requests.get(request_id)
+        if state is None:
+            raise UnknownIdError("request", request_id)
+        return ActionResult(request_id, state.action_id, state.status, tuple(state.reasons))
+
+    # -- recording ------------------------------------------------------------------------
+
+    def _record(
+        self,
+        session_id: str | None,
+        project: str | None,
+        user: str | None,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        records: Records | None = None,
+        actor: str = "host",
+        now: datetime | None = None,
+    ) -> None:
+        self._wall.commit(
+            self._wall.draft(
+                kind,
+                actor=actor,
+                now=now or self._wall.clock(),
+                session_id=session_id,
+                project=project,
+                user=user,
+                data=data,
+                records=records,
+                versions={"action_policy_digest": self._policy.digest},
+            )
+        )
+
+    def _draft_for(self, state: L.RequestState, kind: str, data: Mapping[str, Any]) -> Any:
+        return self._wall.draft(
+            kind,
+            actor="host",
+            now=self._wall.clock(),
+            session_id=state.session_id,
+            project=state.project,
+            user=state.user,
+            data=data,
+            versions={"action_policy_digest": self._policy.digest},
+        )
+
+    def _record_for(
+        self,
+        request_id: str,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        records: Records | None = None,
+        actor: str = "host",
+    ) -> None:
+        """An event about ``request_id`` carrying its session's context ids."""
+        state = L.read_ledger(self._wall.store).requests[request_id]
+        self._record(
+            state.session_id,
+            state.project,
+            state.user,
+            kind,
+            {"request_id": request_id, **data},
+            records=records,
+            actor=actor,
+        )
+
+
+class ActionHandle:
+    """What agent-facing code holds: propose an action, read a request's status. Nothing on
+    it leads to the kernel, the firewall, a key or an approval."""
+
+    __slots__ = ("_kernel", "_session")
+
+    def __init__(self, kernel: ActionKernel, session: Session) -> None:
+        self._kernel = kernel
+        self._session = session
+
+    @checked_call
+    def request(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        cites: Sequence[str] = (),
+    ) -> ActionResult:
+        """Propose ``tool(args)``, citing the beliefs it rests on. Returns a verdict the agent
+        can re-plan on; raises only :class:`~firewall.errors.GnomonError` on bad input."""
+        return self._kernel._propose(self._session, tool, args, cites)
+
+    @checked_call
+    def status(self, request_id: str) -> ActionResult:
+        return self._kernel.status(request_id)
+
+
+def _request_of(approval: object) -> str | None:
+    if type(approval) is not Approval:
+        return None
+    value = object.__getattribute__(approval, "__dict__").get("request_id")
+    return value if isinstance(value, str) else None
+
+
+def _summary(output: object) -> str:
+    text = "" if output is None else str(output)
+    return text[:500]
+
+
+__all__ = ["ActionHandle", "ActionKernel", "ActionResult", "Executor", "Resolver"]
