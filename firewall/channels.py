@@ -108,6 +108,9 @@ def caller_origin(origin: object, *, what: str) -> Origin | None:
             f"{what} must be a firewall.Origin or a host Channel, got {type(origin).__name__}",
             hint="use Origin.external('...') for content someone else wrote",
         )
+    # Rebuilt through validation: a label made with model_construct (any class at any
+    # integrity, fields of any type) is judged by what it is, not by what it says.
+    origin = _revalidated(origin)
     if origin.authority_bearing:
         named = origin.describe()
         raise UnattestedOriginError(
@@ -118,6 +121,25 @@ def caller_origin(origin: object, *, what: str) -> Origin | None:
             "agent origins",
         )
     return origin
+
+
+def _revalidated(origin: Origin) -> Origin:
+    from firewall.errors import InvalidOriginError
+
+    fields = origin.__dict__
+    try:
+        return Origin(
+            classes=fields.get("classes"),
+            origin_ids=fields.get("origin_ids"),
+            integrity=fields.get("integrity"),
+        )
+    except InvalidOriginError:
+        raise
+    except Exception as exc:  # a constructed label whose fields are not even iterable
+        raise InvalidOriginError(
+            f"invalid origin label: {type(exc).__name__}",
+            hint="build labels with Origin.external(...), Origin.agent(...) or Origin.join",
+        ) from exc
 
 
 __all__ = ["Channel", "WriteOrigin", "caller_origin"]

@@ -338,3 +338,22 @@ def _all_beliefs(wall: firewall.Firewall) -> list[firewall.Belief]:
     from firewall.store.base import BeliefFilter
 
     return wall.store.find_beliefs(BeliefFilter(limit=1000))
+
+
+def test_a_label_built_without_validation_is_judged_by_what_it_is(
+    wall: firewall.Firewall,
+) -> None:
+    from firewall.origin import OriginClass
+
+    elevated = Origin.model_construct(
+        classes=frozenset({OriginClass.EXTERNAL}),
+        origin_ids=frozenset({"external:README.md"}),
+        integrity=Integrity.ATTESTED,
+    )
+    garbage = Origin.model_construct(classes=3, origin_ids=None, integrity="attested")
+    with wall.session(project="shop", actor="coder") as s:
+        head = wall.store.head()
+        for label in (elevated, garbage):
+            with pytest.raises(InvalidOriginError):
+                s.observe(tool="read_file", content=POISON, origin=label)
+        assert wall.store.head() == head

@@ -142,7 +142,7 @@ def _hand_built(klass: OriginClass, name: str) -> Origin | None:
             origin_ids=frozenset({f"{klass.value}:{name}"}),
             integrity=Integrity.ATTESTED,
         )
-    except ValidationError:  # building the argument failed: not a firewall call
+    except (ValidationError, GnomonError):  # building the label failed: not a firewall call
         return None
 
 
