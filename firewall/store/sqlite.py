@@ -41,7 +41,13 @@ from firewall.chain import (
 )
 from firewall.errors import GnomonError, StoreCorruptError, StoreError, StoreLockedError
 from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
-from firewall.states import SENSITIVITY_RANK, Scope
+from firewall.states import (
+    SENSITIVITY_RANK,
+    RetrievalStatus,
+    Scope,
+    SecurityStatus,
+    TruthStatus,
+)
 from firewall.store import sqlite_schema as schema
 from firewall.store.base import BeliefFilter, Store, check_continues
 from firewall.store.keys import index_tokens, micros
@@ -70,6 +76,8 @@ PROJECTION_TABLES = (
     "bindings",
     "belief_versions",
 )
+#: The FTS5 indexes over ``beliefs.terms``: every belief, and the admissible ones only.
+TEXT_INDEXES = ("beliefs_fts", "beliefs_fts_ok")
 _IN_CHUNK = 500
 _dumps = orjson.dumps
 
@@ -153,7 +161,8 @@ class SQLiteStore(Store):
                     hint="point the store URL at a new file or an existing Gnomon store",
                 )
             else:
-                for statement in _statements(schema.DDL + schema.BINDINGS_DDL + schema.HISTORY_DDL):
+                ddl = schema.DDL + schema.BINDINGS_DDL + schema.HISTORY_DDL + schema.ADMISSIBLE_DDL
+                for statement in _statements(ddl):
                     conn.execute(statement)
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
@@ -195,6 +204,11 @@ class SQLiteStore(Store):
             self._backfill_history()
         # Version 5 adds the index behind ``revisions_by_grant``.
         self._conn.execute(schema.GRANT_INDEX_DDL)
+        # Version 6 adds the admissible-state text index, filled from the rows already stored.
+        if "beliefs_fts_ok" not in self._tables():
+            for statement in _statements(schema.ADMISSIBLE_DDL):
+                self._conn.execute(statement)
+            self._conn.execute(schema.FILL_ADMISSIBLE)
         self._conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'schema_version'",
             (str(schema.SCHEMA_VERSION),),
@@ -382,7 +396,8 @@ class SQLiteStore(Store):
             if table in present:
                 conn.execute(f"DELETE FROM {table}")
         # Entries planted in the index alone survive the delete trigger: drop them all.
-        conn.execute("INSERT INTO beliefs_fts (beliefs_fts) VALUES ('delete-all')")
+        for index in TEXT_INDEXES:
+            conn.execute(f"INSERT INTO {index} ({index}) VALUES ('delete-all')")
         count = 0
         after = 0
         while True:
@@ -416,26 +431,27 @@ class SQLiteStore(Store):
                 rows = conn.execute(sql).fetchall()
             for ident, *values in rows:
                 yield table, str(ident), derived_row(columns, tuple(values))
-        yield from self._text_index()
+        for index in TEXT_INDEXES:
+            yield from self._text_index(index)
 
-    def _text_index(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
-        """What the FTS5 index itself holds (not its content table): each belief's tokens in
+    def _text_index(self, index: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """What an FTS5 index itself holds (not its content table): each belief's tokens in
         order, read through an ``fts5vocab`` view of the index. A token planted in the index
-        alone makes a belief match queries its statement does not answer."""
+        alone makes a belief match queries its statement does not answer; a belief planted in
+        the admissible index alone makes it a candidate for trusted context."""
+        vocab = f"temp.gnomon_vocab_{index}"
         with self._guard("reading the text index") as conn:
             conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.gnomon_fts_vocab "
-                "USING fts5vocab(main, beliefs_fts, instance)"
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} "
+                f"USING fts5vocab(main, {index}, instance)"
             )
             ids = dict(conn.execute("SELECT rid, id FROM beliefs").fetchall())
             found: dict[int, list[tuple[int, str]]] = {}
-            for doc, term, offset in conn.execute(
-                "SELECT doc, term, offset FROM temp.gnomon_fts_vocab"
-            ):
+            for doc, term, offset in conn.execute(f"SELECT doc, term, offset FROM {vocab}"):
                 found.setdefault(doc, []).append((offset, term))
         for rid, terms in found.items():
             ident = ids.get(rid, f"rowid {rid} (no such belief)")
-            yield "beliefs_fts", str(ident), {"terms": " ".join(t for _, t in sorted(terms))}
+            yield index, str(ident), {"terms": " ".join(t for _, t in sorted(terms))}
 
     def scratch(self) -> Store:
         return SQLiteStore(":memory:")
@@ -632,12 +648,16 @@ class SQLiteStore(Store):
             match = fts5_match(where.text)
             if match is None:
                 return None
+            # The admissible index holds a superset of what such a filter can match (its
+            # statuses lie inside the index's); every condition is still checked on the row.
+            index = "beliefs_fts_ok" if _within_admissible(where) else "beliefs_fts"
             sql = (
-                f"SELECT {select} FROM beliefs_fts CROSS JOIN beliefs b "
-                "ON b.rid = beliefs_fts.rowid WHERE beliefs_fts MATCH ?"
+                f"SELECT {select} FROM {index} CROSS JOIN beliefs b "
+                f"ON b.rid = {index}.rowid WHERE {index} MATCH ?"
             )
             params.insert(0, match)
-            order = "beliefs_fts.rank, b.id"
+            # Unranked: newest rows first, straight off the index, stopping at the limit.
+            order = f"{index}.rowid DESC" if where.unranked else f"{index}.rank, b.id"
         else:
             # A subject or a session is far more selective than any status, but the planner
             # would rather walk an index already in result order: name the index it should use.
@@ -843,12 +863,11 @@ class _Rows:
         if self.versions:
             self._write_versions(conn)
         if self.beliefs:
+            (before,) = conn.execute(schema.MAX_BELIEF_RID).fetchone()
+            conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
             if index_new_beliefs:
-                (before,) = conn.execute(schema.MAX_BELIEF_RID).fetchone()
-                conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
                 conn.execute(schema.INDEX_NEW_BELIEFS, (before,))
-            else:
-                conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
+            conn.execute(schema.INDEX_NEW_ADMISSIBLE, (before,))
         for sql, rows in (
             (schema.UPSERT_SESSION, self.sessions),
             (schema.UPSERT_OBSERVATION, self.observations),
@@ -938,6 +957,18 @@ def _conditions(where: BeliefFilter, *, id_column: str) -> tuple[list[str], list
         conds.append(f"+b.{id_column} NOT IN ({','.join('?' * len(where.exclude_ids))})")
         params.extend(sorted(where.exclude_ids))
     return conds, params
+
+
+def _within_admissible(where: BeliefFilter) -> bool:
+    """True when every belief ``where`` can match is in ``beliefs_fts_ok``."""
+    return (
+        where.truth is not None
+        and where.retrieval is not None
+        and where.security is not None
+        and where.truth <= {TruthStatus(schema.ADMISSIBLE_TRUTH)}
+        and where.retrieval <= {RetrievalStatus(schema.ADMISSIBLE_RETRIEVAL)}
+        and where.security <= {SecurityStatus(schema.ADMISSIBLE_SECURITY)}
+    )
 
 
 def _version_rows(
