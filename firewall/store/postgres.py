@@ -574,7 +574,7 @@ class PostgresStore(Store):
             event = seal(seq, prev, draft)
             prev = event.hash
             sealed.append(event)
-        self._store_events(conn, head, sealed, [d.records for d in drafts])
+        self._store_events(conn, head, sealed, [d.typed_records() for d in drafts])
         return sealed
 
     def _write_sealed(self, conn: psycopg.Connection[Any], events: Sequence[Event]) -> None:

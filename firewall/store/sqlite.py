@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from firewall.batch import IMPORTS, ImportBatch, expand, record_docs
 from firewall.chain import (
     Belief,
     ChainModel,
@@ -227,7 +228,7 @@ class SQLiteStore(Store):
             for seq, body in page:
                 after = seq
                 payload = orjson.loads(body).get("payload") or {}
-                docs = (payload.get("records") or {}).get("beliefs")
+                docs = record_docs(payload).get("beliefs")
                 if docs:
                     beliefs = tuple(Belief.model_validate(d, strict=False) for d in docs)
                     rows.add(Records(beliefs=beliefs), {"beliefs": docs})
@@ -360,6 +361,8 @@ class SQLiteStore(Store):
             sealed.append(event)
             if draft.records:
                 rows.add(draft.records, event.payload["records"])
+            if draft.batch is not None:
+                rows.add_batch(draft.batch, expand(event.payload[IMPORTS]))
         self._insert_events(conn, sealed)
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
         return sealed
@@ -387,7 +390,7 @@ class SQLiteStore(Store):
         for event in events:
             records = event.records()
             if records:
-                rows.add(records, event.payload["records"])
+                rows.add(records, record_docs(event.payload))
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
 
     def _rebuild(self, conn: sqlite3.Connection) -> int:
@@ -787,6 +790,41 @@ class _Rows:
         self.contradictions: dict[str, tuple[Contradiction, bytes]] = {}
         self.bindings: list[tuple[Any, ...]] = []
         self.versions: list[tuple[str, int, tuple[Any, ...]]] = []  # (id, from_us, row)
+        #: First versions of beliefs new in this commit (an import batch): nothing to close.
+        self.first_versions: list[tuple[Any, ...]] = []
+
+    def add_batch(self, batch: ImportBatch, docs: dict[str, list[dict[str, Any]]]) -> None:
+        """The rows of an import batch, straight from its compact rows and expanded documents:
+        no typed record is built. Every belief is new (fresh ids), so its history row opens
+        its history and closes nothing."""
+        t = batch.template.belief
+        now = micros(batch.now)
+        verified = t.last_verified_at is not None
+        expires = None if t.expires_at is None else micros(t.expires_at)
+        shared = (t.project, t.scope, t.user, t.subject, t.predicate, t.session_id)
+        status = (t.truth_status, t.retrieval_status, t.security_status, t.freshness_status)
+        dumps = _dumps
+        for row, claim, evidence, belief in zip(
+            batch.rows, docs["claims"], docs["evidence"], docs["beliefs"], strict=True
+        ):
+            belief_id, claim_id, evidence_id, text, _source, sens, observed, _sid, _digest = row
+            seen = now if observed is None else micros(observed)
+            doc = dumps(belief)
+            keys = (*status, SENSITIVITY_RANK[sens], now if verified else seen, seen, expires)
+            self.claims.append((claim_id, dumps(claim)))
+            self.evidence.append((evidence_id, claim_id, dumps(evidence)))
+            self.beliefs[belief_id] = (
+                belief_id,
+                *keys,
+                *shared,
+                " ".join(index_tokens(text)),
+                doc,
+            )
+            self.first_versions.append((belief_id, t.version, now, None, *keys, *shared, doc))
+        for binding in docs.get("bindings", ()):
+            self.bindings.append(
+                (binding["store"], binding["belief_id"], binding["store_id"], dumps(binding))
+            )
 
     def add(self, rec: Records, payload: dict[str, list[dict[str, Any]]]) -> None:
         # The event payload already holds each record's JSON form: reuse it as the row's doc.
@@ -862,6 +900,8 @@ class _Rows:
     def write(self, conn: sqlite3.Connection, *, index_new_beliefs: bool) -> None:
         if self.versions:
             self._write_versions(conn)
+        if self.first_versions:
+            conn.executemany(schema.INSERT_VERSION, self.first_versions)
         if self.beliefs:
             (before,) = conn.execute(schema.MAX_BELIEF_RID).fetchone()
             conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
