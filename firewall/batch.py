@@ -41,12 +41,10 @@ from typing import Any
 from firewall.adoption import Adopter, NewBelief, _plain_aware
 from firewall.chain import Belief, BindingState, Claim, EvidenceItem, StoreBinding, content_hash
 from firewall.clock import iso
-from firewall.events import Records
+from firewall.events import IMPORTS, Records
 from firewall.ids import new_id
 from firewall.states import Sensitivity
 
-#: The payload key of an import batch.
-IMPORTS = "imports"
 #: What each compact row holds, in order.
 ROW_FIELDS = (
     "belief_id",

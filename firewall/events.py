@@ -13,10 +13,10 @@ reordered log breaks the chain without the verifier having to parse any body.
 The body carries the full snapshots of the records the event changed (``payload.records``), so
 every projection can be rebuilt from the log alone with :func:`records_from_payload`.
 
-Schema versions: 1 is every event written before the compact import batch; 2 adds one payload
-form, ``payload.imports`` (:mod:`firewall.batch`): one event for a whole import batch, a shared
-template and one compact row per record, from which the records are derived, not restated.
-:data:`KNOWN_SCHEMAS` are read; a body of any other version is refused.
+Schema versions: 1 is every event but an import batch, unchanged since the first release; 2 is
+the compact import batch, ``payload.imports`` (:mod:`firewall.batch`): one event for a whole
+batch, a shared template and one compact row per record, from which the records are derived, not
+restated. :data:`KNOWN_SCHEMAS` are read; a body of any other version is refused.
 """
 
 from __future__ import annotations
@@ -49,9 +49,13 @@ from firewall.errors import LogIntegrityError
 if TYPE_CHECKING:
     from firewall.batch import ImportBatch
 
+#: The newest event body schema: 2 is an import batch (``payload.imports``); every other event
+#: is written as schema 1, in the format earlier versions wrote.
 SCHEMA_VERSION = 2
-#: Event body schema versions this version of gnomon reads (1: before import batches).
+#: Event body schema versions this version of gnomon reads.
 KNOWN_SCHEMAS = frozenset({1, 2})
+#: The payload key of an import batch (:mod:`firewall.batch`).
+IMPORTS = "imports"
 DOMAIN = b"gnomon.event.v1\x00"
 GENESIS_HASH = "0" * 64
 
@@ -152,8 +156,6 @@ class EventDraft:
         if self.records:
             out["records"] = self.records.to_payload()
         if self.batch is not None:
-            from firewall.batch import IMPORTS
-
             out[IMPORTS] = self.batch.payload()
         return out
 
@@ -221,7 +223,7 @@ def _body(
     seq: int, draft: EventDraft, at: str, versions: dict[str, Any], payload: dict[str, Any]
 ) -> bytes:
     doc = {
-        "schema": SCHEMA_VERSION,
+        "schema": SCHEMA_VERSION if IMPORTS in payload else 1,
         "seq": seq,
         "kind": draft.kind,
         "at": at,
@@ -316,6 +318,7 @@ def verify_chain(rows: Iterable[tuple[int, bytes, str, str]]) -> VerifyReport:
 __all__ = [
     "DOMAIN",
     "GENESIS_HASH",
+    "IMPORTS",
     "KNOWN_SCHEMAS",
     "RECORD_TYPES",
     "SCHEMA_VERSION",

@@ -114,7 +114,7 @@ def test_export_import_round_trip(demo: tuple[str, Path], tmp_path: Path) -> Non
     [
         (lambda d: d[:-30], ("incomplete", "truncated")),
         (lambda d: d.replace(b"alice", b"al\xffce", 1), ("not valid UTF-8",)),
-        (lambda d: d.replace(b'\\"schema\\":2', b'\\"schema\\":9', 1), ("seq 1",)),
+        (lambda d: d.replace(b'\\"schema\\":1', b'\\"schema\\":9', 1), ("seq 1",)),
         (lambda d: d.replace(b'"version":1', b'"version":2', 1), ("unknown log format version",)),
         (lambda d: d.replace(b"alice", b"mallo", 1), ("hash does not match",)),
     ],

@@ -153,3 +153,13 @@ def test_store_contract_on_batch_records(tmp_path: Path) -> None:
         assert target.get_evidence(belief.claim_id) == source.get_evidence(belief.claim_id)
     assert len(payload[IMPORTS]["rows"]) == 4
     target.close()
+
+
+def test_only_a_batch_event_is_schema_2() -> None:
+    source, _ = _batch_event_log()
+    wall = firewall.Firewall(source, clock=lambda: NOW)
+    with wall.session(project="p", actor="a") as s:
+        s.remember("a note")
+    bodies = [e.body for e in source.events()]
+    assert b'"schema":2,' in bodies[0] and b'"kind":"beliefs.imported"' in bodies[0]
+    assert all(b'"schema":1,' in body for body in bodies[1:])
