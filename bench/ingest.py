@@ -8,8 +8,11 @@ directory:
   ``synchronous=NORMAL``, the pragmas the Gnomon store uses): what a bare memory store pays to
   keep text findable, done the fast way.
 * **firewall**: ``wall.import_records(items, ...)``: every record validated, adopted as a claim,
-  an evidence item and a belief, one chained event per record, committed in batches with their
-  projections.
+  an evidence item and a belief, one chained event per batch (the compact import form,
+  ``firewall.batch``), committed with its projections.
+
+Each line also gives the bytes the store file holds per record after the run (database plus
+WAL, after close), for both.
 
 Optionally (``--memory``) the firewall is also measured over ``memory://``.
 
@@ -28,6 +31,10 @@ import _common as common
 
 import firewall
 from firewall.firewall import ImportItem
+
+
+def file_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
 def raw_import(path: Path, texts: list[str], batch: int) -> float:
@@ -59,7 +66,7 @@ def firewall_import(url: str, texts: list[str], batch: int) -> float:
     count = wall.import_records(items, store_name="bench", project="bench", batch_size=batch)
     elapsed = time.perf_counter() - start
     assert count == len(texts)
-    assert wall.store.head()[0] == len(texts)
+    assert wall.store.head()[0] == -(-len(texts) // batch)  # one event per batch
     wall.close()
     return elapsed
 
@@ -85,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
             raw = args.records / raw_import(Path(tmp) / "raw.db", texts, args.batch)
             fw = args.records / firewall_import(f"sqlite:///{tmp}/gnomon.db", texts, args.batch)
+            raw_b = file_bytes(Path(tmp) / "raw.db") / args.records
+            fw_b = file_bytes(Path(tmp) / "gnomon.db") / args.records
         line = (
             f"rep {rep + 1}: raw {raw:,.0f}/s  firewall(sqlite) {fw:,.0f}/s  ratio {raw / fw:.2f}x"
+            f"  bytes/record raw {raw_b:,.0f} firewall {fw_b:,.0f}"
         )
         if args.memory:
             mem = args.records / firewall_import("memory://", texts, args.batch)

@@ -59,6 +59,18 @@ def checked_call(func: F) -> F:
     ``grant`` parameters are left to the grant verifier and ``policy`` parameters to
     :func:`firewall.policy.revalidate`, which have their own typed refusals.
     """
+    return _checked(func, frozenset())
+
+
+def checked_streaming(*names: str) -> Callable[[F], F]:
+    """:func:`checked_call` for a function that consumes the parameters ``names`` item by item
+    and runs :func:`check_value` on each item itself (a bulk import may be handed a generator,
+    which cannot be scanned up front, or a list of a million records, which should not be
+    scanned twice). Their annotations are still checked."""
+    return lambda func: _checked(func, frozenset(names))
+
+
+def _checked(func: F, streamed: frozenset[str]) -> F:
     signature = inspect.signature(func)
     name = func.__name__
     adapters: dict[str, TypeAdapter[Any]] = {}
@@ -79,7 +91,8 @@ def checked_call(func: F) -> F:
         for param, value in bound.arguments.items():
             if param in ("self", "cls"):
                 continue
-            check_value(f"{name}()", param, value)
+            if param not in streamed:
+                check_value(f"{name}()", param, value)
             try:
                 check(param, value)
             except ValidationError as exc:
@@ -170,4 +183,4 @@ def record_error(where: str, exc: ValidationError) -> InputError:
     return kind(f"{where}: " + "; ".join(problems[:5]), hint="check the type of that value")
 
 
-__all__ = ["MAX_DEPTH", "check_value", "checked_call", "record_error"]
+__all__ = ["MAX_DEPTH", "check_value", "checked_call", "checked_streaming", "record_error"]

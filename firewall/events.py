@@ -12,6 +12,11 @@ reordered log breaks the chain without the verifier having to parse any body.
 
 The body carries the full snapshots of the records the event changed (``payload.records``), so
 every projection can be rebuilt from the log alone with :func:`records_from_payload`.
+
+Schema versions: 1 is every event but an import batch, unchanged since the first release; 2 is
+the compact import batch, ``payload.imports`` (:mod:`firewall.batch`): one event for a whole
+batch, a shared template and one compact row per record, from which the records are derived, not
+restated. :data:`KNOWN_SCHEMAS` are read; a body of any other version is refused.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -41,7 +46,16 @@ from firewall.chain import (
 from firewall.clock import iso
 from firewall.errors import LogIntegrityError
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    from firewall.batch import ImportBatch
+
+#: The newest event body schema: 2 is an import batch (``payload.imports``); every other event
+#: is written as schema 1, in the format earlier versions wrote.
+SCHEMA_VERSION = 2
+#: Event body schema versions this version of gnomon reads.
+KNOWN_SCHEMAS = frozenset({1, 2})
+#: The payload key of an import batch (:mod:`firewall.batch`).
+IMPORTS = "imports"
 DOMAIN = b"gnomon.event.v1\x00"
 GENESIS_HASH = "0" * 64
 
@@ -106,8 +120,12 @@ _RECORD_NAMES = tuple(name for name, _ in RECORD_TYPES)
 
 
 def records_from_payload(payload: Mapping[str, Any]) -> Records:
-    """Rebuild typed records from an event payload (the inverse of :meth:`Records.to_payload`)."""
-    raw = payload.get("records") or {}
+    """Rebuild typed records from an event payload (the inverse of :meth:`Records.to_payload`;
+    an import batch's rows are expanded from its template first, :func:`firewall.batch.expand`).
+    """
+    from firewall.batch import record_docs
+
+    raw = record_docs(payload)
     parts: dict[str, tuple[ChainModel, ...]] = {}
     for name, model in RECORD_TYPES:
         items = raw.get(name)
@@ -129,12 +147,21 @@ class EventDraft:
     versions: Mapping[str, Any] = field(default_factory=dict)
     data: Mapping[str, Any] = field(default_factory=dict)
     records: Records = field(default_factory=Records)
+    #: An import batch (schema 2): its records are derived from one template, see
+    #: :mod:`firewall.batch`. A draft carries ``records`` or a batch, not both.
+    batch: ImportBatch | None = None
 
     def payload(self) -> dict[str, Any]:
         out = dict(self.data)
         if self.records:
             out["records"] = self.records.to_payload()
+        if self.batch is not None:
+            out[IMPORTS] = self.batch.payload()
         return out
+
+    def typed_records(self) -> Records:
+        """Every record this draft writes, typed (an import batch builds them on first use)."""
+        return self.records if self.batch is None else self.batch.records()
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +223,7 @@ def _body(
     seq: int, draft: EventDraft, at: str, versions: dict[str, Any], payload: dict[str, Any]
 ) -> bytes:
     doc = {
-        "schema": SCHEMA_VERSION,
+        "schema": SCHEMA_VERSION if IMPORTS in payload else 1,
         "seq": seq,
         "kind": draft.kind,
         "at": at,
@@ -291,6 +318,8 @@ def verify_chain(rows: Iterable[tuple[int, bytes, str, str]]) -> VerifyReport:
 __all__ = [
     "DOMAIN",
     "GENESIS_HASH",
+    "IMPORTS",
+    "KNOWN_SCHEMAS",
     "RECORD_TYPES",
     "SCHEMA_VERSION",
     "Event",

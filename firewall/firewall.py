@@ -28,19 +28,23 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from firewall import __about__
 from firewall.adoption import Adopter, Context
-from firewall.arguments import check_value, checked_call
+from firewall.arguments import check_value, checked_call, checked_streaming
+from firewall.batch import ImportBatch
 from firewall.chain import (
     Belief,
-    BindingState,
     Contradiction,
     Revision,
-    StoreBinding,
     content_hash,
 )
 from firewall.channels import Channel
 from firewall.checkpoints import Checkpoint, CheckpointSigner, write_checkpoint
 from firewall.clock import Clock, utcnow
-from firewall.content import DEFAULT_MAX_BLOCK_BYTES, checked_arg_names, statement_text
+from firewall.content import (
+    DEFAULT_MAX_BLOCK_BYTES,
+    checked_arg_names,
+    lone_surrogate,
+    statement_text,
+)
 from firewall.contradictions import contradiction_record, transition_flags
 from firewall.errors import (
     ForgedChannelError,
@@ -659,7 +663,7 @@ class Firewall:
 
     # -- bulk import ------------------------------------------------------------------------
 
-    @checked_call
+    @checked_streaming("items")  # _chunks checks each item as it is consumed
     def import_records(
         self,
         items: Iterable[ImportItem],
@@ -671,10 +675,14 @@ class Firewall:
         bind: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """Bring in records an existing store holds: one chained event per record, batched.
+        """Bring in records an existing store holds: one chained event per batch.
 
         Whatever a record says about itself ("verified by the user"), it lands unverified and
         restricted with an ``imported`` origin: the import path cannot mint authority.
+
+        Each batch of ``batch_size`` records is one event in the compact import form
+        (:mod:`firewall.batch`, event schema 2): the gate's adoption once, as a template, and one
+        compact row per record, committed with its projections in one transaction.
 
         With ``bind=True`` each ``source_id`` is the id ``store_name`` gave the item: the event
         also writes a :class:`~firewall.chain.StoreBinding` (``written``, hash of the text), and
@@ -699,12 +707,7 @@ class Firewall:
                 chunk = self._unbound(store_name, chunk)
             if chunk:
                 self.commit(
-                    *(
-                        self._import_draft(
-                            item, adopter, store_name, project, actor, versions, bind
-                        )
-                        for item in chunk
-                    )
+                    self._import_batch(chunk, adopter, store_name, project, actor, versions, bind)
                 )
                 count += len(chunk)
             if progress is not None:
@@ -720,9 +723,9 @@ class Firewall:
                 fresh.setdefault(item.source_id, item)
         return list(fresh.values())
 
-    def _import_draft(
+    def _import_batch(
         self,
-        item: ImportItem,
+        chunk: list[ImportItem],
         adopter: Adopter,
         store_name: str,
         project: str,
@@ -730,42 +733,26 @@ class Firewall:
         versions: dict[str, Any],
         bind: bool,
     ) -> EventDraft:
-        text = statement_text(item.text, self.max_block_bytes)
         now = self.clock()
-        made = adopter.adopt(
-            text,
-            source=f"{store_name}:{item.source_id}",
-            now=now,
-            sensitivity=item.sensitivity,
-            observed_at=item.created_at,
-        )
-        bindings: tuple[StoreBinding, ...] = ()
-        if bind:
-            bindings = (
-                StoreBinding(
-                    id=StoreBinding.key(store_name, made.belief.id),
-                    store=store_name,
-                    store_id=item.source_id,
-                    belief_id=made.belief.id,
-                    content_hash=item.content_hash or content_hash(item.text),
-                    state=BindingState.WRITTEN,
-                    detail="imported",
-                    updated_at=now,
-                ),
+        batch = ImportBatch.start(adopter, store=store_name, now=now, bind=bind)
+        limit = self.max_block_bytes
+        for item in chunk:
+            batch.add(
+                statement_text(item.text, limit),
+                source=f"{store_name}:{item.source_id}",
+                sensitivity=item.sensitivity,
+                observed_at=item.created_at,
+                store_id=item.source_id if bind else None,
+                digest=(item.content_hash or content_hash(item.text)) if bind else None,
             )
         return EventDraft(
-            kind="belief.imported",
+            kind="beliefs.imported",
             actor=actor,
             at=now,
             project=project,
             versions=versions,
-            data={"store": store_name, "source_id": item.source_id},
-            records=Records(
-                claims=(made.claim,),
-                evidence=(made.evidence,),
-                beliefs=(made.belief,),
-                bindings=bindings,
-            ),
+            data={"store": store_name, "count": len(batch)},
+            batch=batch,
         )
 
     # -- log ------------------------------------------------------------------------------
@@ -821,13 +808,31 @@ def _chunks(items: Iterable[ImportItem], size: int) -> Iterator[list[ImportItem]
                 f"import_records() takes ImportItem records, got {type(item).__name__}",
                 hint="wrap each record: ImportItem(text=..., source_id=...)",
             )
-        check_value("import_records()", "items", item)
+        if not _plain_item(item):
+            check_value("import_records()", "items", item)
         chunk.append(item)
         if len(chunk) >= size:
             yield chunk
             chunk = []
     if chunk:
         yield chunk
+
+
+def _plain_item(item: ImportItem) -> bool:
+    """True when ``check_value`` has nothing to refuse in ``item`` and every field has its
+    declared type (the common case, checked without walking the dataclass generically)."""
+    text, source_id, digest, created = item.text, item.source_id, item.content_hash, item.created_at
+    if (
+        type(text) is not str
+        or type(source_id) is not str
+        or type(item.sensitivity) is not Sensitivity
+    ):
+        return False
+    if digest is not None and (type(digest) is not str or lone_surrogate(digest) is not None):
+        return False
+    if created is not None and (type(created) is not datetime or created.utcoffset() is None):
+        return False
+    return lone_surrogate(text) is None and lone_surrogate(source_id) is None
 
 
 @checked_call

@@ -36,12 +36,10 @@ from typing import IO, Any
 import orjson
 
 from firewall.errors import InputError, LogFormatError
-from firewall.events import DOMAIN, GENESIS_HASH, SCHEMA_VERSION, Event
+from firewall.events import DOMAIN, GENESIS_HASH, KNOWN_SCHEMAS, SCHEMA_VERSION, Event
 
 FORMAT = "gnomon.events"
 FORMAT_VERSION = 1
-#: Event body schema versions this version of gnomon can read.
-KNOWN_SCHEMAS = frozenset({SCHEMA_VERSION})
 
 _KEYS = frozenset({"seq", "prev_hash", "hash", "body"})
 _OPTIONAL = frozenset({"more"})

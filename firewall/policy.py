@@ -557,8 +557,9 @@ def resolve(policy: ContextPolicy | str | Path) -> ContextPolicy:
 # -- re-validation ---------------------------------------------------------------------------
 
 #: Validated policies by the canonical bytes of the fields they were built from, each with the
-#: canonical bytes of its own fields when cached (to notice an ``object.__setattr__`` edit).
-_VALIDATED: dict[bytes, tuple[ContextPolicy, bytes]] = {}
+#: canonical bytes of its own fields when cached (to notice an ``object.__setattr__`` edit) and
+#: its digest (computed once: a recall logs it, and it costs more than the recall's filters).
+_VALIDATED: dict[bytes, tuple[ContextPolicy, bytes, str]] = {}
 _VALIDATED_MAX = 256
 _MAX_NESTING = 8
 
@@ -572,14 +573,22 @@ def revalidate(policy: object) -> ContextPolicy:
     policy is rebuilt from its stored field values (read from the instance, nested rules too)
     through validation; the result is cached by those canonical bytes so a recall stays cheap.
     """
-    return _validated(_canonical(policy, "policy"))
+    return _validated(_canonical(policy, "policy"))[0]
 
 
-def _validated(key: bytes) -> ContextPolicy:
-    """The validated policy whose canonical field bytes are ``key`` (cached)."""
+def revalidate_with_digest(policy: object) -> tuple[ContextPolicy, str]:
+    """:func:`revalidate`, and the rebuilt policy's :attr:`ContextPolicy.digest`, cached with it
+    (the cache entry is only used after checking the cached object's fields are unedited)."""
+    rebuilt, _, digest = _validated(_canonical(policy, "policy"))
+    return rebuilt, digest
+
+
+def _validated(key: bytes) -> tuple[ContextPolicy, bytes, str]:
+    """The validated policy whose canonical field bytes are ``key`` (cached), with its own
+    canonical bytes and digest."""
     hit = _VALIDATED.get(key)
     if hit is not None and _canonical(hit[0], "policy") == hit[1]:
-        return hit[0]
+        return hit
     try:
         data = orjson.loads(key)
     except orjson.JSONDecodeError as exc:  # pragma: no cover - _canonical writes JSON
@@ -588,8 +597,9 @@ def _validated(key: bytes) -> ContextPolicy:
     rebuilt = ContextPolicy.from_mapping(data, source=f"policy object {_short(name)}")
     if len(_VALIDATED) >= _VALIDATED_MAX:
         _VALIDATED.pop(next(iter(_VALIDATED)))
-    _VALIDATED[key] = (rebuilt, _canonical(rebuilt, "policy"))
-    return rebuilt
+    entry = (rebuilt, _canonical(rebuilt, "policy"), rebuilt.digest)
+    _VALIDATED[key] = entry
+    return entry
 
 
 def _canonical(value: object, where: str) -> bytes:
@@ -687,7 +697,7 @@ def available_presets() -> list[str]:
 def _load_preset(name: str) -> ContextPolicy:
     # The cache keeps bytes, not the object: a caller that edits the object it was handed
     # (``object.__setattr__``) cannot change the preset for everyone else in the process.
-    return _validated(_preset_bytes(name))
+    return _validated(_preset_bytes(name))[0]
 
 
 @functools.lru_cache(maxsize=32)
@@ -1066,4 +1076,5 @@ __all__ = [
     "floor_reasons",
     "resolve",
     "revalidate",
+    "revalidate_with_digest",
 ]

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from firewall.batch import record_docs
 from firewall.chain import Belief, Decision
 from firewall.errors import InputError, UnknownIdError
 from firewall.events import Event
@@ -186,7 +187,7 @@ def replay(
         gate_seen = event.versions.get("gate")
         if gate_seen is not None:
             recorded_gates[str(gate_seen)] = None
-        if gate.rule is not None and event.payload.get("records"):
+        if gate.rule is not None and record_docs(event.payload):
             for b in event.records().beliefs:
                 gate.apply(b)  # every belief the session adopted, touched by a recall or not
         if event.kind == "recall.performed":

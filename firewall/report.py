@@ -42,6 +42,7 @@ from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
+from firewall.batch import record_docs
 from firewall.chain import (
     Action,
     Belief,
@@ -161,7 +162,7 @@ def _collect(store: Store, session_id: str) -> _Collected:
 def _records(event: Event) -> Records:
     """``event.records()``, validating each distinct origin label once: a session repeats a
     few labels thousands of times, and label validation dominated the report's cost."""
-    raw = event.payload.get("records") or {}
+    raw = record_docs(event.payload)
     patched: dict[str, list[Any]] = {}
     for name, items in raw.items():
         out = []
@@ -188,7 +189,7 @@ _ORIGINS: dict[tuple[Any, ...], Origin] = {}
 
 
 def _take(got: _Collected, event: Event) -> None:
-    if not event.payload.get("records"):
+    if not record_docs(event.payload):
         return
     rec = _records(event)
     for o in rec.observations:

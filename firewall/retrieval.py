@@ -1,7 +1,8 @@
 """The read side of recall: which beliefs a policy admits, quotes, rejects and surfaces.
 
 Every condition of the policy is pushed into the store's indexed queries (accepted and quoted);
-one more bounded query fetches the other matches so that each exclusion can explain itself.
+one more bounded, unranked query fetches up to ``k`` other matches so that each exclusion can
+explain itself.
 Nothing here writes: :meth:`firewall.session.Session.recall` logs the result it returns.
 
 What the indexed queries return is not trusted on its own: the filter ran on the axis columns,
@@ -17,7 +18,7 @@ from datetime import datetime
 
 from firewall.chain import Belief
 from firewall.contested import Reader, as_seen_by, contradiction_views
-from firewall.policy import ContextPolicy, Reason, floor_reasons, revalidate
+from firewall.policy import ContextPolicy, Reason, floor_reasons, revalidate_with_digest
 from firewall.recall import (
     ContradictionView,
     QuotedItem,
@@ -40,7 +41,7 @@ def gather(
     now: datetime,
 ) -> RecallResult:
     """Run the policy's queries for ``query`` and sort the matches into the recall buckets."""
-    chosen = revalidate(chosen)
+    chosen, digest = revalidate_with_digest(chosen)
     accepted = [
         b
         for b in store.find_beliefs(
@@ -64,6 +65,8 @@ def gather(
             if b.id not in taken and chosen.quotable(b, now) and not floor_reasons(b)
         ]
         taken |= {b.id for b in quoted}
+    # The other matches only explain themselves (ids, reasons, no text): any k of them, not the
+    # best-ranked, so that this query stops at k instead of ranking every match in the store.
     others = store.find_beliefs(
         BeliefFilter(
             text=query,
@@ -71,6 +74,7 @@ def gather(
             user=user,
             exclude_ids=frozenset(taken),
             limit=k,
+            unranked=True,
         )
     )
     # Contradictions as this reader may know them (firewall.contested): a fact demoted only by
@@ -94,7 +98,7 @@ def gather(
     return RecallResult(
         query=query,
         policy=chosen.name,
-        policy_digest=chosen.digest,
+        policy_digest=digest,
         accepted=tuple(accepted),
         quoted=tuple(QuotedItem(b) for b in quoted),
         rejected=tuple(rejected),

@@ -549,7 +549,8 @@ class Session:
             k=k,
             now=now,
         )
-        return self.log_recall(result, chosen, k=k, now=now)
+        # gather computed the digest of the policy it revalidated: log that one, not a second
+        return self._log_recall(result, chosen.name, result.policy_digest, k=k, now=now)
 
     def log_recall(
         self,
@@ -566,6 +567,18 @@ class Session:
         for the hits it screened (``source`` names the store), so every read that reaches the
         model is one ``recall.performed`` event and taints the session the same way.
         """
+        return self._log_recall(result, chosen.name, chosen.digest, k=k, now=now, source=source)
+
+    def _log_recall(
+        self,
+        result: RecallResult,
+        policy: str,
+        digest: str,
+        *,
+        k: int,
+        now: datetime,
+        source: str | None = None,
+    ) -> RecallResult:
         self._check_open()
         data: dict[str, Any] = {
             "query": result.query,
@@ -581,7 +594,7 @@ class Session:
         seq = self._commit(
             "recall.performed",
             data=data,
-            versions={"policy": chosen.name, "policy_digest": chosen.digest},
+            versions={"policy": policy, "policy_digest": digest},
             now=now,
         )
         self._read(b.origin for b in result.shown())

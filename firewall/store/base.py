@@ -56,6 +56,10 @@ class BeliefFilter:
     * ``anchor_after``: ``coalesce(last_verified_at, observed_at) >= anchor_after`` (freshness);
     * ``not_expired_at``: ``expires_at IS NULL OR expires_at > not_expired_at``;
 
+    ``unranked``: with ``text``, return any ``limit`` matches (newest written first where the
+    backend can say so) instead of the best-ranked ones, so the query stops at the limit instead
+    of ranking every match: what recall uses for its rejected and uncertain buckets.
+
     ``subject_prefix`` matches beliefs whose subject starts with it (a topic, see
     :mod:`firewall.why`). Belief history (:meth:`Store.find_belief_versions`) takes the same
     filter and evaluates it on each past version.
@@ -81,6 +85,7 @@ class BeliefFilter:
     exclude_ids: frozenset[str] = field(default_factory=frozenset)
     limit: int = 10
     offset: int = 0
+    unranked: bool = False
 
 
 class Store(ABC):

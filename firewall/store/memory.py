@@ -163,7 +163,7 @@ class MemoryStore(Store):
         with self._lock:
             self._check_open()
             sealed, staged = self._prepare(drafts)
-            self._apply(sealed, [d.records for d in drafts], staged)
+            self._apply(sealed, [d.typed_records() for d in drafts], staged)
             return sealed
 
     def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
@@ -192,7 +192,7 @@ class MemoryStore(Store):
                 event = seal(seq, prev, draft)
                 prev = event.hash
                 sealed.append(event)
-                staged.extend(_stage_belief(b) for b in draft.records.beliefs)
+                staged.extend(_stage_belief(b) for b in draft.typed_records().beliefs)
         except GnomonError:
             raise
         except Exception as exc:

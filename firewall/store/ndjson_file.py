@@ -216,7 +216,7 @@ class FileLogStore(MemoryStore):
         self._write(data)
         self._offset += len(data)
         self._lines += len(sealed)
-        self._apply(sealed, [d.records for d in drafts], staged)
+        self._apply(sealed, [d.typed_records() for d in drafts], staged)
         return sealed
 
     # -- the Store interface ----------------------------------------------------------------

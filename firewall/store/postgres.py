@@ -594,7 +594,7 @@ class PostgresStore(Store):
             event = seal(seq, prev, draft)
             prev = event.hash
             sealed.append(event)
-        self._store_events(conn, head, sealed, [d.records for d in drafts])
+        self._store_events(conn, head, sealed, [d.typed_records() for d in drafts])
         return sealed
 
     def _write_sealed(self, conn: psycopg.Connection[Any], events: Sequence[Event]) -> None:
@@ -1134,6 +1134,11 @@ class PostgresStore(Store):
                     + " AND ".join(conds)
                 )
                 return sql, params
+            if where.unranked:
+                # no BM25: any matches, in the no-text order (a top-k sort, no scoring)
+                sql = "SELECT b.doc FROM beliefs b WHERE b.tsv @@ %(tsquery)s::tsquery AND "
+                sql += " AND ".join(conds) + " ORDER BY b.observed_us DESC, b.id"
+                return sql + paging, params
             params.update(k1=K1, b=B, k1p1=K1 + 1.0)
             sql = _TEXT_FROM.format(select="b.doc") + " AND " + " AND ".join(conds)
             return sql + " ORDER BY r.score DESC, b.id" + paging, params

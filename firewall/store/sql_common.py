@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from firewall.batch import record_docs
 from firewall.chain import (
     Action,
     Belief,
@@ -106,7 +107,7 @@ class ProjectionRows:
         rows = cls()
         for event, rec in zip(events, records, strict=True):
             if rec:
-                rows.add(rec, event.payload["records"])
+                rows.add(rec, record_docs(event.payload))
         return rows
 
     def add(self, rec: Any, payload: dict[str, list[dict[str, Any]]]) -> None:

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from firewall.batch import IMPORTS, ImportBatch, expand, record_docs
 from firewall.chain import (
     Belief,
     ChainModel,
@@ -41,7 +42,13 @@ from firewall.chain import (
 )
 from firewall.errors import GnomonError, StoreCorruptError, StoreError, StoreLockedError
 from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
-from firewall.states import SENSITIVITY_RANK, Scope
+from firewall.states import (
+    SENSITIVITY_RANK,
+    RetrievalStatus,
+    Scope,
+    SecurityStatus,
+    TruthStatus,
+)
 from firewall.store import sqlite_schema as schema
 from firewall.store.base import BeliefFilter, Store, check_continues
 from firewall.store.keys import index_tokens, micros
@@ -70,6 +77,8 @@ PROJECTION_TABLES = (
     "bindings",
     "belief_versions",
 )
+#: The FTS5 indexes over ``beliefs.terms``: every belief, and the admissible ones only.
+TEXT_INDEXES = ("beliefs_fts", "beliefs_fts_ok")
 _IN_CHUNK = 500
 _dumps = orjson.dumps
 
@@ -153,9 +162,14 @@ class SQLiteStore(Store):
                     hint="point the store URL at a new file or an existing Gnomon store",
                 )
             else:
-                for statement in _statements(
-                    schema.DDL + schema.BINDINGS_DDL + schema.HISTORY_DDL + schema.CLAIMS_DDL
-                ):
+                ddl = (
+                    schema.DDL
+                    + schema.BINDINGS_DDL
+                    + schema.HISTORY_DDL
+                    + schema.CLAIMS_DDL
+                    + schema.ADMISSIBLE_DDL
+                )
+                for statement in _statements(ddl):
                     conn.execute(statement)
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
@@ -200,6 +214,11 @@ class SQLiteStore(Store):
         # Version 6 adds the execution claims of the action kernel.
         for statement in _statements(schema.CLAIMS_DDL):
             self._conn.execute(statement)
+        # Version 7 adds the admissible-state text index, filled from the rows already stored.
+        if "beliefs_fts_ok" not in self._tables():
+            for statement in _statements(schema.ADMISSIBLE_DDL):
+                self._conn.execute(statement)
+            self._conn.execute(schema.FILL_ADMISSIBLE)
         self._conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'schema_version'",
             (str(schema.SCHEMA_VERSION),),
@@ -218,7 +237,7 @@ class SQLiteStore(Store):
             for seq, body in page:
                 after = seq
                 payload = orjson.loads(body).get("payload") or {}
-                docs = (payload.get("records") or {}).get("beliefs")
+                docs = record_docs(payload).get("beliefs")
                 if docs:
                     beliefs = tuple(Belief.model_validate(d, strict=False) for d in docs)
                     rows.add(Records(beliefs=beliefs), {"beliefs": docs})
@@ -367,6 +386,8 @@ class SQLiteStore(Store):
             sealed.append(event)
             if draft.records:
                 rows.add(draft.records, event.payload["records"])
+            if draft.batch is not None:
+                rows.add_batch(draft.batch, expand(event.payload[IMPORTS]))
         self._insert_events(conn, sealed)
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
         return sealed
@@ -394,7 +415,7 @@ class SQLiteStore(Store):
         for event in events:
             records = event.records()
             if records:
-                rows.add(records, event.payload["records"])
+                rows.add(records, record_docs(event.payload))
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
 
     def _rebuild(self, conn: sqlite3.Connection) -> int:
@@ -403,7 +424,8 @@ class SQLiteStore(Store):
             if table in present:
                 conn.execute(f"DELETE FROM {table}")
         # Entries planted in the index alone survive the delete trigger: drop them all.
-        conn.execute("INSERT INTO beliefs_fts (beliefs_fts) VALUES ('delete-all')")
+        for index in TEXT_INDEXES:
+            conn.execute(f"INSERT INTO {index} ({index}) VALUES ('delete-all')")
         count = 0
         after = 0
         while True:
@@ -437,26 +459,27 @@ class SQLiteStore(Store):
                 rows = conn.execute(sql).fetchall()
             for ident, *values in rows:
                 yield table, str(ident), derived_row(columns, tuple(values))
-        yield from self._text_index()
+        for index in TEXT_INDEXES:
+            yield from self._text_index(index)
 
-    def _text_index(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
-        """What the FTS5 index itself holds (not its content table): each belief's tokens in
+    def _text_index(self, index: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """What an FTS5 index itself holds (not its content table): each belief's tokens in
         order, read through an ``fts5vocab`` view of the index. A token planted in the index
-        alone makes a belief match queries its statement does not answer."""
+        alone makes a belief match queries its statement does not answer; a belief planted in
+        the admissible index alone makes it a candidate for trusted context."""
+        vocab = f"temp.gnomon_vocab_{index}"
         with self._guard("reading the text index") as conn:
             conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.gnomon_fts_vocab "
-                "USING fts5vocab(main, beliefs_fts, instance)"
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} "
+                f"USING fts5vocab(main, {index}, instance)"
             )
             ids = dict(conn.execute("SELECT rid, id FROM beliefs").fetchall())
             found: dict[int, list[tuple[int, str]]] = {}
-            for doc, term, offset in conn.execute(
-                "SELECT doc, term, offset FROM temp.gnomon_fts_vocab"
-            ):
+            for doc, term, offset in conn.execute(f"SELECT doc, term, offset FROM {vocab}"):
                 found.setdefault(doc, []).append((offset, term))
         for rid, terms in found.items():
             ident = ids.get(rid, f"rowid {rid} (no such belief)")
-            yield "beliefs_fts", str(ident), {"terms": " ".join(t for _, t in sorted(terms))}
+            yield index, str(ident), {"terms": " ".join(t for _, t in sorted(terms))}
 
     def scratch(self) -> Store:
         return SQLiteStore(":memory:")
@@ -653,12 +676,16 @@ class SQLiteStore(Store):
             match = fts5_match(where.text)
             if match is None:
                 return None
+            # The admissible index holds a superset of what such a filter can match (its
+            # statuses lie inside the index's); every condition is still checked on the row.
+            index = "beliefs_fts_ok" if _within_admissible(where) else "beliefs_fts"
             sql = (
-                f"SELECT {select} FROM beliefs_fts CROSS JOIN beliefs b "
-                "ON b.rid = beliefs_fts.rowid WHERE beliefs_fts MATCH ?"
+                f"SELECT {select} FROM {index} CROSS JOIN beliefs b "
+                f"ON b.rid = {index}.rowid WHERE {index} MATCH ?"
             )
             params.insert(0, match)
-            order = "beliefs_fts.rank, b.id"
+            # Unranked: newest rows first, straight off the index, stopping at the limit.
+            order = f"{index}.rowid DESC" if where.unranked else f"{index}.rank, b.id"
         else:
             # A subject or a session is far more selective than any status, but the planner
             # would rather walk an index already in result order: name the index it should use.
@@ -788,6 +815,41 @@ class _Rows:
         self.contradictions: dict[str, tuple[Contradiction, bytes]] = {}
         self.bindings: list[tuple[Any, ...]] = []
         self.versions: list[tuple[str, int, tuple[Any, ...]]] = []  # (id, from_us, row)
+        #: First versions of beliefs new in this commit (an import batch): nothing to close.
+        self.first_versions: list[tuple[Any, ...]] = []
+
+    def add_batch(self, batch: ImportBatch, docs: dict[str, list[dict[str, Any]]]) -> None:
+        """The rows of an import batch, straight from its compact rows and expanded documents:
+        no typed record is built. Every belief is new (fresh ids), so its history row opens
+        its history and closes nothing."""
+        t = batch.template.belief
+        now = micros(batch.now)
+        verified = t.last_verified_at is not None
+        expires = None if t.expires_at is None else micros(t.expires_at)
+        shared = (t.project, t.scope, t.user, t.subject, t.predicate, t.session_id)
+        status = (t.truth_status, t.retrieval_status, t.security_status, t.freshness_status)
+        dumps = _dumps
+        for row, claim, evidence, belief in zip(
+            batch.rows, docs["claims"], docs["evidence"], docs["beliefs"], strict=True
+        ):
+            belief_id, claim_id, evidence_id, text, _source, sens, observed, _sid, _digest = row
+            seen = now if observed is None else micros(observed)
+            doc = dumps(belief)
+            keys = (*status, SENSITIVITY_RANK[sens], now if verified else seen, seen, expires)
+            self.claims.append((claim_id, dumps(claim)))
+            self.evidence.append((evidence_id, claim_id, dumps(evidence)))
+            self.beliefs[belief_id] = (
+                belief_id,
+                *keys,
+                *shared,
+                " ".join(index_tokens(text)),
+                doc,
+            )
+            self.first_versions.append((belief_id, t.version, now, None, *keys, *shared, doc))
+        for binding in docs.get("bindings", ()):
+            self.bindings.append(
+                (binding["store"], binding["belief_id"], binding["store_id"], dumps(binding))
+            )
 
     def add(self, rec: Records, payload: dict[str, list[dict[str, Any]]]) -> None:
         # The event payload already holds each record's JSON form: reuse it as the row's doc.
@@ -863,13 +925,14 @@ class _Rows:
     def write(self, conn: sqlite3.Connection, *, index_new_beliefs: bool) -> None:
         if self.versions:
             self._write_versions(conn)
+        if self.first_versions:
+            conn.executemany(schema.INSERT_VERSION, self.first_versions)
         if self.beliefs:
+            (before,) = conn.execute(schema.MAX_BELIEF_RID).fetchone()
+            conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
             if index_new_beliefs:
-                (before,) = conn.execute(schema.MAX_BELIEF_RID).fetchone()
-                conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
                 conn.execute(schema.INDEX_NEW_BELIEFS, (before,))
-            else:
-                conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
+            conn.execute(schema.INDEX_NEW_ADMISSIBLE, (before,))
         for sql, rows in (
             (schema.UPSERT_SESSION, self.sessions),
             (schema.UPSERT_OBSERVATION, self.observations),
@@ -959,6 +1022,18 @@ def _conditions(where: BeliefFilter, *, id_column: str) -> tuple[list[str], list
         conds.append(f"+b.{id_column} NOT IN ({','.join('?' * len(where.exclude_ids))})")
         params.extend(sorted(where.exclude_ids))
     return conds, params
+
+
+def _within_admissible(where: BeliefFilter) -> bool:
+    """True when every belief ``where`` can match is in ``beliefs_fts_ok``."""
+    return (
+        where.truth is not None
+        and where.retrieval is not None
+        and where.security is not None
+        and where.truth <= {TruthStatus(schema.ADMISSIBLE_TRUTH)}
+        and where.retrieval <= {RetrievalStatus(schema.ADMISSIBLE_RETRIEVAL)}
+        and where.security <= {SecurityStatus(schema.ADMISSIBLE_SECURITY)}
+    )
 
 
 def _version_rows(

@@ -1,0 +1,327 @@
+"""The compact import batch: one chained event for many imported records (event schema 2).
+
+An import adopts thousands of records with one context, one origin and one evidence class, so
+the gate's decision and every shared field are the same for all of them (see
+:class:`firewall.adoption.Adopter`). Schema 1 wrote one event per record carrying three full
+record snapshots; an import batch writes **one** event whose payload holds, under ``imports``:
+
+* ``template``: the claim, evidence and belief documents of one record adopted through the gate
+  (:func:`firewall.adoption.adopt`), and the binding document when the import binds;
+* ``at``: the time every record of the batch was adopted (``created_at``, ``updated_at``, and
+  ``last_verified_at`` when the gate's adoption verifies);
+* ``rows``: one compact entry per record, in :data:`ROW_FIELDS` order.
+
+Nothing is restated: each record's documents are the template's with the entry's values in place
+(:func:`expand`), exactly the documents a schema-1 event would have carried. Every reader that
+rebuilds state from the log (:func:`firewall.events.records_from_payload`: replay, rebuild, log
+import and its gate re-check) expands and validates them like any other record, so a forged
+template (a ``supported`` belief, a changed origin) is refused by the same checks.
+
+>>> from datetime import UTC, datetime
+>>> from firewall.adoption import Adopter, Context
+>>> from firewall.origin import Origin
+>>> from firewall.states import ClaimKind, EvidenceQuality, ExtractionMethod
+>>> now = datetime(2025, 1, 1, tzinfo=UTC)
+>>> adopter = Adopter(Context("p", "importer", None, None), kind=ClaimKind.CONTENT,
+...     origin=Origin.imported("mem0"), quality=EvidenceQuality.EXTERNAL_DOCUMENT,
+...     extraction=ExtractionMethod.IMPORT)
+>>> batch = ImportBatch.start(adopter, store="mem0", now=now, bind=False)
+>>> batch.add("tea at noon", source="mem0:1", store_id="1")
+>>> docs = expand(batch.payload())
+>>> docs["beliefs"][0]["statement"], docs["beliefs"][0]["truth_status"]
+('tea at noon', 'unverified')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from firewall.adoption import Adopter, NewBelief, _plain_aware
+from firewall.chain import Belief, BindingState, Claim, EvidenceItem, StoreBinding, content_hash
+from firewall.clock import iso
+from firewall.events import IMPORTS, Records
+from firewall.ids import new_id
+from firewall.states import Sensitivity
+
+#: What each compact row holds, in order.
+ROW_FIELDS = (
+    "belief_id",
+    "claim_id",
+    "evidence_id",
+    "statement",
+    "source",
+    "sensitivity",
+    "observed_at",
+    "store_id",
+    "content_hash",
+)
+
+
+class ImportBatch:
+    """Records of one import batch, adopted from one validated template.
+
+    Each row holds only what differs between records; :meth:`payload` is the compact form the
+    event carries, :meth:`records` the typed records (built only for a store that wants them),
+    and :attr:`rows` what a store's fast path derives its projection rows from.
+    """
+
+    def __init__(self, template: NewBelief, binding: StoreBinding | None, now: datetime) -> None:
+        self.template = template
+        self.binding = binding
+        self.now = now
+        self.now_text = _time_text(now)
+        #: ``(belief_id, claim_id, evidence_id, statement, source, sensitivity, observed_at,
+        #: store_id, content_hash)`` per record; ``observed_at`` None means ``now``.
+        self.rows: list[
+            tuple[str, str, str, str, str, Sensitivity, datetime | None, str | None, str | None]
+        ] = []
+        self._adopter: Adopter | None = None
+        self._records: Records | None = None
+
+    @classmethod
+    def start(cls, adopter: Adopter, *, store: str, now: datetime, bind: bool) -> ImportBatch:
+        """An empty batch adopted at ``now``; the template goes through the gate in full."""
+        template = adopter.adopt("template", source=f"{store}:template", now=now)
+        binding = None
+        if bind:
+            binding = StoreBinding(
+                id=StoreBinding.key(store, template.belief.id),
+                store=store,
+                store_id="template",
+                belief_id=template.belief.id,
+                content_hash=content_hash("template"),
+                state=BindingState.WRITTEN,
+                detail="imported",
+                updated_at=now,
+            )
+        batch = cls(template, binding, now)
+        batch._adopter = adopter
+        return batch
+
+    def add(
+        self,
+        statement: str,
+        *,
+        source: str,
+        sensitivity: Sensitivity = Sensitivity.INTERNAL,
+        observed_at: datetime | None = None,
+        store_id: str | None = None,
+        digest: str | None = None,
+    ) -> str:
+        """Add one record (``statement`` already through
+        :func:`firewall.content.statement_text`); returns its belief id.
+
+        Values the template's models would not accept as they are go through the full
+        :func:`firewall.adoption.adopt` first, so they fail (or are normalized) exactly as there.
+        """
+        if (
+            type(statement) is not str
+            or not statement
+            or type(source) is not str
+            or type(sensitivity) is not Sensitivity
+            or (observed_at is not None and not _plain_aware(observed_at))
+        ):
+            assert self._adopter is not None
+            made = self._adopter.adopt(
+                statement,
+                source=source,
+                now=self.now,
+                sensitivity=sensitivity,
+                observed_at=observed_at,
+            )
+            statement, sensitivity = made.belief.statement, made.belief.sensitivity
+            observed_at = made.belief.observed_at
+        belief_id = new_id("bel")
+        if self.binding is not None and digest is None:
+            digest = content_hash(statement)
+        self.rows.append(
+            (
+                belief_id,
+                new_id("clm"),
+                new_id("evi"),
+                statement,
+                source,
+                sensitivity,
+                observed_at,
+                store_id,
+                digest,
+            )
+        )
+        return belief_id
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def payload(self) -> dict[str, Any]:
+        """The compact form the event carries under :data:`IMPORTS`."""
+        t = self.template
+        now = self.now_text
+        return {
+            "at": now,
+            "template": {
+                "claim": t.claim.to_json_dict(),
+                "evidence": t.evidence.to_json_dict(),
+                "belief": t.belief.to_json_dict(),
+                "binding": None if self.binding is None else self.binding.to_json_dict(),
+            },
+            "rows": [
+                [
+                    b,
+                    c,
+                    e,
+                    text,
+                    source,
+                    sens.value,
+                    None if observed is None else _time_text(observed),
+                    sid,
+                    digest,
+                ]
+                for b, c, e, text, source, sens, observed, sid, digest in self.rows
+            ],
+        }
+
+    def records(self) -> Records:
+        """The typed records (for stores without a fast path): copies of the template, built
+        once (a batch is complete when its draft is committed)."""
+        if self._records is None:
+            self._records = self._build_records()
+        return self._records
+
+    def _build_records(self) -> Records:
+        t = self.template
+        now = self.now
+        verified = None if t.belief.last_verified_at is None else now
+        claims: list[Claim] = []
+        evidence: list[EvidenceItem] = []
+        beliefs: list[Belief] = []
+        bindings: list[StoreBinding] = []
+        for b, c, e, text, source, sens, observed, sid, digest in self.rows:
+            seen = observed or now
+            claims.append(
+                t.claim.model_copy(
+                    update={"id": c, "statement": text, "sensitivity": sens, "created_at": now}
+                )
+            )
+            evidence.append(
+                t.evidence.model_copy(
+                    update={"id": e, "claim_id": c, "source": source, "observed_at": seen}
+                )
+            )
+            beliefs.append(
+                t.belief.model_copy(
+                    update={
+                        "id": b,
+                        "claim_id": c,
+                        "statement": text,
+                        "sensitivity": sens,
+                        "observed_at": seen,
+                        "last_verified_at": verified,
+                        "created_at": now,
+                        "updated_at": now,
+                    }
+                )
+            )
+            if self.binding is not None:
+                assert digest is not None
+                bindings.append(
+                    self.binding.model_copy(
+                        update={
+                            "id": StoreBinding.key(self.binding.store, b),
+                            "store_id": sid,
+                            "belief_id": b,
+                            "content_hash": digest,
+                            "updated_at": now,
+                        }
+                    )
+                )
+        return Records(
+            claims=tuple(claims),
+            evidence=tuple(evidence),
+            beliefs=tuple(beliefs),
+            bindings=tuple(bindings),
+        )
+
+
+def _time_text(moment: datetime) -> str:
+    """A time as a record document writes it (what ``to_json_dict`` gives)."""
+    from firewall.chain import _json_datetime
+
+    text = _json_datetime(moment)
+    return text if isinstance(text, str) else iso(moment)
+
+
+def expand(imports: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The record documents of an import batch payload, as a schema-1 event would hold them:
+    ``{"claims": [...], "evidence": [...], "beliefs": [...], "bindings": [...]}``.
+
+    Raises ``KeyError``/``TypeError``/``ValueError`` on a malformed batch (callers turn that into
+    a log integrity error); the documents are then validated as records by whoever reads them.
+    """
+    if not isinstance(imports, Mapping) or not isinstance(imports.get("template"), Mapping):
+        raise ValueError("an import batch must be an object with a template object")
+    template = imports["template"]
+    at = imports["at"]
+    claim_t, evidence_t, belief_t = template["claim"], template["evidence"], template["belief"]
+    binding_t = template.get("binding")
+    for doc in (claim_t, evidence_t, belief_t, binding_t or {}):
+        if not isinstance(doc, Mapping):
+            raise ValueError("an import batch template holds record objects")
+    if not isinstance(imports["rows"], list):
+        raise ValueError("an import batch's rows must be a list")
+    verified = None if belief_t["last_verified_at"] is None else at
+    claims: list[dict[str, Any]] = []
+    evidence: list[dict[str, Any]] = []
+    beliefs: list[dict[str, Any]] = []
+    bindings: list[dict[str, Any]] = []
+    for row in imports["rows"]:
+        b, c, e, text, source, sens, observed, sid, digest = row
+        seen = at if observed is None else observed
+        claims.append(
+            {**claim_t, "id": c, "statement": text, "sensitivity": sens, "created_at": at}
+        )
+        evidence.append(
+            {**evidence_t, "id": e, "claim_id": c, "source": source, "observed_at": seen}
+        )
+        beliefs.append(
+            {
+                **belief_t,
+                "id": b,
+                "claim_id": c,
+                "statement": text,
+                "sensitivity": sens,
+                "observed_at": seen,
+                "last_verified_at": verified,
+                "created_at": at,
+                "updated_at": at,
+            }
+        )
+        if binding_t is not None:
+            bindings.append(
+                {
+                    **binding_t,
+                    "id": f"{binding_t['store']}:{b}",
+                    "store_id": sid,
+                    "belief_id": b,
+                    "content_hash": digest,
+                    "updated_at": at,
+                }
+            )
+    out = {"claims": claims, "evidence": evidence, "beliefs": beliefs}
+    if bindings:
+        out["bindings"] = bindings
+    return out
+
+
+def record_docs(payload: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Every record document an event payload holds: its ``records`` and, for an import batch,
+    the expanded rows (an event holds one or the other)."""
+    imports = payload.get(IMPORTS)
+    if imports is None:
+        records: dict[str, list[dict[str, Any]]] = payload.get("records") or {}
+        return records
+    return {**(payload.get("records") or {}), **expand(imports)}
+
+
+__all__ = ["IMPORTS", "ROW_FIELDS", "ImportBatch", "expand", "record_docs"]
