@@ -190,7 +190,8 @@ class guarded:
     The method's signature is the SDK's own (the resource's ``_SDK`` class, sync or async),
     plus ``extras`` (keyword-only, default None). ``sync`` / ``lazy``: what the sync variant
     wraps the flow's result in, and (for the SDK's async paginators, which are awaitable and
-    async-iterable rather than coroutines) what the async variant returns around a loader.
+    async-iterable rather than coroutines) what the async variant returns around a loader;
+    ``awaited``: what the async variant wraps the flow's result in (an async pager).
     """
 
     def __init__(
@@ -201,10 +202,11 @@ class guarded:
         returns: Any = None,
         sync: Callable[[Any], Any] | None = None,
         lazy: Callable[[Callable[[], Any]], Any] | None = None,
+        awaited: Callable[[Any], Any] | None = None,
     ) -> None:
         self.fn = fn if fn is not None else _passthrough
         self.extras = {n: "WriteOrigin | None" if n == "gnomon_origin" else "Any" for n in extras}
-        self.returns, self.sync, self.lazy = returns, sync, lazy
+        self.returns, self.sync, self.lazy, self.awaited = returns, sync, lazy, awaited
         self.name = ""
         self._built: dict[type, Callable[..., Any]] = {}
 
@@ -247,7 +249,8 @@ class guarded:
         else:
 
             async def method(obj: Any, *args: Any, **kwargs: Any) -> Any:
-                return await adrive(bind(obj, args, kwargs), obj._converted, obj._worker())
+                out = await adrive(bind(obj, args, kwargs), obj._converted, obj._worker())
+                return out if self.awaited is None else self.awaited(out)
 
         method.__name__ = self.name
         method.__qualname__ = f"{owner.__qualname__}.{self.name}"
@@ -385,6 +388,7 @@ class GuardedClient(Resource):
     firewall side (``_Core``, built from the adapter)."""
 
     _Core: ClassVar[Callable[[Adapter], Any]]
+    _client_hint: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -416,19 +420,26 @@ class GuardedClient(Resource):
         sync = client if not self._ASYNC else sync_client or self._sync_twin(client)
         self.gnomon = Adapter(guard, self._backend(sync))
         super().__init__(type(self)._Core(self.gnomon), client)
+        self._wire(client)
+
+    def _wire(self, client: Any) -> None:
+        """Hand a resource the raw siblings it also calls (Zep's thread context reads the
+        thread's graph)."""
 
     def _check_client(self, client: Any) -> None:
         """Refuse a client of the wrong kind (an async one in a sync wrapper…)."""
         expected, other = self._SDK[self._ASYNC], self._SDK[not self._ASYNC]
         if not isinstance(client, expected):
-            twin = type(self).__name__.replace("Async", "") if self._ASYNC else None
-            twin = twin or type(self).__name__.replace("Guarded", "GuardedAsync", 1)
+            name = type(self).__name__
+            twin = name.replace("GuardedAsync", "Guarded", 1)
+            if not self._ASYNC:
+                twin = name.replace("Guarded", "GuardedAsync", 1)
             raise StoreCallError(
                 f"expected a {expected.__module__.split('.')[0]} {expected.__name__}, "
                 f"got {type(client).__name__}",
                 store=self._store,
                 call="__init__",
-                hint=f"use {twin} for {other.__name__}",
+                hint=self._client_hint or f"use {twin} for {other.__name__}",
             )
 
     def _backend(self, client: Any) -> StoreBackend:
