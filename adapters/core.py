@@ -12,7 +12,7 @@ That is the only difference between a sync wrapper and its async twin.
   variant is a coroutine function (or, for the SDK's paginators, an awaitable object).
 * :class:`Resource` is a guarded SDK resource (``client.agents.blocks``): it holds the shared
   firewall side (``_core``) and the raw SDK resource, mounts its child resources, and has an
-  async twin made by :meth:`Resource.variant` (the same class with ``_ASYNC = True``).
+  async twin made by :meth:`Resource._variant` (the same class with ``_ASYNC = True``).
 * :class:`GuardedClient` is the one constructor: it checks the SDK client, builds the
   :class:`~adapters.guard.Guard` and :class:`~adapters.adapter.Adapter` (``.gnomon``) and mounts
   the resources.
@@ -344,13 +344,13 @@ class Resource(Refusing):
     def __init__(self, core: Any, raw: Any) -> None:
         self._core, self._raw = core, raw
         for name, child in self._children.items():
-            setattr(self, name, child.variant(self._ASYNC)(core, getattr(raw, name)))
+            setattr(self, name, child._variant(self._ASYNC)(core, getattr(raw, name)))
 
     def _worker(self) -> Executor:
         return self._core.guard.worker()  # type: ignore[no-any-return]
 
     @classmethod
-    def variant(cls, is_async: bool) -> type[Resource]:
+    def _variant(cls, is_async: bool) -> type[Resource]:
         """This resource's sync or async twin: one class body, ``_ASYNC`` flipped."""
         if is_async == cls._ASYNC:
             return cls
