@@ -328,6 +328,11 @@ class Core:
 _VARIANTS: dict[type, type] = {}
 
 
+def sdk_pair(module: Any, name: str) -> tuple[Any, Any]:
+    """A resource's SDK classes, sync and async (``FooResource`` and ``AsyncFooResource``)."""
+    return getattr(module, name), getattr(module, f"Async{name}")
+
+
 class Resource(Refusing):
     """A guarded SDK resource: the shared firewall side (``_core``, with ``.guard``), the raw SDK
     resource (``_raw``), and child resources named in ``_children`` (each mounted on the raw
@@ -467,4 +472,5 @@ __all__ = [
     "drive",
     "given",
     "guarded",
+    "sdk_pair",
 ]

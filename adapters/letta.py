@@ -75,7 +75,17 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK te
     raise MissingSDKError("letta", "letta", "letta-client") from exc
 
 from adapters.base import GNOMON_KEYS, MetadataLimits, StoreItem, merged_metadata
-from adapters.core import WRITE, Args, Call, Core, Flow, GuardedClient, Resource, guarded
+from adapters.core import (
+    WRITE,
+    Args,
+    Call,
+    Core,
+    Flow,
+    GuardedClient,
+    Resource,
+    guarded,
+    sdk_pair,
+)
 from adapters.errors import StoreCallError
 from adapters.guard import PendingWrite
 from adapters.letta_backend import (
@@ -147,10 +157,6 @@ class _Refusing(Resource):
     _converted = staticmethod(converted)
 
 
-def _sdk(module: Any, name: str) -> tuple[Any, Any]:
-    return getattr(module, name), getattr(module, f"Async{name}")
-
-
 def _paged(**options: Any) -> guarded:
     """A ``list``: one screened page (sync), or awaitable and async-iterable (async)."""
     return guarded(sync=screened_page, lazy=ScreenedAsyncList, **options)
@@ -158,7 +164,7 @@ def _paged(**options: Any) -> guarded:
 
 class AgentBlocks(_Refusing):
     _path = "agents.blocks."
-    _SDK = _sdk(sdk_agent_blocks, "BlocksResource")
+    _SDK = sdk_pair(sdk_agent_blocks, "BlocksResource")
 
     @guarded
     def retrieve(self, a: Args) -> Flow:
@@ -184,7 +190,7 @@ class AgentBlocks(_Refusing):
 
 class AgentPassages(_Refusing):
     _path = "agents.passages."
-    _SDK = _sdk(sdk_agent_passages, "PassagesResource")
+    _SDK = sdk_pair(sdk_agent_passages, "PassagesResource")
 
     @guarded(extras=WRITE)
     def create(self, a: Args) -> Flow:
@@ -226,7 +232,7 @@ class AgentPassages(_Refusing):
 
 class Agents(_Refusing):
     _path = "agents."
-    _SDK = _sdk(sdk_agents, "AgentsResource")
+    _SDK = sdk_pair(sdk_agents, "AgentsResource")
     _children: ClassVar[dict[str, type[Resource]]] = {
         "blocks": AgentBlocks,
         "passages": AgentPassages,
@@ -240,7 +246,7 @@ class Agents(_Refusing):
 
 class Blocks(_Refusing):
     _path = "blocks."
-    _SDK = _sdk(sdk_blocks, "BlocksResource")
+    _SDK = sdk_pair(sdk_blocks, "BlocksResource")
 
     @guarded(extras=WRITE)
     def create(self, a: Args) -> Flow:
@@ -275,7 +281,7 @@ class Blocks(_Refusing):
 
 class ArchivePassages(_Refusing):
     _path = "archives.passages."
-    _SDK = _sdk(sdk_archive_passages, "PassagesResource")
+    _SDK = sdk_pair(sdk_archive_passages, "PassagesResource")
 
     @guarded(extras=WRITE)
     def create(self, a: Args) -> Flow:
@@ -296,7 +302,7 @@ class ArchivePassages(_Refusing):
 
 class Archives(_Refusing):
     _path = "archives."
-    _SDK = _sdk(sdk_archives, "ArchivesResource")
+    _SDK = sdk_pair(sdk_archives, "ArchivesResource")
     _children: ClassVar[dict[str, type[Resource]]] = {"passages": ArchivePassages}
 
     #: An empty container: nothing to record until passages are written into it.
@@ -319,7 +325,7 @@ def _search_hit_items(hits: Any, call: str, agent_id: Any) -> list[StoreItem]:
 
 class Passages(_Refusing):
     _path = "passages."
-    _SDK = _sdk(sdk_passages, "PassagesResource")
+    _SDK = sdk_pair(sdk_passages, "PassagesResource")
 
     @guarded
     def search(self, a: Args) -> Flow:

@@ -88,7 +88,17 @@ from adapters.base import (
     merged_metadata,
     rendered_value,
 )
-from adapters.core import WRITE, Args, Call, Core, Flow, GuardedClient, Resource, guarded
+from adapters.core import (
+    WRITE,
+    Args,
+    Call,
+    Core,
+    Flow,
+    GuardedClient,
+    Resource,
+    guarded,
+    sdk_pair,
+)
 from adapters.errors import StoreCallError, StoreResponseError, malformed
 from adapters.fern_errors import fern_converted
 from adapters.guard import PendingWrite, Screened
@@ -482,10 +492,6 @@ class _Refusing(Resource):
     _converted = staticmethod(converted)
 
 
-def _sdk(module: Any, name: str) -> tuple[Any, Any]:
-    return getattr(module, name), getattr(module, f"Async{name}")
-
-
 def _paged(**options: Any) -> guarded:
     """A read returning the SDK's pager: one page of the screened items, sync or async."""
     return guarded(sync=lambda r: _pager(*r), awaited=lambda r: _apager(*r), **options)
@@ -493,7 +499,7 @@ def _paged(**options: Any) -> guarded:
 
 class Thread(_Refusing):
     _path = "thread."
-    _SDK = _sdk(sdk_thread, "ThreadClient")
+    _SDK = sdk_pair(sdk_thread, "ThreadClient")
     #: The raw ``graph`` resource: a thread's context is read from the thread's graph.
     _graph_client: Any = None
 
@@ -548,7 +554,7 @@ class Thread(_Refusing):
 
 class Episodes(_Refusing):
     _path = "graph.episode."
-    _SDK = _sdk(sdk_episode, "EpisodeClient")
+    _SDK = sdk_pair(sdk_episode, "EpisodeClient")
 
     @guarded(extras=WRITE)
     def add(self, a: Args) -> Flow:
@@ -583,7 +589,7 @@ class Episodes(_Refusing):
 
 class Graph(_Refusing):
     _path = "graph."
-    _SDK = _sdk(sdk_graph, "GraphClient")
+    _SDK = sdk_pair(sdk_graph, "GraphClient")
     _children: ClassVar[dict[str, type[Resource]]] = {"episode": Episodes}
 
     def _search(self, a: Args, screen: Callable[..., list[Any]]) -> Flow:
@@ -619,7 +625,7 @@ class User(_Refusing):
     """Containers (no memory text): passed through."""
 
     _path = "user."
-    _SDK = _sdk(sdk_user, "UserClient")
+    _SDK = sdk_pair(sdk_user, "UserClient")
 
     create = guarded()
     get = guarded()
