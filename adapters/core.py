@@ -1,5 +1,21 @@
 """The one guarded-client core every SDK wrapper is built from.
 
+A guarded SDK method is written **once**, as a *flow*: a generator that yields each raw SDK call
+it needs (:class:`Call`) and does every firewall step between them. :func:`drive` runs a flow
+against a sync client; :func:`adrive` awaits each call of an async one and runs the firewall
+steps on the guard's worker thread (so the event loop never waits on the firewall's store).
+That is the only difference between a sync wrapper and its async twin.
+
+* :class:`guarded` turns a flow into the SDK method of the same name: its signature is the
+  installed SDK's (``inspect.signature`` of the SDK method, plus the firewall's keyword-only
+  extras such as ``gnomon_origin=``), arguments are bound to it (:class:`Args`), and the async
+  variant is a coroutine function (or, for the SDK's paginators, an awaitable object).
+* :class:`Resource` is a guarded SDK resource (``client.agents.blocks``): it holds the shared
+  firewall side (``_core``) and the raw SDK resource, mounts its child resources, and has an
+  async twin made by :meth:`Resource._variant` (the same class with ``_ASYNC = True``).
+* :class:`GuardedClient` is the one constructor: it checks the SDK client, builds the
+  :class:`~adapters.guard.Guard` and :class:`~adapters.adapter.Adapter` (``.gnomon``) and mounts
+  the resources.
 * :class:`Refusing`: a guarded client or resource refuses every attribute it does not define
   (:class:`~adapters.errors.RefusedAttributeError`, an ``AttributeError``), never passing it
   through to the SDK.
@@ -7,9 +23,29 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import asyncio
+import inspect
+from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import Executor
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from types import MethodType
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from adapters.errors import refused_attribute
+from adapters.errors import AdapterError, StoreCallError, refused_attribute
+from adapters.withheld import attach, withheld_note
+
+if TYPE_CHECKING:
+    from adapters.adapter import Adapter
+    from adapters.base import StoreBackend, StoreItem
+    from adapters.guard import Guard, Hits, PendingWrite, Screened
+    from firewall.channels import Channel
+    from firewall.firewall import Firewall
+    from firewall.policy import ContextPolicy
+    from firewall.session import Session
+
+T = TypeVar("T")
+Converter = Callable[[str], AbstractContextManager[Any]]
 
 
 class Refusing:
@@ -29,4 +65,412 @@ class Refusing:
         )
 
 
-__all__ = ["Refusing"]
+# -- flows -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One raw SDK call a flow needs: ``fn()`` returns the result (sync) or an awaitable."""
+
+    name: str
+    fn: Callable[[], Any]
+
+    def then(self, after: Callable[[Any], Any]) -> Call:
+        """The same call, its result passed through ``after`` within the call (a paginator
+        read to its end: more requests, under the same error edge)."""
+        return Call(self.name, lambda: after(self.fn()))
+
+
+#: ``extras=`` of a write: the host's ``gnomon_origin=`` (a channel, or a lower label).
+WRITE = ("gnomon_origin",)
+
+Flow = Generator[Call, Any, T]
+
+
+def drive(flow: Flow[T], converted: Converter) -> T:
+    """Run a flow against a sync client; SDK errors reach the flow as AdapterErrors."""
+    value: Any = None
+    error: AdapterError | None = None
+    while True:
+        try:
+            call = flow.throw(error) if error is not None else flow.send(value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        try:
+            with converted(call.name):
+                value, error = call.fn(), None
+        except AdapterError as exc:
+            value, error = None, exc
+
+
+async def adrive(flow: Flow[T], converted: Converter, worker: Executor) -> T:
+    """:func:`drive` for an async client: the same flow, each SDK call awaited, and every
+    firewall step (the flow between two calls: records, bindings, screening, all store I/O)
+    run on the guard's worker thread, so the event loop never waits on the firewall's store."""
+    loop = asyncio.get_running_loop()
+    value: Any = None
+    error: AdapterError | None = None
+    while True:
+        done, call = await loop.run_in_executor(worker, _step, flow, value, error)
+        if done:
+            return call  # type: ignore[no-any-return]
+        try:
+            with converted(call.name):
+                out = call.fn()
+                value, error = (await out if inspect.isawaitable(out) else out), None
+        except AdapterError as exc:
+            value, error = None, exc
+
+
+def _step(flow: Flow[T], value: Any, error: AdapterError | None) -> tuple[bool, Any]:
+    """One firewall step of a flow, up to its next SDK call: ``(False, call)``, or
+    ``(True, result)`` when the flow returned (StopIteration cannot cross a future)."""
+    try:
+        return False, flow.throw(error) if error is not None else flow.send(value)
+    except StopIteration as stop:
+        return True, stop.value
+
+
+def given(value: Any) -> bool:
+    """False for the SDKs' "not given" markers: None, Letta's ``omit``/``NOT_GIVEN``, Fern's
+    ``OMIT`` (an Ellipsis)."""
+    return not (value is None or value is Ellipsis or type(value).__name__ in ("Omit", "NotGiven"))
+
+
+# -- arguments bound to the SDK's signature ----------------------------------------------------
+
+
+class Args:
+    """One call's arguments, bound to the SDK method's signature.
+
+    ``a["value"]`` / ``a.get("value")`` read what the caller passed (``get`` treats the SDK's
+    "not given" markers as absent); ``a.origin`` is the host's ``gnomon_origin=``;
+    :meth:`raw` is the SDK call with the caller's arguments, some replaced (the text the
+    firewall recorded, the metadata carrying the belief id)."""
+
+    def __init__(
+        self, name: str, raw: Any, bound: inspect.BoundArguments, extras: dict[str, Any]
+    ) -> None:
+        self.name, self._raw, self._bound, self.extras = name, raw, bound, extras
+
+    def __getitem__(self, key: str) -> Any:
+        return self._bound.arguments[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._bound.arguments.get(key, default)
+        return value if given(value) else default
+
+    @property
+    def origin(self) -> Any:
+        return self.extras.get("gnomon_origin")
+
+    def raw(self, **replaced: Any) -> Call:
+        """The SDK method with the caller's arguments (``replaced`` ones swapped in)."""
+        bound = inspect.BoundArguments(self._bound.signature, {**self._bound.arguments, **replaced})
+        return Call(self.name, lambda: self._raw(*bound.args, **bound.kwargs))
+
+
+def _with_extras(sig: inspect.Signature, extras: dict[str, Any], returns: Any) -> inspect.Signature:
+    params = list(sig.parameters.values())
+    cut = next((i for i, p in enumerate(params) if p.kind == p.VAR_KEYWORD), len(params))
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=note)
+        for name, note in extras.items()
+        if name not in sig.parameters
+    ]
+    annotation = sig.return_annotation if returns is None else returns
+    return sig.replace(
+        parameters=[*params[:cut], *added, *params[cut:]], return_annotation=annotation
+    )
+
+
+class guarded:
+    """A flow ``fn(self, args: Args) -> Flow`` as the guarded SDK method of the same name.
+
+    The method's signature is the SDK's own (the resource's ``_SDK`` class, sync or async),
+    plus ``extras`` (keyword-only, default None). ``sync`` / ``lazy``: what the sync variant
+    wraps the flow's result in, and (for the SDK's async paginators, which are awaitable and
+    async-iterable rather than coroutines) what the async variant returns around a loader;
+    ``awaited``: what the async variant wraps the flow's result in (an async pager).
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Flow[Any]] | None = None,
+        *,
+        extras: tuple[str, ...] = (),
+        returns: Any = None,
+        sync: Callable[[Any], Any] | None = None,
+        lazy: Callable[[Callable[[], Any]], Any] | None = None,
+        awaited: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.fn = fn if fn is not None else _passthrough
+        self.extras = {n: "WriteOrigin | None" if n == "gnomon_origin" else "Any" for n in extras}
+        self.returns, self.sync, self.lazy, self.awaited = returns, sync, lazy, awaited
+        self.name = ""
+        self._built: dict[type, Callable[..., Any]] = {}
+
+    def __call__(self, fn: Callable[..., Flow[Any]]) -> guarded:
+        self.fn = fn
+        return self
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        fn = self._built.get(owner) or self._build(owner)
+        return fn if obj is None else MethodType(fn, obj)
+
+    def _build(self, owner: Any) -> Callable[..., Any]:
+        sdk = getattr(owner._SDK[owner._ASYNC], self.name)
+        sig = inspect.signature(sdk)
+        params = [p for p in sig.parameters.values() if p.name != "self"]
+        bind_sig = sig.replace(parameters=params)
+        call, flow, extras = f"{owner._path}{self.name}", self.fn, tuple(self.extras)
+
+        def bind(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Flow[Any]:
+            taken = {k: kwargs.pop(k) for k in extras if k in kwargs}
+            bound = bind_sig.bind(*args, **kwargs)
+            return flow(obj, Args(call, getattr(obj._raw, self.name), bound, taken))
+
+        method: Callable[..., Any]
+        if not owner._ASYNC:
+
+            def method(obj: Any, *args: Any, **kwargs: Any) -> Any:
+                out = drive(bind(obj, args, kwargs), obj._converted)
+                return out if self.sync is None else self.sync(out)
+
+        elif self.lazy is not None:
+            lazy = self.lazy
+
+            def method(obj: Any, *args: Any, **kwargs: Any) -> Any:
+                return lazy(lambda: adrive(bind(obj, args, kwargs), obj._converted, obj._worker()))
+
+        else:
+
+            async def method(obj: Any, *args: Any, **kwargs: Any) -> Any:
+                out = await adrive(bind(obj, args, kwargs), obj._converted, obj._worker())
+                return out if self.awaited is None else self.awaited(out)
+
+        method.__name__ = self.name
+        method.__qualname__ = f"{owner.__qualname__}.{self.name}"
+        method.__module__ = owner.__module__
+        method.__doc__ = self.fn.__doc__ or sdk.__doc__
+        method.__signature__ = _with_extras(sig, self.extras, self.returns)  # type: ignore[attr-defined]
+        self._built[owner] = method
+        return method
+
+
+def _passthrough(self: Any, a: Args) -> Flow[Any]:
+    """A container call (no memory text): the SDK's answer, unchanged."""
+    return (yield a.raw())
+
+
+# -- the firewall side a client's resources share ---------------------------------------------
+
+
+class Core:
+    """The firewall side shared by one guarded client's resources, sync and async alike:
+    the one write-through (:meth:`write`), the one delete (:meth:`delete`), screening, and
+    the annotated copies a read hands back."""
+
+    def __init__(self, adapter: Adapter) -> None:
+        self.adapter = adapter
+        self.guard: Guard = adapter._guard
+
+    def write(
+        self,
+        pending: PendingWrite,
+        call: Call,
+        parse: Callable[[Any], StoreItem],
+        *,
+        stored: bool = False,
+    ) -> Flow[tuple[Any, StoreItem]]:
+        """The store half of a write: the SDK call, its item parsed; if either fails the
+        binding is ``failed`` (:meth:`Guard.writing`), else ``written`` (with the stored
+        item's hash when ``stored``: fields the store sets are covered)."""
+        with self.guard.writing(pending, call.name):
+            out = yield call
+            item = parse(out)
+        self.guard.confirm_write(pending, item.store_id, stored=item if stored else None)
+        return out, item
+
+    def delete(self, store_id: str, call: Call, origin: Any) -> Flow[Any]:
+        """A delete is a revision first (:meth:`Guard.begin_delete`), then the SDK call."""
+        binding = self.guard.begin_delete(store_id, origin=origin, call=call.name)
+        with self.guard.deleting(binding, call.name):
+            return (yield call)
+
+    def screen(self, items: Sequence[StoreItem], query: str) -> Hits:
+        return self.guard.screen(items, query=query, k=max(1, min(len(items), 200)))
+
+    def passed(self, items: Sequence[StoreItem], query: str) -> list[Any]:
+        """The hits that passed, annotated; ``.gnomon`` says what was withheld and why."""
+        hits = self.screen(items, query)
+        return attach([self.annotate(s) for s in hits if s.passed], hits.summary)
+
+    def one(self, item: StoreItem, query: str, **blank: Any) -> Any:
+        """One item read: annotated if it passed, else the same shape with ``blank`` fields
+        (its text and whatever renders with it) and ``gnomon`` saying why it was withheld."""
+        (screened,) = self.screen([item], query)
+        if screened.passed:
+            return self.annotate(screened)
+        return screened.item.raw.model_copy(update={**blank, "gnomon": withheld_note(screened)})
+
+    def annotate(self, screened: Screened) -> Any:
+        """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)."""
+        return screened.item.raw.model_copy(update={"gnomon": screened.annotation()})
+
+
+# -- resources and the one constructor -----------------------------------------------------------
+
+
+_VARIANTS: dict[type, type] = {}
+
+
+def sdk_pair(module: Any, name: str) -> tuple[Any, Any]:
+    """A resource's SDK classes, sync and async (``FooResource`` and ``AsyncFooResource``)."""
+    return getattr(module, name), getattr(module, f"Async{name}")
+
+
+class Resource(Refusing):
+    """A guarded SDK resource: the shared firewall side (``_core``, with ``.guard``), the raw SDK
+    resource (``_raw``), and child resources named in ``_children`` (each mounted on the raw
+    resource's attribute of the same name, in this resource's sync or async variant).
+
+    ``_SDK``: the SDK's (sync, async) resource classes whose signatures the guarded methods
+    take; ``_converted``: the store's error edge (a context manager naming the call)."""
+
+    _ASYNC: ClassVar[bool] = False
+    _SDK: ClassVar[tuple[Any, Any]] = (None, None)
+    _children: ClassVar[dict[str, type[Resource]]] = {}
+    _converted: ClassVar[Converter]
+
+    def __init__(self, core: Any, raw: Any) -> None:
+        self._core, self._raw = core, raw
+        for name, child in self._children.items():
+            setattr(self, name, child._variant(self._ASYNC)(core, getattr(raw, name)))
+
+    def _worker(self) -> Executor:
+        return self._core.guard.worker()  # type: ignore[no-any-return]
+
+    @classmethod
+    def _variant(cls, is_async: bool) -> type[Resource]:
+        """This resource's sync or async twin: one class body, ``_ASYNC`` flipped."""
+        if is_async == cls._ASYNC:
+            return cls
+        if cls not in _VARIANTS:
+            name = f"Async{cls.__name__}"
+            body = {"_ASYNC": True, "__module__": cls.__module__, "__qualname__": name}
+            _VARIANTS[cls] = type(name, (cls,), body)
+        return _VARIANTS[cls]
+
+
+def _close(self: Any) -> None:
+    """End the guard's session (when the guarded client started it)."""
+    self._close_now()
+
+
+async def _aclose(self: Any) -> None:
+    """End the guard's session, off the event loop (a store write)."""
+    await asyncio.to_thread(self._close_now)
+
+
+class Closing:
+    """``close()``: sync on a sync client; a coroutine function on an async one."""
+
+    def __get__(self, obj: Any, owner: Any) -> Any:
+        fn = _aclose if owner._ASYNC else _close
+        return fn if obj is None else MethodType(fn, obj)
+
+
+class GuardedClient(Resource):
+    """The one constructor of every guarded SDK client (see the store modules for the surface).
+
+    A subclass names the SDK's client classes (``_SDK``: sync, async), the backend its
+    ``.gnomon`` runs on (:meth:`_backend`, always over a sync client: :meth:`_sync_twin` makes
+    one sharing an async client's settings, unless ``sync_client=`` is given) and the shared
+    firewall side (``_Core``, built from the adapter)."""
+
+    _Core: ClassVar[Callable[[Adapter], Any]]
+    _client_hint: ClassVar[str | None] = None
+
+    def __init__(
+        self,
+        client: Any,
+        wall: Firewall,
+        *,
+        project: str | None = None,
+        actor: str = "agent",
+        user: str | None = None,
+        session: Session | None = None,
+        policy: ContextPolicy | str = "default",
+        user_channel: Channel | None = None,
+        sync_client: Any = None,
+    ) -> None:
+        from adapters.adapter import Adapter
+        from adapters.guard import Guard
+
+        self._check_client(client)
+        guard = Guard(
+            wall,
+            self._store,
+            session=session,
+            project=project,
+            actor=actor,
+            user=user,
+            policy=policy,
+            user_channel=user_channel,
+        )
+        sync = client if not self._ASYNC else sync_client or self._sync_twin(client)
+        self.gnomon = Adapter(guard, self._backend(sync))
+        super().__init__(type(self)._Core(self.gnomon), client)
+        self._wire(client)
+
+    def _wire(self, client: Any) -> None:
+        """Hand a resource the raw siblings it also calls (Zep's thread context reads the
+        thread's graph)."""
+
+    def _check_client(self, client: Any) -> None:
+        """Refuse a client of the wrong kind (an async one in a sync wrapper…)."""
+        expected, other = self._SDK[self._ASYNC], self._SDK[not self._ASYNC]
+        if not isinstance(client, expected):
+            name = type(self).__name__
+            twin = name.replace("GuardedAsync", "Guarded", 1)
+            if not self._ASYNC:
+                twin = name.replace("Guarded", "GuardedAsync", 1)
+            raise StoreCallError(
+                f"expected a {expected.__module__.split('.')[0]} {expected.__name__}, "
+                f"got {type(client).__name__}",
+                store=self._store,
+                call="__init__",
+                hint=self._client_hint or f"use {twin} for {other.__name__}",
+            )
+
+    def _backend(self, client: Any) -> StoreBackend:
+        raise NotImplementedError
+
+    def _sync_twin(self, client: Any) -> Any:
+        raise NotImplementedError
+
+    def _close_now(self) -> None:
+        self.gnomon.close()
+
+    close = Closing()
+
+
+__all__ = [
+    "WRITE",
+    "Args",
+    "Call",
+    "Core",
+    "Flow",
+    "GuardedClient",
+    "Refusing",
+    "Resource",
+    "adrive",
+    "drive",
+    "given",
+    "guarded",
+    "sdk_pair",
+]

@@ -45,14 +45,15 @@ trusted text back (see :mod:`adapters.mem0`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from adapters.base import gnomon_metadata, item_hash
-from adapters.errors import ProtectedBeliefError
+from adapters.errors import AdapterError, ProtectedBeliefError
 from firewall.chain import Belief, BindingState, Revision, StoreBinding, content_hash
 from firewall.channels import Channel, WriteOrigin, caller_origin
 from firewall.content import statement_text
@@ -531,6 +532,27 @@ class Guard:
             belief_id=protected.id,
             candidate_id=candidate.id,
         )
+
+    @contextmanager
+    def writing(self, pending: PendingWrite | Sequence[PendingWrite], call: str) -> Iterator[None]:
+        """The store half of a write: if the SDK call (or reading its answer) fails, every
+        pending binding is marked ``failed`` and its belief hidden (:meth:`fail_write`)."""
+        try:
+            yield
+        except AdapterError as exc:
+            for one in [pending] if isinstance(pending, PendingWrite) else pending:
+                self.fail_write(one, exc, call)
+            raise
+
+    @contextmanager
+    def deleting(self, binding: StoreBinding | None, call: str) -> Iterator[None]:
+        """The store half of a delete: if the SDK call fails, the binding says so."""
+        try:
+            yield
+        except AdapterError as exc:
+            if binding is not None:
+                self.fail_delete(binding, exc, call)
+            raise
 
     def fail_delete(self, binding: StoreBinding, error: BaseException, call: str) -> None:
         failed = binding.model_copy(

@@ -35,8 +35,9 @@ Adoption is one line::
   (:class:`~adapters.errors.BypassRefusedError`): nothing reaches the store around the guard.
 
 Each method is written once, as a *flow*: a generator that yields the raw SDK calls it needs
-(:class:`_Call`) and does every firewall step between them. :func:`_drive` runs a flow against a
-sync client, :func:`_adrive` awaits each call of an async one; that is the only difference
+(:class:`~adapters.core.Call`) and does every firewall step between them. :func:`_drive` runs a
+flow against a sync client, :func:`~adapters.core.adrive` awaits each call of an async one
+(:mod:`adapters.core`, shared with Letta and Zep); that is the only difference
 between ``GuardedMemory`` and ``AsyncGuardedMemory`` (and between the two platform clients).
 ``.gnomon`` (audit, import, export, sync) is synchronous: for ``AsyncMemory`` it runs the
 client's coroutines on a private event loop thread, for ``AsyncMemoryClient`` on a sync
@@ -50,18 +51,18 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Generator, Mapping
-from concurrent.futures import Executor
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Self, TypeVar
 
 from adapters.base import merged_metadata
+from adapters.core import Call as _Call
+from adapters.core import Flow, adrive, drive
 from adapters.errors import AdapterError, BypassRefusedError, StoreCallError, StoreResponseError
 from adapters.mem0_backend import (
     STORE,
     SyncView,
-    acall_converting,
     call_converting,
+    converting,
     results_of,
     to_item,
 )
@@ -74,61 +75,9 @@ T = TypeVar("T")
 PLATFORM_SCOPE = ("user_id", "agent_id", "run_id", "app_id")
 
 
-@dataclass(frozen=True, slots=True)
-class _Call:
-    """One raw SDK call a flow needs: ``fn()`` returns the result (sync) or a coroutine."""
-
-    name: str
-    fn: Callable[[], Any]
-
-
-Flow = Generator[_Call, Any, T]
-
-
 def _drive(flow: Flow[T]) -> T:
-    """Run a flow against a sync client; SDK errors reach the flow as AdapterErrors."""
-    value: Any = None
-    error: AdapterError | None = None
-    while True:
-        try:
-            call = flow.throw(error) if error is not None else flow.send(value)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        try:
-            value, error = call_converting(call.name, call.fn), None
-        except AdapterError as exc:
-            value, error = None, exc
-
-
-async def _adrive(flow: Flow[T], worker: Executor) -> T:
-    """:func:`_drive` for an async client: the same flow, each SDK call awaited, and every
-    firewall step (the flow between two calls: records, bindings, screening, all store I/O)
-    run on the guard's worker thread, so the event loop never waits on the firewall's store."""
-    loop = asyncio.get_running_loop()
-    value: Any = None
-    error: AdapterError | None = None
-    while True:
-        done, call = await loop.run_in_executor(worker, _step, flow, value, error)
-        if done:
-            return call  # type: ignore[return-value]
-        try:
-            value, error = await acall_converting(call.name, _awaiting(call)), None
-        except AdapterError as exc:
-            value, error = None, exc
-
-
-def _step(flow: Flow[T], value: Any, error: AdapterError | None) -> tuple[bool, Any]:
-    """One firewall step of a flow, up to its next SDK call: ``(False, call)``, or
-    ``(True, result)`` when the flow returned (StopIteration cannot cross a future)."""
-    try:
-        return False, flow.throw(error) if error is not None else flow.send(value)
-    except StopIteration as stop:
-        return True, stop.value
-
-
-async def _awaiting(call: _Call) -> Any:
-    out = call.fn()
-    return await out if inspect.isawaitable(out) else out
+    """Run a flow against a sync mem0 client (:func:`adapters.core.drive`)."""
+    return drive(flow, converting)
 
 
 def _options(options: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +92,7 @@ class _Mem0Flows(_Guarded):
     _ASYNC = False
 
     async def _arun(self, flow: Flow[T]) -> T:
-        return await _adrive(flow, self.gnomon._guard.worker())
+        return await adrive(flow, converting, self.gnomon._guard.worker())
 
     def _check_client(self, client: Any) -> None:
         add = getattr(client, "add", None)

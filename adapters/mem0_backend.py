@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
 try:
@@ -91,18 +92,18 @@ def _status(exc: BaseException) -> int | None:
     return None
 
 
+@contextmanager
+def converting(call: str) -> Iterator[None]:
+    """The error edge around one raw call (the flows' ``converted``, see :mod:`adapters.core`)."""
+    try:
+        yield
+    except (Mem0Error, httpx.HTTPError, ValueError, OSError, RuntimeError) as exc:
+        raise convert(exc, call) from exc
+
+
 def call_converting(call: str, fn: Callable[[], T]) -> T:
-    try:
+    with converting(call):
         return fn()
-    except (Mem0Error, httpx.HTTPError, ValueError, OSError, RuntimeError) as exc:
-        raise convert(exc, call) from exc
-
-
-async def acall_converting(call: str, coro: Any) -> Any:
-    try:
-        return await coro
-    except (Mem0Error, httpx.HTTPError, ValueError, OSError, RuntimeError) as exc:
-        raise convert(exc, call) from exc
 
 
 # -- normalizing responses --------------------------------------------------------------------
@@ -380,12 +381,12 @@ __all__ = [
     "Mem0Backend",
     "PlatformBackend",
     "SyncView",
-    "acall_converting",
     "adapter_for",
     "annotated",
     "call_converting",
     "content_of",
     "convert",
+    "converting",
     "messages_of",
     "passed",
     "read_text",

@@ -38,6 +38,15 @@ def reason_codes(screened: Screened) -> list[str]:
     return ["unbound" if note.startswith("no belief") else note.replace(" ", "_")]
 
 
+def withheld_note(screened: Screened) -> dict[str, Any]:
+    """What a single withheld item carries as ``gnomon`` in place of its text."""
+    return {
+        "withheld": True,
+        "belief_id": screened.belief.id if screened.belief else None,
+        "reasons": [str(r) for r in screened.reasons] or [screened.note or screened.verdict],
+    }
+
+
 def report(screened: Sequence[Screened], *, policy: str | None = None) -> dict[str, Any]:
     """Counts and reasons of one screened read (``quoted`` counts as returned, labelled)."""
     withheld = [s for s in screened if not s.passed]

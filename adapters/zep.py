@@ -52,9 +52,9 @@ store fails after the firewall recorded it leaves the binding ``failed`` and the
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
@@ -67,17 +67,19 @@ try:
     from zep_cloud.core.api_error import ApiError
     from zep_cloud.core.pagination import AsyncPager, SyncPager
     from zep_cloud.core.parse_error import ParsingError
+    from zep_cloud.graph import client as sdk_graph
+    from zep_cloud.graph.episode import client as sdk_episode
+    from zep_cloud.thread import client as sdk_thread
     from zep_cloud.types import (
         ContextResults,
         Episode,
         GraphContextResponse,
-        Message,
         ThreadContextResponse,
     )
+    from zep_cloud.user import client as sdk_user
 except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
     raise MissingSDKError("zep", "zep", "zep-cloud") from exc
 
-from adapters.adapter import Adapter
 from adapters.base import (
     MetadataLimits,
     Page,
@@ -86,23 +88,24 @@ from adapters.base import (
     merged_metadata,
     rendered_value,
 )
-from adapters.core import Refusing
-from adapters.errors import (
-    AdapterError,
-    StoreCallError,
-    StoreResponseError,
-    malformed,
+from adapters.core import (
+    WRITE,
+    Args,
+    Call,
+    Core,
+    Flow,
+    GuardedClient,
+    Resource,
+    guarded,
+    sdk_pair,
 )
+from adapters.errors import StoreCallError, StoreResponseError, malformed
 from adapters.fern_errors import fern_converted
-from adapters.guard import Guard, PendingWrite, Screened
-from adapters.withheld import attach
+from adapters.guard import PendingWrite, Screened
 from adapters.zep_context import render_context
 from firewall.chain import Belief
-from firewall.channels import Channel, WriteOrigin
-from firewall.firewall import Firewall
+from firewall.channels import WriteOrigin
 from firewall.origin import Origin
-from firewall.policy import ContextPolicy
-from firewall.session import Session
 from firewall.states import SecurityStatus
 
 STORE = "zep"
@@ -136,11 +139,6 @@ def _malformed(call: str, what: str, got: Any) -> StoreResponseError:
 def _run(call: str, fn: Callable[[], T]) -> T:
     with converted(call):
         return fn()
-
-
-async def _arun(call: str, fn: Callable[[], Awaitable[T]]) -> T:
-    with converted(call):
-        return await fn()
 
 
 # -- SDK objects -> store items --------------------------------------------------------------
@@ -212,21 +210,6 @@ def rendered_fields(obj: Any) -> dict[str, str]:
     return {f: rendered_value(getattr(obj, f, None)) for f in EDGE_FIELDS}
 
 
-def annotate(screened: Screened) -> Any:
-    """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)."""
-    return screened.item.raw.model_copy(update={"gnomon": screened.annotation()})
-
-
-def withheld(screened: Screened) -> Any:
-    """An episode whose belief failed the policy: same shape, none of its text."""
-    note = {
-        "withheld": True,
-        "belief_id": screened.belief.id if screened.belief else None,
-        "reasons": [str(r) for r in screened.reasons] or [screened.note or screened.verdict],
-    }
-    return screened.item.raw.model_copy(update={"content": "", "metadata": {}, "gnomon": note})
-
-
 def _pager(items: list[Any], response: Any) -> SyncPager[Any, Any]:
     return _summarized(SyncPager(has_next=False, items=items, get_next=None, response=response))
 
@@ -243,29 +226,31 @@ def _summarized(pager: Any) -> Any:
     return pager
 
 
-def _all_items(pager: Any, call: str) -> tuple[list[Any], Any]:
+def all_items(pager: Any, call: str) -> Any:
+    """Every item of a pager and the last page's response, reading the following pages; for
+    the async SDK (whose methods return a coroutine of a pager), a coroutine doing the same."""
+    if inspect.isawaitable(pager):
+        return _aall_items(pager, call)
     if not isinstance(pager, SyncPager):
         raise _malformed(call, "a pager", pager)
-    items: list[Any] = []
-    response = None
-    for page in pager.iter_pages():
-        if page.items is None and items == []:
-            raise _malformed(call, "a page with items", page.response)
-        items.extend(page.items or [])
-        response = page.response
-    return items, response
+    return _collected([(page.items, page.response) for page in pager.iter_pages()], call)
 
 
-async def _aall_items(pager: Any, call: str) -> tuple[list[Any], Any]:
+async def _aall_items(coroutine: Any, call: str) -> tuple[list[Any], Any]:
+    pager = await coroutine
     if not isinstance(pager, AsyncPager):
         raise _malformed(call, "a pager", pager)
+    return _collected([(page.items, page.response) async for page in pager.iter_pages()], call)
+
+
+def _collected(pages: list[tuple[Any, Any]], call: str) -> tuple[list[Any], Any]:
     items: list[Any] = []
     response = None
-    async for page in pager.iter_pages():
-        if page.items is None and items == []:
-            raise _malformed(call, "a page with items", page.response)
-        items.extend(page.items or [])
-        response = page.response
+    for page_items, page_response in pages:
+        if page_items is None and items == []:
+            raise _malformed(call, "a page with items", page_response)
+        items.extend(page_items or [])
+        response = page_response
     return items, response
 
 
@@ -314,7 +299,7 @@ class ZepBackend(StoreBackend):
         pager = _run(
             call, lambda: self.client.graph.search_episodes(graph, query=query, page_size=limit)
         )
-        items, _ = _all_items(pager, call)
+        items, _ = all_items(pager, call)
         return [content_item(e, graph, call) for e in items[:limit]]
 
     def list_page(
@@ -344,10 +329,9 @@ class ZepBackend(StoreBackend):
 # -- the firewall side shared by the sync and async clients -------------------------------------
 
 
-class _Core:
-    def __init__(self, adapter: Adapter) -> None:
-        self.adapter = adapter
-        self.guard: Guard = adapter._guard
+class _Core(Core):
+    def __init__(self, adapter: Any) -> None:
+        super().__init__(adapter)
         self.threads: dict[str, str] = {}  # thread uuid -> graph uuid
 
     # writes
@@ -397,26 +381,14 @@ class _Core:
         for pending, item in zip(pendings, items, strict=True):
             self.guard.confirm_write(pending, item.store_id)
 
-    def failed(self, pendings: Sequence[PendingWrite], exc: BaseException, call: str) -> None:
-        for pending in pendings:
-            self.guard.fail_write(pending, exc, call)
-
     # reads
-
-    def screen(self, items: list[StoreItem], query: str) -> list[Screened]:
-        return self.guard.screen(items, query=query, k=max(1, min(len(items), 200)))
-
-    def passed(self, items: list[StoreItem], query: str) -> list[Any]:
-        """The hits that passed, annotated; ``.gnomon`` says what was withheld and why."""
-        hits = self.screen(items, query)
-        return attach([annotate(s) for s in hits if s.passed], hits.summary)
 
     def contents(self, objs: Sequence[Any], graph: str, call: str, query: str) -> list[Any]:
         return self.passed([content_item(o, graph, call) for o in objs], query)
 
     def derived(self, objs: Sequence[Any], graph: str, call: str, query: str) -> list[Any]:
         """Edges or nodes that passed: see :meth:`screen_derived`."""
-        return [annotate(s) for s in self.screen_derived(objs, graph, call, query)]
+        return [self.annotate(s) for s in self.screen_derived(objs, graph, call, query)]
 
     def screen_derived(
         self, objs: Sequence[Any], graph: str, call: str, query: str
@@ -493,8 +465,8 @@ class _Core:
             quoted,
         )
         results = ContextResults(
-            edges=[annotate(s) for s in edges],
-            nodes=[annotate(s) for s in nodes],
+            edges=[self.annotate(s) for s in edges],
+            nodes=[self.annotate(s) for s in nodes],
             episodes=episodes,
         )
         return blob, results
@@ -502,6 +474,10 @@ class _Core:
     def context_query(self, messages: list[Any], call: str) -> str:
         texts = [getattr(m, "content", None) for m in messages[-CONTEXT_MESSAGES:]]
         return " ".join(t for t in texts if isinstance(t, str)) or "context"
+
+    def episode(self, item: StoreItem, query: str) -> Any:
+        """One episode read: annotated, or the same shape with none of its text."""
+        return self.one(item, query, content="", metadata={})
 
 
 def _thread_graph(thread: Any, call: str) -> str:
@@ -511,504 +487,192 @@ def _thread_graph(thread: Any, call: str) -> str:
     return graph
 
 
-class _Refusing(Refusing):
+class _Refusing(Resource):
     _store = STORE
+    _converted = staticmethod(converted)
 
 
-# -- sync resources --------------------------------------------------------------------------
+def _paged(**options: Any) -> guarded:
+    """A read returning the SDK's pager: one page of the screened items, sync or async."""
+    return guarded(sync=lambda r: _pager(*r), awaited=lambda r: _apager(*r), **options)
 
 
 class Thread(_Refusing):
     _path = "thread."
+    _SDK = sdk_pair(sdk_thread, "ThreadClient")
+    #: The raw ``graph`` resource: a thread's context is read from the thread's graph.
+    _graph_client: Any = None
 
-    def __init__(self, core: _Core, raw: Any) -> None:
-        self._core, self._raw = core, raw
+    create = guarded()
+    get = guarded()
 
-    def create(self, **kw: Any) -> Any:
-        return _run("thread.create", lambda: self._raw.create(**kw))
-
-    def get(self, thread_uuid: str, **kw: Any) -> Any:
-        return _run("thread.get", lambda: self._raw.get(thread_uuid, **kw))
-
-    def _graph(self, thread_uuid: str) -> str:
+    def _graph(self, thread_uuid: str) -> Flow[str]:
         if thread_uuid not in self._core.threads:
-            thread = _run("thread.get", lambda: self._raw.get(thread_uuid))
+            thread = yield Call("thread.get", lambda: self._raw.get(thread_uuid))
             self._core.threads[thread_uuid] = _thread_graph(thread, "thread.get")
-        return self._core.threads[thread_uuid]
+        return self._core.threads[thread_uuid]  # type: ignore[no-any-return]
 
-    def add_messages(
-        self,
-        thread_uuid: str,
-        *,
-        messages: Sequence[AddMessage],
-        return_context: bool | None = None,
-        gnomon_origin: WriteOrigin | None = None,
-        **kw: Any,
-    ) -> Any:
-        call = "thread.add_messages"
-        graph = self._graph(thread_uuid)
-        pendings, sent = self._core.begin_messages(messages, gnomon_origin, call)
-        try:
-            result = _run(call, lambda: self._raw.add_messages(thread_uuid, messages=sent, **kw))
-            self._core.confirm_messages(pendings, result, graph, call)
-        except AdapterError as exc:
-            self._core.failed(pendings, exc, call)
-            raise
-        if return_context:
-            context = self.get_context(thread_uuid).context
+    @guarded(extras=WRITE)
+    def add_messages(self, a: Args) -> Flow:
+        """Each message recorded with the label its role gives (the host's user channel for
+        role=user), then written with the firewall's metadata keys."""
+        graph = yield from self._graph(a["thread_uuid"])
+        pendings, sent = self._core.begin_messages(a["messages"], a.origin, a.name)
+        with self._core.guard.writing(pendings, a.name):
+            result = yield a.raw(messages=sent, return_context=...)
+            self._core.confirm_messages(pendings, result, graph, a.name)
+        if a.get("return_context"):
+            context = yield from self._context(a["thread_uuid"])
             return result.model_copy(update={"context": context})
         return result
 
-    def list_messages(self, thread_uuid: str, **kw: Any) -> SyncPager[Message, Any]:
-        call = "thread.list_messages"
-        graph = self._graph(thread_uuid)
-        items, response = _all_items(
-            _run(call, lambda: self._raw.list_messages(thread_uuid, **kw)), call
-        )
-        return _pager(self._core.contents(items, graph, call, call), response)
+    @_paged()
+    def list_messages(self, a: Args) -> Flow:
+        graph = yield from self._graph(a["thread_uuid"])
+        items, response = yield a.raw().then(lambda pager: all_items(pager, a.name))
+        return self._core.contents(items, graph, a.name, a.name), response
 
-    def get_context(self, thread_uuid: str, **kw: Any) -> ThreadContextResponse:
+    @guarded
+    def get_context(self, a: Args) -> Flow:
         """Rebuilt from the thread graph's facts and entities that pass the policy."""
+        return ThreadContextResponse(context=(yield from self._context(a["thread_uuid"])))
+
+    def _context(self, thread_uuid: str) -> Flow[str]:
         call = "thread.get_context"
-        graph = self._graph(thread_uuid)
-        recent = _run(
+        graph = yield from self._graph(thread_uuid)
+        recent = yield Call(
             call,
             lambda: self._raw.list_messages(thread_uuid, page_size=CONTEXT_MESSAGES, order="desc"),
         )
         query = self._core.context_query(list(reversed(recent.items or [])), call)
-        response = _run(
-            call,
-            lambda: self._graph_client.get_context(graph, query=query, include_results=True),
+        response = yield Call(
+            call, lambda: self._graph_client.get_context(graph, query=query, include_results=True)
         )
         blob, _ = self._core.context(response, graph, call, query)
-        return ThreadContextResponse(context=blob)
-
-    _graph_client: Any = None
+        return blob  # type: ignore[no-any-return]
 
 
 class Episodes(_Refusing):
     _path = "graph.episode."
+    _SDK = sdk_pair(sdk_episode, "EpisodeClient")
 
-    def __init__(self, core: _Core, raw: Any) -> None:
-        self._core, self._raw = core, raw
+    @guarded(extras=WRITE)
+    def add(self, a: Args) -> Flow:
+        pending = self._core.begin(a.name, a["data"], a.get("metadata"), a.origin)
 
-    def add(
-        self,
-        graph_uuid: str,
-        *,
-        data: str,
-        metadata: Any = None,
-        gnomon_origin: WriteOrigin | None = None,
-        **kw: Any,
-    ) -> Any:
-        call = "graph.episode.add"
-        pending = self._core.begin(call, data, metadata, gnomon_origin)
-        try:
-            result = _run(
-                call,
-                lambda: self._raw.add(
-                    graph_uuid, data=pending.text, metadata=pending.metadata, **kw
-                ),
-            )
+        def parse(result: Any) -> StoreItem:
             episode = getattr(result, "episode", None)
             if not isinstance(episode, Episode):
-                raise _malformed(call, "an AddEpisodeResult with an episode", result)
-            item = content_item(episode, graph_uuid, call)
-        except AdapterError as exc:
-            self._core.failed([pending], exc, call)
-            raise
-        self._core.guard.confirm_write(pending, item.store_id)
+                raise _malformed(a.name, "an AddEpisodeResult with an episode", result)
+            return content_item(episode, a["graph_uuid"], a.name)
+
+        result, _ = yield from self._core.write(
+            pending, a.raw(data=pending.text, metadata=pending.metadata), parse
+        )
         return result
 
-    def get(self, graph_uuid: str, episode_uuid: str, **kw: Any) -> Episode:
-        call = "graph.episode.get"
-        episode = _run(call, lambda: self._raw.get(graph_uuid, episode_uuid, **kw))
-        (screened,) = self._core.screen([content_item(episode, graph_uuid, call)], call)
-        return annotate(screened) if screened.passed else withheld(screened)  # type: ignore[no-any-return]
+    @guarded
+    def get(self, a: Args) -> Flow:
+        episode = yield a.raw()
+        return self._core.episode(content_item(episode, a["graph_uuid"], a.name), a.name)
 
-    def list(self, graph_uuid: str, **kw: Any) -> SyncPager[Episode, Any]:
-        call = "graph.episode.list"
-        items, response = _all_items(_run(call, lambda: self._raw.list(graph_uuid, **kw)), call)
-        return _pager(self._core.contents(items, graph_uuid, call, call), response)
+    @_paged()
+    def list(self, a: Args) -> Flow:
+        items, response = yield a.raw().then(lambda pager: all_items(pager, a.name))
+        return self._core.contents(items, a["graph_uuid"], a.name, a.name), response
 
-    def delete(
-        self,
-        graph_uuid: str,
-        episode_uuid: str,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-        **kw: Any,
-    ) -> Any:
-        call = "graph.episode.delete"
-        binding = self._core.guard.begin_delete(
-            store_id(graph_uuid, episode_uuid), origin=gnomon_origin, call=call
-        )
-        try:
-            return _run(call, lambda: self._raw.delete(graph_uuid, episode_uuid, **kw))
-        except AdapterError as exc:
-            if binding is not None:
-                self._core.guard.fail_delete(binding, exc, call)
-            raise
+    @guarded(extras=WRITE)
+    def delete(self, a: Args) -> Flow:
+        ident = store_id(a["graph_uuid"], a["episode_uuid"])
+        return (yield from self._core.delete(ident, a.raw(), a.origin))
 
 
 class Graph(_Refusing):
     _path = "graph."
+    _SDK = sdk_pair(sdk_graph, "GraphClient")
+    _children: ClassVar[dict[str, type[Resource]]] = {"episode": Episodes}
 
-    def __init__(self, core: _Core, raw: Any) -> None:
-        self._core, self._raw = core, raw
-        self.episode = Episodes(core, raw.episode)
+    def _search(self, a: Args, screen: Callable[..., list[Any]]) -> Flow:
+        items, response = yield a.raw().then(lambda pager: all_items(pager, a.name))
+        return screen(items, a["graph_uuid"], a.name, a["query"]), response
 
-    def search_edges(self, graph_uuid: str, *, query: str, **kw: Any) -> SyncPager[Any, Any]:
-        call = "graph.search_edges"
-        pager = _run(call, lambda: self._raw.search_edges(graph_uuid, query=query, **kw))
-        items, response = _all_items(pager, call)
-        return _pager(self._core.derived(items, graph_uuid, call, query), response)
+    @_paged()
+    def search_edges(self, a: Args) -> Flow:
+        return (yield from self._search(a, self._core.derived))
 
-    def search_nodes(self, graph_uuid: str, *, query: str, **kw: Any) -> SyncPager[Any, Any]:
-        call = "graph.search_nodes"
-        pager = _run(call, lambda: self._raw.search_nodes(graph_uuid, query=query, **kw))
-        items, response = _all_items(pager, call)
-        return _pager(self._core.derived(items, graph_uuid, call, query), response)
+    @_paged()
+    def search_nodes(self, a: Args) -> Flow:
+        return (yield from self._search(a, self._core.derived))
 
-    def search_episodes(self, graph_uuid: str, *, query: str, **kw: Any) -> SyncPager[Any, Any]:
-        call = "graph.search_episodes"
-        pager = _run(call, lambda: self._raw.search_episodes(graph_uuid, query=query, **kw))
-        items, response = _all_items(pager, call)
-        return _pager(self._core.contents(items, graph_uuid, call, query), response)
+    @_paged()
+    def search_episodes(self, a: Args) -> Flow:
+        return (yield from self._search(a, self._core.contents))
 
-    def get_context(
-        self, graph_uuid: str, *, query: str, include_results: bool | None = None, **kw: Any
-    ) -> GraphContextResponse:
+    @guarded
+    def get_context(self, a: Args) -> Flow:
         """Rebuilt from the edges and nodes that pass the policy (see the module docstring)."""
-        call = "graph.get_context"
-        response = _run(
-            call,
-            lambda: self._raw.get_context(graph_uuid, query=query, include_results=True, **kw),
-        )
-        blob, results = self._core.context(response, graph_uuid, call, query)
+        graph, query = a["graph_uuid"], a["query"]
+        response = yield a.raw(include_results=True)
+        blob, results = self._core.context(response, graph, a.name, query)
         return GraphContextResponse(
             context=blob,
-            results=results if include_results else None,
+            results=results if a.get("include_results") else None,
             truncated=response.truncated,
         )
 
 
 class User(_Refusing):
+    """Containers (no memory text): passed through."""
+
     _path = "user."
+    _SDK = sdk_pair(sdk_user, "UserClient")
 
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw
-
-    def create(self, **kw: Any) -> Any:
-        return _run("user.create", lambda: self._raw.create(**kw))
-
-    def get(self, user_uuid: str, **kw: Any) -> Any:
-        return _run("user.get", lambda: self._raw.get(user_uuid, **kw))
-
-    def lookup(self, **kw: Any) -> Any:
-        return _run("user.lookup", lambda: self._raw.lookup(**kw))
+    create = guarded()
+    get = guarded()
+    lookup = guarded()
 
 
-# -- async resources (the same phases, the raw call awaited) ---------------------------
-
-
-class AsyncThread(_Refusing):
-    _path = "thread."
-
-    def __init__(self, core: _Core, raw: Any) -> None:
-        self._core, self._raw = core, raw
-
-    async def create(self, **kw: Any) -> Any:
-        return await _arun("thread.create", lambda: self._raw.create(**kw))
-
-    async def get(self, thread_uuid: str, **kw: Any) -> Any:
-        return await _arun("thread.get", lambda: self._raw.get(thread_uuid, **kw))
-
-    async def _graph(self, thread_uuid: str) -> str:
-        if thread_uuid not in self._core.threads:
-            thread = await _arun("thread.get", lambda: self._raw.get(thread_uuid))
-            self._core.threads[thread_uuid] = _thread_graph(thread, "thread.get")
-        return self._core.threads[thread_uuid]
-
-    async def add_messages(
-        self,
-        thread_uuid: str,
-        *,
-        messages: Sequence[AddMessage],
-        return_context: bool | None = None,
-        gnomon_origin: WriteOrigin | None = None,
-        **kw: Any,
-    ) -> Any:
-        call = "thread.add_messages"
-        graph = await self._graph(thread_uuid)
-        pendings, sent = self._core.begin_messages(messages, gnomon_origin, call)
-        try:
-            result = await _arun(
-                call, lambda: self._raw.add_messages(thread_uuid, messages=sent, **kw)
-            )
-            self._core.confirm_messages(pendings, result, graph, call)
-        except AdapterError as exc:
-            self._core.failed(pendings, exc, call)
-            raise
-        if return_context:
-            context = (await self.get_context(thread_uuid)).context
-            return result.model_copy(update={"context": context})
-        return result
-
-    async def list_messages(self, thread_uuid: str, **kw: Any) -> AsyncPager[Message, Any]:
-        call = "thread.list_messages"
-        graph = await self._graph(thread_uuid)
-        items, response = await _aall_items(
-            await _arun(call, lambda: self._raw.list_messages(thread_uuid, **kw)), call
-        )
-        return _apager(self._core.contents(items, graph, call, call), response)
-
-    async def get_context(self, thread_uuid: str, **kw: Any) -> ThreadContextResponse:
-        """Rebuilt from the thread graph's facts and entities that pass the policy."""
-        call = "thread.get_context"
-        graph = await self._graph(thread_uuid)
-        recent = await _arun(
-            call,
-            lambda: self._raw.list_messages(thread_uuid, page_size=CONTEXT_MESSAGES, order="desc"),
-        )
-        query = self._core.context_query(list(reversed(recent.items or [])), call)
-        response = await _arun(
-            call,
-            lambda: self._graph_client.get_context(graph, query=query, include_results=True),
-        )
-        blob, _ = self._core.context(response, graph, call, query)
-        return ThreadContextResponse(context=blob)
-
-    _graph_client: Any = None
-
-
-class AsyncEpisodes(_Refusing):
-    _path = "graph.episode."
-
-    def __init__(self, core: _Core, raw: Any) -> None:
-        self._core, self._raw = core, raw
-
-    async def add(
-        self,
-        graph_uuid: str,
-        *,
-        data: str,
-        metadata: Any = None,
-        gnomon_origin: WriteOrigin | None = None,
-        **kw: Any,
-    ) -> Any:
-        call = "graph.episode.add"
-        pending = self._core.begin(call, data, metadata, gnomon_origin)
-        try:
-            result = await _arun(
-                call,
-                lambda: self._raw.add(
-                    graph_uuid, data=pending.text, metadata=pending.metadata, **kw
-                ),
-            )
-            episode = getattr(result, "episode", None)
-            if not isinstance(episode, Episode):
-                raise _malformed(call, "an AddEpisodeResult with an episode", result)
-            item = content_item(episode, graph_uuid, call)
-        except AdapterError as exc:
-            self._core.failed([pending], exc, call)
-            raise
-        self._core.guard.confirm_write(pending, item.store_id)
-        return result
-
-    async def get(self, graph_uuid: str, episode_uuid: str, **kw: Any) -> Episode:
-        call = "graph.episode.get"
-        episode = await _arun(call, lambda: self._raw.get(graph_uuid, episode_uuid, **kw))
-        (screened,) = self._core.screen([content_item(episode, graph_uuid, call)], call)
-        return annotate(screened) if screened.passed else withheld(screened)  # type: ignore[no-any-return]
-
-    async def list(self, graph_uuid: str, **kw: Any) -> AsyncPager[Episode, Any]:
-        call = "graph.episode.list"
-        items, response = await _aall_items(
-            await _arun(call, lambda: self._raw.list(graph_uuid, **kw)), call
-        )
-        return _apager(self._core.contents(items, graph_uuid, call, call), response)
-
-    async def delete(
-        self,
-        graph_uuid: str,
-        episode_uuid: str,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-        **kw: Any,
-    ) -> Any:
-        call = "graph.episode.delete"
-        binding = self._core.guard.begin_delete(
-            store_id(graph_uuid, episode_uuid), origin=gnomon_origin, call=call
-        )
-        try:
-            return await _arun(call, lambda: self._raw.delete(graph_uuid, episode_uuid, **kw))
-        except AdapterError as exc:
-            if binding is not None:
-                self._core.guard.fail_delete(binding, exc, call)
-            raise
-
-
-class AsyncGraph(_Refusing):
-    _path = "graph."
-
-    def __init__(self, core: _Core, raw: Any) -> None:
-        self._core, self._raw = core, raw
-        self.episode = AsyncEpisodes(core, raw.episode)
-
-    async def search_edges(self, graph_uuid: str, *, query: str, **kw: Any) -> AsyncPager[Any, Any]:
-        call = "graph.search_edges"
-        pager = await _arun(call, lambda: self._raw.search_edges(graph_uuid, query=query, **kw))
-        items, response = await _aall_items(pager, call)
-        return _apager(self._core.derived(items, graph_uuid, call, query), response)
-
-    async def search_nodes(self, graph_uuid: str, *, query: str, **kw: Any) -> AsyncPager[Any, Any]:
-        call = "graph.search_nodes"
-        pager = await _arun(call, lambda: self._raw.search_nodes(graph_uuid, query=query, **kw))
-        items, response = await _aall_items(pager, call)
-        return _apager(self._core.derived(items, graph_uuid, call, query), response)
-
-    async def search_episodes(
-        self, graph_uuid: str, *, query: str, **kw: Any
-    ) -> AsyncPager[Any, Any]:
-        call = "graph.search_episodes"
-        pager = await _arun(call, lambda: self._raw.search_episodes(graph_uuid, query=query, **kw))
-        items, response = await _aall_items(pager, call)
-        return _apager(self._core.contents(items, graph_uuid, call, query), response)
-
-    async def get_context(
-        self, graph_uuid: str, *, query: str, include_results: bool | None = None, **kw: Any
-    ) -> GraphContextResponse:
-        """Rebuilt from the edges and nodes that pass the policy (see the module docstring)."""
-        call = "graph.get_context"
-        response = await _arun(
-            call,
-            lambda: self._raw.get_context(graph_uuid, query=query, include_results=True, **kw),
-        )
-        blob, results = self._core.context(response, graph_uuid, call, query)
-        return GraphContextResponse(
-            context=blob,
-            results=results if include_results else None,
-            truncated=response.truncated,
-        )
-
-
-class AsyncUser(_Refusing):
-    _path = "user."
-
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw
-
-    async def create(self, **kw: Any) -> Any:
-        return await _arun("user.create", lambda: self._raw.create(**kw))
-
-    async def get(self, user_uuid: str, **kw: Any) -> Any:
-        return await _arun("user.get", lambda: self._raw.get(user_uuid, **kw))
-
-    async def lookup(self, **kw: Any) -> Any:
-        return await _arun("user.lookup", lambda: self._raw.lookup(**kw))
-
-
-class GuardedZep(_Refusing):
+class GuardedZep(GuardedClient):
     """A ``zep_cloud.client.Zep`` behind the firewall (see the module docstring).
 
     ``gnomon_origin=`` on a write (host code only) records it with an explicit origin;
-    ``zep.gnomon`` is the store-independent :class:`~adapters.adapter.Adapter` over the graph
-    episodes (audit, import, export, sync with ``scope={"graph_uuid": ...}``).
+    ``user_channel=`` (the host's channel for its user) labels role=user thread messages as the
+    user's. ``zep.gnomon`` is the store-independent :class:`~adapters.adapter.Adapter` over
+    the graph episodes (audit, import, export, sync with ``scope={"graph_uuid": ...}``).
     """
 
-    def __init__(
-        self,
-        client: Zep,
-        wall: Firewall,
-        *,
-        project: str | None = None,
-        actor: str = "agent",
-        user: str | None = None,
-        session: Session | None = None,
-        policy: ContextPolicy | str = "default",
-        user_channel: Channel | None = None,
-    ) -> None:
-        if not isinstance(client, Zep):
-            raise StoreCallError(
-                f"expected a zep_cloud Zep, got {type(client).__name__}",
-                store=STORE,
-                call="__init__",
-                hint="use GuardedAsyncZep for AsyncZep",
-            )
-        guard = Guard(
-            wall,
-            STORE,
-            session=session,
-            project=project,
-            actor=actor,
-            user=user,
-            policy=policy,
-            user_channel=user_channel,
-        )
-        self.gnomon = Adapter(guard, ZepBackend(client))
-        core = _Core(self.gnomon)
-        self.thread = Thread(core, client.thread)
+    _store = STORE
+    _SDK = (Zep, AsyncZep)
+    _Core = _Core
+    _children: ClassVar[dict[str, type[Resource]]] = {
+        "thread": Thread,
+        "graph": Graph,
+        "user": User,
+    }
+
+    def _wire(self, client: Any) -> None:
         self.thread._graph_client = client.graph
-        self.graph = Graph(core, client.graph)
-        self.user = User(client.user)
 
-    def close(self) -> None:
-        self.gnomon.close()
+    def _backend(self, client: Zep) -> ZepBackend:
+        return ZepBackend(client)
 
-
-class GuardedAsyncZep(_Refusing):
-    """A ``zep_cloud.client.AsyncZep`` behind the firewall: :class:`GuardedZep`'s surface with
-    the SDK's coroutines. Firewall records are written synchronously around each awaited call;
-    ``zep.gnomon`` (audit, import, export, sync) runs on a sync client sharing its settings."""
-
-    def __init__(
-        self,
-        client: AsyncZep,
-        wall: Firewall,
-        *,
-        project: str | None = None,
-        actor: str = "agent",
-        user: str | None = None,
-        session: Session | None = None,
-        policy: ContextPolicy | str = "default",
-        sync_client: Zep | None = None,
-        user_channel: Channel | None = None,
-    ) -> None:
-        if not isinstance(client, AsyncZep):
-            raise StoreCallError(
-                f"expected a zep_cloud AsyncZep, got {type(client).__name__}",
-                store=STORE,
-                call="__init__",
-                hint="use GuardedZep for Zep",
-            )
-        guard = Guard(
-            wall,
-            STORE,
-            session=session,
-            project=project,
-            actor=actor,
-            user=user,
-            policy=policy,
-            user_channel=user_channel,
-        )
+    def _sync_twin(self, client: AsyncZep) -> Zep:
         wrapper = client._client_wrapper
-        sync = sync_client or Zep(
+        return Zep(
             api_key=wrapper.api_key,
             base_url=wrapper.get_base_url(),
             timeout=wrapper.get_timeout(),
             max_retries=0,
         )
-        self.gnomon = Adapter(guard, ZepBackend(sync))
-        core = _Core(self.gnomon)
-        self.thread = AsyncThread(core, client.thread)
-        self.thread._graph_client = client.graph
-        self.graph = AsyncGraph(core, client.graph)
-        self.user = AsyncUser(client.user)
 
-    async def close(self) -> None:
-        """Async like the rest: the guard's session end runs off the event loop."""
-        await asyncio.to_thread(self.gnomon.close)
+
+class GuardedAsyncZep(GuardedZep):
+    """A ``zep_cloud.client.AsyncZep`` behind the firewall: :class:`GuardedZep`'s flows with the
+    SDK's coroutines; the firewall steps run on the guard's worker thread. ``zep.gnomon``
+    (audit, import, export, sync) runs on a sync client sharing its settings (or
+    ``sync_client=``)."""
+
+    _ASYNC = True
 
 
 __all__ = ["GuardedAsyncZep", "GuardedZep", "ZepBackend"]

@@ -43,9 +43,8 @@ timeouts :class:`~adapters.errors.StoreTimeoutError`, a response not in the docu
 the store fails after the firewall recorded it leaves the binding ``failed`` and the belief
 hidden.
 
-The module repeats a few small helpers of :mod:`adapters.zep` (the bypass refusal, the
-annotated copy) rather than importing it: that module needs ``zep_cloud``, which the
-``zep-legacy`` extra does not install.
+The guarded methods are flows on the one adapter core (:mod:`adapters.core`), each with the
+installed ``zep_python`` method's signature. zep-python's async client is not wrapped.
 """
 
 from __future__ import annotations
@@ -61,27 +60,23 @@ try:
     from pydantic import v1 as pydantic_v1
     from zep_python.client import Zep
     from zep_python.core.api_error import ApiError
+    from zep_python.external_clients import memory as sdk_memory
+    from zep_python.external_clients import user as sdk_user
     from zep_python.types import Memory, Message, SessionSearchResponse
 except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
     raise MissingSDKError("zep-legacy", "zep-legacy", "zep-python") from exc
 
-from adapters.adapter import Adapter
 from adapters.base import BELIEF_KEY, MetadataLimits, Page, StoreBackend, StoreItem
 from adapters.base import merged_metadata as _merged
-from adapters.core import Refusing
+from adapters.core import WRITE, Args, Call, Core, Flow, GuardedClient, Resource, guarded
 from adapters.errors import (
-    AdapterError,
     StoreCallError,
     StoreMetadataError,
     StoreResponseError,
     malformed,
 )
 from adapters.fern_errors import fern_converted
-from adapters.guard import Guard, PendingWrite, Screened
-from firewall.channels import Channel, WriteOrigin
-from firewall.firewall import Firewall
-from firewall.policy import ContextPolicy
-from firewall.session import Session
+from adapters.guard import PendingWrite, Screened
 
 STORE = "zep-legacy"
 #: Zep v2 message metadata is a free JSON object; nesting is allowed.
@@ -200,7 +195,7 @@ class LegacyZepBackend(StoreBackend):
             role="agent", role_type="assistant", content=text, metadata=dict(metadata)
         )
         _run(call, lambda: self.client.memory.add(session, messages=[message]))
-        (item,) = find_written(self.client, session, [dict(metadata)], call)
+        (item,) = find_written(self.client.memory, session, [dict(metadata)], call)
         return item
 
     def get(self, store_id: str) -> StoreItem | None:
@@ -257,10 +252,11 @@ class LegacyZepBackend(StoreBackend):
 
 
 def find_written(
-    client: Zep, session: str, metadatas: Sequence[Mapping[str, Any]], call: str
+    memory_client: Any, session: str, metadatas: Sequence[Mapping[str, Any]], call: str
 ) -> list[StoreItem]:
     """The messages just added, found by the belief id the firewall put in their metadata."""
-    memory = _run(call, lambda: client.memory.get(session, lastn=max(len(metadatas), 1) * 2))
+    lastn = max(len(metadatas), 1) * 2
+    memory = _run(call, lambda: memory_client.get(session, lastn=lastn))
     by_belief = {}
     for message in _messages(memory, call):
         metadata = getattr(message, "metadata", None) or {}
@@ -278,50 +274,46 @@ def find_written(
 # -- the guarded client ----------------------------------------------------------------------
 
 
-class _Refusing(Refusing):
+class _Core(Core):
+    def annotate(self, screened: Screened) -> Any:
+        return annotate(screened)  # zep-python's models are pydantic v1
+
+
+class _Refusing(Resource):
     _store = STORE
+    _converted = staticmethod(converted)
 
 
 class LegacyMemory(_Refusing):
     _path = "memory."
-
-    def __init__(self, adapter: Adapter, raw: Any, client: Zep) -> None:
-        self._guard: Guard = adapter._guard
-        self._raw, self._client = raw, client
+    _SDK = (sdk_memory.MemoryClient, None)
 
     # containers
-
-    def add_session(self, **kw: Any) -> Any:
-        return _run("memory.add_session", lambda: self._raw.add_session(**kw))
-
-    def get_session(self, session_id: str, **kw: Any) -> Any:
-        return _run("memory.get_session", lambda: self._raw.get_session(session_id, **kw))
+    add_session = guarded()
+    get_session = guarded()
 
     # writes
 
-    def add(
-        self,
-        session_id: str,
-        *,
-        messages: Sequence[Message],
-        gnomon_origin: WriteOrigin | None = None,
-        **kw: Any,
-    ) -> Any:
-        call = "memory.add"
+    @guarded(extras=WRITE)
+    def add(self, a: Args) -> Flow:
+        """Each message recorded with the label its ``role_type`` gives (the host's user
+        channel for ``user``), sent with the firewall's keys, then found again by belief id."""
+        messages, session = a["messages"], a["session_id"]
         if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-            raise StoreCallError("messages must be a list of Message", store=STORE, call=call)
+            raise StoreCallError("messages must be a list of Message", store=STORE, call=a.name)
         parsed = [m if isinstance(m, Message) else Message.parse_obj(m) for m in messages]
         for m in parsed:  # refuse bad metadata or content before recording any message
-            merged_metadata(call, m.metadata)
+            merged_metadata(a.name, m.metadata)
             if not isinstance(m.content, str):
-                raise StoreCallError("message content must be a string", store=STORE, call=call)
+                raise StoreCallError("message content must be a string", store=STORE, call=a.name)
+        guard = self._core.guard
         pendings: list[PendingWrite] = [
-            self._guard.begin_write(
+            guard.begin_write(
                 m.content or "",
-                merged_metadata(call, m.metadata),
-                origin=gnomon_origin
-                if gnomon_origin is not None
-                else self._guard.message_origin(m.role_type, m.role),
+                merged_metadata(a.name, m.metadata),
+                origin=a.origin
+                if a.origin is not None
+                else guard.message_origin(m.role_type, m.role),
             )
             for m in parsed
         ]
@@ -329,54 +321,41 @@ class LegacyMemory(_Refusing):
             m.copy(update={"metadata": p.metadata, "content": p.text})
             for m, p in zip(parsed, pendings, strict=True)
         ]
-        try:
-            result = _run(call, lambda: self._raw.add(session_id, messages=sent, **kw))
-            items = find_written(self._client, session_id, [p.metadata for p in pendings], call)
-        except AdapterError as exc:
-            for pending in pendings:
-                self._guard.fail_write(pending, exc, call)
-            raise
+        metadatas = [p.metadata for p in pendings]
+        with guard.writing(pendings, a.name):
+            result = yield a.raw(messages=sent)
+            items = yield Call(a.name, lambda: find_written(self._raw, session, metadatas, a.name))
         for pending, item in zip(pendings, items, strict=True):
-            self._guard.confirm_write(pending, item.store_id)
+            guard.confirm_write(pending, item.store_id)
         return result
 
-    def update_message_metadata(
-        self, session_id: str, message_uuid: str, *, metadata: Any, **kw: Any
-    ) -> Any:
-        call = "memory.update_message_metadata"
-        merged_metadata(call, metadata)
-        return _run(
-            call,
-            lambda: self._raw.update_message_metadata(
-                session_id, message_uuid, metadata=metadata, **kw
-            ),
-        )
+    @guarded
+    def update_message_metadata(self, a: Args) -> Flow:
+        """Passed through, the firewall's ``gnomon_*`` keys refused."""
+        merged_metadata(a.name, a["metadata"])
+        return (yield a.raw())
 
     # reads
 
-    def _screen(self, items: list[StoreItem], query: str) -> list[Screened]:
-        return self._guard.screen(items, query=query, k=max(1, min(len(items), 200)))
-
-    def get(self, session_id: str, **kw: Any) -> Memory:
+    @guarded
+    def get(self, a: Args) -> Flow:
         """The session's memory rebuilt from the messages, facts and summary that pass."""
-        call = "memory.get"
-        memory = _run(call, lambda: self._raw.get(session_id, **kw))
+        session = a["session_id"]
+        memory = yield a.raw()
         if not isinstance(memory, Memory):
-            raise _malformed(call, "a Memory", memory)
-        items = [message_item(m, session_id, call) for m in _messages(memory, call)]
+            raise _malformed(a.name, "a Memory", memory)
+        items = [message_item(m, session, a.name) for m in _messages(memory, a.name)]
         items = [i for i in items if not deleted(i.raw)]
         for fact in memory.relevant_facts or []:
             if isinstance(fact.fact, str):
-                items.append(derived_item("fact", fact.uuid_, fact.fact, session_id, fact))
+                items.append(derived_item("fact", fact.uuid_, fact.fact, session, fact))
         for text in memory.facts or []:
             if isinstance(text, str):
-                items.append(derived_item("fact", None, text, session_id, text))
+                items.append(derived_item("fact", None, text, session, text))
         summary = memory.summary
         if summary is not None and isinstance(summary.content, str):
-            items.append(
-                derived_item("summary", summary.uuid_, summary.content, session_id, summary)
-            )
-        passed = [s for s in self._screen(items, call) if s.passed]
+            items.append(derived_item("summary", summary.uuid_, summary.content, session, summary))
+        passed = [s for s in self._core.screen(items, a.name) if s.passed]
         kept = {id(s.item.raw): annotate(s) for s in passed}
         return memory.copy(
             update={
@@ -389,19 +368,19 @@ class LegacyMemory(_Refusing):
             }
         )
 
-    def search_sessions(self, *, text: str | None = None, **kw: Any) -> SessionSearchResponse:
+    @guarded
+    def search_sessions(self, a: Args) -> Flow:
         """Only results whose message, fact or summary passes the screen (no raw text)."""
-        call = "memory.search_sessions"
-        response = _run(call, lambda: self._raw.search_sessions(text=text, **kw))
+        response = yield a.raw()
         if not isinstance(response, SessionSearchResponse):
-            raise _malformed(call, "a SessionSearchResponse", response)
+            raise _malformed(a.name, "a SessionSearchResponse", response)
         pairs: list[tuple[Any, str, StoreItem]] = []
         for result in response.results or []:
             session = result.session_id or ""
             if result.message is not None:
                 if deleted(result.message):
                     continue
-                pairs.append((result, "message", message_item(result.message, session, call)))
+                pairs.append((result, "message", message_item(result.message, session, a.name)))
             elif result.fact is not None and isinstance(result.fact.fact, str):
                 item = derived_item(
                     "fact", result.fact.uuid_, result.fact.fact, session, result.fact
@@ -412,7 +391,7 @@ class LegacyMemory(_Refusing):
                 pairs.append(
                     (result, "summary", derived_item("summary", s.uuid_, s.content, session, s))
                 )
-        screened = self._screen([item for _, _, item in pairs], text or call)
+        screened = self._core.screen([item for _, _, item in pairs], a.get("text") or a.name)
         kept = [
             result.copy(update={field: annotate(s)})
             for (result, field, _), s in zip(pairs, screened, strict=True)
@@ -420,70 +399,42 @@ class LegacyMemory(_Refusing):
         ]
         return response.copy(update={"results": kept})
 
-    def get_session_messages(self, session_id: str, **kw: Any) -> Any:
-        call = "memory.get_session_messages"
-        response = _run(call, lambda: self._raw.get_session_messages(session_id, **kw))
-        items = [message_item(m, session_id, call) for m in _messages(response, call)]
-        screened = self._screen([i for i in items if not deleted(i.raw)], call)
-        return response.copy(update={"messages": [annotate(s) for s in screened if s.passed]})
+    @guarded
+    def get_session_messages(self, a: Args) -> Flow:
+        session = a["session_id"]
+        response = yield a.raw()
+        items = [message_item(m, session, a.name) for m in _messages(response, a.name)]
+        kept = self._core.passed([i for i in items if not deleted(i.raw)], a.name)
+        return response.copy(update={"messages": list(kept)})
 
 
 class LegacyUser(_Refusing):
+    """Containers (no memory text): passed through."""
+
     _path = "user."
+    _SDK = (sdk_user.UserClient, None)
 
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw
-
-    def add(self, **kw: Any) -> Any:
-        return _run("user.add", lambda: self._raw.add(**kw))
-
-    def get(self, user_id: str, **kw: Any) -> Any:
-        return _run("user.get", lambda: self._raw.get(user_id, **kw))
+    add = guarded()
+    get = guarded()
 
 
-class GuardedLegacyZep(_Refusing):
+class GuardedLegacyZep(GuardedClient):
     """A ``zep_python.client.Zep`` (2.x) behind the firewall (see the module docstring).
 
     ``gnomon_origin=`` on ``memory.add`` (host code only) records it with an explicit origin;
-    ``zep.gnomon`` is the store-independent :class:`~adapters.adapter.Adapter` over a session's
-    messages (audit, import, export, sync with ``scope={"session_id": ...}``).
+    ``user_channel=`` labels role_type=user messages as the host's user's. ``zep.gnomon`` is
+    the store-independent :class:`~adapters.adapter.Adapter` over a session's messages (audit,
+    import, export, sync with ``scope={"session_id": ...}``).
     """
 
-    def __init__(
-        self,
-        client: Zep,
-        wall: Firewall,
-        *,
-        project: str | None = None,
-        actor: str = "agent",
-        user: str | None = None,
-        session: Session | None = None,
-        policy: ContextPolicy | str = "default",
-        user_channel: Channel | None = None,
-    ) -> None:
-        if not isinstance(client, Zep):
-            raise StoreCallError(
-                f"expected a zep_python Zep, got {type(client).__name__}",
-                store=STORE,
-                call="__init__",
-                hint="construct it as Zep(base_url='http://host:8000', api_key=...)",
-            )
-        guard = Guard(
-            wall,
-            STORE,
-            session=session,
-            project=project,
-            actor=actor,
-            user=user,
-            policy=policy,
-            user_channel=user_channel,
-        )
-        self.gnomon = Adapter(guard, LegacyZepBackend(client))
-        self.memory = LegacyMemory(self.gnomon, client.memory, client)
-        self.user = LegacyUser(client.user)
+    _store = STORE
+    _SDK = (Zep, None)
+    _Core = _Core
+    _client_hint = "construct it as Zep(base_url='http://host:8000', api_key=...)"
+    _children: ClassVar[dict[str, type[Resource]]] = {"memory": LegacyMemory, "user": LegacyUser}
 
-    def close(self) -> None:
-        self.gnomon.close()
+    def _backend(self, client: Zep) -> LegacyZepBackend:
+        return LegacyZepBackend(client)
 
 
 __all__ = ["GuardedLegacyZep", "LegacyZepBackend"]

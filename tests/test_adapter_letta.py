@@ -210,8 +210,8 @@ def test_read_failures_are_typed(env) -> None:  # type: ignore[no-untyped-def]
 
 def test_unguarded_sdk_methods_are_refused(env) -> None:  # type: ignore[no-untyped-def]
     _, client, _ = env
-    with pytest.raises(BypassRefusedError, match=r"agents\.messages"):
-        client.agents.messages  # noqa: B018
+    with pytest.raises(BypassRefusedError, match=r"agents\.messages\.stream"):
+        client.agents.messages.stream  # noqa: B018  (agents.messages.create is a guarded step)
     with pytest.raises(BypassRefusedError, match=r"blocks\.agents"):
         client.blocks.agents  # noqa: B018
     with pytest.raises(BypassRefusedError, match="tools"):

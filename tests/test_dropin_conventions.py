@@ -216,3 +216,60 @@ def test_cli_import_turns_mem0_telemetry_off(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(mem0_main, "MEM0_TELEMETRY", True)
     mem0_telemetry_off()
     assert os.environ["MEM0_TELEMETRY"] == "false" and mem0_main.MEM0_TELEMETRY is False
+
+
+def _guarded_methods(obj: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """(path, wrapper method, SDK method) of every guarded method of a client, recursively."""
+    from adapters.core import Resource
+
+    for name in sorted(n for n in dir(obj) if not n.startswith("_")):
+        if name in ("close", "gnomon"):
+            continue
+        value = getattr(obj, name)
+        if isinstance(value, Resource):
+            yield from _guarded_methods(value, f"{path}{name}.")
+        elif callable(value):
+            sdk = type(obj)._SDK[type(obj)._ASYNC]
+            yield f"{path}{name}", getattr(type(obj), name), getattr(sdk, name)
+
+
+def _sdk_clients(wall: Firewall) -> list[Any]:
+    from letta_client import AsyncLetta, Letta
+    from zep_cloud.client import AsyncZep, Zep
+    from zep_python.client import Zep as LegacyZep
+
+    from adapters.letta import GuardedAsyncLetta, GuardedLetta
+    from adapters.zep import GuardedAsyncZep, GuardedZep
+    from adapters.zep_legacy import GuardedLegacyZep
+
+    zep = {"api_key": "k", "base_url": "http://zep.test/api/v4"}
+    return [
+        GuardedLetta(Letta(base_url="http://letta.test"), wall, project="p"),
+        GuardedAsyncLetta(AsyncLetta(base_url="http://letta.test"), wall, project="p"),
+        GuardedZep(Zep(**zep), wall, project="p"),
+        GuardedAsyncZep(AsyncZep(**zep), wall, project="p", sync_client=Zep(**zep)),
+        GuardedLegacyZep(LegacyZep(base_url="http://zep.test", api_key="k"), wall, project="p"),
+    ]
+
+
+def test_letta_and_zep_wrapper_signatures_are_the_installed_sdks(wall: Firewall) -> None:
+    """Every guarded Letta and Zep method takes the installed SDK method's parameters (same
+    kinds, same defaults), adds only ``gnomon_origin=``, says what it returns, and is a
+    coroutine function exactly where the SDK's is."""
+    checked = 0
+    for client in _sdk_clients(wall):
+        for path, wrapper, sdk in _guarded_methods(client):
+            _assert_signature_covers(wrapper, sdk)
+            assert "kw" not in inspect.signature(wrapper).parameters, path
+            assert inspect.iscoroutinefunction(wrapper) == inspect.iscoroutinefunction(sdk), path
+            checked += 1
+        assert inspect.iscoroutinefunction(type(client).close) == type(client)._ASYNC
+    assert checked >= 60
+
+
+def test_wrong_arguments_fail_like_the_sdk_before_anything_is_recorded(wall: Firewall) -> None:
+    letta = _sdk_clients(wall)[0]
+    events = len(list(wall.store.events()))
+    with pytest.raises(TypeError):
+        letta.blocks.create(label="l", vaule="typo")
+    assert len(list(wall.store.events())) == events

@@ -4,7 +4,12 @@
 
 It keeps agents (with core-memory blocks attached by label and one archive for their archival
 memory), standalone blocks, archives and passages in dicts, and answers searches by token
-overlap. Use it without a network:
+overlap. ``agents.messages.create`` runs one scripted agent step: the server first compiles the
+agent's system prompt from its *attached* blocks, as Letta does (kept in :attr:`compiled`, one
+prompt per step, and returned by ``agents.recompile``), then runs the step's script
+(:meth:`FakeLettaServer.on_step`; by default a user message ``remember X`` appends ``X`` to the
+``human`` block with ``core_memory_append``), answering in ``LettaResponse``'s wire format.
+Use it without a network:
 
 >>> import httpx
 >>> from letta_client import Letta
@@ -18,7 +23,9 @@ overlap. Use it without a network:
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -124,6 +131,18 @@ class FakeLettaServer:
             self._archive_passage_delete,
         )
         r("passages.search", "POST", "/v1/passages/search", self._passage_search)
+        r("agent_messages.create", "POST", "/v1/agents/{agent_id}/messages", self._agent_step)
+        r("agents.recompile", "POST", "/v1/agents/{agent_id}/recompile", self._recompile)
+        for verb in ("attach", "detach"):
+            r(
+                f"agent_blocks.{verb}",
+                "PATCH",
+                f"/v1/agents/{{agent_id}}/core-memory/blocks/{verb}/{{block_id}}",
+                self._agent_block_attach if verb == "attach" else self._agent_block_detach,
+            )
+        #: The system prompt compiled at the start of each step, per agent.
+        self.compiled: dict[str, list[str]] = {}
+        self._scripts: dict[str, Callable[[FakeStep], str]] = {}
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -262,6 +281,67 @@ class FakeLettaServer:
             agent["blocks"] = {k: v for k, v in agent["blocks"].items() if v != block_id}
         return httpx.Response(200, json={})
 
+    # -- the agent loop -------------------------------------------------------------------
+
+    def on_step(self, agent_id: str, script: Callable[[FakeStep], str]) -> None:
+        """What the agent does in its next steps: ``script(step)`` edits memory through
+        ``step`` (as the agent's memory tools would) and returns the assistant's reply."""
+        self._scripts[agent_id] = script
+
+    def compile(self, agent_id: str) -> str:
+        """The core-memory part of the system prompt, from the blocks attached right now."""
+        lines = ["<memory_blocks>", "The following memory blocks are in your core memory:"]
+        for label, block_id in self.agents[agent_id]["blocks"].items():
+            block = self.blocks[block_id]
+            lines += [f"<{label}>", "<description>", block["description"] or "", "</description>"]
+            lines += ["<value>", block["value"], "</value>", f"</{label}>"]
+        return "\n".join([*lines, "</memory_blocks>"])
+
+    def _agent_step(self, request: httpx.Request, agent_id: str) -> httpx.Response:
+        if agent_id not in self.agents:
+            return self._missing("agent", agent_id)
+        body = json_of(request)
+        if body.get("streaming"):
+            return httpx.Response(422, json={"detail": "the fake does not stream"})
+        self.compiled.setdefault(agent_id, []).append(self.compile(agent_id))
+        step = FakeStep(self, agent_id, _texts(body))
+        reply = self._scripts.get(agent_id, _remember)(step)
+        messages = [*step.messages, _message("assistant_message", content=reply)]
+        return httpx.Response(
+            200,
+            json={
+                "messages": messages,
+                "stop_reason": {"message_type": "stop_reason", "stop_reason": "end_turn"},
+                "usage": {"message_type": "usage_statistics", "step_count": 1},
+            },
+        )
+
+    def _recompile(self, request: httpx.Request, agent_id: str) -> httpx.Response:
+        if agent_id not in self.agents:
+            return self._missing("agent", agent_id)
+        return httpx.Response(200, json=self.compile(agent_id))
+
+    def _agent_state(self, agent_id: str) -> httpx.Response:
+        blocks = [self.blocks[b] for b in self.agents[agent_id]["blocks"].values()]
+        return httpx.Response(200, json={"id": agent_id, "name": agent_id, "blocks": blocks})
+
+    def _agent_block_attach(
+        self, request: httpx.Request, agent_id: str, block_id: str
+    ) -> httpx.Response:
+        if agent_id not in self.agents or block_id not in self.blocks:
+            return self._missing("agent or block", f"{agent_id}/{block_id}")
+        self.agents[agent_id]["blocks"][self.blocks[block_id]["label"]] = block_id
+        return self._agent_state(agent_id)
+
+    def _agent_block_detach(
+        self, request: httpx.Request, agent_id: str, block_id: str
+    ) -> httpx.Response:
+        agent = self.agents.get(agent_id)
+        if agent is None or block_id not in agent["blocks"].values():
+            return self._missing("attached block", block_id)
+        agent["blocks"] = {k: v for k, v in agent["blocks"].items() if v != block_id}
+        return self._agent_state(agent_id)
+
     # -- archival memory ------------------------------------------------------------------
 
     def _agent_archive(self, agent_id: str) -> str | None:
@@ -380,4 +460,65 @@ class FakeLettaServer:
         return scored[:limit]
 
 
-__all__ = ["FakeLettaServer"]
+class FakeStep:
+    """One agent step of the fake: the inputs' texts, and the agent's memory tools (each edit
+    answered with a tool call and its return, as the server reports them)."""
+
+    def __init__(self, server: FakeLettaServer, agent_id: str, texts: list[str]) -> None:
+        self.server, self.agent_id, self.texts = server, agent_id, texts
+        self.messages: list[dict[str, Any]] = []
+
+    def _tool(self, name: str, arguments: dict[str, Any], result: str) -> None:
+        call_id = _id("call")
+        call = {"name": name, "arguments": json.dumps(arguments), "tool_call_id": call_id}
+        self.messages.append(_message("tool_call_message", tool_call=call))
+        self.messages.append(
+            _message(
+                "tool_return_message",
+                name=name,
+                status="success",
+                tool_call_id=call_id,
+                tool_return=result,
+            )
+        )
+
+    def block(self, label: str) -> dict[str, Any]:
+        return self.server.agent_block(self.agent_id, label)
+
+    def append(self, label: str, text: str) -> None:
+        """``core_memory_append``: only a block attached to the agent can be edited."""
+        self.block(label)["value"] += f"\n{text}"
+        self._tool("core_memory_append", {"label": label, "content": text}, "None")
+
+    def replace(self, label: str, old: str, new: str) -> None:
+        block = self.block(label)
+        block["value"] = block["value"].replace(old, new)
+        self._tool("core_memory_replace", {"label": label, "old": old, "new": new}, "None")
+
+    def fetch(self, url: str, text: str) -> None:
+        """A tool the agent ran whose output it read (a web page)."""
+        self._tool("web_fetch", {"url": url}, text)
+
+
+def _remember(step: FakeStep) -> str:
+    for text in step.texts:
+        if text.startswith("remember ") and "human" in step.server.agents[step.agent_id]["blocks"]:
+            step.append("human", text.removeprefix("remember "))
+    return "ok"
+
+
+def _texts(body: dict[str, Any]) -> list[str]:
+    given = body.get("input")
+    texts = [given] if isinstance(given, str) else []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+    return texts
+
+
+def _message(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"id": _id("message"), "date": _now(), "message_type": kind, **fields}
+
+
+__all__ = ["FakeLettaServer", "FakeStep"]
