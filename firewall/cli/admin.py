@@ -87,8 +87,7 @@ def _demo_report(result: DemoResult) -> None:
     for role, ident in result.sessions.items():
         out.print(f"  {ident}  {_SESSION_ROLES[role]}", markup=False, highlight=False)
     out.print(
-        f"\nWhere to look next (the demo's store is {url}, not the default store; "
-        "`gnomon init` creates that one):",
+        "\nWhere to look next (the demo's own store; `gnomon init` creates the default one):",
         style="bold",
         markup=False,
     )
