@@ -51,8 +51,8 @@ def require_existing_store(url: str) -> None:
     if path is not None and not path.exists():
         raise StoreError(
             f"no Gnomon store at {path} ({url})",
-            hint="run `gnomon demo` to create one, or point --url / $GNOMON_URL at an existing "
-            "store",
+            hint="run `gnomon init` to create it (`gnomon demo` writes its own demo store), or "
+            "point --url / $GNOMON_URL at an existing store",
         )
 
 

@@ -110,6 +110,9 @@ class DemoResult:
     quoted_after_quarantine: bool
     audit_shows_quarantined: bool
     poison_truth: dict[str, str]
+    #: the three sessions, by role: ``reader`` (session A, read the poison), ``recall``
+    #: (session B) and ``sentinel`` (the recalls around the quarantine)
+    sessions: dict[str, str]
     checks: list[Check]
     events: int
     head_hash: str
@@ -229,6 +232,7 @@ def run_demo(url: str = "memory://", *, on_step: Step | None = None) -> DemoResu
         chat = wall.channel(Origin.user(USER), project=PROJECT)
         with wall.session(project=PROJECT, actor=AGENT, user=USER) as s:
             fact_id, source_id, poison_id, summary_id, copy_ids = _session_a(s, chat)
+        reader = s.id
         say("  read: a chat message from alice (origin user:alice)")
         say("  read: src/payments.py (origin external:file:src/payments.py)")
         say("  read: DEVELOPMENT.md, poisoned, 'verified by the user' (origin external)")
@@ -258,6 +262,7 @@ def run_demo(url: str = "memory://", *, on_step: Step | None = None) -> DemoResu
         report.ok,
         f"{report.events} events, head {report.head_hash[:16]}",
     )
+    result["sessions"] = {"reader": reader, **result["sessions"]}
     return DemoResult(
         url=url,
         **result,
@@ -284,6 +289,7 @@ def _session_b(
     say(f"Session B (later, a new session): recall {TASK_QUERY!r}")
     recalls: dict[str, PolicyView] = {}
     with wall.session(project=PROJECT, actor=AGENT, user=USER) as s:
+        sessions = {"recall": s.id}
         for name in ("default", "planner", "reference"):
             recalls[name] = _view(s.recall(TASK_QUERY, policy=name, k=50), poison, fact_id)
 
@@ -329,6 +335,7 @@ def _session_b(
     # A host sentinel flags the poisoned file's content: quarantine is one-way for the agent.
     say(f"Sentinel: quarantine {poison_id} (the DEVELOPMENT.md content)")
     with wall.session(project=PROJECT, actor=AGENT, user=USER) as s:
+        sessions["sentinel"] = s.id
         before = s.recall(QUARANTINE_QUERY, policy="reference", k=50)
         wall.quarantine(
             poison_id,
@@ -377,6 +384,7 @@ def _session_b(
         "quoted_after_quarantine": poison_id in after.quoted_ids,
         "audit_shows_quarantined": in_audit,
         "poison_truth": poison_truth,
+        "sessions": sessions,
     }
 
 

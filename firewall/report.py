@@ -6,8 +6,12 @@ structure, :class:`TrustReport`: a verdict, warnings and titled tables. :func:`r
 and :func:`render_html` print that same structure, so the two formats cannot say different
 things. The HTML page has its CSS inline and loads nothing.
 
-Sections: observations, claims, evidence, beliefs on all four axes, recalls, decisions with their
-dependencies, actions, transitions with authority, contradictions, privileged reads.
+Sections: a timeline of the session (every event in order: kind, actor, a one-line summary),
+observations, claims, evidence, beliefs on all four axes, recalls, decisions with their
+dependencies, actions, transitions with authority, contradictions, privileged reads. Each section
+is one :data:`SectionBuilder` in :data:`SECTIONS`, called with the same :class:`ReportContext`; a
+module that records more (the action kernel, say) adds its section by passing
+``sections=(*SECTIONS, its_builder)`` or by appending to that tuple where it is wired.
 
 The **verdict** answers two questions:
 
@@ -19,6 +23,11 @@ The **verdict** answers two questions:
    when the decision was recorded is a red ``WARNING`` callout naming the decision, the belief
    and its origin.
 
+A session with neither is **green** ("Clean") only if it also read nothing untrusted: a session
+that held untrusted inputs (beliefs whose origin is below ``observed`` that never became trusted)
+or had quarantines is **blue**, "Contained: N untrusted inputs held, M quarantined", so an auditor
+signing it sees that the firewall was exercised, not that nothing happened.
+
 A decision also carries the flags added **after** it was recorded, by whatever path: a sentinel
 or a grant moving a dependency (contradicted, quarantined, malicious), a later session's
 contradiction, ``Firewall.mark_contradicted``. The report reads each decision's current version,
@@ -27,6 +36,10 @@ so a poisoned contradiction that arrives after the session ended still shows, as
 **Redaction.** Text above ``ceiling`` (default ``internal``: the conservative policy's ceiling,
 fail closed) is replaced by ``[redacted: <level>]`` and its SHA-256 (the same ``sha256:`` block
 hash observations record), so an auditor can still match it against a source without seeing it.
+Text that holds a credential (:mod:`firewall.credentials`: detect-secrets, offline) is replaced
+the same way, ``[redacted: credential (<kinds>)]``, whatever its label: a live key labelled
+``internal`` is not printed. Unlabelled text (recall queries, action arguments and outcomes,
+reasons) is scanned too.
 A decision summary is as sensitive as the most sensitive belief it depends on (an unknown one
 counts as ``secret``).
 Ids, states, origins and hashes are never redacted.
@@ -35,8 +48,7 @@ Ids, states, origins and hashes are never redacted.
 from __future__ import annotations
 
 import gc
-import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
@@ -56,13 +68,15 @@ from firewall.chain import (
     SessionInfo,
 )
 from firewall.content import block_hash
+from firewall.credentials import credential_kinds, engine
 from firewall.errors import UnknownIdError
 from firewall.events import Event, Records, records_from_payload
 from firewall.origin import Integrity, Origin
-from firewall.states import Authority, Sensitivity, TruthStatus
+from firewall.report_render import render_html, render_markdown, report_json
+from firewall.states import Authority, ClaimKind, SecurityStatus, Sensitivity, TruthStatus
 from firewall.store.base import Store
 
-GREEN, AMBER, RED = "green", "amber", "red"
+GREEN, BLUE, AMBER, RED = "green", "blue", "amber", "red"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +89,13 @@ class Table:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    level: str  # green | amber | red
+    level: str  # green (clean) | blue (contained) | amber (granted promotion) | red
     headline: str
     untrusted_became_trusted: bool
     decision_on_unverified: bool
     answers: tuple[str, ...]
+    held: int = 0  # untrusted inputs held (never trusted)
+    quarantined: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +127,10 @@ class _Collected:
     contradictions: dict[str, Contradiction] = field(default_factory=dict)
     recalls: list[Event] = field(default_factory=list)
     privileged: list[Event] = field(default_factory=list)
+    #: every event the report read: the session's own and the host's that touched its beliefs
+    timeline: list[Event] = field(default_factory=list)
+    #: each read event's records, parsed once (the timeline summarises them again)
+    parsed: dict[int, Records] = field(default_factory=dict)
     events: int = 0
 
 
@@ -118,7 +138,7 @@ def _collect(store: Store, session_id: str) -> _Collected:
     own = store.session_events(session_id)
     if not own:
         raise UnknownIdError("session", session_id)
-    got = _Collected(events=len(own))
+    got = _Collected(events=len(own), timeline=list(own))
     for event in own:
         _take(got, event)
         if event.kind == "recall.performed":
@@ -134,12 +154,15 @@ def _collect(store: Store, session_id: str) -> _Collected:
             if event.kind == "audit.privileged_read":
                 if mine & set(event.payload.get("returned") or ()):
                     got.privileged.append(event)
+                    got.timeline.append(event)
                 continue
             if event.kind.startswith(("belief.", "contradiction.")):
                 rec = _records(event)
                 if any(b.id in mine for b in rec.beliefs) or any(
                     r.belief_id in mine for r in rec.revisions
                 ):
+                    got.timeline.append(event)
+                    got.parsed[event.seq] = rec
                     for r in rec.revisions:
                         got.revisions.setdefault(r.id, r)
                     for b in rec.beliefs:
@@ -156,6 +179,7 @@ def _collect(store: Store, session_id: str) -> _Collected:
     # Contradictions recorded later (another session, a grant) involving this session's beliefs.
     for c in store.contradictions_for(sorted(got.versions)):
         got.contradictions.setdefault(c.id, c)
+    got.timeline.sort(key=lambda e: e.seq)
     return got
 
 
@@ -191,7 +215,7 @@ _ORIGINS: dict[tuple[Any, ...], Origin] = {}
 def _take(got: _Collected, event: Event) -> None:
     if not record_docs(event.payload):
         return
-    rec = _records(event)
+    rec = got.parsed[event.seq] = _records(event)
     for o in rec.observations:
         got.observations[o.id] = o
     for claim in rec.claims:
@@ -215,16 +239,29 @@ def _take(got: _Collected, event: Event) -> None:
 # -- building ----------------------------------------------------------------------------------
 
 
-class _Redactor:
+class Redactor:
+    """Text as the report may show it: above the ceiling, or holding a credential, it becomes
+    ``[redacted: …]`` and its hash. Counts what it redacted, and why."""
+
     def __init__(self, ceiling: Sensitivity) -> None:
         self.ceiling = ceiling
         self.count = 0
+        self.credentials = 0
+        self._scanned: dict[str, tuple[str, ...]] = {}
 
-    def __call__(self, text: str, sensitivity: Sensitivity) -> str:
-        if sensitivity.rank <= self.ceiling.rank:
+    def __call__(self, text: str, sensitivity: Sensitivity = Sensitivity.PUBLIC) -> str:
+        """``text`` as labelled ``sensitivity``; unlabelled text is scanned as ``public``."""
+        if sensitivity.rank > self.ceiling.rank:
+            self.count += 1
+            return f"[redacted: {sensitivity.value}] {block_hash(text)}"
+        kinds = self._scanned.get(text)
+        if kinds is None:
+            kinds = self._scanned[text] = credential_kinds(text)
+        if not kinds:
             return text
         self.count += 1
-        return f"[redacted: {sensitivity.value}] {block_hash(text)}"
+        self.credentials += 1
+        return f"[redacted: credential ({', '.join(kinds)})] {block_hash(text)}"
 
 
 def _t(moment: datetime | None) -> str:
@@ -240,12 +277,30 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@dataclass(frozen=True, slots=True)
+class ReportContext:
+    """What every section builder gets: the collected records, the beliefs as they are now and
+    the redactor every shown text must go through."""
+
+    store: Store
+    session: SessionInfo
+    got: _Collected
+    current: dict[str, Belief]
+    everyone: dict[str, Belief]
+    redact: Redactor
+
+
+#: A report section: a titled table built from the context (it may read the store, never write).
+SectionBuilder = Callable[[ReportContext], Table]
+
+
 def build_report(
     store: Store,
     session_id: str,
     *,
     ceiling: Sensitivity = Sensitivity.INTERNAL,
     now: datetime | None = None,
+    sections: Sequence[SectionBuilder] | None = None,
 ) -> TrustReport:
     """Everything an auditor needs about one session, with a verdict.
 
@@ -267,14 +322,18 @@ def build_report(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _build(store, session_id, ceiling, now)
+        return _build(store, session_id, ceiling, now, SECTIONS if sections is None else sections)
     finally:
         if enabled:
             gc.enable()
 
 
 def _build(
-    store: Store, session_id: str, ceiling: Sensitivity, now: datetime | None
+    store: Store,
+    session_id: str,
+    ceiling: Sensitivity,
+    now: datetime | None,
+    builders: Sequence[SectionBuilder],
 ) -> TrustReport:
     session = store.get_session(session_id)
     if session is None:
@@ -288,7 +347,7 @@ def _build(
         if now_version is not None and now_version.version > versions[-1].version:
             for r in store.revisions_for(ident):
                 got.revisions.setdefault(r.id, r)
-    redact = _Redactor(ceiling)
+    redact = Redactor(ceiling)
     dependencies = {i for d in got.decisions.values() for i in d.depends_on}
     outside = store.get_beliefs(sorted(dependencies - set(current)))
     everyone = {**outside, **current}
@@ -312,20 +371,10 @@ def _build(
             )
 
     promoted = _untrusted_promotions(got, current)
-    verdict = _verdict(promoted, warnings, late)
+    verdict = _verdict(promoted, warnings, late, _held(got, promoted), _quarantined(got, current))
 
-    sections = [
-        _observations(got, redact),
-        _claims(got, redact),
-        _evidence(got),
-        _beliefs(got, current, redact),
-        _recalls(got),
-        _decisions(got, everyone, redact),
-        _actions(got),
-        _transitions(got),
-        _contradictions(got, everyone, redact),
-        _privileged(got),
-    ]
+    ctx = ReportContext(store, session, got, current, everyone, redact)
+    sections = [build(ctx) for build in builders]
     from firewall.kernel.report import action_sections  # the action side's own module
 
     extra, verdict = action_sections(store, session_id, verdict)
@@ -342,7 +391,8 @@ def _build(
         "tool version": session.tool_version or "",
         "events": str(got.events),
         "sensitivity ceiling": ceiling.value,
-        "redacted": str(redact.count),
+        "redacted": f"{redact.count} ({redact.credentials} for credentials)",
+        "credential scan": engine(),
     }
     return TrustReport(
         session=session,
@@ -379,6 +429,28 @@ def _untrusted_promotions(
     return out
 
 
+def _held(got: _Collected, promoted: list[tuple[Belief, Revision | None]]) -> int:
+    """Inputs of the session with an untrusted origin (below ``observed``) never trusted: the
+    content and statements it read or wrote (not the envelopes, which record that a tool was
+    called: each read would count twice)."""
+    trusted = {b.id for b, _ in promoted}
+    return sum(
+        1
+        for ident, versions in got.versions.items()
+        if versions[0].kind != ClaimKind.ENVELOPE
+        and versions[0].origin.integrity < Integrity.OBSERVED
+        and ident not in trusted
+    )
+
+
+def _quarantined(got: _Collected, current: dict[str, Belief]) -> int:
+    return sum(
+        1
+        for ident, versions in got.versions.items()
+        if current.get(ident, versions[-1]).security_status == SecurityStatus.QUARANTINED
+    )
+
+
 def _decision_sensitivity(decision: Decision, everyone: dict[str, Belief]) -> Sensitivity:
     """A decision's summary is as sensitive as the most sensitive belief it rests on (a summary
     restates what it acted on); an unknown dependency counts as ``secret`` (fail closed)."""
@@ -395,7 +467,11 @@ def _later_flags(got: _Collected, decision: Decision) -> list[str]:
 
 
 def _verdict(
-    promoted: list[tuple[Belief, Revision | None]], warnings: list[str], late: list[str]
+    promoted: list[tuple[Belief, Revision | None]],
+    warnings: list[str],
+    late: list[str],
+    held: int,
+    quarantined: int,
 ) -> Verdict:
     answers = []
     granted = [
@@ -432,16 +508,99 @@ def _verdict(
             "Was any decision flagged after it was recorded (a dependency later contradicted, "
             f"quarantined or marked malicious)? Yes: {len(late)} flag(s)."
         )
+    contained = _contained(held, quarantined)
+    if contained:
+        answers.append(f"What did the firewall hold back? {contained[0].upper()}{contained[1:]}.")
     if warnings or ungranted or late:
         level, headline = RED, "ATTENTION: this session acted on untrusted memory"
     elif granted:
         level, headline = AMBER, "Review: untrusted input was promoted by a grant"
+    elif contained:
+        level = BLUE
+        headline = (
+            f"Contained: {contained}; no untrusted input became trusted, no decision rested on it"
+        )
     else:
-        level, headline = GREEN, "Clean: no untrusted input became trusted, no decision on it"
-    return Verdict(level, headline, bool(promoted), bool(warnings), tuple(answers))
+        level, headline = GREEN, "Clean: no untrusted input read, none trusted, no decision on it"
+    return Verdict(
+        level, headline, bool(promoted), bool(warnings), tuple(answers), held, quarantined
+    )
 
 
-def _observations(got: _Collected, redact: _Redactor) -> Table:
+def _contained(held: int, quarantined: int) -> str:
+    if not held and not quarantined:
+        return ""
+    inputs = "input" if held == 1 else "inputs"
+    return f"{held} untrusted {inputs} held, {quarantined} quarantined"
+
+
+def _timeline(ctx: ReportContext) -> Table:
+    """Every event the report read, in log order: the session's own and the host's moves on its
+    beliefs, each with its kind, actor and a one-line summary (text redacted as elsewhere)."""
+    rows = [
+        (str(e.seq), e.at, e.kind, e.actor, _short(_event_summary(e, ctx), 140))
+        for e in ctx.got.timeline
+    ]
+    return Table(
+        "Timeline",
+        ("seq", "at", "kind", "actor", "summary"),
+        rows,
+        "Every event in order: the session's own, and the host's transitions and audit reads "
+        "that touched its beliefs while it ran (later ones are under Transitions).",
+    )
+
+
+def _event_summary(event: Event, ctx: ReportContext) -> str:
+    redact, p = ctx.redact, event.payload
+    if event.kind == "recall.performed":
+        return (
+            f"recall {redact(str(p.get('query', '')))!r} under "
+            f"{event.versions.get('policy', '?')}: {len(p.get('accepted') or ())} accepted, "
+            f"{len(p.get('quoted') or ())} quoted, {len(p.get('rejected') or {})} rejected"
+        )
+    if event.kind == "audit.privileged_read":
+        return (
+            f"audit read returned {len(p.get('returned') or ())} belief(s), "
+            f"grant {p.get('grant_id', '?')}"
+        )
+    if not p.get("records"):
+        return ", ".join(sorted(str(k) for k in p)) or "-"
+    rec = ctx.got.parsed.get(event.seq) or _records(event)
+    parts: list[str] = []
+    for o in rec.observations:
+        text = redact(o.blocks[0], o.sensitivity) if o.blocks else "(empty)"
+        parts.append(f"{o.tool} read from {_origin(o.origin)}: {_short(text, 60)!r}")
+    for b in rec.beliefs:
+        statement = _short(redact(b.statement, b.sensitivity), 50)
+        parts.append(
+            f"belief {b.id} {b.truth_status.value}/{b.security_status.value} {statement!r}"
+        )
+    for d in rec.decisions:
+        summary = redact(d.summary, _decision_sensitivity(d, ctx.everyone))
+        parts.append(f"decided {_short(summary, 50)!r} on {len(d.depends_on)} belief(s)")
+    for ev in rec.evidence:
+        parts.append(
+            f"evidence: {ev.source} {ev.relation.value} {ev.claim_id} ({ev.quality.value})"
+        )
+    for a in rec.actions:
+        parts.append(f"action {a.name}")
+    for out in rec.outcomes:
+        parts.append(f"outcome {'success' if out.success else 'failure'}")
+    for r in rec.revisions:
+        axis = r.axis.value if r.axis else "-"
+        parts.append(f"{r.belief_id} {axis} {r.from_state} → {r.to_state} ({r.authority.value})")
+    for c in rec.contradictions:
+        parts.append(f"contradiction {c.id} among {len(c.belief_ids)} beliefs")
+    for info in rec.sessions:
+        parts.append(f"session of {info.actor} for {info.user or '-'} in {info.project}")
+    if not parts:
+        counts = {name: len(items) for name, items in (p.get("records") or {}).items() if items}
+        parts.append(", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "-")
+    return "; ".join(parts)
+
+
+def _observations(ctx: ReportContext) -> Table:
+    got, redact = ctx.got, ctx.redact
     rows = []
     for o in got.observations.values():
         for i, (text, digest) in enumerate(zip(o.blocks, o.block_hashes, strict=False)):
@@ -466,7 +625,8 @@ def _observations(got: _Collected, redact: _Redactor) -> Table:
     )
 
 
-def _claims(got: _Collected, redact: _Redactor) -> Table:
+def _claims(ctx: ReportContext) -> Table:
+    got, redact = ctx.got, ctx.redact
     rows = [
         (
             c.id,
@@ -483,7 +643,8 @@ def _claims(got: _Collected, redact: _Redactor) -> Table:
     )
 
 
-def _evidence(got: _Collected) -> Table:
+def _evidence(ctx: ReportContext) -> Table:
+    got = ctx.got
     rows = [
         (
             e.id,
@@ -503,7 +664,8 @@ def _evidence(got: _Collected) -> Table:
     )
 
 
-def _beliefs(got: _Collected, current: dict[str, Belief], redact: _Redactor) -> Table:
+def _beliefs(ctx: ReportContext) -> Table:
+    got, current, redact = ctx.got, ctx.current, ctx.redact
     rows = []
     for ident, versions in got.versions.items():
         b = current.get(ident, versions[-1])
@@ -540,7 +702,8 @@ def _beliefs(got: _Collected, current: dict[str, Belief], redact: _Redactor) -> 
     )
 
 
-def _recalls(got: _Collected) -> Table:
+def _recalls(ctx: ReportContext) -> Table:
+    got, redact = ctx.got, ctx.redact
     rows = []
     for e in got.recalls:
         p = e.payload
@@ -548,7 +711,7 @@ def _recalls(got: _Collected) -> Table:
             (
                 str(e.seq),
                 e.at,
-                _short(str(p.get("query", "")), 60),
+                _short(redact(str(p.get("query", ""))), 60),
                 str(e.versions.get("policy", "")),
                 ", ".join(p.get("accepted") or ()) or "-",
                 ", ".join(p.get("quoted") or ()) or "-",
@@ -560,7 +723,8 @@ def _recalls(got: _Collected) -> Table:
     )
 
 
-def _decisions(got: _Collected, everyone: dict[str, Belief], redact: _Redactor) -> Table:
+def _decisions(ctx: ReportContext) -> Table:
+    got, everyone, redact = ctx.got, ctx.everyone, ctx.redact
     rows = []
     for d in got.decisions.values():
         deps = []
@@ -587,7 +751,8 @@ def _decisions(got: _Collected, everyone: dict[str, Belief], redact: _Redactor) 
     )
 
 
-def _actions(got: _Collected) -> Table:
+def _actions(ctx: ReportContext) -> Table:
+    got, redact = ctx.got, ctx.redact
     outcome_of = {o.action_id: o for o in got.outcomes.values()}
     rows = []
     for a in got.actions.values():
@@ -598,15 +763,16 @@ def _actions(got: _Collected) -> Table:
                 a.id,
                 a.decision_id,
                 a.name,
-                _short(", ".join(f"{k}={v!r}" for k, v in sorted(a.args.items())), 80),
+                _short(redact(", ".join(f"{k}={v!r}" for k, v in sorted(a.args.items()))), 80),
                 result,
-                _short(out.summary, 80) if out else "",
+                _short(redact(out.summary), 80) if out else "",
             )
         )
     return Table("Actions", ("action", "decision", "name", "args", "outcome", "summary"), rows)
 
 
-def _transitions(got: _Collected) -> Table:
+def _transitions(ctx: ReportContext) -> Table:
+    got, redact = ctx.got, ctx.redact
     revs = sorted(got.revisions.values(), key=lambda r: (r.created_at, r.id))
     rows = [
         (
@@ -616,7 +782,7 @@ def _transitions(got: _Collected) -> Table:
             f"{r.from_state} → {r.to_state}",
             r.authority.value,
             r.grant_id or "",
-            _short(r.reason, 100),
+            _short(redact(r.reason), 100),
         )
         for r in revs
     ]
@@ -628,7 +794,8 @@ def _transitions(got: _Collected) -> Table:
     )
 
 
-def _contradictions(got: _Collected, everyone: dict[str, Belief], redact: _Redactor) -> Table:
+def _contradictions(ctx: ReportContext) -> Table:
+    got, everyone, redact = ctx.got, ctx.everyone, ctx.redact
     rows = []
     for c in got.contradictions.values():
         members = []
@@ -639,18 +806,19 @@ def _contradictions(got: _Collected, everyone: dict[str, Belief], redact: _Redac
                 if b
                 else ident
             )
-        rows.append((c.id, _t(c.detected_at), c.reason, " | ".join(members)))
+        rows.append((c.id, _t(c.detected_at), redact(c.reason), " | ".join(members)))
     return Table("Contradictions", ("contradiction", "detected", "reason", "members"), rows)
 
 
-def _privileged(got: _Collected) -> Table:
+def _privileged(ctx: ReportContext) -> Table:
+    got, redact = ctx.got, ctx.redact
     rows = [
         (
             str(e.seq),
             e.at,
             e.actor,
             str(e.payload.get("grant_id", "")),
-            str(e.payload.get("query") or ""),
+            redact(str(e.payload.get("query") or "")),
             str(len(e.payload.get("returned") or ())),
         )
         for e in got.privileged
@@ -663,125 +831,27 @@ def _privileged(got: _Collected) -> Table:
     )
 
 
-# -- rendering ---------------------------------------------------------------------------------
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(report: TrustReport) -> str:
-    v = report.verdict
-    out = [f"# Trust report: session {report.session.id}", ""]
-    out.append(f"**Verdict ({v.level.upper()}): {v.headline}**")
-    out.append("")
-    out.extend(f"- {a}" for a in v.answers)
-    out.append("")
-    for w in report.warnings:
-        out.append(f"> **{w}**")
-        out.append("")
-    out.append("| | |")
-    out.append("|---|---|")
-    out.extend(f"| {k} | {_md_cell(val)} |" for k, val in report.facts.items())
-    out.append("")
-    for table in report.sections:
-        out.append(f"## {table.title} ({len(table.rows)})")
-        out.append("")
-        if table.note:
-            out.append(table.note)
-            out.append("")
-        if not table.rows:
-            out.append("(none)")
-            out.append("")
-            continue
-        out.append("| " + " | ".join(table.columns) + " |")
-        out.append("|" + "---|" * len(table.columns))
-        out.extend("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table.rows)
-        out.append("")
-    return "\n".join(out)
-
-
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;
- color:#1f2328;background:#fff}
-main{max-width:1400px;margin:0 auto;padding:24px}
-h1{font-size:22px;margin:0 0 16px}
-h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-.verdict{padding:16px 20px;border-radius:8px;color:#fff;margin-bottom:16px}
-.verdict h2{border:0;margin:0 0 6px;font-size:19px;color:#fff}
-.verdict ul{margin:0;padding-left:20px}
-.green{background:#1a7f37}.amber{background:#9a6700}.red{background:#cf222e}
-.warning{border:2px solid #cf222e;background:#ffebe9;color:#82071e;padding:10px 14px;
- border-radius:6px;margin:8px 0;font-weight:600}
-table{border-collapse:collapse;width:100%;font-size:12.5px}
-th,td{border:1px solid #d0d7de;padding:4px 6px;text-align:left;vertical-align:top;
- overflow-wrap:anywhere}
-th{background:#f6f8fa}
-tr:nth-child(even) td{background:#fbfcfd}
-.facts td:first-child{font-weight:600;width:180px}
-.note{color:#57606a;margin:4px 0 8px}
-.none{color:#57606a;font-style:italic}
-code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace}
-"""
-
-
-def render_html(report: TrustReport) -> str:
-    """The same content as :func:`render_markdown`, as one self-contained page."""
-    e = html.escape
-    v = report.verdict
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>Trust report: session {e(report.session.id)}</title>",
-        f"<style>{_CSS}</style></head><body><main>",
-        f"<h1>Trust report: session <code>{e(report.session.id)}</code></h1>",
-        f'<section class="verdict {e(v.level)}" id="verdict">',
-        f"<h2>Verdict ({e(v.level.upper())}): {e(v.headline)}</h2><ul>",
-        *(f"<li>{e(a)}</li>" for a in v.answers),
-        "</ul></section>",
-        *(f'<div class="warning">{e(w)}</div>' for w in report.warnings),
-        '<table class="facts">',
-        *(f"<tr><td>{e(k)}</td><td>{e(val)}</td></tr>" for k, val in report.facts.items()),
-        "</table>",
-    ]
-    for table in report.sections:
-        parts.append(f"<h2>{e(table.title)} ({len(table.rows)})</h2>")
-        if table.note:
-            parts.append(f'<p class="note">{e(table.note)}</p>')
-        if not table.rows:
-            parts.append('<p class="none">(none)</p>')
-            continue
-        parts.append("<table><thead><tr>")
-        parts.extend(f"<th>{e(c)}</th>" for c in table.columns)
-        parts.append("</tr></thead><tbody>")
-        parts.extend(
-            "<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in table.rows
-        )
-        parts.append("</tbody></table>")
-    parts.append("</main></body></html>")
-    return "\n".join(parts)
-
-
-def report_json(report: TrustReport) -> dict[str, Any]:
-    return {
-        "session": report.session.id,
-        "verdict": {
-            "level": report.verdict.level,
-            "headline": report.verdict.headline,
-            "untrusted_became_trusted": report.verdict.untrusted_became_trusted,
-            "decision_on_unverified": report.verdict.decision_on_unverified,
-            "answers": list(report.verdict.answers),
-        },
-        "warnings": list(report.warnings),
-        "facts": report.facts,
-        "sections": {
-            t.title: [dict(zip(t.columns, row, strict=True)) for row in t.rows]
-            for t in report.sections
-        },
-    }
+#: The sections of a report, in order. Each is one builder; see :data:`SectionBuilder`.
+SECTIONS: tuple[SectionBuilder, ...] = (
+    _timeline,
+    _observations,
+    _claims,
+    _evidence,
+    _beliefs,
+    _recalls,
+    _decisions,
+    _actions,
+    _transitions,
+    _contradictions,
+    _privileged,
+)
 
 
 __all__ = [
+    "SECTIONS",
+    "Redactor",
+    "ReportContext",
+    "SectionBuilder",
     "Table",
     "TrustReport",
     "Verdict",

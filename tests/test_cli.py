@@ -161,8 +161,13 @@ def test_beliefs_show_unknown_id(demo: Demo) -> None:
 
 
 def test_missing_store_is_an_error_not_an_empty_store(tmp_path: Path) -> None:
-    fails(run("beliefs", "list"), "no Gnomon store", "hint: run `gnomon demo`")
+    fails(run("beliefs", "list"), "no Gnomon store", "hint: run `gnomon init`")
     assert not (tmp_path / ".gnomon" / "gnomon.db").exists()
+    # the hint is right: `gnomon init` creates the default store, which then opens empty
+    assert run("init").exit_code == 0
+    assert (tmp_path / ".gnomon" / "gnomon.db").exists()
+    listed = run("beliefs", "list", "--json")
+    assert listed.exit_code == 0 and json.loads(listed.output)["total"] == 0
 
 
 def test_bad_choice_is_a_usage_error(demo: Demo) -> None:

@@ -335,7 +335,7 @@ def test_report_verdict_warning_and_sections(story: Story) -> None:
     assert f"unverified belief {story.doc_id} (origin untrusted: external:file:" in warning
     titles = [t.title for t in report.sections]
     for title in (
-        "Observations", "Claims", "Evidence", "Beliefs", "Decisions", "Actions",
+        "Timeline", "Observations", "Claims", "Evidence", "Beliefs", "Decisions", "Actions",
         "Transitions", "Contradictions", "Privileged reads",
     ):  # fmt: skip
         assert title in titles
@@ -378,7 +378,8 @@ def test_report_shows_a_granted_promotion_of_untrusted_input() -> None:
     report = build_report(wall.store, s.id)
     assert report.verdict.level == "amber" and report.verdict.untrusted_became_trusted
     assert "checked by hand" in report.verdict.answers[0]
-    assert any("user" in row[4] for row in report.sections[7].rows)
+    transitions = next(t for t in report.sections if t.title == "Transitions")
+    assert any("user" in row[4] for row in transitions.rows)
 
 
 def test_cli_report(story: Story, tmp_path: Path) -> None:

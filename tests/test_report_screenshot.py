@@ -18,12 +18,16 @@ import pytest
 
 import firewall
 from firewall import Origin
-from firewall.report import build_report, render_html
+from firewall.report import SECTIONS, build_report, render_html
 from tests.attested import attested
 
 WIDTH, HEIGHT = 1280, 900
-RED = (0xCF, 0x22, 0x2E)  # .verdict.red in firewall/report.py
+RED = (0xCF, 0x22, 0x2E)  # .verdict.red in firewall/report_render.py
 GREEN = (0x1A, 0x7F, 0x37)
+BLUE = (0x05, 0x50, 0xAE)  # .blue: contained
+PILL_BAD = (0xFF, 0xEB, 0xE9)  # .bad state pill (quarantined), also the warning box
+PILL_WATCH = (0xFF, 0xF8, 0xC5)  # .watch state pill (unverified, restricted)
+PILL_GOOD = (0xDA, 0xFB, 0xE1)  # .good state pill (supported, clean)
 
 
 def chromium() -> str:
@@ -35,7 +39,8 @@ def chromium() -> str:
     return found
 
 
-def screenshot(html: str, tmp_path: Path) -> bytes:
+def screenshot(html: str, tmp_path: Path, height: int = HEIGHT) -> bytes:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     page, png = tmp_path / "report.html", tmp_path / "report.png"
     page.write_text(html, encoding="utf-8")
     command = [
@@ -50,7 +55,7 @@ def screenshot(html: str, tmp_path: Path) -> bytes:
         "--disable-sync",
         f"--user-data-dir={tmp_path / 'profile'}",
         f"--screenshot={png}",
-        f"--window-size={WIDTH},{HEIGHT}",
+        f"--window-size={WIDTH},{height}",
         page.as_uri(),
     ]
     subprocess.run(command, check=True, capture_output=True, timeout=120)
@@ -154,3 +159,53 @@ def test_a_clean_session_gets_the_green_banner(tmp_path: Path) -> None:
         s.recall("deploy fridays")
     counts = colors(screenshot(render_html(build_report(wall.store, s.id)), tmp_path), 260)
     assert near(counts, GREEN) > 2000 and near(counts, RED) == 0
+
+
+def test_a_contained_session_gets_the_blue_banner_and_coloured_states(tmp_path: Path) -> None:
+    """The demo's reading session: untrusted files held, one quarantined, a credential in them.
+    The banner is blue (contained, not clean), the states are coloured pills, the page is no
+    wider than the window, and the live token is not on it. (Looked at by eye when written:
+    tests/test_report_screenshot.py keeps the PNG in its tmp_path.)"""
+    from firewall.demo import run_demo
+
+    chromium()
+    url = f"sqlite:///{tmp_path / 'demo.db'}"
+    result = run_demo(url)
+    with firewall.open(url) as wall:
+        report = build_report(wall.store, result.sessions["reader"])
+    page = render_html(report)
+    assert report.verdict.level == "blue" and "sk-live-4f9a1c0ffee" not in page
+    top = colors(screenshot(page, tmp_path), 260)
+    assert near(top, BLUE) > 2000, "the blue verdict banner is drawn near the top"
+    assert near(top, GREEN) == 0 and near(top, RED) == 0
+    # the Beliefs section alone (a report of one section, through the section hook): the
+    # quarantined, restricted and supported states are drawn as coloured pills
+    with firewall.open(url) as wall:
+        beliefs = build_report(
+            wall.store,
+            result.sessions["reader"],
+            sections=[b for b in SECTIONS if b.__name__ == "_beliefs"],
+        )
+    shot = screenshot(render_html(beliefs), tmp_path / "beliefs", height=1200)
+    drawn = colors(shot, 1200)
+    for pill in (PILL_BAD, PILL_WATCH, PILL_GOOD):
+        assert near(drawn, pill) > 20, f"no state pill drawn in {pill}"
+    # readable widths: at 1280 px no table is wider than the page (each sits in a scroll box;
+    # count the boxes whose content overflows, in the browser, after layout)
+    fits = tmp_path / "fits.html"
+    fits.write_text(
+        page.replace(
+            "</body>",
+            "<script>document.body.dataset.overflowing = [...document.querySelectorAll('.scroll')]"
+            ".filter(d => d.scrollWidth > d.clientWidth + 1).length</script></body>",
+        ),
+        encoding="utf-8",
+    )
+    dom = subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile2'}", f"--window-size={WIDTH},{HEIGHT}",
+         "--dump-dom", fits.as_uri()],
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert 'data-overflowing="0"' in dom, "a table is wider than a 1280 px window"

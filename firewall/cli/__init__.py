@@ -2,7 +2,9 @@
 
 ::
 
+    gnomon init                         create the store (default sqlite:///./.gnomon/gnomon.db)
     gnomon demo                         the poisoned-repository scenario, end to end
+    gnomon sessions list                the sessions a store holds, with their event counts
     gnomon beliefs list | show ID       what a store holds, on all four axes
     gnomon beliefs history | supersede | export | verify   belief history and quote anchors
     gnomon why QUERY [--at DATE]        what is (was) believed about QUERY, and on what grounds
@@ -22,7 +24,9 @@
     gnomon probes run                   the executable threat model
 
 Every :class:`~firewall.errors.GnomonError` is caught once, at the root group, and printed as
-``error:`` / ``hint:`` lines on stderr with exit status 1.
+``error:`` / ``hint:`` lines on stderr with exit status 1 (and as JSON on stdout under
+``--json``, which every command takes). Exit statuses: 0 ok, 1 error or failed check, 2 usage,
+3 findings (``sync``); see :mod:`firewall.cli.common`.
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ import click
 from firewall import __about__
 from firewall.cli.admin import demo, keys, log, policy, probes
 from firewall.cli.common import GnomonGroup, Settings
-from firewall.cli.db import db
+from firewall.cli.db import db, init
 from firewall.cli.history import replay_command, report_command, why_command
 from firewall.cli.kernel import approve_command, deny_command, holds_command
 from firewall.cli.logcmd import rebuild
 from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
+from firewall.cli.sessions import sessions
 from firewall.cli.stores import export_group, import_group, sync_group
 
 
@@ -63,7 +68,9 @@ def cli(ctx: click.Context, url: str | None, trusted_keys: str | None) -> None:
 
 
 for command in (
+    init,
     demo,
+    sessions,
     beliefs,
     recall,
     promote,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 from typing import Any
 
 import click
@@ -21,7 +20,7 @@ from firewall.cli.common import (
 from firewall.cli.logcmd import log_checkpoint, log_export, log_import, log_verify
 from firewall.cli.render import policy_summary
 from firewall.demo import DemoResult, run_demo
-from firewall.errors import GnomonError, StoreError
+from firewall.errors import GnomonError, KeyFileError, StoreError
 from firewall.grants import write_keypair
 from firewall.policy import ContextPolicy
 
@@ -97,8 +96,17 @@ def _demo_report(result: DemoResult) -> None:
     )
     out.print(f"({result.events} events in the log, {result.seconds:.2f} s)")
     url = result.url
-    out.print("\nWhere to look next:", style="bold")
+    out.print("\nSessions:", style="bold")
+    for role, ident in result.sessions.items():
+        out.print(f"  {ident}  {_SESSION_ROLES[role]}", markup=False, highlight=False)
+    out.print(
+        "\nWhere to look next (the demo's own store; `gnomon init` creates the default one):",
+        style="bold",
+        markup=False,
+    )
     for line in (
+        f"gnomon report {result.sessions['reader']} --html --out report.html --url {url}",
+        f"gnomon sessions list --url {url}",
         f"gnomon beliefs list --url {url}",
         f"gnomon beliefs show {result.poison_content_id} --url {url}",
         f"gnomon log verify --url {url}",
@@ -106,6 +114,13 @@ def _demo_report(result: DemoResult) -> None:
         f"--url {url}",
     ):
         out.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+_SESSION_ROLES = {
+    "reader": "session A: read the chat message, the source file and the poison",
+    "recall": "session B: recalled under default, planner and reference",
+    "sentinel": "the recalls before and after the sentinel's quarantine",
+}
 
 
 # -- policy ---------------------------------------------------------------------------------
@@ -130,9 +145,10 @@ def policy_check(file: str, as_json: bool) -> None:
 
 
 @policy.command("schema")
-def policy_schema() -> None:
-    """Print the ContextPolicy JSON Schema (draft 2020-12)."""
-    click.echo(json.dumps(ContextPolicy.json_schema(), indent=2, sort_keys=True))
+@json_option
+def policy_schema(as_json: bool) -> None:
+    """Print the ContextPolicy JSON Schema (draft 2020-12); it is JSON with or without --json."""
+    echo_json(ContextPolicy.json_schema())
 
 
 # -- log ------------------------------------------------------------------------------------
@@ -165,11 +181,29 @@ def keys() -> None:
 )
 @click.option("--name", default="operator", show_default=True, help="File name stem.")
 @trusted_keys_option
+@json_option
 @click.pass_context
-def keys_generate(ctx: click.Context, directory: str, name: str, trusted_keys: str | None) -> None:
+def keys_generate(
+    ctx: click.Context, directory: str, name: str, trusted_keys: str | None, as_json: bool
+) -> None:
     """Write an Ed25519 key pair and pin its public key in the trusted-keys directory."""
-    private_path, public_path = write_keypair(directory, name)
+    try:
+        private_path, public_path = write_keypair(directory, name)
+    except OSError as exc:
+        raise KeyFileError(
+            f"cannot write a key pair into {directory}: {exc.strerror or exc}",
+            hint="choose a --dir you can write to",
+        ) from exc
     pinned = config.pin_key(public_path, resolve_trusted_keys(ctx, trusted_keys))
+    if as_json:
+        echo_json(
+            {
+                "private_key": str(private_path),
+                "public_key": str(public_path),
+                "pinned": str(pinned),
+            }
+        )
+        return
     out = console()
     out.print(
         f"private key: {private_path}  (keep it secret; mode 0600)", markup=False, soft_wrap=True

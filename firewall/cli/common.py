@@ -2,7 +2,17 @@
 
 Errors: every :class:`~firewall.errors.GnomonError` raised anywhere below the root group is
 caught once, in :class:`GnomonGroup`, and printed as ``error: …`` / ``hint: …`` on stderr with
-exit status 1. Usage errors (unknown option, bad choice) stay click's (exit status 2).
+exit status 1; when the command was given ``--json``, the same error is also printed on stdout
+as one JSON object (``{"error": {"type", "message", "hint"}, "exit_code": 1}``), so a script
+that parses stdout always gets JSON. Usage errors (unknown option, bad choice) stay click's (exit
+status 2).
+
+Exit statuses, one meaning each (the README's command table lists them)::
+
+    0  ok
+    1  a GnomonError (bad input, not found, refused) or a check that failed (log verify, probes)
+    2  usage: an unknown option, a missing argument, a bad choice (click)
+    3  findings: ``gnomon sync`` found edits made around the firewall
 
 Output: what the CLI prints comes from memories, i.e. from callers. Every rich renderer goes
 through :class:`SafeConsole` and every plain line through :func:`echo`, both of which strip
@@ -16,7 +26,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,6 +52,20 @@ class Settings:
 
     url: str | None = None
     trusted_keys: str | None = None
+    #: set by ``--json`` on the command being run: errors are then also printed as JSON
+    as_json: bool = False
+
+
+#: Exit statuses (see the module docstring).
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS = 0, 1, 2, 3
+
+
+def error_json(exc: GnomonError) -> dict[str, Any]:
+    """The JSON form of a refused command, printed on stdout under ``--json``."""
+    return {
+        "error": {"type": type(exc).__name__, "message": exc.message, "hint": exc.hint},
+        "exit_code": EXIT_ERROR,
+    }
 
 
 class GnomonGroup(click.Group):
@@ -49,15 +75,19 @@ class GnomonGroup(click.Group):
         try:
             return super().invoke(ctx)
         except GnomonError as exc:
+            if settings(ctx).as_json:
+                echo_json(error_json(exc))
             echo(f"error: {exc.message}", err=True, multiline=True)
             if exc.hint:
                 echo(f"hint: {exc.hint}", err=True, multiline=True)
-            ctx.exit(1)
+            ctx.exit(EXIT_ERROR)
 
 
 def settings(ctx: click.Context) -> Settings:
-    obj = ctx.find_root().obj
-    return obj if isinstance(obj, Settings) else Settings()
+    root = ctx.find_root()
+    if not isinstance(root.obj, Settings):
+        root.obj = Settings()
+    return root.obj
 
 
 def url_option(f: F) -> F:
@@ -80,8 +110,21 @@ def trusted_keys_option(f: F) -> F:
     )(f)
 
 
+def _json_seen(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    if value:
+        settings(ctx).as_json = True
+    return value
+
+
 def json_option(f: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(f)
+    """``--json``: every command has it; errors are then JSON on stdout too."""
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        callback=_json_seen,
+        help="Print JSON instead of text (errors too: a JSON object on stdout, exit 1).",
+    )(f)
 
 
 def resolve_url(ctx: click.Context, url: str | None, *, must_exist: bool = True) -> str:
@@ -142,15 +185,64 @@ def with_progress(rows: Iterable[T], total: int, description: str) -> Iterator[T
             progress.advance(task)
 
 
-def write_file(path: str, text: str) -> None:
-    """Write ``text`` to ``path``, or a typed error saying why it could not be written."""
+def _unwritable(path: str | Path, exc: OSError) -> InputError:
+    return InputError(
+        f"cannot write {path}: {exc.strerror or exc}",
+        hint="choose a path in a directory you can write to",
+    )
+
+
+class StagedFile:
+    """A file being written beside its target; it replaces the target only on commit."""
+
+    def __init__(self, target: Path, handle: Any) -> None:
+        self.target, self._handle = target, handle
+
+    def write(self, data: bytes) -> None:
+        try:
+            self._handle.write(data)
+        except OSError as exc:
+            raise _unwritable(self.target, exc) from exc
+
+
+@contextmanager
+def staged_file(path: str | Path) -> Iterator[StagedFile]:
+    """Open a temporary file beside ``path`` first (an unwritable place fails here, before the
+    caller has done anything it cannot take back), then rename it onto ``path`` when the block
+    ends without error; on error the temporary file is removed and ``path`` is untouched. The
+    file is created with mode 0600 (an export is the store's text: private until shared).
+
+    ``gnomon log checkpoint --out`` uses this so that a checkpoint that cannot be written is
+    never appended to the log either.
+    """
+    target = Path(path)
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     except OSError as exc:
-        raise InputError(
-            f"cannot write {path}: {exc.strerror or exc}",
-            hint="choose a path in a directory you can write to",
-        ) from exc
+        raise _unwritable(path, exc) from exc
+    temporary = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield StagedFile(target, handle)
+            try:
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError as exc:
+                raise _unwritable(path, exc) from exc
+        try:
+            os.replace(temporary, target)
+        except OSError as exc:
+            raise _unwritable(path, exc) from exc
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_file(path: str | Path, text: str | bytes) -> None:
+    """Write ``text`` to ``path`` atomically (no partial file), or a typed error saying why it
+    could not be written."""
+    with staged_file(path) as staged:
+        staged.write(text.encode("utf-8") if isinstance(text, str) else text)
 
 
 def read_grant(path: str) -> Grant:
@@ -169,17 +261,24 @@ def read_grant(path: str) -> Grant:
 
 
 __all__ = [
+    "EXIT_ERROR",
+    "EXIT_FINDINGS",
+    "EXIT_OK",
+    "EXIT_USAGE",
     "GnomonGroup",
     "SafeConsole",
     "Settings",
+    "StagedFile",
     "console",
     "echo",
     "echo_json",
+    "error_json",
     "json_option",
     "read_grant",
     "resolve_trusted_keys",
     "resolve_url",
     "settings",
+    "staged_file",
     "trusted_keys_option",
     "url_option",
     "with_progress",

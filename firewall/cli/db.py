@@ -1,4 +1,10 @@
-"""``gnomon db``: schema management for server-backed stores (PostgreSQL).
+"""``gnomon init`` and ``gnomon db``: creating a store, and schema management for server-backed
+stores (PostgreSQL).
+
+``gnomon init`` creates the store the URL names (default ``$GNOMON_URL``, else
+``sqlite:///./.gnomon/gnomon.db``, the store every other command opens by default): a SQLite file
+with its folder, or a PostgreSQL schema (the same as ``gnomon db upgrade``). It is idempotent: an
+existing store is left as it is and reported.
 
 ``gnomon db upgrade`` applies every pending migration to the database the URL names, each in its
 own transaction, under an advisory lock so two operators (or a deploy and a running agent) cannot
@@ -13,8 +19,67 @@ from typing import Any
 
 import click
 
+from firewall import config
 from firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
-from firewall.errors import UnsupportedURLError
+from firewall.errors import StoreError, UnsupportedURLError
+from firewall.store.registry import open_store
+
+
+@click.command("init")
+@url_option
+@json_option
+@click.pass_context
+def init(ctx: click.Context, url: str | None, as_json: bool) -> None:
+    """Create the store (default: $GNOMON_URL, else sqlite:///./.gnomon/gnomon.db)."""
+    chosen = resolve_url(ctx, url, must_exist=False)
+    scheme = chosen.partition("://")[0].lower()
+    if scheme == "memory":
+        raise UnsupportedURLError(
+            "a memory:// store lives only as long as the process that opened it: there is "
+            "nothing to create",
+            hint="use a sqlite:///PATH or postgresql:// URL",
+        )
+    if scheme in ("postgresql", "postgres"):
+        database, version, applied = _postgres().upgrade_url(chosen)
+        data = {
+            "url": chosen,
+            "created": bool(applied),
+            "schema_version": version,
+            "database": database,
+            "events": None,
+        }
+    else:
+        path = config.sqlite_path(chosen)
+        existed = path is not None and path.exists()
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create {path.parent}: {exc.strerror or exc}",
+                    hint="choose a --url in a directory you can write to",
+                ) from exc
+        with open_store(chosen) as store:
+            events = store.head()[0]
+        data = {
+            "url": chosen,
+            "created": not existed,
+            "path": str(path.resolve()) if path else None,
+            "events": events,
+        }
+    if as_json:
+        echo_json(data)
+        return
+    out = console()
+    state = "created" if data["created"] else "already exists"
+    count = f", {data['events']} events" if data["events"] is not None else ""
+    out.print(f"ok: store {chosen} {state}{count}", markup=False, soft_wrap=True)
+    out.print(
+        "next: `gnomon beliefs list`, `gnomon sessions list` (they open it by default), or "
+        f'firewall.open("{chosen}") from Python; `gnomon demo` uses its own store',
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 @click.group()
@@ -64,4 +129,4 @@ def _postgres() -> Any:
         ) from exc
 
 
-__all__ = ["db"]
+__all__ = ["db", "init"]

@@ -11,9 +11,8 @@ from __future__ import annotations
 import csv
 import io
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 
 import click
 
@@ -26,6 +25,7 @@ from firewall.cli.common import (
     resolve_url,
     trusted_keys_option,
     url_option,
+    write_file,
 )
 from firewall.cli.memory import (
     _granted_wall,
@@ -36,11 +36,12 @@ from firewall.cli.memory import (
     reason_option,
     subject_option,
 )
-from firewall.errors import InputError
+from firewall.errors import InputError, UnknownIdError
 from firewall.gate import ADOPTION_RULES
+from firewall.ids import id_prefix
 from firewall.render import terminal_text
 from firewall.replay import ReplayResult, replay, replay_json
-from firewall.report import build_report, render_html, render_markdown
+from firewall.report import build_report, render_html, render_markdown, report_json
 from firewall.states import Sensitivity
 from firewall.store.base import BeliefFilter, Store
 from firewall.why import (
@@ -105,7 +106,8 @@ def why_command(
 ) -> None:
     """Why is QUERY believed? Resolves a belief id, then subject[/predicate], then topic (a
     subject namespace: `payments` covers `payments.api`, `payments/db`), then full text; shows
-    history, supersession, contradictions and each source re-hashed now."""
+    history, supersession, contradictions and each source re-hashed now. Exits 1 when nothing
+    is found (an unknown id included)."""
     if query.startswith(("act_", "req_")):
         _why_action(ctx, query, url, as_json)
         return
@@ -123,6 +125,8 @@ def why_command(
             until=parse_moment(until, "--until"),
             limit=limit,
         )
+    if not result.entries:
+        raise _nothing_found(result)
     if as_json:
         echo_json(why_json(result))
         return
@@ -144,20 +148,35 @@ def _why_action(ctx: click.Context, ident: str, url: str | None, as_json: bool) 
         echo(line)
 
 
+def _nothing_found(result: WhyResult) -> InputError:
+    """``why`` of an unknown id, or of a query nothing answers (then, or in the window)."""
+    when = _when(result)
+    if not when and id_prefix(result.query) == "bel":
+        return UnknownIdError("belief", result.query)
+    return InputError(
+        f"nothing found for {result.query!r}{when}",
+        hint="try a belief id, a subject (`payments.api`), a topic (`payments`) or other words; "
+        "`gnomon beliefs list` shows what the store holds",
+    )
+
+
+def _when(result: WhyResult) -> str:
+    if result.at:
+        return f" as of {result.at.isoformat()}"
+    if result.since or result.until:
+        return f" held between {_t(result.since)} and {_t(result.until)}"
+    return ""
+
+
 def _t(moment: datetime | None) -> str:
     return "-" if moment is None else moment.isoformat()
 
 
 def _render_why(result: WhyResult) -> None:
-    when = ""
-    if result.at:
-        when = f" as of {result.at.isoformat()}"
-    elif result.since or result.until:
-        when = f" held between {_t(result.since)} and {_t(result.until)}"
-    if not result.entries:
-        echo(f"nothing found for {result.query!r}{when}")
-        return
-    echo(f"{len(result.entries)} belief(s) for {result.query!r} (by {result.resolved_by}){when}")
+    echo(
+        f"{len(result.entries)} belief(s) for {result.query!r} (by {result.resolved_by})"
+        f"{_when(result)}"
+    )
     for entry in result.entries:
         _render_entry(entry)
 
@@ -262,6 +281,7 @@ def beliefs_history(ctx: click.Context, belief_id: str, url: str | None, as_json
 @subject_option
 @url_option
 @trusted_keys_option
+@json_option
 @click.pass_context
 def beliefs_supersede(
     ctx: click.Context,
@@ -272,13 +292,15 @@ def beliefs_supersede(
     subject: str | None,
     url: str | None,
     trusted_keys: str | None,
+    as_json: bool,
 ) -> None:
     """Replace OLD_ID by NEW_ID on a signed user grant; the old one stays, as superseded."""
     with _granted_wall(ctx, url, key, trusted_keys) as wall:
         grant = wall.grant("user", _subject(key, subject), beliefs=[old_id, new_id])
         old, new = wall.supersede(old_id, new_id, reason=reason, grant=grant)
-    _report(old, "superseded", f"user grant {grant.id}")
-    echo(f"{new.id} supersedes {old.id}")
+    _report(old, "superseded", f"user grant {grant.id}", as_json=as_json, grant_id=grant.id)
+    if not as_json:
+        echo(f"{new.id} supersedes {old.id}")
 
 
 CSV_COLUMNS = (
@@ -314,21 +336,28 @@ CSV_COLUMNS = (
     "--out", default=None, type=click.Path(dir_okay=False), help="File (default: stdout)."
 )
 @url_option
+@json_option
 @click.pass_context
-def beliefs_export(ctx: click.Context, fmt: str, out: str | None, url: str | None) -> None:
-    """Export every belief (current versions): JSON records or one CSV row each."""
+def beliefs_export(
+    ctx: click.Context, fmt: str, out: str | None, url: str | None, as_json: bool
+) -> None:
+    """Export every belief (current versions): JSON records or one CSV row each. With --out,
+    the summary goes to stdout (JSON with --json); without, stdout is the export."""
     buffer = io.StringIO()
+    count = 0
     with firewall.open(resolve_url(ctx, url)) as wall:
         if fmt == "json":
             import orjson
 
             items = [b.to_json_dict() for b in _all_beliefs(wall.store)]
+            count = len(items)
             buffer.write(orjson.dumps(items, option=orjson.OPT_INDENT_2).decode())
             buffer.write("\n")
         else:
             writer = csv.writer(buffer, lineterminator="\n")
             writer.writerow(CSV_COLUMNS)
             for b in _all_beliefs(wall.store):
+                count += 1
                 brief = belief_brief(b)
                 writer.writerow(
                     [
@@ -355,20 +384,21 @@ def beliefs_export(ctx: click.Context, fmt: str, out: str | None, url: str | Non
                         b.superseded_by or "",
                     ]
                 )
-    _write_out(buffer.getvalue(), out)
+    _write_out(buffer.getvalue(), out, {"exported": count, "format": fmt}, as_json=as_json)
 
 
-def _write_out(text: str, out: str | None) -> None:
-    """Write to ``out`` as is, or to stdout without terminal controls (stored text is caller
-    text: a statement must not be able to drive the terminal that prints it)."""
+def _write_out(text: str, out: str | None, summary: Mapping[str, object], *, as_json: bool) -> None:
+    """Write to ``out`` as is (atomically) and print ``summary`` (as JSON with ``--json``), or
+    write to stdout without terminal controls (stored text is caller text: a statement must not
+    be able to drive the terminal that prints it)."""
     if out is None:
         sys.stdout.write(terminal_text(text, multiline=True))
         return
-    try:
-        Path(out).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write {out}: {exc.strerror or exc}") from exc
-    echo(f"wrote {out}", err=True)
+    write_file(out, text)
+    if as_json:
+        echo_json({**summary, "out": out})
+    else:
+        echo(f"wrote {out}", err=True)
 
 
 @beliefs.command("verify")
@@ -480,6 +510,7 @@ def _render_replay(result: ReplayResult) -> None:
     help="Redact text above this level (hashes are kept).",
 )
 @url_option
+@json_option
 @click.pass_context
 def report_command(
     ctx: click.Context,
@@ -488,14 +519,29 @@ def report_command(
     out: str | None,
     sensitivity_ceiling: str,
     url: str | None,
+    as_json: bool,
 ) -> None:
-    """The trust report of SESSION_ID (Markdown, or HTML with --html), with its verdict."""
+    """The trust report of SESSION_ID (Markdown, or HTML with --html), with its verdict. With
+    --json: the report as JSON on stdout, or with --out FILE a JSON summary (FILE gets the
+    Markdown or HTML)."""
+    if as_html and as_json and out is None:
+        raise InputError(
+            "--html and --json both want stdout", hint="add --out FILE for the HTML page"
+        )
     with firewall.open(resolve_url(ctx, url)) as wall:
         report = build_report(
             wall.store, session_id, ceiling=Sensitivity(sensitivity_ceiling), now=wall.clock()
         )
+    if as_json and out is None:
+        echo_json(report_json(report))
+        return
     text = render_html(report) if as_html else render_markdown(report)
-    _write_out(text if text.endswith("\n") else text + "\n", out)
+    summary = {
+        "session": session_id,
+        "verdict": report.verdict.level,
+        "format": "html" if as_html else "markdown",
+    }
+    _write_out(text if text.endswith("\n") else text + "\n", out, summary, as_json=as_json)
 
 
 __all__ = ["parse_moment", "replay_command", "report_command", "why_command"]

@@ -7,12 +7,20 @@ Each parses its options, calls one library function (:mod:`firewall.checkpoints`
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+from contextlib import nullcontext
 
 import click
 
 from firewall.checkpoints import Checkpoint, CheckpointSigner, verify_log, write_checkpoint
-from firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
+from firewall.cli.common import (
+    console,
+    echo,
+    echo_json,
+    json_option,
+    resolve_url,
+    staged_file,
+    url_option,
+)
 from firewall.cli.common import with_progress as progress
 from firewall.errors import GnomonError
 from firewall.grants import load_public_key
@@ -122,15 +130,16 @@ def log_verify(
 def log_checkpoint(
     ctx: click.Context, url: str | None, key_file: str, out: str | None, as_json: bool
 ) -> None:
-    """Sign the chain head, append it to the log, and optionally write it to a file."""
+    """Sign the chain head, append it to the log, and optionally write it to a file.
+
+    With ``--out``, the file is opened (beside FILE) before the checkpoint is appended: a place
+    that cannot be written fails first, so a failed command appends nothing and leaves no
+    partial file."""
     signer = CheckpointSigner.from_file(key_file)
-    with _open(ctx, url) as store:
+    with _open(ctx, url) as store, staged_file(out) if out else nullcontext() as staged:
         checkpoint = write_checkpoint(store, signer, actor="cli")
-    if out:
-        try:
-            Path(out).write_bytes(checkpoint.to_json() + b"\n")
-        except OSError as exc:
-            raise GnomonError(f"cannot write {out}: {exc.strerror or exc}") from exc
+        if staged is not None:
+            staged.write(checkpoint.to_json() + b"\n")
     if as_json:
         echo_json(checkpoint.model_dump())
         return
@@ -151,16 +160,22 @@ def log_checkpoint(
     type=click.Path(dir_okay=False),
     help="Write to FILE (atomically) instead of standard output.",
 )
+@json_option
 @click.pass_context
-def log_export(ctx: click.Context, url: str | None, out: str | None) -> None:
-    """Write the whole event log as NDJSON (the portable, verifiable format)."""
+def log_export(ctx: click.Context, url: str | None, out: str | None, as_json: bool) -> None:
+    """Write the whole event log as NDJSON (the portable, verifiable format). With --out and
+    --json, the summary is a JSON object on stdout; without --out, stdout is the NDJSON."""
     with _open(ctx, url) as store:
         if out:
             count = export_to_file(store.chain_rows(), out)
-            click.echo(f"exported {count} events to {out}", err=True)
         else:
             write_export(store.chain_rows(), sys.stdout.buffer)
             sys.stdout.buffer.flush()
+            return
+    if as_json:
+        echo_json({"exported": count, "out": out})
+    else:
+        echo(f"exported {count} events to {out}", err=True)
 
 
 @click.command("import")

@@ -138,7 +138,15 @@ def _granted_wall(
     return firewall.open(resolve_url(ctx, url), trusted_keys=pinned, signer=signer)
 
 
-def _report(belief: firewall.Belief, verb: str, authority: str) -> None:
+def _report(
+    belief: firewall.Belief, verb: str, authority: str, *, as_json: bool, grant_id: str | None
+) -> None:
+    """What a privileged move did: one line, or with ``--json`` the belief as it is now."""
+    if as_json:
+        echo_json(
+            {"moved": verb, "authority": authority, "grant_id": grant_id, **belief_json(belief)}
+        )
+        return
     console().print(
         f"{verb} {belief.id} ({authority}): truth={belief.truth_status.value} "
         f"retrieval={belief.retrieval_status.value} security={belief.security_status.value}",
@@ -169,6 +177,7 @@ subject_option = click.option(
 @subject_option
 @url_option
 @trusted_keys_option
+@json_option
 @click.pass_context
 def promote(
     ctx: click.Context,
@@ -178,12 +187,13 @@ def promote(
     subject: str | None,
     url: str | None,
     trusted_keys: str | None,
+    as_json: bool,
 ) -> None:
     """Make a belief supported and normally retrievable, on a signed user grant."""
     with _granted_wall(ctx, url, key, trusted_keys) as wall:
         grant = wall.grant("user", _subject(key, subject), beliefs=[belief_id])
         belief = wall.promote(belief_id, grant=grant, reason=reason)
-    _report(belief, "promoted", f"user grant {grant.id}")
+    _report(belief, "promoted", f"user grant {grant.id}", as_json=as_json, grant_id=grant.id)
 
 
 @click.command()
@@ -198,6 +208,7 @@ def promote(
 @subject_option
 @url_option
 @trusted_keys_option
+@json_option
 @click.pass_context
 def quarantine(
     ctx: click.Context,
@@ -207,17 +218,18 @@ def quarantine(
     subject: str | None,
     url: str | None,
     trusted_keys: str | None,
+    as_json: bool,
 ) -> None:
     """Quarantine a belief: only the audit path sees it afterwards (one-way without `clear`)."""
     if key is None:
         with firewall.open(resolve_url(ctx, url)) as wall:
             belief = wall.quarantine(belief_id, reason=reason, authority=Authority.SENTINEL)
-        _report(belief, "quarantined", "sentinel")
+        _report(belief, "quarantined", "sentinel", as_json=as_json, grant_id=None)
         return
     with _granted_wall(ctx, url, key, trusted_keys) as wall:
         grant = wall.grant("user", _subject(key, subject), beliefs=[belief_id])
         belief = wall.quarantine(belief_id, reason=reason, grant=grant)
-    _report(belief, "quarantined", f"user grant {grant.id}")
+    _report(belief, "quarantined", f"user grant {grant.id}", as_json=as_json, grant_id=grant.id)
 
 
 @click.command()
@@ -227,6 +239,7 @@ def quarantine(
 @subject_option
 @url_option
 @trusted_keys_option
+@json_option
 @click.pass_context
 def clear(
     ctx: click.Context,
@@ -236,12 +249,13 @@ def clear(
     subject: str | None,
     url: str | None,
     trusted_keys: str | None,
+    as_json: bool,
 ) -> None:
     """Clear a suspicious or quarantined belief back to clean and restricted (user grant)."""
     with _granted_wall(ctx, url, key, trusted_keys) as wall:
         grant = wall.grant("user", _subject(key, subject), beliefs=[belief_id])
         belief = wall.clear(belief_id, grant=grant, reason=reason)
-    _report(belief, "cleared", f"user grant {grant.id}")
+    _report(belief, "cleared", f"user grant {grant.id}", as_json=as_json, grant_id=grant.id)
 
 
 __all__ = ["beliefs", "clear", "promote", "quarantine", "recall"]

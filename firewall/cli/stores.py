@@ -22,7 +22,9 @@ production use.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
 import json
 import os
 import sys
@@ -36,12 +38,14 @@ import click
 import firewall
 from firewall import config
 from firewall.cli.common import (
+    EXIT_FINDINGS,
     console,
     echo_json,
     json_option,
     read_grant,
     resolve_trusted_keys,
     resolve_url,
+    staged_file,
     url_option,
 )
 from firewall.errors import InputError
@@ -55,7 +59,7 @@ CLI_ACTOR = "cli"
 #: ``module:function`` returning the SDK client, called as ``function(store, options)``.
 CLIENT_HOOK = "GNOMON_STORE_CLIENT"
 #: Exit status of ``gnomon sync`` when it found edits made around the firewall.
-DRIFT_EXIT = 3
+DRIFT_EXIT = EXIT_FINDINGS
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -110,16 +114,20 @@ def _sdk(store: str, module: str, name: str) -> Any:
 
 
 def _load_mapping(path: str) -> dict[str, Any]:
-    text = Path(path).read_text(encoding="utf-8")
-    try:
-        if path.endswith((".yaml", ".yml")):
-            import yaml
+    import yaml
 
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except ValueError as exc:  # json.JSONDecodeError and yaml.YAMLError's parse errors
-        raise InputError(f"{path}: not valid JSON/YAML: {exc}") from exc
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the mem0 config {path}: {exc}") from exc
+    try:
+        data = yaml.safe_load(text) if path.endswith((".yaml", ".yml")) else json.loads(text)
+    except (ValueError, yaml.YAMLError) as exc:  # JSONDecodeError is a ValueError
+        kind = "YAML" if path.endswith((".yaml", ".yml")) else "JSON"
+        raise InputError(
+            f"{path}: not valid {kind}: {_one_line(exc)}",
+            hint="a mem0 config is a Memory.from_config mapping, e.g. vector_store, llm, embedder",
+        ) from exc
     if not isinstance(data, dict):
         raise InputError(f"{path}: a mem0 config must be a mapping, got {type(data).__name__}")
     return data
@@ -151,8 +159,7 @@ def _mem0_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connect
     platform = False
     if client is None and opts.get("mem0_config"):
         Memory = _sdk("mem0", "mem0", "Memory")
-
-        client = Memory.from_config(_load_mapping(opts["mem0_config"]))
+        client = _mem0_from_config(Memory, opts["mem0_config"])
         if opts.get("mem0_embedder") == "hash":
             from adapters.testing import HashEmbedder
 
@@ -166,7 +173,7 @@ def _mem0_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connect
                 "mem0 needs --mem0-config FILE (open-source Memory) or --mem0-api-key "
                 "(platform; or $MEM0_API_KEY)"
             )
-        client = MemoryClient(api_key=api_key, host=opts.get("mem0_host"))
+        client = _mem0_platform(MemoryClient, api_key, opts.get("mem0_host"))
         platform = True
     else:
         platform = type(client).__name__ == "MemoryClient"
@@ -181,6 +188,65 @@ def _mem0_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connect
         policy="default",
     )
     return Connected(adapter, scope, lambda: _close_mem0(client))
+
+
+def _mem0_from_config(Memory: Any, path: str) -> Any:
+    """``Memory.from_config`` of the file: mem0 raises whatever its providers raise (pydantic,
+    ValueError, an LLM SDK's missing-credentials error) for a config it cannot build, and all of
+    it is a bad config file here."""
+    from pydantic import ValidationError
+
+    from adapters.errors import AdapterError
+
+    mapping = _load_mapping(path)
+    try:
+        # mem0 prints its own validation report: keep stdout for the command's output (--json)
+        with contextlib.redirect_stdout(sys.stderr):
+            return Memory.from_config(mapping)
+    except Exception as exc:
+        detail = (
+            "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            if isinstance(exc, ValidationError)
+            else f"{type(exc).__name__}: {_one_line(exc)}"
+        )
+        raise AdapterError(
+            f"cannot build Memory from {path}: {detail}",
+            store="mem0",
+            call="Memory.from_config",
+            hint="check the config's providers (llm, embedder, vector_store) and their "
+            "credentials; see mem0's configuration docs",
+        ) from exc
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    """A third-party message on one line (an error line must not spill over the screen)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _mem0_platform(MemoryClient: Any, api_key: str, host: str | None) -> Any:
+    """The platform client: its constructor calls the host to check the key."""
+    import httpx
+
+    from adapters.errors import StoreCallError
+
+    where = host or "the mem0 platform"
+    try:
+        return MemoryClient(api_key=api_key, host=host)
+    except httpx.HTTPError as exc:
+        raise StoreCallError(
+            f"could not reach {where}: {exc}",
+            store="mem0",
+            call="MemoryClient",
+            hint="check --mem0-host and the network",
+        ) from exc
+    except ValueError as exc:  # mem0's answer to a refused or missing key
+        raise StoreCallError(
+            f"{where} refused the API key: {exc}",
+            store="mem0",
+            call="MemoryClient",
+            hint="check --mem0-api-key / $MEM0_API_KEY",
+        ) from exc
 
 
 def _close_mem0(client: Any) -> None:
@@ -416,7 +482,10 @@ def _export_command(spec: StoreSpec) -> click.Command:
             if out == "-":
                 count = export_bindings(wall, spec.name, sys.stdout)
             else:
-                count = export_bindings(wall, spec.name, out)
+                with staged_file(out) as staged:
+                    lines = io.StringIO()
+                    count = export_bindings(wall, spec.name, lines)
+                    staged.write(lines.getvalue().encode("utf-8"))
         data = {"store": spec.name, "exported": count, "out": out}
         summary = f"{spec.name}: exported {count} beliefs with their labels to {out}"
         if out == "-":
@@ -487,7 +556,7 @@ def _sync_command(spec: StoreSpec) -> click.Command:
                 for sid in ids:
                     out.print(f"  {kind}: {sid}", markup=False, soft_wrap=True)
         if not report.clean:
-            ctx.exit(DRIFT_EXIT)
+            ctx.exit(EXIT_FINDINGS)
 
     doc = (
         f"Find edits made to {spec.title} around the firewall and record them (drifted items "
