@@ -28,10 +28,14 @@ from firewall.kernel.signing import PolicySigner, load_action_policy
 @click.option(
     "--key", "key", required=True, type=click.Path(dir_okay=False), help="Operator private key."
 )
-def policy_sign(file: str, key: str) -> None:
+@json_option
+def policy_sign(file: str, key: str, as_json: bool) -> None:
     """Sign the action policy FILE with an operator KEY (writes FILE.sig)."""
     signer = PolicySigner.from_file(key)
     out = signer.sign_file(file)
+    if as_json:
+        echo_json({"file": file, "signature": str(out), "key_id": signer.key_id})
+        return
     echo(f"signed {file} with key {signer.key_id}: {out}")
 
 
@@ -45,10 +49,21 @@ def policy_sign(file: str, key: str) -> None:
     type=click.Path(dir_okay=False),
     help="Pinned operator public key (repeatable).",
 )
-def policy_verify(file: str, pubs: tuple[str, ...]) -> None:
+@json_option
+def policy_verify(file: str, pubs: tuple[str, ...], as_json: bool) -> None:
     """Verify the action policy FILE against pinned operator keys (exit 1 if it does not)."""
     keys = [load_public_key(p, purpose=KeyPurpose.POLICY) for p in pubs]
     loaded = load_action_policy(file, keys=keys)
+    if as_json:
+        echo_json(
+            {
+                "file": file,
+                "policy": loaded.policy.name,
+                "digest": loaded.digest,
+                "key_id": loaded.key_id,
+            }
+        )
+        return
     echo(f"{file}: policy {loaded.policy.name!r} digest {loaded.digest} signed by {loaded.key_id}")
 
 
@@ -87,6 +102,7 @@ def _resolve(
     ttl: int,
     url: str | None,
     decision: Literal["approve", "deny"],
+    as_json: bool,
 ) -> None:
     if not 1 <= ttl <= 24 * 60:
         raise InputError(f"--ttl must be 1..1440 minutes, got {ttl}")
@@ -99,6 +115,9 @@ def _resolve(
             state.request, decision, ttl=timedelta(minutes=ttl), now=wall.clock()
         )
         event = post_approval(wall.store, approval, now=wall.clock())
+    if as_json:
+        echo_json({"request_id": request_id, "decision": decision, "seq": event.seq})
+        return
     echo(f"{decision} for {request_id} written to the log (#{event.seq}); the host verifies it")
 
 
@@ -113,11 +132,18 @@ def _resolution_command(decision: Literal["approve", "deny"]) -> click.Command:
         "--ttl", type=int, default=10, show_default=True, help="Minutes the approval is valid."
     )
     @url_option
+    @json_option
     @click.pass_context
     def command(
-        ctx: click.Context, request_id: str, key: str, approver: str, ttl: int, url: str | None
+        ctx: click.Context,
+        request_id: str,
+        key: str,
+        approver: str,
+        ttl: int,
+        url: str | None,
+        as_json: bool,
     ) -> None:
-        _resolve(ctx, request_id, key, approver, ttl, url, decision)
+        _resolve(ctx, request_id, key, approver, ttl, url, decision, as_json)
 
     command.help = f"Sign and submit a '{decision}' for the held REQUEST_ID (executed by the host)."
     return command
