@@ -147,10 +147,20 @@ class Adapter:
     def audit(self, query: str | None = None, *, grant: Grant, limit: int = 100) -> list[AuditView]:
         return self._guard.audit(query, grant=grant, limit=limit, backend=self._backend)
 
-    def import_(self, scope: Mapping[str, str], **options: Any) -> Any:
+    def import_(
+        self,
+        scope: Mapping[str, str],
+        *,
+        batch_size: int = 1000,
+        page_size: int = 100,
+        progress: bool | None = None,
+    ) -> Any:
+        """Import what ``scope`` holds in the store into this client's project (unverified)."""
         from adapters.transfer import import_store
 
-        return import_store(self, scope, **options)
+        return import_store(
+            self, scope, batch_size=batch_size, page_size=page_size, progress=progress
+        )
 
     def export(self, out: IO[str] | str | Path, **options: Any) -> int:
         from adapters.transfer import export_store

@@ -108,18 +108,18 @@ def import_store(
     adapter: Adapter,
     scope: Mapping[str, str],
     *,
-    project: str | None = None,
     batch_size: int = 1000,
     page_size: int = 100,
     progress: bool | None = None,
 ) -> ImportReport:
-    """Import everything ``scope`` holds in the adapter's store."""
+    """Import everything ``scope`` holds in the adapter's store, into the client's own project
+    (an agent-facing client cannot import into another tenant)."""
     guard = adapter._guard
     return import_items(
         guard.wall,
         adapter.store,
         adapter.call("list", lambda: list(adapter._backend.walk(scope, page_size=page_size))),
-        project=project or guard.session.project,
+        project=guard.session.project,
         batch_size=batch_size,
         progress=progress,
     )

@@ -362,7 +362,7 @@ class Session:
         ]
         origin = Origin.join(Origin.agent(self.actor), *inputs)
         for other in contradicts:
-            self._wall.require_belief(other)
+            self._belief(other)
         now = self._wall.clock()
         made = adopt(
             self._ctx,
@@ -402,12 +402,9 @@ class Session:
         labels = []
         for ident in ids:
             if ident.startswith("obs_"):
-                obs = self._wall.store.get_observation(ident)
-                if obs is None:
-                    raise UnknownIdError("observation", ident)
-                labels.append(obs.origin)
+                labels.append(self._observation(ident).origin)
             else:
-                labels.append(self._wall.require_belief(ident).origin)
+                labels.append(self._belief(ident).origin)
         return labels
 
     # -- corroboration --------------------------------------------------------------------
@@ -421,13 +418,20 @@ class Session:
         relation: EvidenceRelation = EvidenceRelation.SUPPORTS,
         action_id: str | None = None,
         required: int = 1,
+        via: Channel | None = None,
     ) -> Belief:
         """Attach an observation as evidence for a belief; promote it if the gate agrees.
 
         The evidence's class and origin come from the observation's *content* origin: a trusted
         tool that merely carried external text is external evidence and counts for nothing.
-        Only an observation that came through a host channel (``validated`` trust) can count:
-        one the agent merely reported is recorded as the agent's inference. Evidence produced
+        Two things must be host-attested for evidence to count, either way (supporting or
+        contradicting): the observation (it came through a host channel, ``validated`` trust)
+        and the *link* between it and this belief. Whoever picks which observation bears on
+        which belief decides what it proves, so the link counts only when the host makes it:
+        ``via=`` the channel the observation came through (host code, e.g. the harness that
+        ran CI for this claim). Without it the link is the agent's own claim, recorded as its
+        inference and counted for nothing: an agent cannot cite the user's chat message, or
+        any trusted tool output it has seen, as proof of its own note. Evidence produced
         by an action whose decision depended on the belief is refused, whether the caller
         names the action (``action_id``) or not: an observation made after one of its own
         session's actions is linked to those actions. ``required`` (at least 1) raises the
@@ -439,20 +443,20 @@ class Session:
                 f"required must be a whole number of at least 1, got {required!r}",
                 hint="the gate needs at least one independent corroboration to promote",
             )
-        belief = self._wall.require_belief(belief_id)
+        belief = self._belief(belief_id)
         obs_id = observed.observation.id if isinstance(observed, Observed) else observed
         if not isinstance(obs_id, str):
             raise InputError(f"observed must be an Observed or an id, got {type(obs_id).__name__}")
-        observation = self._wall.store.get_observation(obs_id)
-        if observation is None:
-            raise UnknownIdError("observation", obs_id)
+        observation = self._observation(obs_id)
+        linked = via is not None and self._links(via, observation)
         if action_id is not None:
             self._refuse_self_promotion(belief, action_id)
         self._refuse_acted_on(belief, observation)
         witness = observation.origin
-        if observation.trust != ObservationTrust.VALIDATED:
-            # Not attested by the host: the agent's report of what it saw, which never counts.
-            witness = Origin.join(witness, Origin.agent(observation.actor))
+        if observation.trust != ObservationTrust.VALIDATED or not linked:
+            # Not attested by the host (the observation, or its bearing on this belief): the
+            # agent's report, which never counts.
+            witness = Origin.join(witness, Origin.agent(self.actor))
         now = self._wall.clock()
         item = EvidenceItem(
             id=new_id("evi"),
@@ -480,6 +484,30 @@ class Session:
             now=now,
         )
         return outcome.belief
+
+    def _links(self, via: object, observation: Observation) -> bool:
+        """True when ``via`` is a channel this firewall opened for the session's project and
+        ``observation`` came through it (same origin and trust); a forgery is refused."""
+        channel = self._wall.attested_by(via, project=self.project)
+        if observation.origin != channel.origin or observation.trust != channel.trust:
+            raise InputError(
+                f"observation {observation.id} did not come through channel {channel.id}",
+                hint="pass via= the channel the observation was recorded through",
+            )
+        return True
+
+    def _belief(self, belief_id: str) -> Belief:
+        """A belief of this session's project; another project's id is unknown here."""
+        belief = self._wall.require_belief(belief_id)
+        if belief.project != self.project:
+            raise UnknownIdError("belief", belief.id)
+        return belief
+
+    def _observation(self, obs_id: str) -> Observation:
+        observation = self._wall.store.get_observation(obs_id)
+        if observation is None or observation.project != self.project:
+            raise UnknownIdError("observation", obs_id)
+        return observation
 
     def _refuse_acted_on(self, belief: Belief, observation: Observation) -> None:
         """Refuse (as self-promotion) an observation captured after an action of its session
@@ -626,7 +654,7 @@ class Session:
             )
         found = self._wall.store.get_beliefs(list(depends_on))
         for ident in depends_on:
-            if ident not in found:
+            if ident not in found or found[ident].project != self.project:
                 raise UnknownIdError("belief", ident)
         truth = {i: found[i].truth_status for i in depends_on}
         flags = [

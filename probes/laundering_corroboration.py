@@ -11,14 +11,16 @@ twice by the same trusted CI tool, with ``required=2``; then by an independent t
   ``unverified`` (and not accepted); its evidence counts zero independent corroborations.
 - Two corroborations from one trusted tool count once (Sybil): with ``required=2`` the claim stays
   ``unverified``; a third from an independent tool makes two, and it is promoted.
+- The same trusted observation, linked to the claim by the agent alone, promotes nothing.
 - One corroboration from an independent trusted tool observation (content origin
-  ``Origin.tool("pytest")``) promotes a legitimate unverified claim to ``supported`` + ``normal``,
-  and it is then accepted under ``default``: the mechanism is not "never promote".
+  ``Origin.tool("pytest")``), linked by the host (``via=`` its channel), promotes a legitimate
+  unverified claim to ``supported`` + ``normal``, and it is then accepted under ``default``: the
+  mechanism is not "never promote".
 
 **Does not claim.** That the trusted tool's output is true or relevant to the claim: the gate
-checks the class and independence of evidence, not its meaning; the host decides which
-observation it offers for which belief. Independence is by origin id: one attacker controlling two
-"independent" tools is not detected.
+checks the class and independence of evidence and that the host made the link, not its meaning;
+the host decides which observation it offers for which belief. Independence is by origin id: one
+attacker controlling two "independent" tools is not detected.
 """
 
 from __future__ import annotations
@@ -78,14 +80,15 @@ def check(url: str, c: Checks) -> None:
             content="The emu test suite passes on Python 3.11.",
             origin=Origin.external("file:README.md"),
         ).content
+        ci_tool, pytest_tool = wall.channel(Origin.tool("ci")), wall.channel(Origin.tool("pytest"))
         for run_no in (1, 2):
             ci = s.observe(
                 tool="ci_status",
                 args={"run": run_no},
                 content=f"emu CI run {run_no}: python 3.11 green",
-                origin=wall.channel(Origin.tool("ci")),
+                origin=ci_tool,
             )
-            claim_now = s.corroborate(claim.id, ci, required=2)
+            claim_now = s.corroborate(claim.id, ci, required=2, via=ci_tool)
             c.expect(
                 claim_now.truth_status == TruthStatus.UNVERIFIED,
                 f"with required=2, CI corroboration #{run_no} of one tool leaves it unverified",
@@ -95,9 +98,9 @@ def check(url: str, c: Checks) -> None:
             tool="pytest",
             args={"python": "3.11"},
             content="emu: 318 passed on python 3.11",
-            origin=wall.channel(Origin.tool("pytest")),
+            origin=pytest_tool,
         )
-        claim_now = s.corroborate(claim.id, pytest_run, required=2)
+        claim_now = s.corroborate(claim.id, pytest_run, required=2, via=pytest_tool)
         c.expect(
             claim_now.truth_status == TruthStatus.SUPPORTED,
             "an independent second tool makes two witnesses and promotes it at required=2",
@@ -115,9 +118,17 @@ def check(url: str, c: Checks) -> None:
             tool="pytest",
             args={"select": "lint"},
             content="emu lint: ruff check passed (test_lint_uses_ruff)",
-            origin=wall.channel(Origin.tool("pytest")),
+            origin=pytest_tool,
         )
-        promoted = s.corroborate(legit.id, lint)
+        # the agent's own pick of which observation proves what counts for nothing ...
+        cited = s.corroborate(legit.id, lint)
+        c.expect(
+            cited.truth_status == TruthStatus.UNVERIFIED,
+            "the same observation linked by the agent alone (no host via=) promotes nothing",
+            got=cited.truth_status.value,
+        )
+        # ... the host, which ran the lint check for this claim, attests the link
+        promoted = s.corroborate(legit.id, lint, via=pytest_tool)
         c.expect(
             (promoted.truth_status, promoted.retrieval_status)
             == (TruthStatus.SUPPORTED, RetrievalStatus.NORMAL),

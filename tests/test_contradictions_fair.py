@@ -19,6 +19,7 @@ import pytest
 import firewall
 from firewall import Origin
 from firewall.contradictions import contradiction_record
+from firewall.errors import UnknownIdError
 from firewall.events import Records
 from firewall.recall import RecallResult
 from firewall.session import Session
@@ -136,7 +137,9 @@ def test_an_explicit_link_from_another_project_never_reaches_the_reader(
     with wall.session(project="victim", actor="coder", user="alice") as s:
         fact = user_fact(wall, s, FACT, **SUBJECT)
     with wall.session(project="attacker", actor="coder", user="mallory") as s:
-        probe = s.remember("the other team's region is wrong", contradicts=[fact.id])
+        with pytest.raises(UnknownIdError):  # another project's id is unknown here
+            s.remember("the other team's region is wrong", contradicts=[fact.id])
+        probe = s.remember("the other team's region is wrong")
     with wall.session(project="victim", actor="coder", user="alice") as s:
         result = s.recall("gecko")
     assert result.accepted_ids == [fact.id]

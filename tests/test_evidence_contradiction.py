@@ -21,7 +21,7 @@ from firewall.events import Records
 from firewall.ids import new_id
 from firewall.session import Session
 from firewall.states import Authority, Axis, EvidenceRelation, TruthStatus
-from tests.attested import observe_as
+from tests.attested import attested, observe_as
 
 SUBJECT = {"subject": "gecko-service", "predicate": "primary_region"}
 
@@ -182,7 +182,7 @@ def test_corroborated_claim_cannot_stand_beside_a_conflicting_fact(
         ).content  # fmt: skip
         note = planted_claim(s)
         ci = observe_as(wall, s, Origin.tool("ci"), tool="ci", content="checked")
-        s.corroborate(note.id, ci)
+        s.corroborate(note.id, ci, via=attested(wall, Origin.tool("ci")))  # the host's link
         result = s.recall("gecko")
     assert not {fact.id, note.id} <= set(result.accepted_ids)
     assert wall.require_belief(fact.id).truth_status == TruthStatus.CONTRADICTED

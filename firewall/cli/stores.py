@@ -429,7 +429,9 @@ def _import_command(spec: StoreSpec) -> click.Command:
         with firewall.open(resolve_url(ctx, url, must_exist=False), trusted_keys=pinned) as wall:
             conn = spec.connect(wall, project, opts)
             try:
-                report = conn.adapter.import_(conn.scope, project=project)
+                report = conn.adapter.import_(
+                    conn.scope
+                )  # the connection's session is in `project`
             finally:
                 conn.adapter.close()
                 conn.close()
