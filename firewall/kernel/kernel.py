@@ -395,10 +395,11 @@ class ActionKernel:
 
     # -- status ---------------------------------------------------------------------------
 
-    def status(self, request_id: str) -> ActionResult:
+    def status(self, request_id: str, *, project: str | None = None) -> ActionResult:
+        """A request's status; with ``project``, a request of another project is unknown."""
         self.expire()
         state = L.read_ledger(self._wall.store).requests.get(request_id)
-        if state is None:
+        if state is None or (project is not None and state.project != project):
             raise UnknownIdError("request", request_id)
         return ActionResult(request_id, state.action_id, state.status, tuple(state.reasons))
 
@@ -488,7 +489,8 @@ class ActionHandle:
 
     @checked_call
     def status(self, request_id: str) -> ActionResult:
-        return self._kernel.status(request_id)
+        """The status of a request of this session's project (another tenant's is unknown)."""
+        return self._kernel.status(request_id, project=self._session.project)
 
 
 def _request_of(approval: object) -> str | None:
