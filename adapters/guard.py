@@ -695,8 +695,18 @@ class Guard:
         out = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items]
         self.log(out, query=query, k=k, now=now, policy=policy)
         hits = Hits(out, report(out, policy=policy.name))
+        hits.summary["contradictions"] = self.contradictions(
+            [s.belief.id for s in out if s.belief is not None]
+        )
         self.announcer.announce(hits.summary, call=call)
         return hits
+
+    def contradictions(self, belief_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The contradiction channel for ``belief_ids``, as this client's reader may know it
+        (:mod:`adapters.conflicts`)."""
+        from adapters.conflicts import entries
+
+        return entries(self, belief_ids)
 
     def _verdict(
         self,
