@@ -530,6 +530,33 @@ class Guard:
             Records(contradictions=(record,)),
         )
 
+    def store_signal(self, old: Belief, new: Belief, via: str) -> str:
+        """A store's own conflict signal (``new`` replaces or invalidates ``old``: Zep's edge
+        invalidation), judged by origin: a lower-integrity ``new`` only contests ``old`` (the
+        link is recorded, ``old`` keeps its states); two trusted rivals (:func:`rivals`) are
+        both contradicted; otherwise ``new`` supersedes ``old``. Returns which it was."""
+        if new.origin.integrity < old.origin.integrity:
+            self.contest(old, new, via)
+            return "contested"
+        if rivals(old, new):
+            self.conflict(old, new, via)
+            return "contradicted"
+        moved, revisions = self._moved(
+            old,
+            [Move(Axis.TRUTH, TruthStatus.SUPERSEDED)],
+            Authority.SYSTEM,
+            f"superseded by {new.id}; recorded from {via}",
+        )
+        self._commit(
+            "belief.superseded",
+            {"belief_id": old.id, "by": new.id, "via": via},
+            Records(
+                beliefs=(moved.model_copy(update={"superseded_by": new.id}),) if revisions else (),
+                revisions=tuple(revisions),
+            ),
+        )
+        return "superseded"
+
     def conflict(self, old: Belief, new: Belief, via: str) -> None:
         """A store's conflict signal between two trusted beliefs (:func:`rivals`): the link is
         recorded, both are demoted and the decisions that rested on them flagged."""
@@ -670,6 +697,19 @@ class Guard:
             Records(bindings=(binding,)),
         )
         return binding
+
+    def rebind(self, binding: StoreBinding, text_hash: str, detail: str) -> StoreBinding:
+        """The binding follows a change the store made and the firewall judged (Zep's edge
+        invalidation, linked by :meth:`store_signal`): the new hash, and why."""
+        moved = binding.model_copy(
+            update={"content_hash": text_hash, "detail": detail, "updated_at": self.wall.clock()}
+        )
+        self._commit(
+            "binding.rebound",
+            {"belief_id": binding.belief_id, "store_id": binding.store_id, "detail": detail},
+            Records(bindings=(moved,)),
+        )
+        return moved
 
     def mark_drifted(
         self, binding: StoreBinding, belief: Belief, item: StoreItem

@@ -101,9 +101,10 @@ from adapters.core import (
 )
 from adapters.errors import StoreCallError, StoreResponseError, malformed
 from adapters.fern_errors import fern_converted
-from adapters.guard import PendingWrite, Screened
+from adapters.guard import Hits, PendingWrite
+from adapters.withheld import attach
 from adapters.zep_context import render_context
-from firewall.chain import Belief
+from firewall.chain import Belief, BindingState
 from firewall.channels import WriteOrigin
 from firewall.origin import Origin
 from firewall.states import SecurityStatus
@@ -208,6 +209,17 @@ def rendered_fields(obj: Any) -> dict[str, str]:
     if not hasattr(obj, "fact"):
         return {}
     return {f: rendered_value(getattr(obj, f, None)) for f in EDGE_FIELDS}
+
+
+def _ended(edge: Any) -> bool:
+    """True for an edge Zep invalidated or expired."""
+    return bool(getattr(edge, "invalid_at", None) or getattr(edge, "expired_at", None))
+
+
+def _as_valid(item: StoreItem) -> StoreItem:
+    """The edge as it was before Zep invalidated it (its ``invalid_at`` unset)."""
+    rendered = {**item.rendered, "invalid_at": rendered_value(None)}
+    return StoreItem(item.store_id, item.text, raw=item.raw, rendered=rendered)
 
 
 def _pager(items: list[Any], response: Any) -> SyncPager[Any, Any]:
@@ -388,11 +400,10 @@ class _Core(Core):
 
     def derived(self, objs: Sequence[Any], graph: str, call: str, query: str) -> list[Any]:
         """Edges or nodes that passed: see :meth:`screen_derived`."""
-        return [self.annotate(s) for s in self.screen_derived(objs, graph, call, query)]
+        hits = self.screen_derived(objs, graph, call, query)
+        return attach([self.annotate(s) for s in hits], hits.summary)
 
-    def screen_derived(
-        self, objs: Sequence[Any], graph: str, call: str, query: str
-    ) -> list[Screened]:
+    def screen_derived(self, objs: Sequence[Any], graph: str, call: str, query: str) -> Hits:
         """Edges or nodes: each labelled with the extractor joined with its source episodes
         (recorded on first sight), then screened; dropped if any source is quarantined or
         malicious. Only those that passed (accepted or quoted) are returned."""
@@ -410,8 +421,49 @@ class _Core(Core):
                 tainted.add(item.store_id)
             if item.store_id not in known and item.text.strip():
                 self._record_derived(item, srcs, beliefs, call)
+        self._invalidations(items, call)
         screened = self.screen(items, query)
-        return [s for s in screened if s.passed and s.item.store_id not in tainted]
+        kept = [s for s in screened if s.passed and s.item.store_id not in tainted]
+        return Hits(kept, screened.summary)
+
+    def _invalidations(self, items: Sequence[StoreItem], call: str) -> None:
+        """Graphiti's own conflict signal: an edge the firewall bound, now invalid or expired
+        and otherwise unchanged, is linked to the valid edge of the same read that replaced it
+        (same source node) by :meth:`Guard.store_signal` (contested, contradicted or
+        superseded by origin), and its binding follows the new dates (not drift). An
+        invalidated edge with no replacement in the read is left to the drift check."""
+        store = self.guard.wall.store
+        known = store.bindings_by_store_id(STORE, [i.store_id for i in items])
+        valid = [i for i in items if not _ended(i.raw)]
+        for item in items:
+            binding = known.get(item.store_id)
+            if (
+                not _ended(item.raw)
+                or binding is None
+                or binding.state != BindingState.WRITTEN
+                or (binding.detail or "").startswith("invalidated")
+                or _as_valid(item).content_hash != binding.content_hash
+            ):
+                continue
+            node = getattr(item.raw, "source_node_uuid", None)
+            partner = next(
+                (
+                    known[v.store_id]
+                    for v in valid
+                    if node
+                    and getattr(v.raw, "source_node_uuid", None) == node
+                    and v.store_id in known
+                ),
+                None,
+            )
+            old = store.get_belief(binding.belief_id)
+            new = store.get_belief(partner.belief_id) if partner is not None else None
+            if old is None or new is None:
+                continue
+            self.guard.store_signal(
+                old, new, f"{STORE}.{call}: edge {getattr(item.raw, 'uuid_', '')} invalidated"
+            )
+            self.guard.rebind(binding, item.content_hash, f"invalidated; replaced by {new.id}")
 
     def _sources(self, graph: str, uuids: list[str]) -> dict[str, Belief]:
         ids = [store_id(graph, u) for u in dict.fromkeys(uuids)]
