@@ -74,7 +74,7 @@ def test_zep_edge_invalidated_by_an_untrusted_fact_stays_and_is_in_the_channel(e
 
 
 def test_zep_two_trusted_facts_both_leave_results_and_flag_the_decision(env: Any) -> None:
-    wall, zep, server, graph = env
+    wall, zep, _server, graph = env
     alice = attested(wall, Origin.user("alice"))
     item, binding = zep.gnomon.write(
         "Ada lives in Lisbon.", scope={"graph_uuid": graph}, origin=alice
