@@ -281,6 +281,21 @@ class ZepBackend(StoreBackend):
 
     def __init__(self, client: Zep) -> None:
         self.client = client
+        self.edges: _Core | None = None
+
+    def derived(self, store_id: str) -> bool:
+        """Edges and nodes are Zep's own extractions, not items a caller wrote."""
+        kind, _, rest = split_store_id(store_id)[1].partition(":")
+        return kind in ("edge", "node") and "@" in rest
+
+    def store_conflicts(self, scope: Mapping[str, str]) -> tuple[str, ...]:
+        """Zep's invalidations recorded out of band: every edge of the graph, recorded and
+        linked as a read would (:meth:`_Core.prepare`); the edges linked."""
+        graph, call = scope.get("graph_uuid"), "graph.edge.list"
+        if not graph or self.edges is None:
+            return ()
+        edges, _ = _run(call, lambda: all_items(self.client.graph.edge.list(graph), call))
+        return tuple(self.edges.prepare(edges, graph, call)[2])
 
     def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
         graph = scope["graph_uuid"]
@@ -407,6 +422,16 @@ class _Core(Core):
         """Edges or nodes: each labelled with the extractor joined with its source episodes
         (recorded on first sight), then screened; dropped if any source is quarantined or
         malicious. Only those that passed (accepted or quoted) are returned."""
+        items, tainted, _linked = self.prepare(objs, graph, call)
+        screened = self.screen(items, query)
+        kept = [s for s in screened if s.passed and s.item.store_id not in tainted]
+        return Hits(kept, screened.summary)
+
+    def prepare(
+        self, objs: Sequence[Any], graph: str, call: str
+    ) -> tuple[list[StoreItem], set[str], list[str]]:
+        """Edges or nodes as items, each recorded on first sight, and Zep's invalidations
+        linked (:meth:`_invalidations`): ``(items, tainted store ids, linked store ids)``."""
         parts = [derived_parts(o, graph, call) for o in objs]
         items = [
             StoreItem(i, text, raw=o, rendered=rendered_fields(o))
@@ -421,12 +446,9 @@ class _Core(Core):
                 tainted.add(item.store_id)
             if item.store_id not in known and item.text.strip():
                 self._record_derived(item, srcs, beliefs, call)
-        self._invalidations(items, call)
-        screened = self.screen(items, query)
-        kept = [s for s in screened if s.passed and s.item.store_id not in tainted]
-        return Hits(kept, screened.summary)
+        return items, tainted, self._invalidations(items, call)
 
-    def _invalidations(self, items: Sequence[StoreItem], call: str) -> None:
+    def _invalidations(self, items: Sequence[StoreItem], call: str) -> list[str]:
         """Graphiti's own conflict signal: an edge the firewall bound, now invalid or expired
         and otherwise unchanged, is linked to the valid edge of the same read that replaced it
         (same source node) by :meth:`Guard.store_signal` (contested, contradicted or
@@ -435,6 +457,7 @@ class _Core(Core):
         store = self.guard.wall.store
         known = store.bindings_by_store_id(STORE, [i.store_id for i in items])
         valid = [i for i in items if not _ended(i.raw)]
+        linked: list[str] = []
         for item in items:
             binding = known.get(item.store_id)
             if (
@@ -464,6 +487,8 @@ class _Core(Core):
                 old, new, f"{STORE}.{call}: edge {getattr(item.raw, 'uuid_', '')} invalidated"
             )
             self.guard.rebind(binding, item.content_hash, f"invalidated; replaced by {new.id}")
+            linked.append(item.store_id)
+        return linked
 
     def _sources(self, graph: str, uuids: list[str]) -> dict[str, Belief]:
         ids = [store_id(graph, u) for u in dict.fromkeys(uuids)]
@@ -704,6 +729,7 @@ class GuardedZep(GuardedClient):
 
     def _wire(self, client: Any) -> None:
         self.thread._graph_client = client.graph
+        self.gnomon._backend.edges = self._core  # sync links the invalidations Zep recorded
 
     def _backend(self, client: Zep) -> ZepBackend:
         return ZepBackend(client)

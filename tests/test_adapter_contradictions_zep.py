@@ -103,3 +103,25 @@ def test_zep_quarantined_conflicting_member_is_not_revealed(env: Any) -> None:
     assert [e.fact for e in found] == ["Ada lives in Lisbon."]
     assert found.gnomon.contradictions == [] and quoter.gnomon.contradictions() == []
     assert rival not in repr(found.gnomon)
+
+
+def test_zep_sync_links_an_invalidation_zep_recorded_out_of_band(env: Any) -> None:
+    wall, zep, server, graph = env
+    quoter = GuardedZep(sync_client(), wall, project="shop", actor="coder", policy=quoting_policy())
+    alice = attested(wall, Origin.user("alice"))
+    zep.graph.episode.add(graph, data="Ada lives in Lisbon.", gnomon_origin=alice)
+    (lisbon,) = list(quoter.graph.search_edges(graph, query="Lisbon"))
+    # out of band: a page lands and Zep invalidates the user's fact; nobody reads edges after
+    zep.graph.episode.add(
+        graph, data="Ada lives in Porto.", gnomon_origin=Origin.external("web:evil.example")
+    )
+    server.edges[lisbon.uuid_].update(invalid_at=WHEN, expired_at=WHEN)
+    report = zep.gnomon.sync({"graph_uuid": graph})
+    assert len(report.conflicts) == 1 and f"edge:{lisbon.uuid_}@" in report.conflicts[0]
+    assert report.deleted == ()  # a bound edge is not an episode that went missing
+    (entry,) = quoter.gnomon.contradictions()
+    assert (
+        lisbon.gnomon["belief_id"] in entry["belief_ids"]
+        and "zep.graph.edge.list" in entry["reason"]
+    )
+    assert zep.gnomon.sync({"graph_uuid": graph}).conflicts == ()  # linked once
