@@ -12,6 +12,7 @@ real zep-cloud SDK against the wire-format fake (Graphiti's invalidation is the 
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -23,13 +24,13 @@ if os.environ.get("CI") != "true":
 
 import firewall
 from adapters.errors import ConflictingBeliefError
-from adapters.zep import GuardedZep
+from adapters.zep import GuardedAsyncZep, GuardedZep
 from firewall import Origin
 from firewall.firewall import Firewall
 from firewall.states import Authority, SecurityStatus, TruthStatus
 from tests.adapter_contract import quoting_policy
 from tests.attested import attested
-from tests.fakes_zep import sync_client, zep_routes
+from tests.fakes_zep import async_client, sync_client, zep_routes
 
 WHEN = "2026-11-20T10:00:00Z"
 
@@ -125,3 +126,22 @@ def test_zep_sync_links_an_invalidation_zep_recorded_out_of_band(env: Any) -> No
         and "zep.graph.edge.list" in entry["reason"]
     )
     assert zep.gnomon.sync({"graph_uuid": graph}).conflicts == ()  # linked once
+
+
+def test_zep_async_client_carries_the_same_channel(env: Any) -> None:
+    wall, zep, server, graph = env
+    _quoter, lisbon = _invalidated_by_a_page(wall, zep, server, graph)
+
+    async def read() -> Any:
+        client = GuardedAsyncZep(
+            async_client(), wall, project="shop", actor="coder", policy=quoting_policy()
+        )
+        try:
+            return await client.graph.search_edges(graph, query="Ada lives")
+        finally:
+            await client.close()
+
+    found = asyncio.run(read())
+    (entry,) = found.gnomon.contradictions
+    assert lisbon.gnomon["belief_id"] in entry["belief_ids"]
+    assert "Ada lives in Lisbon." in [e.fact for e in found.items]
