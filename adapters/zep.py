@@ -102,7 +102,7 @@ from adapters.core import (
 from adapters.errors import StoreCallError, StoreResponseError, malformed
 from adapters.fern_errors import fern_converted
 from adapters.guard import Hits, PendingWrite
-from adapters.withheld import attach
+from adapters.withheld import Summary, attach
 from adapters.zep_context import render_context
 from firewall.chain import Belief, BindingState
 from firewall.channels import WriteOrigin
@@ -521,8 +521,11 @@ class _Core(Core):
         )
         self.guard.confirm_write(pending, item.store_id)
 
-    def context(self, response: Any, graph: str, call: str, query: str) -> tuple[str, Any]:
-        """The rebuilt blob and the screened results of a ``graph.get_context`` response."""
+    def context(
+        self, response: Any, graph: str, call: str, query: str
+    ) -> tuple[str, Any, list[dict[str, Any]]]:
+        """The rebuilt blob, the screened results of a ``graph.get_context`` response, and the
+        contradiction channel of all three reads (edges, nodes, episodes)."""
         results = getattr(response, "results", None)
         if not isinstance(response, GraphContextResponse) or results is None:
             raise _malformed(call, "a context response with results", response)
@@ -546,7 +549,11 @@ class _Core(Core):
             nodes=[self.annotate(s) for s in nodes],
             episodes=episodes,
         )
-        return blob, results
+        channel: dict[str, dict[str, Any]] = {}
+        for summary in (edges.summary, nodes.summary, getattr(episodes, "gnomon", {})):
+            for entry in summary.get("contradictions", []):
+                channel.setdefault(entry["id"], entry)
+        return blob, results, list(channel.values())
 
     def context_query(self, messages: list[Any], call: str) -> str:
         texts = [getattr(m, "content", None) for m in messages[-CONTEXT_MESSAGES:]]
@@ -625,7 +632,7 @@ class Thread(_Refusing):
         response = yield Call(
             call, lambda: self._graph_client.get_context(graph, query=query, include_results=True)
         )
-        blob, _ = self._core.context(response, graph, call, query)
+        blob, _, _ = self._core.context(response, graph, call, query)
         return blob  # type: ignore[no-any-return]
 
 
@@ -690,12 +697,13 @@ class Graph(_Refusing):
         """Rebuilt from the edges and nodes that pass the policy (see the module docstring)."""
         graph, query = a["graph_uuid"], a["query"]
         response = yield a.raw(include_results=True)
-        blob, results = self._core.context(response, graph, a.name, query)
-        return GraphContextResponse(
+        blob, results, channel = self._core.context(response, graph, a.name, query)
+        answer = GraphContextResponse(
             context=blob,
             results=results if a.get("include_results") else None,
             truncated=response.truncated,
         )
+        return attach(answer, Summary({"contradictions": channel}))
 
 
 class User(_Refusing):

@@ -72,6 +72,8 @@ def test_zep_edge_invalidated_by_an_untrusted_fact_stays_and_is_in_the_channel(e
     assert belief.security_status == SecurityStatus.CLEAN  # the signal, not drift
     assert belief.truth_status != TruthStatus.SUPERSEDED
     assert quoter.gnomon.contradictions(query="Lisbon") == [entry]
+    context = quoter.graph.get_context(graph, query="Ada lives")
+    assert context.gnomon.contradictions == [entry]  # the context read carries it too
 
 
 def test_zep_two_trusted_facts_both_leave_results_and_flag_the_decision(env: Any) -> None:

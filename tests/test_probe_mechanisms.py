@@ -235,8 +235,8 @@ def zep_context_passed_through(mp: pytest.MonkeyPatch) -> None:
     original = adapters.zep._Core.context
 
     def context(self: Any, response: Any, graph: str, call: str, query: str) -> Any:
-        _, results = original(self, response, graph, call, query)
-        return response.context, results
+        _, results, channel = original(self, response, graph, call, query)
+        return response.context, results, channel
 
     mp.setattr(adapters.zep._Core, "context", context)
 
