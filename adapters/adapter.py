@@ -142,6 +142,24 @@ class Adapter:
                 self._guard.fail_delete(binding, exc, "delete")
             raise
 
+    def contradictions(
+        self, query: str | None = None, ids: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The contradiction channel (:mod:`adapters.conflicts`): every conflict among this
+        store's memories that this client's reader may know of. ``ids``: belief ids or this
+        store's item ids to ask about (default: every memory bound in this store); ``query``:
+        keep the entries where a visible member's text contains every word of it."""
+        from adapters.conflicts import all_bound, bound_to, matching
+
+        guard = self._guard
+        if ids is None:
+            wanted = all_bound(guard)
+        else:
+            given = [str(i) for i in ids]
+            known = guard.wall.store.get_beliefs(given)
+            wanted = [*known, *bound_to(guard, [i for i in given if i not in known])]
+        return matching(guard.contradictions(wanted), query)
+
     # -- privileged path and transfers ------------------------------------------------------
 
     def audit(self, query: str | None = None, *, grant: Grant, limit: int = 100) -> list[AuditView]:

@@ -181,6 +181,16 @@ class StoreBackend(ABC):
     def delete(self, store_id: str) -> None:
         """Delete the item."""
 
+    def derived(self, store_id: str) -> bool:
+        """True for an item the store derived on its own (Zep's edges and nodes): it comes and
+        goes with its sources, so sync never reports it deleted around the firewall."""
+        return False
+
+    def store_conflicts(self, scope: Mapping[str, str]) -> tuple[str, ...]:
+        """Link the conflicts the store recorded on its own (out of band) through the guard;
+        the items linked. Most stores record none."""
+        return ()
+
     def history(self, store_id: str) -> list[dict[str, Any]]:
         """The store's own change history of the item, where it keeps one (mem0 does)."""
         return []

@@ -126,6 +126,13 @@ class ProtectedBeliefError(AdapterError):
         self.candidate_id = candidate_id
 
 
+class ConflictingBeliefError(ProtectedBeliefError):
+    """An update from a different trusted origin aimed at a supported belief (another user's
+    fact). Neither may retire the other: the store was not touched, both beliefs are now
+    ``contradicted`` (out of trusted results, both in the contradiction channel) and every
+    decision that rested on the old one is flagged."""
+
+
 def status_hint(status: int | None) -> str:
     """The "what to do" sentence for an HTTP status."""
     if status in (401, 403):
@@ -149,6 +156,7 @@ def malformed(store: str, call: str, what: str, got: object) -> StoreResponseErr
 __all__ = [
     "AdapterError",
     "BypassRefusedError",
+    "ConflictingBeliefError",
     "MissingSDKError",
     "ProtectedBeliefError",
     "RefusedAttributeError",

@@ -53,12 +53,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 from adapters.base import gnomon_metadata, item_hash
-from adapters.errors import AdapterError, ProtectedBeliefError
+from adapters.errors import AdapterError, ConflictingBeliefError, ProtectedBeliefError
 from firewall.chain import Belief, BindingState, Revision, StoreBinding, content_hash
 from firewall.channels import Channel, WriteOrigin, caller_origin
 from firewall.content import statement_text
 from firewall.contested import in_scope
-from firewall.contradictions import contradiction_record
+from firewall.contradictions import contradiction_record, linked, stands
 from firewall.errors import MissingGrantError, UnknownIdError
 from firewall.events import Records
 from firewall.firewall import AuditEntry, Firewall
@@ -418,6 +418,17 @@ class Guard:
         if old is not None and outranks(old, belief.origin):
             self.contest(old, belief, f"{self.store}.{call}")
             raise self.refusal(old, belief, call, "update")
+        if old is not None and rivals(old, self.wall.store.get_belief(belief.id) or belief):
+            self.conflict(old, belief, f"{self.store}.{call}")
+            raise ConflictingBeliefError(
+                f"refused to update belief {old.id}: the new text comes from another trusted "
+                f"origin ({belief.origin.describe()}); both are now contradicted and in the "
+                f"contradiction channel (candidate {belief.id})",
+                store=self.store,
+                call=call,
+                belief_id=old.id,
+                candidate_id=belief.id,
+            )
         beliefs: list[Belief] = []
         revisions: list[Revision] = []
         if old is not None:
@@ -517,6 +528,54 @@ class Guard:
             "belief.contested",
             {"belief_id": protected.id, "candidate_id": candidate.id, "via": via},
             Records(contradictions=(record,)),
+        )
+
+    def store_signal(self, old: Belief, new: Belief, via: str) -> str:
+        """A store's own conflict signal (``new`` replaces or invalidates ``old``: Zep's edge
+        invalidation), judged by origin: a lower-integrity ``new`` only contests ``old`` (the
+        link is recorded, ``old`` keeps its states); two trusted rivals (:func:`rivals`) are
+        both contradicted; otherwise ``new`` supersedes ``old``. Returns which it was."""
+        if new.origin.integrity < old.origin.integrity:
+            self.contest(old, new, via)
+            return "contested"
+        if rivals(old, new):
+            self.conflict(old, new, via)
+            return "contradicted"
+        moved, revisions = self._moved(
+            old,
+            [Move(Axis.TRUTH, TruthStatus.SUPERSEDED)],
+            Authority.SYSTEM,
+            f"superseded by {new.id}; recorded from {via}",
+        )
+        self._commit(
+            "belief.superseded",
+            {"belief_id": old.id, "by": new.id, "via": via},
+            Records(
+                beliefs=(moved.model_copy(update={"superseded_by": new.id}),) if revisions else (),
+                revisions=tuple(revisions),
+            ),
+        )
+        return "superseded"
+
+    def conflict(self, old: Belief, new: Belief, via: str) -> None:
+        """A store's conflict signal between two trusted beliefs (:func:`rivals`): the link is
+        recorded, both are demoted and the decisions that rested on them flagged."""
+        members = [self.wall.store.get_belief(b.id) or b for b in (old, new)]
+        records = linked(
+            self.wall.store,
+            members,
+            reason=f"two trusted origins conflict; recorded from {via}",
+            now=self.wall.clock(),
+        )
+        self._commit(
+            "belief.conflict",
+            {"belief_id": old.id, "candidate_id": new.id, "via": via},
+            Records(
+                beliefs=records["beliefs"],
+                revisions=records["revisions"],
+                decisions=records["decisions"],
+                contradictions=records["contradictions"],
+            ),
         )
 
     def refusal(
@@ -639,6 +698,19 @@ class Guard:
         )
         return binding
 
+    def rebind(self, binding: StoreBinding, text_hash: str, detail: str) -> StoreBinding:
+        """The binding follows a change the store made and the firewall judged (Zep's edge
+        invalidation, linked by :meth:`store_signal`): the new hash, and why."""
+        moved = binding.model_copy(
+            update={"content_hash": text_hash, "detail": detail, "updated_at": self.wall.clock()}
+        )
+        self._commit(
+            "binding.rebound",
+            {"belief_id": binding.belief_id, "store_id": binding.store_id, "detail": detail},
+            Records(bindings=(moved,)),
+        )
+        return moved
+
     def mark_drifted(
         self, binding: StoreBinding, belief: Belief, item: StoreItem
     ) -> tuple[StoreBinding, Belief]:
@@ -695,8 +767,18 @@ class Guard:
         out = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items]
         self.log(out, query=query, k=k, now=now, policy=policy)
         hits = Hits(out, report(out, policy=policy.name))
+        hits.summary["contradictions"] = self.contradictions(
+            [s.belief.id for s in out if s.belief is not None]
+        )
         self.announcer.announce(hits.summary, call=call)
         return hits
+
+    def contradictions(self, belief_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The contradiction channel for ``belief_ids``, as this client's reader may know it
+        (:mod:`adapters.conflicts`)."""
+        from adapters.conflicts import entries
+
+        return entries(self, belief_ids)
 
     def _verdict(
         self,
@@ -798,6 +880,19 @@ class Guard:
         return views
 
 
+def rivals(old: Belief, new: Belief) -> bool:
+    """True when ``new`` may not supersede ``old`` although it is as trusted: both are
+    supported and standing, and ``new`` does not come from ``old``'s own origin (another
+    user's statement contradicts a fact; only its own author revises it)."""
+    return (
+        old.truth_status == TruthStatus.SUPPORTED
+        and new.truth_status == TruthStatus.SUPPORTED
+        and stands(old)
+        and stands(new)
+        and not set(old.origin.origin_ids) <= set(new.origin.origin_ids)
+    )
+
+
 def outranks(belief: Belief, write: Origin) -> bool:
     """True when ``write`` may not retire ``belief``: the belief is supported and the write's
     label has lower integrity than the belief's own."""
@@ -806,4 +901,4 @@ def outranks(belief: Belief, write: Origin) -> bool:
     )
 
 
-__all__ = ["AuditView", "Guard", "Hits", "PendingWrite", "Screened", "outranks"]
+__all__ = ["AuditView", "Guard", "Hits", "PendingWrite", "Screened", "outranks", "rivals"]

@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from adapters.base import StoreItem, rendered_value
+from adapters.conflicts import bound_to
 from adapters.core import WRITE, Args, Call, Flow, Resource, guarded
 from adapters.errors import (
     AdapterError,
@@ -48,6 +49,7 @@ from adapters.errors import (
 )
 from adapters.guard import Guard, Screened
 from adapters.letta_backend import STORE, block_item, converted, listed
+from adapters.withheld import Summary
 from firewall.chain import BindingState
 
 try:
@@ -112,9 +114,12 @@ class LoopCore:
             self.guard.record(text, origin=origin)
         return sent
 
+    def item(self, block: Any, agent: str, call: str) -> StoreItem:
+        return block_item(block, call, {"agent_id": agent, "label": block.label})
+
     def held(self, blocks: list[Any], agent: str, call: str) -> tuple[list[Screened], Any]:
         """The agent's blocks the policy does not accept (to detach), and the read's report."""
-        items = [block_item(b, call, {"agent_id": agent, "label": b.label}) for b in blocks]
+        items = [self.item(b, agent, call) for b in blocks]
         hits = self.guard.screen(items, query=f"{call} {agent}", k=max(1, len(items)), call=call)
         return [s for s in hits if s.verdict != "accepted"], hits.summary
 
@@ -129,7 +134,7 @@ class LoopCore:
     def reconcile(self, blocks: list[Any], agent: str, call: str) -> list[StoreItem]:
         """Record the step's block edits as the agent's revisions; return the blocks whose
         edit was refused (a supported memory of higher integrity): their value is restored."""
-        items = [block_item(b, call, {"agent_id": agent, "label": b.label}) for b in blocks]
+        items = [self.item(b, agent, call) for b in blocks]
         store = self.guard.wall.store
         bindings = store.bindings_by_store_id(STORE, [i.store_id for i in items])
         restore = []
@@ -205,14 +210,25 @@ class AgentMessages(Resource):
             raise
         yield from self._attach("attach", a.name, agent, detached)
         core.read_step(response, a.name)
-        restore = core.reconcile((yield self._read_blocks(a.name, agent)), agent, a.name)
+        after = yield self._read_blocks(a.name, agent)
+        restore = core.reconcile(after, agent, a.name)
         for item in restore:
             label = item.scope["label"]
             yield Call(
                 a.name,
                 lambda i=item, la=label: self._blocks.update(la, agent_id=agent, value=i.text),
             )
-        report = {**summary, "detached": len(detached), "written_back": len(restore)}
+        report = Summary(
+            {
+                **summary,
+                "detached": len(detached),
+                "written_back": len(restore),
+                # the step's own conflicts (an edit of the user's block) are in the channel
+                "contradictions": core.guard.contradictions(
+                    bound_to(core.guard, [core.item(b, agent, a.name).store_id for b in after])
+                ),
+            }
+        )
         return response.model_copy(update={"gnomon": report})
 
 

@@ -269,8 +269,7 @@ class GuardedLocalMemory(Refusing):
     def search(
         self, query: str, *, top_k: int = 10, filters: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        screened = self.gnomon.search(query, scope=dict(filters or {}), k=top_k)
-        return {"results": _passed(screened)}
+        return self._shaped(self.gnomon.search(query, scope=dict(filters or {}), k=top_k))
 
     def get(self, memory_id: str) -> dict[str, Any] | None:
         screened = self.gnomon.get(memory_id)
@@ -281,7 +280,12 @@ class GuardedLocalMemory(Refusing):
     def get_all(
         self, *, filters: Mapping[str, Any] | None = None, top_k: int = 100
     ) -> dict[str, Any]:
-        return {"results": _passed(self.gnomon.list_items(scope=dict(filters or {}), limit=top_k))}
+        return self._shaped(self.gnomon.list_items(scope=dict(filters or {}), limit=top_k))
+
+    def _shaped(self, screened: list[Screened]) -> dict[str, Any]:
+        """mem0's shape: the hits that passed, and beside them the contradiction channel."""
+        ids = [s.item.store_id for s in screened]
+        return {"results": _passed(screened), "contradictions": self.gnomon.contradictions(ids=ids)}
 
     def update(
         self,

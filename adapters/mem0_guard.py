@@ -212,7 +212,8 @@ class _Guarded(Refusing):
         hits = self.gnomon._guard.screen(items, query=query, k=k, call=call)
         shown = passed(hits)
         if isinstance(out, Mapping):
-            return {**out, "results": shown, "gnomon": hits.summary}
+            channel = hits.summary["contradictions"]
+            return {**out, "results": shown, "contradictions": channel, "gnomon": hits.summary}
         return attach(shown, hits.summary)
 
     def _screen_one(self, row: Any, memory_id: str) -> Any:

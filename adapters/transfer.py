@@ -50,6 +50,8 @@ class SyncReport:
     unbound: tuple[str, ...]
     drifted: tuple[str, ...]
     deleted: tuple[str, ...]
+    #: items the store itself marked as replaced (Zep's invalidations), now linked by origin
+    conflicts: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -214,6 +216,7 @@ def sync_store(
             ):
                 drifted.append(item.store_id)
         guard.resolve_items(page)  # records the unbound and the drifted
+    conflicts = adapter.call("conflicts", partial(adapter._backend.store_conflicts, scope))
     deleted: list[str] = []
     if check_deleted:
         after: str | None = None
@@ -225,7 +228,13 @@ def sync_store(
                 live = binding.state in (BindingState.WRITTEN, BindingState.DRIFTED)
                 sid = binding.store_id
                 # not walked: outside the scope, or gone; ask the store about this one item
-                if live and sid is not None and sid not in seen and _missing(adapter, sid):
+                if (
+                    live
+                    and sid is not None
+                    and sid not in seen
+                    and not adapter._backend.derived(sid)
+                    and _missing(adapter, sid)
+                ):
                     guard.retire(
                         binding,
                         BindingState.DELETED,
@@ -233,7 +242,7 @@ def sync_store(
                     )
                     deleted.append(sid)
             after = bindings[-1].belief_id
-    return SyncReport(len(seen), tuple(unbound), tuple(drifted), tuple(deleted))
+    return SyncReport(len(seen), tuple(unbound), tuple(drifted), tuple(deleted), conflicts)
 
 
 def _missing(adapter: Adapter, store_id: str) -> bool:

@@ -47,16 +47,29 @@ def withheld_note(screened: Screened) -> dict[str, Any]:
     }
 
 
-def report(screened: Sequence[Screened], *, policy: str | None = None) -> dict[str, Any]:
+class Summary(dict[str, Any]):
+    """One read's report: a dict whose keys also read as attributes
+    (``response.gnomon.contradictions``, ``response.gnomon["withheld"]``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def report(screened: Sequence[Screened], *, policy: str | None = None) -> Summary:
     """Counts and reasons of one screened read (``quoted`` counts as returned, labelled)."""
     withheld = [s for s in screened if not s.passed]
     reasons: Counter[str] = Counter(code for s in withheld for code in reason_codes(s))
-    out: dict[str, Any] = {
-        "returned": len(screened) - len(withheld),
-        "quoted": sum(1 for s in screened if s.verdict == "quoted"),
-        "withheld": len(withheld),
-        "reasons": dict(sorted(reasons.items())),
-    }
+    out = Summary(
+        {
+            "returned": len(screened) - len(withheld),
+            "quoted": sum(1 for s in screened if s.verdict == "quoted"),
+            "withheld": len(withheld),
+            "reasons": dict(sorted(reasons.items())),
+        }
+    )
     if policy is not None:
         out["policy"] = policy
     return out
@@ -118,4 +131,4 @@ class ScreenedList(list[Any]):
         self.gnomon = summary
 
 
-__all__ = ["EXPLAIN", "Announcer", "ScreenedList", "attach", "report"]
+__all__ = ["EXPLAIN", "Announcer", "ScreenedList", "Summary", "attach", "report"]

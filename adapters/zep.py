@@ -101,9 +101,10 @@ from adapters.core import (
 )
 from adapters.errors import StoreCallError, StoreResponseError, malformed
 from adapters.fern_errors import fern_converted
-from adapters.guard import PendingWrite, Screened
+from adapters.guard import Hits, PendingWrite
+from adapters.withheld import Summary, attach
 from adapters.zep_context import render_context
-from firewall.chain import Belief
+from firewall.chain import Belief, BindingState
 from firewall.channels import WriteOrigin
 from firewall.origin import Origin
 from firewall.states import SecurityStatus
@@ -210,6 +211,17 @@ def rendered_fields(obj: Any) -> dict[str, str]:
     return {f: rendered_value(getattr(obj, f, None)) for f in EDGE_FIELDS}
 
 
+def _ended(edge: Any) -> bool:
+    """True for an edge Zep invalidated or expired."""
+    return bool(getattr(edge, "invalid_at", None) or getattr(edge, "expired_at", None))
+
+
+def _as_valid(item: StoreItem) -> StoreItem:
+    """The edge as it was before Zep invalidated it (its ``invalid_at`` unset)."""
+    rendered = {**item.rendered, "invalid_at": rendered_value(None)}
+    return StoreItem(item.store_id, item.text, raw=item.raw, rendered=rendered)
+
+
 def _pager(items: list[Any], response: Any) -> SyncPager[Any, Any]:
     return _summarized(SyncPager(has_next=False, items=items, get_next=None, response=response))
 
@@ -269,6 +281,21 @@ class ZepBackend(StoreBackend):
 
     def __init__(self, client: Zep) -> None:
         self.client = client
+        self.edges: _Core | None = None
+
+    def derived(self, store_id: str) -> bool:
+        """Edges and nodes are Zep's own extractions, not items a caller wrote."""
+        kind, _, rest = split_store_id(store_id)[1].partition(":")
+        return kind in ("edge", "node") and "@" in rest
+
+    def store_conflicts(self, scope: Mapping[str, str]) -> tuple[str, ...]:
+        """Zep's invalidations recorded out of band: every edge of the graph, recorded and
+        linked as a read would (:meth:`_Core.prepare`); the edges linked."""
+        graph, call = scope.get("graph_uuid"), "graph.edge.list"
+        if not graph or self.edges is None:
+            return ()
+        edges, _ = _run(call, lambda: all_items(self.client.graph.edge.list(graph), call))
+        return tuple(self.edges.prepare(edges, graph, call)[2])
 
     def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
         graph = scope["graph_uuid"]
@@ -388,14 +415,23 @@ class _Core(Core):
 
     def derived(self, objs: Sequence[Any], graph: str, call: str, query: str) -> list[Any]:
         """Edges or nodes that passed: see :meth:`screen_derived`."""
-        return [self.annotate(s) for s in self.screen_derived(objs, graph, call, query)]
+        hits = self.screen_derived(objs, graph, call, query)
+        return attach([self.annotate(s) for s in hits], hits.summary)
 
-    def screen_derived(
-        self, objs: Sequence[Any], graph: str, call: str, query: str
-    ) -> list[Screened]:
+    def screen_derived(self, objs: Sequence[Any], graph: str, call: str, query: str) -> Hits:
         """Edges or nodes: each labelled with the extractor joined with its source episodes
         (recorded on first sight), then screened; dropped if any source is quarantined or
         malicious. Only those that passed (accepted or quoted) are returned."""
+        items, tainted, _linked = self.prepare(objs, graph, call)
+        screened = self.screen(items, query)
+        kept = [s for s in screened if s.passed and s.item.store_id not in tainted]
+        return Hits(kept, screened.summary)
+
+    def prepare(
+        self, objs: Sequence[Any], graph: str, call: str
+    ) -> tuple[list[StoreItem], set[str], list[str]]:
+        """Edges or nodes as items, each recorded on first sight, and Zep's invalidations
+        linked (:meth:`_invalidations`): ``(items, tainted store ids, linked store ids)``."""
         parts = [derived_parts(o, graph, call) for o in objs]
         items = [
             StoreItem(i, text, raw=o, rendered=rendered_fields(o))
@@ -410,8 +446,49 @@ class _Core(Core):
                 tainted.add(item.store_id)
             if item.store_id not in known and item.text.strip():
                 self._record_derived(item, srcs, beliefs, call)
-        screened = self.screen(items, query)
-        return [s for s in screened if s.passed and s.item.store_id not in tainted]
+        return items, tainted, self._invalidations(items, call)
+
+    def _invalidations(self, items: Sequence[StoreItem], call: str) -> list[str]:
+        """Graphiti's own conflict signal: an edge the firewall bound, now invalid or expired
+        and otherwise unchanged, is linked to the valid edge of the same read that replaced it
+        (same source node) by :meth:`Guard.store_signal` (contested, contradicted or
+        superseded by origin), and its binding follows the new dates (not drift). An
+        invalidated edge with no replacement in the read is left to the drift check."""
+        store = self.guard.wall.store
+        known = store.bindings_by_store_id(STORE, [i.store_id for i in items])
+        valid = [i for i in items if not _ended(i.raw)]
+        linked: list[str] = []
+        for item in items:
+            binding = known.get(item.store_id)
+            if (
+                not _ended(item.raw)
+                or binding is None
+                or binding.state != BindingState.WRITTEN
+                or (binding.detail or "").startswith("invalidated")
+                or _as_valid(item).content_hash != binding.content_hash
+            ):
+                continue
+            node = getattr(item.raw, "source_node_uuid", None)
+            partner = next(
+                (
+                    known[v.store_id]
+                    for v in valid
+                    if node
+                    and getattr(v.raw, "source_node_uuid", None) == node
+                    and v.store_id in known
+                ),
+                None,
+            )
+            old = store.get_belief(binding.belief_id)
+            new = store.get_belief(partner.belief_id) if partner is not None else None
+            if old is None or new is None:
+                continue
+            self.guard.store_signal(
+                old, new, f"{STORE}.{call}: edge {getattr(item.raw, 'uuid_', '')} invalidated"
+            )
+            self.guard.rebind(binding, item.content_hash, f"invalidated; replaced by {new.id}")
+            linked.append(item.store_id)
+        return linked
 
     def _sources(self, graph: str, uuids: list[str]) -> dict[str, Belief]:
         ids = [store_id(graph, u) for u in dict.fromkeys(uuids)]
@@ -444,8 +521,11 @@ class _Core(Core):
         )
         self.guard.confirm_write(pending, item.store_id)
 
-    def context(self, response: Any, graph: str, call: str, query: str) -> tuple[str, Any]:
-        """The rebuilt blob and the screened results of a ``graph.get_context`` response."""
+    def context(
+        self, response: Any, graph: str, call: str, query: str
+    ) -> tuple[str, Any, list[dict[str, Any]]]:
+        """The rebuilt blob, the screened results of a ``graph.get_context`` response, and the
+        contradiction channel of all three reads (edges, nodes, episodes)."""
         results = getattr(response, "results", None)
         if not isinstance(response, GraphContextResponse) or results is None:
             raise _malformed(call, "a context response with results", response)
@@ -469,7 +549,11 @@ class _Core(Core):
             nodes=[self.annotate(s) for s in nodes],
             episodes=episodes,
         )
-        return blob, results
+        channel: dict[str, dict[str, Any]] = {}
+        for summary in (edges.summary, nodes.summary, getattr(episodes, "gnomon", {})):
+            for entry in summary.get("contradictions", []):
+                channel.setdefault(entry["id"], entry)
+        return blob, results, list(channel.values())
 
     def context_query(self, messages: list[Any], call: str) -> str:
         texts = [getattr(m, "content", None) for m in messages[-CONTEXT_MESSAGES:]]
@@ -548,7 +632,7 @@ class Thread(_Refusing):
         response = yield Call(
             call, lambda: self._graph_client.get_context(graph, query=query, include_results=True)
         )
-        blob, _ = self._core.context(response, graph, call, query)
+        blob, _, _ = self._core.context(response, graph, call, query)
         return blob  # type: ignore[no-any-return]
 
 
@@ -613,12 +697,13 @@ class Graph(_Refusing):
         """Rebuilt from the edges and nodes that pass the policy (see the module docstring)."""
         graph, query = a["graph_uuid"], a["query"]
         response = yield a.raw(include_results=True)
-        blob, results = self._core.context(response, graph, a.name, query)
-        return GraphContextResponse(
+        blob, results, channel = self._core.context(response, graph, a.name, query)
+        answer = GraphContextResponse(
             context=blob,
             results=results if a.get("include_results") else None,
             truncated=response.truncated,
         )
+        return attach(answer, Summary({"contradictions": channel}))
 
 
 class User(_Refusing):
@@ -652,6 +737,7 @@ class GuardedZep(GuardedClient):
 
     def _wire(self, client: Any) -> None:
         self.thread._graph_client = client.graph
+        self.gnomon._backend.edges = self._core  # sync links the invalidations Zep recorded
 
     def _backend(self, client: Zep) -> ZepBackend:
         return ZepBackend(client)

@@ -224,6 +224,17 @@ class _Found:
         }
 
 
+def linked(
+    store: Store, members: Sequence[Belief], *, reason: str, now: datetime
+) -> dict[str, tuple[Any, ...]]:
+    """Records for an explicit conflict link between existing beliefs (a memory store's own
+    conflict signal): the record, the demotion of standing supported members (when two meet)
+    and the flags on every decision that rested on them, exactly as :func:`detect` would."""
+    found = _Found(store, {b.id: b for b in members})
+    found.record(members, reason=reason, now=now)
+    return found.records()
+
+
 def detect(
     store: Store, made: Sequence[NewBelief], now: datetime
 ) -> tuple[dict[str, tuple[Any, ...]], list[str], dict[str, Belief]]:

@@ -57,6 +57,7 @@ PROBE_MODULES: tuple[str, ...] = (
     "time_travel",
     "adapter_bypass",
     "adapter_sync_drift",
+    "adapter_contradiction_channel",
     "zep_context_leak",
     "mem0_infer_join",
     "action_ladder",

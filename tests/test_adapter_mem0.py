@@ -93,7 +93,7 @@ def test_one_line_adoption_keeps_shapes(wall: Firewall, raw: Any) -> None:
     assert [r["memory"] for r in added["results"]] == [FACT, "Noted."]
     assert all(r["event"] == "ADD" and "id" in r for r in added["results"])
     found = memory.search("what does Alice drink? tea", filters={"user_id": "alice"}, top_k=5)
-    assert set(found) == {"results", "gnomon"}  # the SDK key, and what was withheld beside it
+    assert set(found) == {"results", "contradictions", "gnomon"}  # SDK key; channel; withheld
     hit = next(r for r in found["results"] if r["memory"] == FACT)
     assert {"id", "memory", "hash", "metadata", "score", "created_at", "gnomon"} <= set(hit)
     assert hit["metadata"]["gnomon_belief_id"] == hit["gnomon"]["belief_id"]

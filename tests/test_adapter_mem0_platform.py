@@ -219,7 +219,7 @@ def test_search_and_get_all_filter_poison(
         "filters": {"user_id": "alice"},
         "top_k": 5,
     }
-    assert set(found) == {"results", "gnomon"}  # the SDK key, and what was withheld beside it
+    assert set(found) == {"results", "contradictions", "gnomon"}  # SDK key; channel; withheld
     assert [r["memory"] for r in found["results"]] == [FACT]
     assert found["results"][0]["gnomon"]["truth"] == "supported"
     listed = client.get_all(filters={"user_id": "alice"}, page=1, page_size=10)

@@ -207,6 +207,27 @@ def drift_not_flagged(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(Guard, "mark_drifted", lambda self, binding, belief, item: (binding, belief))
 
 
+def channel_not_fed(mp: pytest.MonkeyPatch) -> None:
+    """The guarded clients' contradiction channel says nothing (the links stay in the log)."""
+    import adapters.conflicts
+
+    mp.setattr(adapters.conflicts, "entries", lambda guard, belief_ids: [])
+
+
+def trusted_rivals_supersede(mp: pytest.MonkeyPatch) -> None:
+    """Any write at least as trusted supersedes: another user's statement retires the fact."""
+    import adapters.guard
+
+    mp.setattr(adapters.guard, "rivals", lambda old, new: False)
+
+
+def channel_reveals_hidden_members(mp: pytest.MonkeyPatch) -> None:
+    """The channel forgets the reader's visibility: quarantined members are named."""
+    from firewall.contested import Reader
+
+    mp.setattr(Reader, "may_know", lambda self, belief: True)
+
+
 def zep_context_passed_through(mp: pytest.MonkeyPatch) -> None:
     """The guarded client returns the server's context blob instead of rebuilding it."""
     import adapters.zep
@@ -214,8 +235,8 @@ def zep_context_passed_through(mp: pytest.MonkeyPatch) -> None:
     original = adapters.zep._Core.context
 
     def context(self: Any, response: Any, graph: str, call: str, query: str) -> Any:
-        _, results = original(self, response, graph, call, query)
-        return response.context, results
+        _, results, channel = original(self, response, graph, call, query)
+        return response.context, results, channel
 
     mp.setattr(adapters.zep._Core, "context", context)
 
@@ -395,6 +416,9 @@ CASES: list[tuple[str, Patch, str]] = [
     ("adapter_bypass", mem0_passes_unknown_methods_through, "mem0: no public SDK attribute"),
     ("adapter_bypass", zep_resources_pass_through, "zep: no public SDK attribute"),
     ("adapter_sync_drift", drift_not_flagged, "its binding is drifted"),
+    ("adapter_contradiction_channel", channel_not_fed, "the conflict is in the channel"),
+    ("adapter_contradiction_channel", trusted_rivals_supersede, "overwrite is refused"),
+    ("adapter_contradiction_channel", channel_reveals_hidden_members, "named in no channel entry"),
     ("zep_context_leak", zep_context_passed_through, "the guarded blob contains none"),
     ("mem0_infer_join", mem0_facts_drop_the_session_label, "carries every input message"),
     ("action_ladder", ladder_removed, "an L4 push is held under an allow-everything"),

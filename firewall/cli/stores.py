@@ -539,6 +539,7 @@ def _sync_command(spec: StoreSpec) -> click.Command:
                     "unbound": list(report.unbound),
                     "drifted": list(report.drifted),
                     "deleted": list(report.deleted),
+                    "conflicts": list(report.conflicts),
                     "clean": report.clean,
                 }
             )
@@ -546,7 +547,8 @@ def _sync_command(spec: StoreSpec) -> click.Command:
             out = console()
             out.print(
                 f"{spec.name}: {report.seen} items checked: {len(report.unbound)} unbound, "
-                f"{len(report.drifted)} drifted, {len(report.deleted)} deleted",
+                f"{len(report.drifted)} drifted, {len(report.deleted)} deleted, "
+                f"{len(report.conflicts)} conflicts linked",
                 markup=False,
                 soft_wrap=True,
             )
@@ -554,6 +556,7 @@ def _sync_command(spec: StoreSpec) -> click.Command:
                 ("unbound", report.unbound),
                 ("drifted", report.drifted),
                 ("deleted", report.deleted),
+                ("conflict", report.conflicts),
             ):
                 for sid in ids:
                     out.print(f"  {kind}: {sid}", markup=False, soft_wrap=True)
