@@ -31,7 +31,7 @@ The framework integrations (``firewall.integrations.langchain``, ``.openai_agent
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,7 @@ from firewall.origin import Origin
 if TYPE_CHECKING:
     from firewall.firewall import Firewall
     from firewall.kernel.contracts import ActionContract
-    from firewall.kernel.kernel import ActionHandle, ActionKernel
+    from firewall.kernel.kernel import ActionHandle, ActionKernel, ActionResult
     from firewall.session import Session
 
 
@@ -55,13 +55,15 @@ class ToolReply:
     text: str
     is_error: bool = False
     meta: Mapping[str, Any] = field(default_factory=dict)
+    #: the tool's own return value when it ran (``None`` otherwise)
+    output: object = None
 
 
 class GuardedTool:
     """One tool behind the kernel. Agent-facing: nothing public on it leads to the kernel, the
     firewall or a channel (the host objects sit in private slots)."""
 
-    __slots__ = ("__weakref__", "_channel", "_contract", "_handle", "_wall", "name")
+    __slots__ = ("__weakref__", "_channel", "_contract", "_handle", "_text_of", "_wall", "name")
 
     name: str
 
@@ -72,8 +74,10 @@ class GuardedTool:
         handle: ActionHandle,
         channel: Channel,
         contract: ActionContract | None,
+        text_of: Callable[[object], str] = str,
     ) -> None:
         self.name = name
+        self._text_of = text_of
         self._wall = wall
         self._handle = handle
         self._channel = channel
@@ -105,6 +109,11 @@ class GuardedTool:
             # bad arguments are the agent's to fix: a tool message, not a crash of its loop
             invalid = {"verdict": "invalid", "rule": None, "request_id": None}
             return ToolReply(f"gnomon: {self.name} was not run: {exc}", True, invalid)
+        return self._reply(result)
+
+    def _reply(self, result: ActionResult) -> ToolReply:
+        """Host side: the reply for a kernel result (recording the output of one that ran).
+        Private: an agent that could hand in its own result would forge a host observation."""
         if result.status != "executed":
             meta: dict[str, Any] = {
                 "verdict": result.status,
@@ -118,10 +127,11 @@ class GuardedTool:
                 f"{result.request_id}): {why}"
             )
             return ToolReply(text, True, meta)
-        text = "" if result.output is None else str(result.output)
+        text = "" if result.output is None else self._text_of(result.output)
         session = self._handle._session
         session.observe(tool=self.name, content=text or "(no output)", origin=self._channel)
-        return ToolReply(text, False, {"verdict": "executed", "request_id": result.request_id})
+        meta = {"verdict": "executed", "request_id": result.request_id}
+        return ToolReply(text, False, meta, result.output)
 
     def __repr__(self) -> str:
         return f"GuardedTool({self.name})"
@@ -142,6 +152,7 @@ def guard(
     tools: Iterable[str],
     *,
     origins: Mapping[str, Origin] | None = None,
+    text_of: Callable[[object], str] = str,
 ) -> list[GuardedTool]:
     """Host-side: the guarded form of ``tools`` (names of the kernel's executors) for
     ``session``. Each tool's output is labelled ``origins[name]`` when the host declares one
@@ -158,7 +169,7 @@ def guard(
             f"tool:{name}"
         )
         channel = wall.channel(origin, project=session.project)
-        out.append(GuardedTool(name, wall, handle, channel, registry.lookup(name)))
+        out.append(GuardedTool(name, wall, handle, channel, registry.lookup(name), text_of))
     return out
 
 
