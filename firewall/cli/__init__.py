@@ -23,6 +23,7 @@
     gnomon keys generate                operator keys, pinned
     gnomon probes run                   the executable threat model
     gnomon mcp proxy --config F -- CMD  an MCP server behind the action kernel (stdio)
+    gnomon mcp serve --project P        a firewalled memory as MCP tools (stdio)
 
 Every :class:`~firewall.errors.GnomonError` is caught once, at the root group, and printed as
 ``error:`` / ``hint:`` lines on stderr with exit status 1 (and as JSON on stdout under
