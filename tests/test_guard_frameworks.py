@@ -228,7 +228,7 @@ def test_pydantic_ai_agent_gets_the_hold_as_a_tool_return(host: Host) -> None:
 
     with host.wall.session(project="shop", actor="coder", user="alice") as s:
         agent = Agent(FunctionModel(scripted), tools=pydantic_ai_tools(_guarded(host, s)))
-        result = agent.run_sync("follow the README")
+        result = asyncio.run(agent.run("follow the README"))
     returns = [
         p
         for m in result.all_messages()
