@@ -16,7 +16,9 @@ subprocess (stdio), lists its tools, and serves the same tools over its own stdi
   never runs it).
 
 The agent's process holds only its MCP connection: no key, store handle or firewall object.
-Only stdio is served; streamable HTTP (in front or behind) is not built yet.
+The proxy serves stdio. Behind it, the server is a command (stdio) or, when the command is one
+``http(s)://`` URL, a server already running over streamable HTTP. Serving streamable HTTP in
+front is not built yet.
 ``pip install 'gnomon[mcp]'``.
 """
 
@@ -174,15 +176,20 @@ def to_result(reply: ToolReply) -> types.CallToolResult:
 
 
 async def run_proxy(config: ProxyConfig, command: Sequence[str]) -> None:
-    """Serve ``command``'s MCP server over this process's stdio, behind the kernel."""
+    """Serve ``command``'s MCP server (a command line, or one streamable HTTP URL) over this
+    process's stdio, behind the kernel."""
     if not command:
         raise InputError(
             "no server command given",
             hint="gnomon mcp proxy --config proxy.yaml -- <server command>",
         )
-    params = StdioServerParameters(command=command[0], args=list(command[1:]))
+    target: str | StdioServerParameters
+    if len(command) == 1 and command[0].startswith(("http://", "https://")):
+        target = command[0]  # a server already running, over streamable HTTP
+    else:
+        target = StdioServerParameters(command=command[0], args=list(command[1:]))
     async with AsyncExitStack() as stack:
-        upstream = await stack.enter_async_context(Client(params))
+        upstream = await stack.enter_async_context(Client(target))
         wall = stack.enter_context(firewall.open(config.store))
         session = stack.enter_context(
             wall.session(project=config.project, actor=config.actor, user=config.user)

@@ -266,3 +266,37 @@ def test_a_proxy_config_that_would_lower_a_tool_is_refused_with_a_typed_error(
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert complaint in done.stderr
+
+
+def test_a_server_behind_the_proxy_over_streamable_http(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, PUSH_SERVER, str(tmp_path), str(port)],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(200):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        config = _host(tmp_path, "pushy", PUSH_TOOLS, timeout=0.3)
+
+        async def agent(client: Client) -> tuple[Any, Any]:
+            readme = await client.call_tool("read_readme", {})
+            return readme, await client.call_tool("push", {"branch": "main"})
+
+        readme, pushed = _run(config, [f"http://127.0.0.1:{port}/mcp"], agent)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert _text(readme) == POISON
+    assert _external(tmp_path, "mcp:pushy/read_readme")
+    assert pushed.is_error and (pushed.meta or {})["verdict"] == "denied"
+    assert not (tmp_path / "pushed").exists()
