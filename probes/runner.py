@@ -67,6 +67,7 @@ PROBE_MODULES: tuple[str, ...] = (
     "approval_timeout",
     "action_context_ids",
     "action_dataflow",
+    "sidecar_boundary",
 )
 
 DEFAULT_URL = "memory://"

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["firewall", "firewall.firewall", "firewall.origin", "firewall.grants"]
+MODULES = ["firewall", "firewall.firewall", "firewall.origin", "firewall.grants", "firewall.guard"]
 
 
 @pytest.mark.parametrize("name", MODULES)

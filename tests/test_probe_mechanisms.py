@@ -359,6 +359,26 @@ def holds_never_expire(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(ActionKernel, "expire", lambda self: [])
 
 
+def why_explains_any_id(mp: pytest.MonkeyPatch) -> None:
+    """The MCP memory server explains any id it is asked about, not only what recall showed."""
+    from firewall.mcp_memory import MemoryServer
+
+    original = MemoryServer._why
+
+    def explain_all(self: Any, args: dict[str, Any]) -> str:
+        self._shown.add(args.get("belief_id"))
+        return original(self, args)
+
+    mp.setattr(MemoryServer, "_why", explain_all)
+
+
+def proxy_hold_never_times_out(mp: pytest.MonkeyPatch) -> None:
+    """The proxy's wait runs out but the hold stays open (a later approval would still run)."""
+    from firewall.kernel.kernel import ActionKernel
+
+    mp.setattr(ActionKernel, "withdraw", lambda self, request_id, reason: self.status(request_id))
+
+
 def action_events_lose_context(mp: pytest.MonkeyPatch) -> None:
     """Events about a request after its proposal are recorded without the session's ids."""
     from firewall.kernel.kernel import ActionKernel
@@ -432,6 +452,8 @@ CASES: list[tuple[str, Patch, str]] = [
     ("approval_forgeries", nonces_forgotten, "a replayed approval is refused"),
     ("approval_timeout", holds_never_expire, "after the deadline the request is denied"),
     ("action_context_ids", action_events_lose_context, "carries the session id"),
+    ("sidecar_boundary", why_explains_any_id, "quarantined text never reaches the agent"),
+    ("sidecar_boundary", proxy_hold_never_times_out, "never run without a human"),
     ("action_dataflow", session_label_ignored, "even with no citation"),
     ("action_dataflow", citations_not_checked, "citing the laundered summary is held"),
 ]

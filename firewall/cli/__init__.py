@@ -22,6 +22,8 @@
     gnomon import | export | sync STORE mem0, Letta or Zep (sync exits 3 on drift)
     gnomon keys generate                operator keys, pinned
     gnomon probes run                   the executable threat model
+    gnomon mcp proxy --config F -- CMD  an MCP server behind the action kernel (stdio)
+    gnomon mcp serve --project P        a firewalled memory as MCP tools (stdio)
 
 Every :class:`~firewall.errors.GnomonError` is caught once, at the root group, and printed as
 ``error:`` / ``hint:`` lines on stderr with exit status 1 (and as JSON on stdout under
@@ -40,6 +42,7 @@ from firewall.cli.db import db, init
 from firewall.cli.history import replay_command, report_command, why_command
 from firewall.cli.kernel import approve_command, deny_command, holds_command
 from firewall.cli.logcmd import rebuild
+from firewall.cli.mcp import mcp_group
 from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
 from firewall.cli.sessions import sessions
 from firewall.cli.stores import export_group, import_group, sync_group
@@ -91,6 +94,7 @@ for command in (
     holds_command,
     approve_command,
     deny_command,
+    mcp_group,
 ):
     cli.add_command(command)
 

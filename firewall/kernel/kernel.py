@@ -393,6 +393,16 @@ class ActionKernel:
         )
         return ActionResult(request_id, state.action_id, "executed", (), output)
 
+    def withdraw(self, request_id: str, reason: str) -> ActionResult:
+        """Host side: a hold still pending becomes a denial now (``action.expired``), e.g. when
+        the host's own wait for ``gnomon approve`` ran out. A later approval never runs it."""
+        state = L.read_ledger(self._wall.store).requests.get(request_id)
+        if state is None:
+            raise UnknownIdError("request", request_id)
+        if state.status == "held":
+            self._record_for(request_id, L.EXPIRED, {"reasons": [reason]})
+        return self.status(request_id)
+
     # -- status ---------------------------------------------------------------------------
 
     def status(self, request_id: str, *, project: str | None = None) -> ActionResult:

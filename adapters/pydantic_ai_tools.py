@@ -1,0 +1,37 @@
+"""Guarded tools as pydantic-ai ``Tool`` objects.
+
+A held or denied call returns an ordinary tool return (the model reads it as the call's
+result) naming the verdict, rule and request id, so the agent can re-plan; it never raises
+into the agent's graph. ``pip install 'gnomon[pydantic-ai]'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from adapters.errors import MissingSDKError
+from firewall.guard import GuardedTool
+
+try:
+    from pydantic_ai import Tool
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise MissingSDKError("pydantic-ai", "pydantic-ai", "pydantic_ai") from exc
+
+
+def pydantic_ai_tools(tools: Sequence[GuardedTool]) -> list[Tool[Any]]:
+    """pydantic-ai tools over guarded tools (their JSON schemas are the contracts' inputs)."""
+    return [_one(tool) for tool in tools]
+
+
+def _one(tool: GuardedTool) -> Tool[Any]:
+    def run(**kwargs: Any) -> str:
+        return tool(kwargs).text
+
+    made: Tool[Any] = Tool.from_schema(
+        run, name=tool.name, description=tool.description, json_schema=tool.input_schema
+    )
+    return made
+
+
+__all__ = ["pydantic_ai_tools"]

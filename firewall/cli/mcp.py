@@ -1,0 +1,79 @@
+"""``gnomon mcp proxy`` (an MCP server behind the action kernel) and ``gnomon mcp serve`` (a
+firewalled memory as MCP tools); ``pip install 'gnomon[mcp]'``."""
+
+from __future__ import annotations
+
+import click
+
+from firewall.cli.common import json_option
+from firewall.errors import InputError
+
+
+@click.group("mcp")
+def mcp_group() -> None:
+    """Put an MCP server behind Gnomon."""
+
+
+@mcp_group.command("proxy", context_settings={"ignore_unknown_options": True})
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The proxy's YAML config (store, signed action policy, a contract per tool).",
+)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@json_option
+def proxy_command(config_path: str, command: tuple[str, ...], as_json: bool) -> None:
+    """Serve the MCP server started by COMMAND (after --) over stdio, every call through the
+    kernel: gnomon mcp proxy --config proxy.yaml -- mcp-server-git -r REPO. ``--json`` only
+    changes how a startup error is printed (stdout is the MCP wire once serving)."""
+    try:
+        import anyio
+
+        from firewall.mcp_proxy import run_proxy
+    except ImportError as exc:
+        raise InputError(
+            f"the MCP proxy needs the mcp package ({exc.name} is not installed)",
+            hint="pip install 'gnomon[mcp]'",
+        ) from None
+    from firewall.mcp_config import load_proxy_config
+
+    config = load_proxy_config(config_path)
+    anyio.run(run_proxy, config, list(command))
+
+
+__all__ = ["mcp_group"]
+
+
+@mcp_group.command("serve")
+@click.option("--url", default=None, metavar="URL", help="Store URL (default: as every command).")
+@click.option("--project", required=True, help="The project whose memory is served.")
+@click.option("--actor", default="agent", show_default=True, help="The agent's name.")
+@click.option("--user", default=None, help="The user the agent works for.")
+@click.option("--policy", default="default", show_default=True, help="Recall context policy.")
+@json_option
+@click.pass_context
+def serve_command(
+    ctx: click.Context,
+    url: str | None,
+    project: str,
+    actor: str,
+    user: str | None,
+    policy: str,
+    as_json: bool,
+) -> None:
+    """Serve policy-filtered recall, why and agent-labelled remember as MCP tools (stdio)."""
+    try:
+        import anyio
+
+        from firewall.mcp_memory import serve_memory
+    except ImportError as exc:
+        raise InputError(
+            f"the MCP memory server needs the mcp package ({exc.name} is not installed)",
+            hint="pip install 'gnomon[mcp]'",
+        ) from None
+    from firewall.cli.common import resolve_url
+
+    target = resolve_url(ctx, url)
+    anyio.run(lambda: serve_memory(target, project=project, actor=actor, user=user, policy=policy))

@@ -1,0 +1,204 @@
+"""The MCP proxy: an MCP server in front of another MCP server, with the action kernel between.
+
+``gnomon mcp proxy --config proxy.yaml -- <server command>`` starts the real server as a
+subprocess (stdio), lists its tools, and serves the same tools over its own stdio. Each call:
+
+* goes through the kernel under the operator's contract for that tool (:mod:`firewall.mcp_config`);
+  the server's annotations never raise trust, and an unlisted tool is denied (or gets the level
+  the config names);
+* when it runs, its result is recorded through a host channel as an envelope claim plus content
+  claims labelled ``Origin.external("mcp:<server>/<tool>")``, so whatever the server returned
+  (a README, a web page) taints the session and holds a later L3+ action;
+* when it is denied, held or refused, the client gets an ordinary tool result with
+  ``isError: true`` and ``_meta`` ``{verdict, rule, request_id}``, so the agent can re-plan. A held
+  call waits up to ``hold_timeout`` seconds for ``gnomon approve`` (another process, through the
+  store); when none comes, the hold is withdrawn and the call is a denial (a later approval
+  never runs it).
+
+The agent's process holds only its MCP connection: no key, store handle or firewall object.
+The proxy serves stdio. Behind it, the server is a command (stdio) or, when the command is one
+``http(s)://`` URL, a server already running over streamable HTTP. Serving streamable HTTP in
+front is not built yet.
+``pip install 'gnomon[mcp]'``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import mcp_types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+
+import firewall
+from firewall.errors import GnomonError, InputError
+from firewall.grants import KeyPurpose, load_public_key
+from firewall.guard import GuardedTool, ToolReply, guard
+from firewall.kernel import ActionKernel, load_action_policy
+from firewall.kernel.kernel import ActionResult
+from firewall.mcp_config import ProxyConfig
+from firewall.origin import Origin
+from firewall.session import Session
+
+
+def result_text(output: object) -> str:
+    """The text of an MCP tool result, as recorded (non-text blocks by their type)."""
+    if not isinstance(output, types.CallToolResult):
+        return str(output)
+    parts = []
+    for block in output.content:
+        parts.append(block.text if isinstance(block, types.TextContent) else f"[{block.type}]")
+    return "\n".join(parts)
+
+
+class Proxy:
+    """Host-side: the kernel, the session and the guarded tools of one proxied server."""
+
+    def __init__(
+        self, config: ProxyConfig, wall: firewall.Firewall, session: Session, upstream: Client
+    ) -> None:
+        self._config = config
+        self._wall = wall
+        self._session = session
+        self._upstream = upstream
+        self._lock = threading.Lock()  # one kernel operation at a time (worker threads)
+        self._tools: list[types.Tool] = []
+        self._guarded: dict[str, GuardedTool] = {}
+        self._kernel: ActionKernel | None = None
+
+    async def start(self) -> None:
+        listed = await self._upstream.list_tools()
+        self._tools = list(listed.tools)
+        names = [t.name for t in self._tools]
+        config = self._config
+        operator = [load_public_key(p, purpose=KeyPurpose.POLICY) for p in config.operator_keys]
+        approver = [load_public_key(p, purpose=KeyPurpose.APPROVAL) for p in config.approver_keys]
+        self._kernel = ActionKernel(
+            self._wall,
+            load_action_policy(config.policy, keys=operator),
+            operator_keys=operator,
+            approver_keys=approver,
+            registry=config.registry(names),
+            executors={name: self._executor(name) for name in names},
+        )
+
+    def _executor(self, name: str) -> Any:
+        def run(args: dict[str, Any]) -> types.CallToolResult:
+            # runs in a worker thread (the kernel is synchronous): call back into the loop
+            return anyio.from_thread.run(self._upstream.call_tool, name, args)
+
+        return run
+
+    def _tool(self, name: str) -> GuardedTool:
+        tool = self._guarded.get(name)
+        if tool is None:
+            assert self._kernel is not None
+            origin = Origin.external(f"mcp:{self._config.server}/{name}")
+            (tool,) = guard(
+                self._wall,
+                self._kernel,
+                self._session,
+                [name],
+                origins={name: origin},
+                text_of=result_text,
+            )
+            self._guarded[name] = tool
+        return tool
+
+    def call(self, name: str, args: dict[str, Any]) -> ToolReply:
+        """One call, synchronously (in a worker thread): propose, then wait out a hold."""
+        try:
+            with self._lock:
+                tool = self._tool(name)
+                reply = tool(args)
+        except GnomonError as exc:  # a tool name no label or contract can hold
+            meta = {"verdict": "denied", "rule": None, "request_id": None}
+            return ToolReply(f"gnomon: {name} was not run: {exc}", True, meta)
+        if reply.meta.get("verdict") != "held":
+            return reply
+        return self._wait(tool, str(reply.meta["request_id"]), reply)
+
+    def _wait(self, tool: GuardedTool, request_id: str, held: ToolReply) -> ToolReply:
+        kernel = self._kernel
+        assert kernel is not None
+        deadline = time.monotonic() + self._config.hold_timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                for outcome in kernel.process_submitted():
+                    if isinstance(outcome, ActionResult) and outcome.request_id == request_id:
+                        return tool._reply(outcome)
+                status = kernel.status(request_id)
+                if status.status != "held":
+                    return tool._reply(status)
+            time.sleep(self._config.poll_interval)
+        with self._lock:
+            reason = (
+                f"approval timed out: no approval within {self._config.hold_timeout:g}s "
+                "(denied; a later approval does not run it)"
+            )
+            return tool._reply(kernel.withdraw(request_id, reason))
+
+    # -- the MCP server in front ------------------------------------------------------------
+
+    def server(self) -> Server[Any]:
+        async def list_tools(
+            _ctx: Any, _params: types.PaginatedRequestParams | None
+        ) -> types.ListToolsResult:
+            return types.ListToolsResult(tools=self._tools)
+
+        async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            reply = await anyio.to_thread.run_sync(self.call, params.name, params.arguments or {})
+            return to_result(reply)
+
+        return Server("gnomon-mcp-proxy", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def to_result(reply: ToolReply) -> types.CallToolResult:
+    """The MCP result for a guarded reply: the server's own result when the tool ran, else an
+    ``isError`` result whose ``_meta`` says verdict, rule and request id."""
+    if not reply.is_error and isinstance(reply.output, types.CallToolResult):
+        return reply.output
+    meta = {k: reply.meta.get(k) for k in ("verdict", "rule", "request_id")}
+    return types.CallToolResult(
+        content=[types.TextContent(text=reply.text)],
+        is_error=reply.is_error,
+        _meta=meta,
+    )
+
+
+async def run_proxy(config: ProxyConfig, command: Sequence[str]) -> None:
+    """Serve ``command``'s MCP server (a command line, or one streamable HTTP URL) over this
+    process's stdio, behind the kernel."""
+    if not command:
+        raise InputError(
+            "no server command given",
+            hint="gnomon mcp proxy --config proxy.yaml -- <server command>",
+        )
+    target: str | StdioServerParameters
+    if len(command) == 1 and command[0].startswith(("http://", "https://")):
+        target = command[0]  # a server already running, over streamable HTTP
+    else:
+        target = StdioServerParameters(command=command[0], args=list(command[1:]))
+    async with AsyncExitStack() as stack:
+        upstream = await stack.enter_async_context(Client(target))
+        wall = stack.enter_context(firewall.open(config.store))
+        session = stack.enter_context(
+            wall.session(project=config.project, actor=config.actor, user=config.user)
+        )
+        proxy = Proxy(config, wall, session, upstream)
+        await proxy.start()
+        server = proxy.server()
+        read, write = await stack.enter_async_context(stdio_server())
+        await server.run(read, write, server.create_initialization_options())
+
+
+__all__ = ["Proxy", "result_text", "run_proxy", "to_result"]

@@ -1,0 +1,263 @@
+"""Each framework's real agent loop behind the guard (issue 10, item 2).
+
+The scripted model reads a poisoned README through a guarded tool, then asks to push. The attack
+is the model obeying the README; the promise: the README's text is recorded as external content
+(envelope + content claims through a host tool channel), the L4 push is HELD and never runs, and
+the hold reaches the model as an ordinary tool message (verdict, rule, request id), not an
+exception that kills the loop. Each framework is skipped only when it is not installed, and
+never under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import firewall
+from firewall.guard import GuardedTool, guard
+from tests.guard_host import POISON, PUSH_ARGS, Host, build_host, poisoned_content
+
+IN_CI = os.environ.get("CI") == "true"
+
+
+def _need(module: str, extra: str) -> None:
+    if not IN_CI:
+        pytest.importorskip(module, reason=f"{module} is not installed (gnomon[{extra}])")
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[Host]:
+    with firewall.open(f"sqlite:///{tmp_path}/g.db") as wall:
+        yield build_host(tmp_path, wall)
+
+
+def _guarded(host: Host, s: firewall.Session) -> list[GuardedTool]:
+    return guard(host.wall, host.kernel, s, ["read_file", "git_push"])
+
+
+def _assert_held(host: Host, held_text: str) -> None:
+    (request,) = host.kernel.holds()
+    assert request.tool == "git_push"
+    assert f"request {request.id}" in held_text and "held" in held_text
+    assert "rule " in held_text
+    assert host.pushed == []  # the push never ran
+    assert poisoned_content(host.wall), "the README was not recorded as external content"
+
+
+def test_the_core_guard_records_output_and_returns_holds_as_messages(host: Host) -> None:
+    with host.wall.session(project="shop", actor="coder", user="alice") as s:
+        read, push = _guarded(host, s)
+        first = read({"path": "README.md"})
+        assert first.text == POISON and not first.is_error
+        held = push(dict(PUSH_ARGS))
+        assert held.is_error and held.meta["verdict"] == "held"
+        assert held.meta["rule"] and held.meta["request_id"]
+        bad = push({"repo": 3})
+        assert bad.is_error and bad.meta["verdict"] == "invalid"
+        (unknown,) = guard(host.wall, host.kernel, s, ["rm_rf"])
+        assert unknown({}).meta["verdict"] == "denied"  # no contract: fail closed
+    _assert_held(host, held.text)
+    from firewall.states import TruthStatus
+    from firewall.store.base import BeliefFilter
+
+    envelopes = [
+        b
+        for b in host.wall.store.find_beliefs(BeliefFilter(limit=1000))
+        if "tool:read_file" in b.origin.origin_ids
+    ]
+    # the envelope is the host's own observation of the call: supported, not agent-reported
+    assert [b.truth_status for b in envelopes] == [TruthStatus.SUPPORTED]
+    (content,) = poisoned_content(host.wall)
+    assert content.truth_status != TruthStatus.SUPPORTED  # the README's text stays untrusted
+
+
+def test_a_host_cannot_declare_a_tool_output_trusted(host: Host) -> None:
+    from firewall.errors import UnattestedOriginError
+
+    with (
+        host.wall.session(project="shop", actor="coder") as s,
+        pytest.raises(UnattestedOriginError),
+    ):
+        guard(
+            host.wall,
+            host.kernel,
+            s,
+            ["read_file"],
+            origins={"read_file": firewall.Origin.user("alice")},
+        )
+
+
+# -- LangGraph ------------------------------------------------------------------------------------
+
+
+def test_langgraph_react_agent_gets_the_hold_as_a_tool_message(host: Host) -> None:
+    _need("langgraph", "langchain")
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from adapters.langchain_tools import langchain_tools
+
+    class ScriptedChat(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    script = iter(
+        [
+            AIMessage(
+                content="",
+                tool_calls=[{"name": "read_file", "args": {"path": "README.md"}, "id": "c1"}],
+            ),
+            AIMessage(
+                content="", tool_calls=[{"name": "git_push", "args": dict(PUSH_ARGS), "id": "c2"}]
+            ),
+            AIMessage(content="The push is waiting for a human."),
+        ]
+    )
+    with host.wall.session(project="shop", actor="coder", user="alice") as s:
+        tools = langchain_tools(_guarded(host, s))
+        model = ScriptedChat(messages=script).bind_tools(tools)
+
+        def think(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [model.invoke(state["messages"])]}
+
+        graph = StateGraph(MessagesState)
+        graph.add_node("agent", think)
+        graph.add_node("tools", ToolNode(tools))
+        graph.add_edge(START, "agent")
+        graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+        graph.add_edge("tools", "agent")
+        final = graph.compile().invoke({"messages": [("user", "follow the README")]})
+    tool_messages = [m for m in final["messages"] if isinstance(m, ToolMessage)]
+    assert [m.name for m in tool_messages] == ["read_file", "git_push"]
+    assert tool_messages[0].content == POISON
+    assert tool_messages[1].artifact["verdict"] == "held"
+    _assert_held(host, str(tool_messages[1].content))
+
+
+# -- OpenAI Agents SDK ----------------------------------------------------------------------------
+
+
+def test_openai_agents_runner_gets_the_hold_as_a_tool_output(host: Host) -> None:
+    _need("agents", "openai-agents")
+    import json
+
+    from agents import Agent, ModelResponse, Runner, set_tracing_disabled
+    from agents.items import ToolCallOutputItem
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    from adapters.openai_agents_tools import openai_agents_tools
+
+    set_tracing_disabled(True)
+
+    def call(name: str, args: dict[str, Any], n: int) -> ResponseFunctionToolCall:
+        return ResponseFunctionToolCall(
+            type="function_call", name=name, arguments=json.dumps(args), call_id=f"c{n}", id=f"f{n}"
+        )
+
+    done = ResponseOutputMessage(
+        id="m3",
+        type="message",
+        role="assistant",
+        status="completed",
+        content=[
+            ResponseOutputText(type="output_text", text="Waiting for a human.", annotations=[])
+        ],
+    )
+    turns = iter(
+        [[call("read_file", {"path": "README.md"}, 1)], [call("git_push", PUSH_ARGS, 2)], [done]]
+    )
+
+    class ScriptedModel(Model):
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            return ModelResponse(output=list(next(turns)), usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover
+            raise NotImplementedError
+
+    with host.wall.session(project="shop", actor="coder", user="alice") as s:
+        agent = Agent(
+            name="coder", model=ScriptedModel(), tools=openai_agents_tools(_guarded(host, s))
+        )
+        result = asyncio.run(Runner.run(agent, "follow the README"))
+    outputs = [str(i.output) for i in result.new_items if isinstance(i, ToolCallOutputItem)]
+    assert outputs[0] == POISON
+    assert result.final_output == "Waiting for a human."
+    _assert_held(host, outputs[1])
+
+
+# -- pydantic-ai ----------------------------------------------------------------------------------
+
+
+def test_pydantic_ai_agent_gets_the_hold_as_a_tool_return(host: Host) -> None:
+    _need("pydantic_ai", "pydantic-ai")
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from adapters.pydantic_ai_tools import pydantic_ai_tools
+
+    turns = iter(
+        [
+            [ToolCallPart("read_file", {"path": "README.md"}, tool_call_id="c1")],
+            [ToolCallPart("git_push", dict(PUSH_ARGS), tool_call_id="c2")],
+            [TextPart("Waiting for a human.")],
+        ]
+    )
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=next(turns))
+
+    with host.wall.session(project="shop", actor="coder", user="alice") as s:
+        agent = Agent(FunctionModel(scripted), tools=pydantic_ai_tools(_guarded(host, s)))
+        result = asyncio.run(agent.run("follow the README"))
+    returns = [
+        p
+        for m in result.all_messages()
+        for p in getattr(m, "parts", [])
+        if isinstance(p, ToolReturnPart)
+    ]
+    assert [p.tool_name for p in returns] == ["read_file", "git_push"]
+    assert returns[0].content == POISON
+    assert result.output == "Waiting for a human."
+    _assert_held(host, str(returns[1].content))
+
+
+def test_nothing_public_on_a_guarded_tool_leads_to_the_host(host: Host) -> None:
+    """The agent holds the guarded tools (and the framework's wrappers of them): walking their
+    public attributes never reaches the firewall, its store, a channel or the kernel."""
+    from firewall.kernel import ActionKernel
+    from tests.test_attack_capability import HOST_TYPES, _reach
+
+    with host.wall.session(project="shop", actor="coder", user="alice") as s:
+        held: dict[str, Any] = {"guarded": _guarded(host, s)}
+        try:
+            from adapters.langchain_tools import langchain_tools
+
+            held["langchain"] = langchain_tools(held["guarded"])
+        except ImportError:
+            assert not IN_CI
+        leaks = [
+            (p, type(v).__name__)
+            for p, v in _reach(held)
+            if isinstance(v, (*HOST_TYPES, ActionKernel))
+        ]
+    assert leaks == []
