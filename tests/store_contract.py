@@ -384,6 +384,23 @@ class StoreContract(LogContract, ABC):
         assert got == {beliefs[2].id: beliefs[2], beliefs[0].id: beliefs[0]}
         assert store.get_beliefs([]) == {}
 
+    def test_beliefs_with_origin_finds_every_derived_current_version(self, store: Store) -> None:
+        from firewall.origin import Origin
+
+        hostile = Origin.external('file:"odd\\name".md')
+        (hostile_id,) = hostile.origin_ids
+        derived = Origin.join(hostile, Origin.agent("coder"))
+        tainted = [make_belief(origin=hostile) for _ in range(3)] + [make_belief(origin=derived)]
+        # an id that merely contains the hostile id as a substring is not derived from it
+        near = make_belief(origin=Origin.external('file:"odd\\name".md.bak'))
+        store.commit([belief_draft(*tainted, near, make_belief())])
+        moved = tainted[0].model_copy(update={"statement": "edited", "version": 2})
+        store.commit([belief_draft(moved)])
+        got = store.beliefs_with_origin(hostile_id)
+        assert [b.id for b in got] == sorted(b.id for b in tainted)
+        assert next(b for b in got if b.id == moved.id) == moved
+        assert store.beliefs_with_origin("external:file:nothing") == []
+
     def test_belief_upsert_replaces_old_version(self, store: Store) -> None:
         v1 = make_belief(statement="deploys use jenkins")
         store.commit([belief_draft(v1)])

@@ -15,6 +15,8 @@
     gnomon policy check FILE | schema   ContextPolicy files
     gnomon policy sign | verify FILE    action policies, Ed25519-signed by an operator key
     gnomon holds | approve | deny       actions held for a human, resolved across processes
+    gnomon origins flag ID --reason R   quarantine everything derived from a hostile origin
+    gnomon sentinel run [--follow]      sentinels over the event stream (alerts are events)
     gnomon log verify | checkpoint      the hash-chained event log and its signed checkpoints
     gnomon log export | import          the log as NDJSON, verified before anything is imported
     gnomon rebuild                      projections rebuilt from the log, compared with the live
@@ -41,6 +43,7 @@ from firewall.cli.history import replay_command, report_command, why_command
 from firewall.cli.kernel import approve_command, deny_command, holds_command
 from firewall.cli.logcmd import rebuild
 from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
+from firewall.cli.sentinels import origins, sentinel
 from firewall.cli.sessions import sessions
 from firewall.cli.stores import export_group, import_group, sync_group
 
@@ -91,6 +94,8 @@ for command in (
     holds_command,
     approve_command,
     deny_command,
+    origins,
+    sentinel,
 ):
     cli.add_command(command)
 

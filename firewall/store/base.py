@@ -241,6 +241,24 @@ class Store(ABC):
         this fallback scans the log."""
         return [e for e in self.events() if e.session_id == session_id]
 
+    def beliefs_with_origin(self, origin_id: str) -> list[Belief]:
+        """Every current belief whose origin label includes ``origin_id``, ordered by id: what
+        a flagged origin quarantines (:meth:`firewall.Firewall.flag_origin`). Labels only grow
+        along derivation, so this is everything derived from the origin. One pass over the
+        belief projection (the same on every backend: ``projection_docs``); no per-belief
+        query."""
+        import orjson
+
+        needle = orjson.dumps(origin_id)[1:-1]  # as the id appears inside a JSON document
+        found = []
+        for table, _ident, doc in self.projection_docs():
+            if table != "beliefs" or needle not in doc:
+                continue
+            belief = Belief.model_validate_json(doc)
+            if origin_id in belief.origin.origin_ids:
+                found.append(belief)
+        return sorted(found, key=lambda b: b.id)
+
     @abstractmethod
     def get_decision(self, decision_id: str) -> Decision | None: ...
 
