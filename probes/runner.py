@@ -66,6 +66,9 @@ PROBE_MODULES: tuple[str, ...] = (
     "approval_timeout",
     "action_context_ids",
     "action_dataflow",
+    "sentinel_quarantine",
+    "sentinel_authority",
+    "sentinel_arbiter",
 )
 
 DEFAULT_URL = "memory://"
