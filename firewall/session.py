@@ -49,6 +49,7 @@ from firewall.content import (
     statement_text,
 )
 from firewall.contradictions import detect, detect_on_evidence
+from firewall.decay import decay_seen
 from firewall.errors import (
     InputError,
     MissingGrantError,
@@ -577,6 +578,10 @@ class Session:
             k=k,
             now=now,
         )
+        # lazy freshness decay: what this read rejected on age or expiry is recorded as decayed
+        aged = [r.belief_id for r in result.rejected if {"freshness", "expiry"} & set(r.codes)]
+        if aged:
+            decay_seen(self._wall, aged)
         # gather computed the digest of the policy it revalidated: log that one, not a second
         return self._log_recall(result, chosen.name, result.policy_digest, k=k, now=now)
 

@@ -69,6 +69,7 @@ PROBE_MODULES: tuple[str, ...] = (
     "sentinel_quarantine",
     "sentinel_authority",
     "sentinel_arbiter",
+    "decay_stale_context",
 )
 
 DEFAULT_URL = "memory://"

@@ -401,6 +401,21 @@ class StoreContract(LogContract, ABC):
         assert next(b for b in got if b.id == moved.id) == moved
         assert store.beliefs_with_origin("external:file:nothing") == []
 
+    def test_decay_candidates_pages_what_is_due(self, store: Store) -> None:
+        now = at(days=40)
+        old = make_belief(observed_at=T0)
+        verified = make_belief(observed_at=T0, last_verified_at=at(days=35))
+        expiring = make_belief(observed_at=at(days=39), expires_at=at(days=39, hours=12))
+        gone = make_belief(expires_at=at(days=1), freshness_status=FreshnessStatus.EXPIRED)
+        stale = make_belief(observed_at=T0, freshness_status=FreshnessStatus.STALE)
+        store.commit([belief_draft(old, verified, expiring, gone, stale)])
+        cutoff = at(days=10)
+        due = sorted([old.id, expiring.id])
+        assert [b.id for b in store.decay_candidates(stale_before=cutoff, now=now)] == due
+        first = store.decay_candidates(stale_before=cutoff, now=now, limit=1)
+        rest = store.decay_candidates(stale_before=cutoff, now=now, after=first[0].id)
+        assert [b.id for b in first + rest] == due
+
     def test_belief_upsert_replaces_old_version(self, store: Store) -> None:
         v1 = make_belief(statement="deploys use jenkins")
         store.commit([belief_draft(v1)])

@@ -425,6 +425,13 @@ def flags_not_learned(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(SentinelState, "learn", learn)
 
 
+def decay_never_due(mp: pytest.MonkeyPatch) -> None:
+    """Nothing is ever due to decay: freshness stays as written."""
+    import firewall.decay as decay
+
+    mp.setattr(decay, "due", lambda belief, now, stale_before: None)
+
+
 # -- probe, removed mechanism → the expectation that must break --------------------------------
 
 CASES: list[tuple[str, Patch, str]] = [
@@ -474,6 +481,7 @@ CASES: list[tuple[str, Patch, str]] = [
     ("sentinel_authority", sentinel_may_mark_malicious, "cannot mark malicious"),
     ("sentinel_arbiter", arbiters_ignored, "citing an alerted belief is held"),
     ("sentinel_arbiter", flags_not_learned, "read a flagged origin is held"),
+    ("decay_stale_context", decay_never_due, "the day-0 fact is stale after decay"),
 ]
 
 

@@ -17,6 +17,7 @@
     gnomon holds | approve | deny       actions held for a human, resolved across processes
     gnomon origins flag ID --reason R   quarantine everything derived from a hostile origin
     gnomon sentinel run [--follow]      sentinels over the event stream (alerts are events)
+    gnomon decay [--window P30D]        freshness decay (fresh -> stale -> expired) as events
     gnomon log verify | checkpoint      the hash-chained event log and its signed checkpoints
     gnomon log export | import          the log as NDJSON, verified before anything is imported
     gnomon rebuild                      projections rebuilt from the log, compared with the live
@@ -39,6 +40,7 @@ from firewall import __about__
 from firewall.cli.admin import demo, keys, log, policy, probes
 from firewall.cli.common import GnomonGroup, Settings
 from firewall.cli.db import db, init
+from firewall.cli.decay import decay_command
 from firewall.cli.history import replay_command, report_command, why_command
 from firewall.cli.kernel import approve_command, deny_command, holds_command
 from firewall.cli.logcmd import rebuild
@@ -96,6 +98,7 @@ for command in (
     deny_command,
     origins,
     sentinel,
+    decay_command,
 ):
     cli.add_command(command)
 
