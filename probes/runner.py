@@ -70,6 +70,7 @@ PROBE_MODULES: tuple[str, ...] = (
     "sentinel_authority",
     "sentinel_arbiter",
     "decay_stale_context",
+    "calibration_escalates",
 )
 
 DEFAULT_URL = "memory://"

@@ -432,6 +432,24 @@ def decay_never_due(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(decay, "due", lambda belief, now, stale_before: None)
 
 
+def calibration_never_bad(mp: pytest.MonkeyPatch) -> None:
+    """The calibration arbiter never finds a class badly calibrated."""
+    import firewall.calibration as cal
+
+    mp.setattr(cal.CalibrationArbiter, "_catch_up", lambda self: None)
+
+
+def calibration_events_not_checked(mp: pytest.MonkeyPatch) -> None:
+    """Replay returns what the event says instead of recomputing it."""
+    import firewall.calibration as cal
+
+    mp.setattr(
+        cal,
+        "replay",
+        lambda event: {k: cal.ClassScore(**v) for k, v in event.payload["scores"].items()},
+    )
+
+
 # -- probe, removed mechanism → the expectation that must break --------------------------------
 
 CASES: list[tuple[str, Patch, str]] = [
@@ -482,6 +500,8 @@ CASES: list[tuple[str, Patch, str]] = [
     ("sentinel_arbiter", arbiters_ignored, "citing an alerted belief is held"),
     ("sentinel_arbiter", flags_not_learned, "read a flagged origin is held"),
     ("decay_stale_context", decay_never_due, "the day-0 fact is stale after decay"),
+    ("calibration_escalates", calibration_never_bad, "held for its calibration class"),
+    ("calibration_escalates", calibration_events_not_checked, "an edited calibration event"),
 ]
 
 

@@ -130,6 +130,10 @@ def test_sentinel_authority_cannot_promote_clear_or_go_past_quarantine(
     )
     with pytest.raises(TransitionRefused):
         wall.transition(other, moves, reason="clear it", authority=Authority.SENTINEL)
+    clean = content[2]  # from clean: only suspicious or quarantined
+    if moves[0].to_state != SecurityStatus.CLEAN:
+        with pytest.raises(TransitionRefused):
+            wall.transition(clean, moves, reason="escalate", authority=Authority.SENTINEL)
     assert wall.require_belief(target).security_status == SecurityStatus.QUARANTINED
 
 
@@ -264,3 +268,16 @@ def test_cli_flag_then_a_sentinel_process_quarantines_later_derivations(tmp_path
             assert wall.require_belief(ident).security_status == SecurityStatus.QUARANTINED
     bad = runner.invoke(cli, ["origins", "flag", "", "--reason", "x", "--url", url])
     assert bad.exit_code == 1 and "Traceback" not in bad.output
+
+
+def test_an_arbiter_cannot_loosen_a_verdict(wall: firewall.Firewall) -> None:
+    from firewall.kernel.actionpolicy import Outcome
+
+    def lenient(case: object) -> tuple[Outcome, list[str]]:
+        return Outcome.ALLOW, ["the arbiter says allow"]
+
+    with host(wall, arbiters=[lenient]) as h, wall.session(project="shop", actor="c") as s:
+        pushed = h.kernel.handle(s).request(
+            "git_push", {"repo": str(h.repo), "remote": "origin", "branch": "main"}
+        )
+    assert pushed.status == "held" and h.ran == []

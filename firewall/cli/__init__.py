@@ -18,6 +18,7 @@
     gnomon origins flag ID --reason R   quarantine everything derived from a hostile origin
     gnomon sentinel run [--follow]      sentinels over the event stream (alerts are events)
     gnomon decay [--window P30D]        freshness decay (fresh -> stale -> expired) as events
+    gnomon calibration [--record]       ECE and Brier per calibration class, from outcomes
     gnomon log verify | checkpoint      the hash-chained event log and its signed checkpoints
     gnomon log export | import          the log as NDJSON, verified before anything is imported
     gnomon rebuild                      projections rebuilt from the log, compared with the live
@@ -38,6 +39,7 @@ import click
 
 from firewall import __about__
 from firewall.cli.admin import demo, keys, log, policy, probes
+from firewall.cli.calibration import calibration_command
 from firewall.cli.common import GnomonGroup, Settings
 from firewall.cli.db import db, init
 from firewall.cli.decay import decay_command
@@ -99,6 +101,7 @@ for command in (
     origins,
     sentinel,
     decay_command,
+    calibration_command,
 ):
     cli.add_command(command)
 
