@@ -110,6 +110,8 @@ class DemoResult:
     quoted_after_quarantine: bool
     audit_shows_quarantined: bool
     poison_truth: dict[str, str]
+    #: beliefs the DEVELOPMENT.md origin flag quarantined (everything derived from the file)
+    fanout_ids: list[str]
     #: the three sessions, by role: ``reader`` (session A, read the poison), ``recall``
     #: (session B) and ``sentinel`` (the recalls around the quarantine)
     sessions: dict[str, str]
@@ -361,6 +363,21 @@ def _session_b(
         "the auditor sees it, security=quarantined, with its revision",
     )
 
+    # The operator flags the file itself: everything derived from it is quarantined at once.
+    say("Sentinel: flag origin external:file:DEVELOPMENT.md (everything derived from it)")
+    fanned = wall.flag_origin(
+        "external:file:DEVELOPMENT.md", reason="poisoned onboarding file", actor="sentinel"
+    )
+    derived = {b.id for b in fanned} | {poison_id}
+    held = wall.store.get_beliefs(sorted(derived))
+    _check(
+        checks,
+        "sentinel: origin fan-out",
+        summary_id in derived
+        and all(b.security_status == SecurityStatus.QUARANTINED for b in held.values()),
+        f"{len(fanned)} more quarantined in one event, the agent's summary included",
+    )
+
     truth = wall.store.get_beliefs(sorted(poison))
     poison_truth = {i: truth[i].truth_status.value for i in sorted(poison)}
     _check(
@@ -384,6 +401,7 @@ def _session_b(
         "quoted_after_quarantine": poison_id in after.quoted_ids,
         "audit_shows_quarantined": in_audit,
         "poison_truth": poison_truth,
+        "fanout_ids": sorted(b.id for b in fanned),
         "sessions": sessions,
     }
 

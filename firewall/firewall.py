@@ -33,6 +33,7 @@ from firewall.batch import ImportBatch
 from firewall.chain import (
     Belief,
     Contradiction,
+    Decision,
     Revision,
     content_hash,
 )
@@ -145,6 +146,8 @@ class Firewall:
             self.verifier = GrantVerifier.pinning(self._signer.public_key)
         # Channels this object opened, by id: the only ones a session accepts (see channel()).
         self._channels: dict[str, Channel] = {}
+        # In-process subscribers to the event stream (firewall.sentinels): called after commit.
+        self._subscribers: list[Callable[[list[Event]], None]] = []
 
     # -- plumbing shared with sessions ----------------------------------------------------
 
@@ -189,7 +192,65 @@ class Firewall:
         # periodic checkpoints: one integer comparison per commit unless a multiple was crossed
         if every and events and events[-1].seq // every != (events[0].seq - 1) // every:
             self.checkpoint()
+        for subscriber in tuple(self._subscribers):
+            subscriber(events)
         return events
+
+    def subscribe(self, subscriber: Callable[[list[Event]], None]) -> None:
+        """Call ``subscriber`` with the events of every commit, after it is durable (host-side:
+        how an in-process sentinel watches the stream). What it raises propagates to the
+        committer, after the commit: a failing sentinel is loud, never silently skipped."""
+        self._subscribers.append(subscriber)
+
+    @checked_call
+    def flag_origin(
+        self, origin_id: str, *, reason: str, actor: str = "operator", alert_id: str | None = None
+    ) -> list[Belief]:
+        """Flag ``origin_id`` as hostile and quarantine, with sentinel authority, every belief
+        whose label includes it (so everything derived from it), in ONE event and transaction
+        however many there are. The event (``origin.flagged``) carries the reason and the alert
+        id; each quarantine revision names the alert in ``related_ids``. Returns the beliefs
+        that moved (already quarantined or malicious ones stay as they are)."""
+        if not isinstance(origin_id, str) or not origin_id:
+            raise InputError("an origin id must be a non-empty string", hint="e.g. user:mallory")
+        if not isinstance(reason, str) or not reason:
+            raise InputError("flagging an origin needs a reason", hint="pass reason='...'")
+        now = self.clock()
+        related = [alert_id] if alert_id else []
+        moved: list[Belief] = []
+        revisions: list[Revision] = []
+        flags: list[Decision] = []
+        for belief in self.store.beliefs_with_origin(origin_id):
+            if belief.security_status in (SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS):
+                continue
+            updated, revs = apply_moves(
+                belief,
+                [Move(Axis.SECURITY, SecurityStatus.QUARANTINED)],
+                authority=Authority.SENTINEL,
+                reason=f"origin {origin_id} flagged: {reason}",
+                now=now,
+                related_ids=related,
+            )
+            moved.append(updated)
+            revisions.extend(revs)
+            flags.extend(transition_flags(self.store, belief, updated))
+        self.commit(
+            self.draft(
+                "origin.flagged",
+                actor=actor,
+                now=now,
+                data={
+                    "origin_id": origin_id,
+                    "reason": reason,
+                    "alert_id": alert_id,
+                    "quarantined": [b.id for b in moved],
+                },
+                records=Records(
+                    beliefs=tuple(moved), revisions=tuple(revisions), decisions=tuple(flags)
+                ),
+            )
+        )
+        return moved
 
     def checkpoint(self) -> Checkpoint:
         """Sign the chain head with the checkpoint key and append it as a ``log.checkpoint``."""
@@ -444,6 +505,7 @@ class Firewall:
         grant: Grant | None = None,
         authority: Authority | None = None,
         kind: str = "belief.transitioned",
+        related_ids: Sequence[str] = (),
     ) -> Belief:
         """Apply gate moves to one belief. ``user``/``probe`` authority only via a grant that
         covers the belief; host automation may act as ``sentinel``, ``policy`` or ``system``.
@@ -469,6 +531,7 @@ class Firewall:
             now=now,
             grant_id=checked.id if checked else None,
             evidence=self.store.get_evidence(belief.claim_id),
+            related_ids=related_ids,
         )
         if not revisions:
             return updated  # already in the requested states: nothing to record
@@ -482,6 +545,7 @@ class Firewall:
                 project=belief.project,
                 data={
                     "belief_id": belief_id,
+                    "related_ids": list(related_ids),
                     "authority": acting.value,
                     "grant_id": checked.id if checked else None,
                     "reason": reason,

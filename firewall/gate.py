@@ -108,9 +108,10 @@ TRANSITIONS: dict[Axis, dict[tuple[str, str], frozenset[Authority]]] = {
             # One-way: only a user clears a quarantine.
             (S.QUARANTINED, S.CLEAN): {U},
             (S.QUARANTINED, S.SUSPICIOUS): {U},
-            (S.CLEAN, S.MALICIOUS): {U, P, SEN},
-            (S.SUSPICIOUS, S.MALICIOUS): {U, P, SEN},
-            (S.QUARANTINED, S.MALICIOUS): {U, P, SEN},
+            # Sentinel authority stops at quarantine: clean -> suspicious -> quarantined.
+            (S.CLEAN, S.MALICIOUS): {U, P},
+            (S.SUSPICIOUS, S.MALICIOUS): {U, P},
+            (S.QUARANTINED, S.MALICIOUS): {U, P},
         }
     ),
     Axis.FRESHNESS: _table(

@@ -25,6 +25,7 @@ PREFIXES = frozenset(
         "rcl",
         "chn",
         "req",
+        "alr",
     }
 )
 

@@ -49,6 +49,7 @@ from firewall.content import (
     statement_text,
 )
 from firewall.contradictions import detect, detect_on_evidence
+from firewall.decay import decay_seen
 from firewall.errors import (
     InputError,
     MissingGrantError,
@@ -59,7 +60,7 @@ from firewall.events import Records
 from firewall.grants import Grant
 from firewall.ids import new_id
 from firewall.origin import Origin, join_all
-from firewall.policy import ContextPolicy, resolve
+from firewall.policy import ContextPolicy, floor_reasons, resolve
 from firewall.recall import (
     RecallResult,
 )
@@ -497,9 +498,11 @@ class Session:
         return True
 
     def _belief(self, belief_id: str) -> Belief:
-        """A belief of this session's project; another project's id is unknown here."""
+        """A belief this session may name: of its project, and not in a privileged state
+        (quarantined, malicious, hidden, blocked, privileged-only beliefs leave only through
+        the audit path, so to an agent they are unknown ids, their text never returned)."""
         belief = self._wall.require_belief(belief_id)
-        if belief.project != self.project:
+        if belief.project != self.project or floor_reasons(belief):
             raise UnknownIdError("belief", belief.id)
         return belief
 
@@ -577,6 +580,10 @@ class Session:
             k=k,
             now=now,
         )
+        # lazy freshness decay: what this read rejected on age or expiry is recorded as decayed
+        aged = [r.belief_id for r in result.rejected if {"freshness", "expiry"} & set(r.codes)]
+        if aged:
+            decay_seen(self._wall, aged)
         # gather computed the digest of the policy it revalidated: log that one, not a second
         return self._log_recall(result, chosen.name, result.policy_digest, k=k, now=now)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +18,7 @@ from firewall.firewall import Firewall
 from firewall.kernel import ActionKernel, ApprovalSigner, PolicySigner, load_action_policy
 from firewall.kernel.actionpolicy import preset_bytes
 from firewall.kernel.approvals import ApprovalRequest
+from firewall.kernel.decide import Arbiter
 
 
 @dataclass
@@ -38,6 +39,7 @@ def host(
     policy_text: bytes | None = None,
     resolver: Callable[[ApprovalRequest], Any] | None = None,
     executors: Mapping[str, Callable[[dict[str, Any]], object]] | None = None,
+    arbiters: Sequence[Arbiter] = (),
 ) -> Iterator[Host]:
     with tempfile.TemporaryDirectory(prefix="gnomon-kernel-") as tmp:
         folder = Path(tmp)
@@ -72,6 +74,7 @@ def host(
             approver_keys=[approver.public_key],
             executors=chosen,
             resolver=resolver,
+            arbiters=arbiters,
         )
         yield Host(kernel, approver, operator, folder, repo, ran)
 

@@ -68,6 +68,11 @@ PROBE_MODULES: tuple[str, ...] = (
     "action_context_ids",
     "action_dataflow",
     "sidecar_boundary",
+    "sentinel_quarantine",
+    "sentinel_authority",
+    "sentinel_arbiter",
+    "decay_stale_context",
+    "calibration_escalates",
 )
 
 DEFAULT_URL = "memory://"

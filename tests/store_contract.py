@@ -384,6 +384,38 @@ class StoreContract(LogContract, ABC):
         assert got == {beliefs[2].id: beliefs[2], beliefs[0].id: beliefs[0]}
         assert store.get_beliefs([]) == {}
 
+    def test_beliefs_with_origin_finds_every_derived_current_version(self, store: Store) -> None:
+        from firewall.origin import Origin
+
+        hostile = Origin.external('file:"odd\\name".md')
+        (hostile_id,) = hostile.origin_ids
+        derived = Origin.join(hostile, Origin.agent("coder"))
+        tainted = [make_belief(origin=hostile) for _ in range(3)] + [make_belief(origin=derived)]
+        # an id that merely contains the hostile id as a substring is not derived from it
+        near = make_belief(origin=Origin.external('file:"odd\\name".md.bak'))
+        store.commit([belief_draft(*tainted, near, make_belief())])
+        moved = tainted[0].model_copy(update={"statement": "edited", "version": 2})
+        store.commit([belief_draft(moved)])
+        got = store.beliefs_with_origin(hostile_id)
+        assert [b.id for b in got] == sorted(b.id for b in tainted)
+        assert next(b for b in got if b.id == moved.id) == moved
+        assert store.beliefs_with_origin("external:file:nothing") == []
+
+    def test_decay_candidates_pages_what_is_due(self, store: Store) -> None:
+        now = at(days=40)
+        old = make_belief(observed_at=T0)
+        verified = make_belief(observed_at=T0, last_verified_at=at(days=35))
+        expiring = make_belief(observed_at=at(days=39), expires_at=at(days=39, hours=12))
+        gone = make_belief(expires_at=at(days=1), freshness_status=FreshnessStatus.EXPIRED)
+        stale = make_belief(observed_at=T0, freshness_status=FreshnessStatus.STALE)
+        store.commit([belief_draft(old, verified, expiring, gone, stale)])
+        cutoff = at(days=10)
+        due = sorted([old.id, expiring.id])
+        assert [b.id for b in store.decay_candidates(stale_before=cutoff, now=now)] == due
+        first = store.decay_candidates(stale_before=cutoff, now=now, limit=1)
+        rest = store.decay_candidates(stale_before=cutoff, now=now, after=first[0].id)
+        assert [b.id for b in first + rest] == due
+
     def test_belief_upsert_replaces_old_version(self, store: Store) -> None:
         v1 = make_belief(statement="deploys use jenkins")
         store.commit([belief_draft(v1)])

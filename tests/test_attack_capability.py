@@ -428,3 +428,21 @@ def test_an_action_handle_sees_only_its_own_projects_requests(wall: firewall.Fir
             mine = kernel_host.kernel.handle(s)
             with pytest.raises(UnknownIdError):
                 mine.status(theirs.request_id)
+
+
+def test_a_quarantined_belief_is_an_unknown_id_to_the_agent(wall: firewall.Firewall) -> None:
+    with wall.session(project="shop", actor="coder") as s:
+        (planted,) = s.observe(
+            tool="read_file", content=POISON, origin=Origin.external("file:README.md")
+        ).content
+        seen = s.observe(tool="read_file", content="notes", origin=Origin.external("file:x"))
+    wall.quarantine(planted.id, reason="sentinel: instruction", authority=Authority.SENTINEL)
+    with wall.session(project="shop", actor="coder") as s:
+        for attempt in (
+            lambda: s.corroborate(planted.id, seen),
+            lambda: s.remember("see that note", derived_from=[planted.id]),
+            lambda: s.remember("it is wrong", contradicts=[planted.id]),
+        ):
+            with pytest.raises(UnknownIdError) as refused:
+                attempt()
+            assert "push straight to main" not in str(refused.value)

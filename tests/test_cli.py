@@ -114,7 +114,9 @@ def test_beliefs_list_filters_json(demo: Demo) -> None:
     result = run("beliefs", "list", "--url", demo.url, "--security", "quarantined", "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert [b["id"] for b in data["beliefs"]] == [demo.result.poison_content_id]
+    # the sentinel's quarantine, then the DEVELOPMENT.md origin flag's fan-out (the summary)
+    expected = {demo.result.poison_content_id, *demo.result.fanout_ids}
+    assert sorted(b["id"] for b in data["beliefs"]) == sorted(expected)
     supported = json.loads(
         run("beliefs", "list", "--url", demo.url, "--truth", "supported", "--json").output
     )

@@ -44,6 +44,7 @@ from firewall.errors import (
     SelfPromotionError,
     TerminalStateError,
     TransitionRefused,
+    UnknownIdError,
 )
 from firewall.gate import (
     TERMINAL,
@@ -55,6 +56,7 @@ from firewall.gate import (
     check_parallax,
 )
 from firewall.origin import Integrity
+from firewall.policy import floor_reasons
 from firewall.session import Session
 from firewall.states import (
     AXIS_ENUM,
@@ -193,7 +195,8 @@ class AgentWithoutGrants(RuleBasedStateMachine):
         subject, predicate = about or (None, None)
         if mode == "exact" and self.envelopes and data.draw(st.booleans()):
             inputs = [*inputs, data.draw(st.sampled_from(self.envelopes))]
-        derived = None if mode == "session" else ([] if mode == "none" else inputs)
+        visible = [i for i in inputs if not floor_reasons(self.wall.require_belief(i))]
+        derived = None if mode == "session" else ([] if mode == "none" else visible)
         return self.session.remember(
             text, derived_from=derived, subject=subject, predicate=predicate
         ).id
@@ -204,8 +207,9 @@ class AgentWithoutGrants(RuleBasedStateMachine):
     def corroborate_untrusted(self, belief: str, required: int, data: st.DataObject) -> None:
         obs = data.draw(st.sampled_from(self.observations))
         relation = data.draw(st.sampled_from(list(EvidenceRelation)))
-        # an observation made after an action that rested on the belief is refused outright
-        with contextlib.suppress(SelfPromotionError):
+        # an observation made after an action that rested on the belief is refused outright,
+        # and a quarantined belief is an unknown id to the agent
+        with contextlib.suppress(SelfPromotionError, UnknownIdError):
             self.session.corroborate(belief, obs, relation=relation, required=required)
 
     @precondition(lambda self: bool(self.tool_results))
@@ -214,7 +218,8 @@ class AgentWithoutGrants(RuleBasedStateMachine):
         self, belief: str, action: str, required: int, data: st.DataObject
     ) -> None:
         obs = data.draw(st.sampled_from(self.tool_results))
-        with contextlib.suppress(SelfPromotionError):  # refused when the decision rested on it
+        # refused when the decision rested on it; a quarantined belief is unknown to the agent
+        with contextlib.suppress(SelfPromotionError, UnknownIdError):
             self.session.corroborate(belief, obs, action_id=action, required=required)
 
     # -- recall, decisions, actions ---------------------------------------------------------

@@ -409,6 +409,88 @@ def citations_not_checked(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(decide, "citation_problems", lambda cites, found, policy, now: ([], []))
 
 
+def origin_fanout_finds_nothing(mp: pytest.MonkeyPatch) -> None:
+    """The store's bulk origin lookup returns nothing: a flag quarantines no derived belief."""
+    from firewall.store.base import Store
+
+    mp.setattr(Store, "beliefs_with_origin", lambda self, origin_id: [])
+
+
+def fanout_one_event_per_belief(mp: pytest.MonkeyPatch) -> None:
+    """Flagging an origin quarantines belief by belief, one event (transaction) each."""
+    from firewall.firewall import Firewall
+
+    def flag(self: Firewall, origin_id: str, *, reason: str, **kw: Any) -> list[Any]:
+        moved = [
+            self.quarantine(b.id, reason=reason, authority=Authority.SENTINEL)
+            for b in self.store.beliefs_with_origin(origin_id)
+        ]
+        data = {"origin_id": origin_id, "alert_id": kw.get("alert_id")}
+        self.commit(self.draft("origin.flagged", actor="x", now=self.clock(), data=data))
+        return moved
+
+    mp.setattr(Firewall, "flag_origin", flag)
+
+
+def content_signal_silent(mp: pytest.MonkeyPatch) -> None:
+    """The content signal never matches."""
+    import firewall.sentinels.sentinel as sentinel
+
+    mp.setattr(sentinel, "looks_injected", lambda text: None)
+
+
+def sentinel_may_mark_malicious(mp: pytest.MonkeyPatch) -> None:
+    """The security table lets a sentinel go past quarantine (clean -> malicious)."""
+    table = dict(TRANSITIONS[Axis.SECURITY])
+    table[(SecurityStatus.SUSPICIOUS, SecurityStatus.MALICIOUS)] = frozenset(Authority)
+    mp.setitem(TRANSITIONS, Axis.SECURITY, table)
+
+
+def arbiters_ignored(mp: pytest.MonkeyPatch) -> None:
+    """The kernel's arbitration hook is skipped: arbiters never see a proposal."""
+    import firewall.kernel.kernel as kernel
+
+    mp.setattr(kernel, "arbitrate", lambda ruling, case, arbiters: ruling)
+
+
+def flags_not_learned(mp: pytest.MonkeyPatch) -> None:
+    """Sentinel state forgets origin.flagged events (the arbiter never hears of a flag)."""
+    from firewall.sentinels.sentinel import FLAG_KIND, SentinelState
+
+    original = SentinelState.learn
+
+    def learn(self: SentinelState, event: Any) -> None:
+        if event.kind != FLAG_KIND:
+            original(self, event)
+
+    mp.setattr(SentinelState, "learn", learn)
+
+
+def decay_never_due(mp: pytest.MonkeyPatch) -> None:
+    """Nothing is ever due to decay: freshness stays as written."""
+    import firewall.decay as decay
+
+    mp.setattr(decay, "due", lambda belief, now, stale_before: None)
+
+
+def calibration_never_bad(mp: pytest.MonkeyPatch) -> None:
+    """The calibration arbiter never finds a class badly calibrated."""
+    import firewall.calibration as cal
+
+    mp.setattr(cal.CalibrationArbiter, "_catch_up", lambda self: None)
+
+
+def calibration_events_not_checked(mp: pytest.MonkeyPatch) -> None:
+    """Replay returns what the event says instead of recomputing it."""
+    import firewall.calibration as cal
+
+    mp.setattr(
+        cal,
+        "replay",
+        lambda event: {k: cal.ClassScore(**v) for k, v in event.payload["scores"].items()},
+    )
+
+
 # -- probe, removed mechanism → the expectation that must break --------------------------------
 
 CASES: list[tuple[str, Patch, str]] = [
@@ -456,6 +538,16 @@ CASES: list[tuple[str, Patch, str]] = [
     ("sidecar_boundary", proxy_hold_never_times_out, "never run without a human"),
     ("action_dataflow", session_label_ignored, "even with no citation"),
     ("action_dataflow", citations_not_checked, "citing the laundered summary is held"),
+    ("sentinel_quarantine", fanout_one_event_per_belief, "the fan-out is exactly one"),
+    ("sentinel_quarantine", origin_fanout_finds_nothing, "quarantines the three blocks"),
+    ("sentinel_quarantine", content_signal_silent, "the injected email is suspicious"),
+    ("sentinel_authority", sentinel_may_clear_quarantine, "cannot clear to clean"),
+    ("sentinel_authority", sentinel_may_mark_malicious, "cannot mark malicious"),
+    ("sentinel_arbiter", arbiters_ignored, "citing an alerted belief is held"),
+    ("sentinel_arbiter", flags_not_learned, "read a flagged origin is held"),
+    ("decay_stale_context", decay_never_due, "the day-0 fact is stale after decay"),
+    ("calibration_escalates", calibration_never_bad, "held for its calibration class"),
+    ("calibration_escalates", calibration_events_not_checked, "an edited calibration event"),
 ]
 
 

@@ -15,6 +15,10 @@
     gnomon policy check FILE | schema   ContextPolicy files
     gnomon policy sign | verify FILE    action policies, Ed25519-signed by an operator key
     gnomon holds | approve | deny       actions held for a human, resolved across processes
+    gnomon origins flag ID --reason R   quarantine everything derived from a hostile origin
+    gnomon sentinel run [--follow]      sentinels over the event stream (alerts are events)
+    gnomon decay [--window P30D]        freshness decay (fresh -> stale -> expired) as events
+    gnomon calibration [--record]       ECE and Brier per calibration class, from outcomes
     gnomon log verify | checkpoint      the hash-chained event log and its signed checkpoints
     gnomon log export | import          the log as NDJSON, verified before anything is imported
     gnomon rebuild                      projections rebuilt from the log, compared with the live
@@ -37,13 +41,16 @@ import click
 
 from firewall import __about__
 from firewall.cli.admin import demo, keys, log, policy, probes
+from firewall.cli.calibration import calibration_command
 from firewall.cli.common import GnomonGroup, Settings
 from firewall.cli.db import db, init
+from firewall.cli.decay import decay_command
 from firewall.cli.history import replay_command, report_command, why_command
 from firewall.cli.kernel import approve_command, deny_command, holds_command
 from firewall.cli.logcmd import rebuild
 from firewall.cli.mcp import mcp_group
 from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
+from firewall.cli.sentinels import origins, sentinel
 from firewall.cli.sessions import sessions
 from firewall.cli.stores import export_group, import_group, sync_group
 
@@ -95,6 +102,10 @@ for command in (
     approve_command,
     deny_command,
     mcp_group,
+    origins,
+    sentinel,
+    decay_command,
+    calibration_command,
 ):
     cli.add_command(command)
 

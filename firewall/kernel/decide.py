@@ -21,7 +21,7 @@ In order, each step can only make the verdict stricter:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -94,6 +94,37 @@ def citation_problems(
     return unknown, problems
 
 
+@dataclass(frozen=True, slots=True)
+class Case:
+    """What an arbiter sees of one proposed action (after the kernel's own ruling)."""
+
+    tool: str
+    level: Level | None
+    session_id: str
+    label: Origin | None
+    cites: tuple[str, ...]
+    found: Mapping[str, Belief]
+
+
+#: An arbiter (the kernel's arbitration hook): host-side code that may only make a ruling
+#: stricter. It returns ``None`` (no opinion) or ``(verdict, reasons)``; the kernel applies
+#: ``outcome.at_least(verdict)``, so an arbiter can hold or deny, never allow.
+Arbiter = Callable[[Case], "tuple[Outcome, Sequence[str]] | None"]
+
+
+def arbitrate(ruling: Ruling, case: Case, arbiters: Sequence[Arbiter]) -> Ruling:
+    """Apply every arbiter to ``ruling``; each can only raise the verdict (allow < hold < deny)."""
+    outcome, reasons = ruling.outcome, list(ruling.reasons)
+    for arbiter in arbiters:
+        said = arbiter(case)
+        if said is None:
+            continue
+        verdict, why = said
+        outcome = outcome.at_least(verdict)
+        reasons.extend(why)
+    return Ruling(outcome, ruling.level, ruling.rule, tuple(reasons))
+
+
 def tainted(label: Origin | None) -> bool:
     return label is not None and label.integrity < Integrity.OBSERVED
 
@@ -132,4 +163,14 @@ def decide(
     return Ruling(outcome, level, ruling.rule, tuple(reasons))
 
 
-__all__ = ["Ruling", "citation_problems", "decide", "effective_level", "rule_verdict", "tainted"]
+__all__ = [
+    "Arbiter",
+    "Case",
+    "Ruling",
+    "arbitrate",
+    "citation_problems",
+    "decide",
+    "effective_level",
+    "rule_verdict",
+    "tainted",
+]

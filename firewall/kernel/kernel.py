@@ -45,7 +45,7 @@ from firewall.kernel import ledger as L
 from firewall.kernel.actionpolicy import Outcome as Verdict
 from firewall.kernel.approvals import Approval, ApprovalRequest, check_approval, inputs_digest
 from firewall.kernel.contracts import ToolRegistry
-from firewall.kernel.decide import Ruling, decide
+from firewall.kernel.decide import Arbiter, Case, Ruling, arbitrate, decide
 from firewall.kernel.preconditions import Snapshot, capture, revalidate
 from firewall.kernel.signing import SignedPolicy, reverify
 from firewall.policy import ContextPolicy
@@ -91,8 +91,12 @@ class ActionKernel:
         executors: Mapping[str, Executor] | None = None,
         resolver: Resolver | None = None,
         allow_unsigned: bool = False,
+        arbiters: Sequence[Arbiter] = (),
     ) -> None:
         self._wall = wall
+        # The arbitration hook: host-side arbiters (e.g. firewall.sentinels.SentinelArbiter)
+        # run after the policy's ruling on every proposal and can only make it stricter.
+        self._arbiters = tuple(arbiters)
         self._policy = reverify(policy, list(operator_keys), allow_unsigned=allow_unsigned)
         self._approvers = list(approver_keys)
         self._registry = registry or ToolRegistry.builtin()
@@ -150,6 +154,8 @@ class ActionKernel:
             citation_policy=self._citation,
             now=now,
         )
+        case = Case(tool, ruling.level, session.id, session.label, tuple(cites), found)
+        ruling = arbitrate(ruling, case, self._arbiters)
         snapshots = (
             capture(contract, validated, cites, self._policy.digest) if contract is not None else []
         )

@@ -241,6 +241,45 @@ class Store(ABC):
         this fallback scans the log."""
         return [e for e in self.events() if e.session_id == session_id]
 
+    def beliefs_with_origin(self, origin_id: str) -> list[Belief]:
+        """Every current belief whose origin label includes ``origin_id``, ordered by id: what
+        a flagged origin quarantines (:meth:`firewall.Firewall.flag_origin`). Labels only grow
+        along derivation, so this is everything derived from the origin. One pass over the
+        belief projection (the same on every backend: ``projection_docs``); no per-belief
+        query."""
+        import orjson
+
+        needle = orjson.dumps(origin_id)[1:-1]  # as the id appears inside a JSON document
+        found = []
+        for table, _ident, doc in self.projection_docs():
+            if table != "beliefs" or needle not in doc:
+                continue
+            belief = Belief.model_validate_json(doc)
+            if origin_id in belief.origin.origin_ids:
+                found.append(belief)
+        return sorted(found, key=lambda b: b.id)
+
+    def decay_candidates(
+        self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
+    ) -> list[Belief]:
+        """Beliefs whose freshness is due to move (:mod:`firewall.decay`), ordered by id, with
+        ``id > after`` (keyset pages): not yet ``expired`` and ``expires_at <= now``, or
+        ``fresh`` and anchored (``coalesce(last_verified_at, observed_at)``) before
+        ``stale_before``. SQL backends answer it with one query per page; this fallback scans
+        the belief projection."""
+        found = []
+        for table, ident, doc in self.projection_docs():
+            if table != "beliefs" or ident <= after:
+                continue
+            belief = Belief.model_validate_json(doc)
+            anchor = belief.last_verified_at or belief.observed_at
+            expiring = belief.expires_at is not None and belief.expires_at <= now
+            if (expiring and belief.freshness_status != FreshnessStatus.EXPIRED) or (
+                belief.freshness_status == FreshnessStatus.FRESH and anchor < stale_before
+            ):
+                found.append(belief)
+        return sorted(found, key=lambda b: b.id)[:limit]
+
     @abstractmethod
     def get_decision(self, decision_id: str) -> Decision | None: ...
 

@@ -951,6 +951,17 @@ class PostgresStore(Store):
         }
         return {i: found[i] for i in ids if i in found}
 
+    def decay_candidates(
+        self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
+    ) -> list[Belief]:
+        return self._docs(
+            Belief,
+            "SELECT doc FROM beliefs WHERE tenant = %s AND id > %s AND ("
+            "(freshness <> 'expired' AND expires_us IS NOT NULL AND expires_us <= %s) OR "
+            "(freshness = 'fresh' AND anchor_us < %s)) ORDER BY id LIMIT %s",
+            (self.tenant, after, micros(now), micros(stale_before), limit),
+        )
+
     def get_decision(self, decision_id: str) -> Decision | None:
         return self._doc(Decision, "decisions", decision_id)
 

@@ -559,6 +559,17 @@ class SQLiteStore(Store):
                 found[belief.id] = belief
         return {i: found[i] for i in ids if i in found}
 
+    def decay_candidates(
+        self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
+    ) -> list[Belief]:
+        return self._many(
+            Belief,
+            "SELECT doc FROM beliefs WHERE id > ? AND ("
+            "(freshness != 'expired' AND expires_us IS NOT NULL AND expires_us <= ?) OR "
+            "(freshness = 'fresh' AND anchor_us < ?)) ORDER BY id LIMIT ?",
+            [after, micros(now), micros(stale_before), limit],
+        )
+
     def find_beliefs(self, where: BeliefFilter) -> list[Belief]:
         query = self._belief_query(where, count=False)
         if query is None:

@@ -1,0 +1,114 @@
+"""Bulk freshness decay and origin fan-out on SQLite, and in-process sentinel overhead per event.
+
+Builds a SQLite store of ``--beliefs`` imported memories (``Firewall.import_records``, cached
+under ``bench/.cache/``), copies it per measurement, then:
+
+* **decay**: ``firewall.decay.decay_all`` with the clock 60 days later, so every belief is due
+  (the worst case: every belief moves, one ``belief.decayed`` event per 2,000);
+* **fan-out**: ``Firewall.flag_origin`` on the origin every imported memory carries, so every
+  belief is quarantined in ONE event and transaction;
+* **sentinel overhead**: ``Sentinel.observe`` per ordinary session event with no alert raised
+  (p50; :func:`sentinel_p50`). Batch events (an import of 1,000, a decay chunk) cost in
+  proportion to their records and are not what the per-event target is about.
+
+    .venv/bin/python bench/decay.py --beliefs 100000
+
+1M was not built on the shared 2-core machine of issue 11's run: see the figures in the commit
+and the report; the per-belief rates scale linearly (each step is one indexed pass).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import _common as common
+
+import firewall
+from firewall.decay import decay_all
+from firewall.firewall import ImportItem
+from firewall.sentinels import Sentinel
+
+
+def build(path: Path, count: int) -> None:
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    with firewall.open(f"sqlite:///{tmp}") as wall:
+        texts = common.Corpus.build().sentences(count)
+        wall.import_records(
+            (ImportItem(text=t, source_id=f"m{i}") for i, t in enumerate(texts)),
+            store_name="bench",
+            project="bench",
+        )
+    tmp.rename(path)
+
+
+def sentinel_p50(sessions: int = 200) -> float:
+    """Per-event cost of ``Sentinel.observe`` on ordinary session events (start, an external
+    read, a remember, a recall, end), no alert raised: the in-process overhead per event."""
+    with firewall.open("memory://") as wall:
+        for i in range(sessions):
+            with wall.session(project="bench", actor="coder", user="alice") as s:
+                s.observe(
+                    tool="read_file",
+                    content=f"note {i}: the build uses cache layer {i % 7}",
+                    origin=firewall.Origin.external(f"file:notes/{i}.md"),
+                )
+                s.remember(f"summary {i}: builds are cached")
+                s.recall("build cache", "default")
+        events = list(wall.store.events())
+        sentinel = Sentinel(wall)
+        sentinel.state.flagged_origins.add("external:none")
+        samples = []
+        for event in events:
+            t = time.perf_counter_ns()
+            sentinel.observe([event])
+            samples.append((time.perf_counter_ns() - t) / 1000)
+        return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--beliefs", type=int, default=100_000)
+    args = parser.parse_args()
+    base = common.CACHE_DIR / f"decay-{args.beliefs}.db"
+    started = time.perf_counter()
+    build(base, args.beliefs)
+    print(f"built/cached {args.beliefs} beliefs in {time.perf_counter() - started:.1f} s")
+
+    work = base.with_name("decay-work.db")
+    shutil.copy(base, work)
+    with firewall.open(f"sqlite:///{work}") as wall:
+        later = wall.clock() + timedelta(days=60)
+        wall.clock = lambda: later
+        t = time.perf_counter()
+        report = decay_all(wall)
+        spent = time.perf_counter() - t
+    print(
+        f"decay: {report.stale} stale in {report.events} events, {spent:.1f} s "
+        f"({report.stale / spent:,.0f} beliefs/s)"
+    )
+
+    shutil.copy(base, work)
+    with firewall.open(f"sqlite:///{work}") as wall:
+        first = next(iter(wall.store.decay_candidates(stale_before=later, now=later, limit=1)))
+        (origin_id,) = sorted(first.origin.origin_ids)[:1]
+        t = time.perf_counter()
+        moved = wall.flag_origin(origin_id, reason="bench")
+        spent = time.perf_counter() - t
+        print(f"fan-out: {len(moved)} quarantined in one event, {spent:.1f} s")
+    work.unlink()
+    print(f"sentinel observe per session event (memory://): p50 {sentinel_p50():.1f} us")
+    print(common.machine(), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Probe: a badly calibrated class escalates its actions to a hold; calibration events are
+durable and replayable.
+
+**Scenario.** On a fresh SQLite file, a user states a fact (supported, confidence 0.9, class
+``user``). A host runs the action kernel (default policy) with a ``CalibrationArbiter``. First an L1
+``suggest`` citing the fact executes. Then ten decisions cite the fact and their actions fail
+(outcomes recorded), the host records calibration (``gnomon calibration --record``), and the agent
+proposes the same ``suggest`` again; a ``suggest`` citing nothing is proposed too. The store is
+reopened and the calibration event replayed; a copy of it with an edited score is replayed too.
+
+**Asserts.**
+- Before any outcome, the citing ``suggest`` executes.
+- The recorded class ``user`` has 11 samples (the ten failures and the first ``suggest``, whose
+  execution the kernel recorded as a success): ECE |0.9 - 1/11| = 0.809091, Brier 0.737273.
+- After it, the citing ``suggest`` is held with a reason naming the calibration class; the one
+  citing nothing executes.
+- After reopening the store the ``calibration.computed`` event is there and ``replay`` gives the
+  same scores; an edited copy is refused with ``LogIntegrityError``.
+
+**Does not claim.** That agent-reported outcomes are true (a lying agent can only make a class
+look worse, which holds more), or that ten bins suit small samples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from firewall import Origin
+from firewall import calibration as cal
+from firewall import open as open_firewall
+from firewall.errors import LogIntegrityError
+from probes._kernel import host
+from probes.runner import Checks, ProbeResult, execute, project_for
+
+NAME = "calibration_escalates"
+TITLE = "A badly calibrated class holds its actions; calibration events replay"
+STORE = "sqlite"  # reopened to show the calibration event is durable: a fresh file each run
+
+
+def check(url: str, c: Checks) -> None:
+    project = project_for(NAME)
+    with open_firewall(url) as wall:
+        user = wall.channel(Origin.user("alice"), project=project)
+        with wall.session(project=project, actor="coder", user="alice") as s:
+            (fact,) = s.observe(tool="chat", content="Builds use cache v2", origin=user).content
+        with host(wall, arbiters=[cal.CalibrationArbiter(wall.store)]) as h:
+            with wall.session(project=project, actor="coder", user="alice") as s:
+                before = h.kernel.handle(s).request("suggest", {"text": "go"}, cites=[fact.id])
+            c.expect(before.status == "executed", "before any outcome the action executes")
+            with wall.session(project=project, actor="coder", user="alice") as s:
+                for i in range(10):
+                    decision = s.decide(f"use cache v2 ({i})", [fact.id])
+                    action = s.act(decision.id, "build", {"n": i})
+                    s.record_outcome(action.id, success=False, summary="cache miss")
+            event, scores = cal.record(wall)
+            mine = scores.get("user")
+            c.expect(
+                mine == cal.ClassScore(11, 0.809091, 0.737273) and mine.ece > cal.MAX_ECE,
+                "the user class is recorded as badly calibrated (ECE above the threshold)",
+                got=mine,
+            )
+            with wall.session(project=project, actor="coder", user="alice") as s:
+                after = h.kernel.handle(s).request("suggest", {"text": "go"}, cites=[fact.id])
+                bare = h.kernel.handle(s).request("suggest", {"text": "go"})
+            c.expect(
+                after.status == "held" and any("calibration class" in r for r in after.reasons),
+                "after it, the action citing the fact is held for its calibration class",
+                got=(after.status, after.reasons),
+            )
+            c.expect(bare.status == "executed", "an action citing nothing still executes")
+    with open_firewall(url) as again:
+        stored = next((e for e in again.store.events(after=event.seq - 1)), None)
+        c.expect(
+            stored is not None and stored.kind == cal.KIND and cal.replay(stored) == scores,
+            "after reopening, the calibration event replays to the same scores",
+        )
+        if stored is not None:
+            edited = dataclasses.replace(
+                stored,
+                payload={
+                    **stored.payload,
+                    "scores": {"user": {"samples": 10, "ece": 0.0, "brier": 0.0}},
+                },
+            )
+            c.raises(
+                LogIntegrityError, "an edited calibration event is refused", cal.replay, edited
+            )
+
+
+def run(url: str = "memory://") -> ProbeResult:
+    return execute(NAME, TITLE, check, url)

@@ -1,0 +1,44 @@
+"""Calibration: scores, the CLI, and a miscalibrated class escalating a cited action."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+import firewall
+from firewall import Origin
+from firewall import calibration as cal
+from firewall.cli import cli
+from tests.attested import observe_as
+
+
+def test_scores_are_ece_and_brier() -> None:
+    assert cal.score([]) == cal.ClassScore(0, 0.0, 0.0)
+    perfect = [(0.75, True)] * 3 + [(0.75, False)]
+    assert cal.score(perfect) == cal.ClassScore(4, 0.0, 0.1875)
+    # two bins: 0.9 with 1/2 right, 0.1 with 0/2 right -> ECE (0.4*2 + 0.1*2) / 4 = 0.25
+    mixed = [(0.9, True), (0.9, False), (0.1, False), (0.1, False)]
+    assert cal.score(mixed).ece == 0.25
+    assert cal.score([(1.0, True)]) == cal.ClassScore(1, 0.0, 0.0)
+
+
+def test_cli_calibration_records_a_replayable_event(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall, wall.session(project="p", actor="a", user="u") as s:
+        (fact,) = observe_as(wall, s, Origin.user("u"), tool="chat", content="x is y").content
+        for ok in (True, False):
+            act = s.act(s.decide("use x", [fact.id]).id, "build")
+            s.record_outcome(act.id, success=ok)
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["calibration", "--url", url, "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)["classes"]["user"]["samples"] == 2
+    recorded = json.loads(
+        runner.invoke(cli, ["calibration", "--record", "--url", url, "--json"]).output
+    )
+    with firewall.open(url) as wall:
+        event = next(wall.store.events(after=recorded["event_seq"] - 1))
+        assert cal.replay(event)["user"].brier == 0.41  # (0.1^2 + 0.9^2) / 2
+        assert cal.latest(wall.store) == event
