@@ -1,9 +1,9 @@
 """A Session: what one agent run may do with memory, and what it has read.
 
 A session remembers the join of the origin labels of everything it has read (observed content
-and recalled memories). An agent-authored write in the session inherits that join unless the
-host names the write's inputs exactly with ``derived_from``: this closes summarization laundering,
-where the agent paraphrases a poisoned page into its "own" memory.
+and recalled memories). Every agent-authored write in the session inherits that join, and
+``derived_from`` can only add the labels of further inputs: this closes summarization
+laundering, where the agent paraphrases a poisoned page into its "own" memory.
 
 A session is what agent-facing code holds, and it cannot mint authority:
 
@@ -15,9 +15,11 @@ A session is what agent-facing code holds, and it cannot mint authority:
 * its label only gets worse: every agent-authored write joins everything the session has read,
   whatever ``derived_from`` names;
 * nothing here promotes a belief except the policy acting on independent, stronger
-  corroboration that came through a host channel (:meth:`Session.corroborate`), which the gate
-  checks; an observation made after one of this session's actions never promotes a belief that
-  action rested on.
+  corroboration that came through a host channel and that the host linked to the belief
+  (:meth:`Session.corroborate` with ``via=``), which the gate checks; an observation made after
+  one of this session's actions never promotes a belief that action rested on;
+* it knows only its own project, and only beliefs outside the privileged states: any other id
+  is unknown to it.
 """
 
 from __future__ import annotations
