@@ -110,7 +110,18 @@ def test_external_belief_adopted_supported_is_refused(tmp_path: Path) -> None:
     _refused(tmp_path, source, 2, "unexplained-move")
 
 
-def test_policy_promotion_without_evidence_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("authority", "reason"),
+    [
+        # A policy promotion with no evidence behind it.
+        (Authority.POLICY, "ParallaxError"),
+        # A user revision that names no grant.
+        (Authority.USER, "grant-required"),
+    ],
+)
+def test_unsupported_promotion_is_refused(
+    tmp_path: Path, authority: Authority, reason: str
+) -> None:
     source = MemoryStore()
     belief, adopted = _adopted()
     promoted = _moved(belief, 1, truth_status=TruthStatus.SUPPORTED)
@@ -119,13 +130,11 @@ def test_policy_promotion_without_evidence_is_refused(tmp_path: Path) -> None:
         [
             _revised(
                 promoted,
-                make_revision(
-                    belief_id=belief.id, authority=Authority.POLICY, created_at=at(hours=1)
-                ),
+                make_revision(belief_id=belief.id, authority=authority, created_at=at(hours=1)),
             )
         ]  # type: ignore[list-item]
     )
-    _refused(tmp_path, source, 2, "ParallaxError")
+    _refused(tmp_path, source, 2, reason)
 
 
 def test_quarantine_cleared_without_user_authority_is_refused(tmp_path: Path) -> None:
@@ -174,24 +183,6 @@ def test_quarantine_cleared_without_user_authority_is_refused(tmp_path: Path) ->
         ]
     )
     _refused(tmp_path, source, 3, "TransitionRefused")
-
-
-def test_user_revision_without_a_grant_id_is_refused(tmp_path: Path) -> None:
-    source = MemoryStore()
-    belief, adopted = _adopted()
-    promoted = _moved(belief, 1, truth_status=TruthStatus.SUPPORTED)
-    source.commit([adopted])  # type: ignore[list-item]
-    source.commit(
-        [
-            _revised(
-                promoted,
-                make_revision(
-                    belief_id=belief.id, authority=Authority.USER, created_at=at(hours=1)
-                ),
-            )
-        ]  # type: ignore[list-item]
-    )
-    _refused(tmp_path, source, 2, "grant-required")
 
 
 def test_origin_rewritten_on_a_later_version_is_refused(tmp_path: Path) -> None:
