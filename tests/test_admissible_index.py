@@ -14,13 +14,15 @@ clean beliefs. That index is a *candidate* source, never an authority:
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import firewall
 from firewall.origin import Origin
 from firewall.rebuild import rebuild
-from firewall.states import Authority
+from firewall.states import Authority, RetrievalStatus, SecurityStatus, TruthStatus
+from firewall.store.base import BeliefFilter
 from firewall.store.sqlite import SQLiteStore
 from tests.attested import observe_as
 
@@ -136,3 +138,27 @@ def test_an_older_file_gains_a_filled_admissible_index(tmp_path: Path) -> None:
         with wall.session(project="shop", actor="coder", user="alice") as s:
             assert s.recall(QUERY).accepted_ids == [fact]
         assert rebuild(wall.store).ok
+
+
+def test_a_filter_reaching_past_the_admissible_states_searches_the_whole_index(
+    tmp_path: Path,
+) -> None:
+    """Only a filter whose every status lies inside the admissible set may use that index: a
+    supported, normal but suspicious belief must still answer a query that admits suspicious."""
+    path = tmp_path / "g.db"
+    with firewall.open(f"sqlite:///{path}", clock=lambda: NOW) as wall:
+        fact, _page = _seed(wall)
+    conn = sqlite3.connect(path)
+    with conn:  # the leave trigger takes it out of the admissible index
+        conn.execute("UPDATE beliefs SET security = 'suspicious' WHERE id = ?", (fact,))
+    conn.close()
+    with SQLiteStore(path) as store:
+        where = BeliefFilter(
+            text=QUERY,
+            truth=frozenset({TruthStatus.SUPPORTED}),
+            retrieval=frozenset({RetrievalStatus.NORMAL}),
+            security=frozenset({SecurityStatus.CLEAN, SecurityStatus.SUSPICIOUS}),
+        )
+        assert fact in {b.id for b in store.find_beliefs(where)}
+        clean_only = replace(where, security=frozenset({SecurityStatus.CLEAN}))
+        assert fact not in {b.id for b in store.find_beliefs(clean_only)}
