@@ -128,11 +128,11 @@ def test_unsupported_promotion_is_refused(
     source.commit([adopted])  # type: ignore[list-item]
     source.commit(
         [
-            _revised(
+            _revised(  # type: ignore[list-item]
                 promoted,
                 make_revision(belief_id=belief.id, authority=authority, created_at=at(hours=1)),
             )
-        ]  # type: ignore[list-item]
+        ]
     )
     _refused(tmp_path, source, 2, reason)
 
