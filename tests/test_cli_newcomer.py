@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from click.testing import CliRunner, Result
 import firewall
 from firewall.cli import cli
 from firewall.demo import run_demo
+from tests.test_cli import _gnomon
 
 
 @pytest.fixture(autouse=True)
@@ -256,15 +256,6 @@ def test_a_checkpoint_that_cannot_be_written_is_not_appended(
 
 
 # -- the installed script: no tracebacks -----------------------------------------------------
-
-
-def _gnomon() -> Path:
-    script = Path(sys.executable).parent / "gnomon"
-    if not script.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"the gnomon script is not installed next to {sys.executable}")
-        pytest.skip("gnomon is not installed in this environment (pip install -e .)")
-    return script
 
 
 def script(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
