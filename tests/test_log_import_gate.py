@@ -111,16 +111,18 @@ def test_external_belief_adopted_supported_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("authority", "reason"),
+    ("authority", "grant_id", "reason"),
     [
         # A policy promotion with no evidence behind it.
-        (Authority.POLICY, "ParallaxError"),
+        (Authority.POLICY, None, "ParallaxError"),
         # A user revision that names no grant.
-        (Authority.USER, "grant-required"),
+        (Authority.USER, None, "grant-required"),
+        # A user revision whose "grant" is some other record's id.
+        (Authority.USER, "bel_01J0000000000000000000000", "grant-required"),
     ],
 )
 def test_unsupported_promotion_is_refused(
-    tmp_path: Path, authority: Authority, reason: str
+    tmp_path: Path, authority: Authority, grant_id: str | None, reason: str
 ) -> None:
     source = MemoryStore()
     belief, adopted = _adopted()
@@ -130,7 +132,12 @@ def test_unsupported_promotion_is_refused(
         [
             _revised(  # type: ignore[list-item]
                 promoted,
-                make_revision(belief_id=belief.id, authority=authority, created_at=at(hours=1)),
+                make_revision(
+                    belief_id=belief.id,
+                    authority=authority,
+                    grant_id=grant_id,
+                    created_at=at(hours=1),
+                ),
             )
         ]
     )
