@@ -192,6 +192,26 @@ def test_quarantine_cleared_without_user_authority_is_refused(tmp_path: Path) ->
     _refused(tmp_path, source, 3, "TransitionRefused")
 
 
+def test_a_revision_without_its_belief_version_is_refused(tmp_path: Path) -> None:
+    source = MemoryStore()
+    belief, adopted = _adopted()
+    revision = make_revision(
+        belief_id=belief.id, authority=Authority.POLICY, created_at=at(hours=1)
+    )
+    source.commit([adopted])  # type: ignore[list-item]
+    source.commit([make_draft(make_records(revisions=[revision]), kind="belief.x")])
+    _refused(tmp_path, source, 2, "revision-without-version")
+
+
+def test_two_versions_of_one_belief_in_one_event_are_refused(tmp_path: Path) -> None:
+    source = MemoryStore()
+    belief, adopted = _adopted()
+    first, second = _moved(belief, 1), _moved(_moved(belief, 1), 2)
+    source.commit([adopted])  # type: ignore[list-item]
+    source.commit([make_draft(make_records(beliefs=[first, second]), kind="belief.x")])
+    _refused(tmp_path, source, 2, "one-version-per-event")
+
+
 def test_origin_rewritten_on_a_later_version_is_refused(tmp_path: Path) -> None:
     source = MemoryStore()
     belief, adopted = _adopted()
