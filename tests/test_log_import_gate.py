@@ -212,6 +212,50 @@ def test_two_versions_of_one_belief_in_one_event_are_refused(tmp_path: Path) -> 
     _refused(tmp_path, source, 2, "one-version-per-event")
 
 
+@pytest.mark.parametrize(
+    ("axis", "from_state"),
+    [
+        (Axis.SECURITY, "suspicious"),  # the revision misstates where the belief stood
+        (None, "clean"),  # a revision that names no axis move
+    ],
+)
+def test_a_revision_that_misstates_its_move_is_refused(
+    tmp_path: Path, axis: Axis | None, from_state: str
+) -> None:
+    source = MemoryStore()
+    belief, adopted = _adopted()
+    quarantined = _moved(
+        belief,
+        1,
+        security_status=SecurityStatus.QUARANTINED,
+        retrieval_status=RetrievalStatus.PRIVILEGED_ONLY,
+    )
+    sentinel = {"authority": Authority.SENTINEL, "reason": "injection", "created_at": at(hours=1)}
+    source.commit([adopted])  # type: ignore[list-item]
+    source.commit(
+        [
+            _revised(  # type: ignore[list-item]
+                quarantined,
+                make_revision(
+                    belief_id=belief.id,
+                    axis=axis,
+                    from_state=from_state,
+                    to_state="quarantined",
+                    **sentinel,
+                ),
+                make_revision(
+                    belief_id=belief.id,
+                    axis=Axis.RETRIEVAL,
+                    from_state="restricted",
+                    to_state="privileged_only",
+                    **sentinel,
+                ),
+            )
+        ]
+    )
+    _refused(tmp_path, source, 2, "revision-mismatch")
+
+
 def test_origin_rewritten_on_a_later_version_is_refused(tmp_path: Path) -> None:
     source = MemoryStore()
     belief, adopted = _adopted()
