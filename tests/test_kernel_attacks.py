@@ -393,3 +393,18 @@ def test_every_action_event_carries_the_sessions_context_ids(repo: Path) -> None
             assert (event.session_id, event.project, event.user) == (s.id, "p", "carol"), event.kind
     assert {"action.proposed", "action.held", "approval.forgery", "action.executed"} <= kinds
     assert read_ledger(wall.store).find(held.action_id) is not None
+
+
+def test_an_approval_signed_under_another_policy_never_executes(repo: Path) -> None:
+    clock = ProbeClock()
+    wall = firewall.open("memory://", clock=clock)
+    with host(wall) as h, wall.session(project="p", actor="a", user="bob") as s:
+        held = h.kernel.handle(s).request("git_push", {**PUSH, "repo": str(repo)})
+        request = next(r for r in h.kernel.holds() if r.id == held.request_id)
+        # a correctly signed approval, but of the request as another policy would have held it
+        other = request.model_copy(update={"policy_digest": "0" * 64})
+        with pytest.raises(ForgedApprovalError, match="another policy") as err:
+            h.kernel.submit(h.approver.approve(other, now=clock()))
+        assert err.value.kind == "wrong_digest"
+        assert h.ran == []
+        assert _forgeries(wall) == ["wrong_digest"]

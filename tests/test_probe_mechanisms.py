@@ -356,7 +356,7 @@ def holds_never_expire(mp: pytest.MonkeyPatch) -> None:
     """Deadlines are ignored: a hold waits forever."""
     from firewall.kernel.kernel import ActionKernel
 
-    mp.setattr(ActionKernel, "expire", lambda self: [])
+    mp.setattr(ActionKernel, "_expire", lambda self, ledger: [])
 
 
 def why_explains_any_id(mp: pytest.MonkeyPatch) -> None:

@@ -247,14 +247,22 @@ class ActionKernel:
 
     def holds(self) -> list[ApprovalRequest]:
         """Pending holds, rebuilt from the log (overdue ones are expired first)."""
-        self.expire()
-        return [s.request for s in L.read_ledger(self._wall.store).holds() if s.request]
+        return [s.request for s in self._expired_ledger().holds() if s.request]
 
     def expire(self) -> list[str]:
         """Turn every hold past its deadline into a denial (``action.expired``)."""
+        return self._expire(L.read_ledger(self._wall.store))
+
+    def _expired_ledger(self) -> L.Ledger:
+        """The ledger after :meth:`expire`: one scan of the log, a second only if a hold
+        expired (its ``action.expired`` event changes the ledger)."""
+        ledger = L.read_ledger(self._wall.store)
+        return L.read_ledger(self._wall.store) if self._expire(ledger) else ledger
+
+    def _expire(self, ledger: L.Ledger) -> list[str]:
         now = self._wall.clock()
         done = []
-        for state in L.read_ledger(self._wall.store).holds():
+        for state in ledger.holds():
             if state.request is not None and now >= state.request.deadline:
                 reason = "approval timed out: no approval before the deadline (denied)"
                 self._record_for(state.request_id, L.EXPIRED, {"reasons": [reason]})
@@ -266,8 +274,7 @@ class ActionKernel:
         wrong-key or wrong-digest approval is recorded as ``approval.forgery`` and raises
         :class:`ForgedApprovalError`; an approval executes the action (two-phase)."""
         request_id = _request_of(approval) or ""
-        self.expire()
-        ledger = L.read_ledger(self._wall.store)
+        ledger = self._expired_ledger()
         state = ledger.requests.get(request_id)
         if state is not None and submitted_seq is not None and submitted_seq in state.handled:
             # another host process picked this submission up first: nothing to do here
@@ -413,8 +420,7 @@ class ActionKernel:
 
     def status(self, request_id: str, *, project: str | None = None) -> ActionResult:
         """A request's status; with ``project``, a request of another project is unknown."""
-        self.expire()
-        state = L.read_ledger(self._wall.store).requests.get(request_id)
+        state = self._expired_ledger().requests.get(request_id)
         if state is None or (project is not None and state.project != project):
             raise UnknownIdError("request", request_id)
         return ActionResult(request_id, state.action_id, state.status, tuple(state.reasons))
