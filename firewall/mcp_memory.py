@@ -6,7 +6,7 @@ Three tools, all on one host-side :class:`~firewall.Session` the client never to
   as the model-bound block of :meth:`~firewall.recall.RecallResult.render` (trusted facts, then
   quoted untrusted data, then caveats); quarantined and rejected memories never reach the client;
 * ``why(belief_id)``: the provenance of a belief this connection was *shown* by ``recall`` (any
-  other id, including a quarantined one, is answered "not shown to you");
+  other id, and one quarantined since it was shown, is answered "not shown to you");
 * ``remember(statement)``: an agent-authored write, adopted unverified and labelled with
   everything the session has read (it can never be stored as the user's or a tool's word).
 
@@ -24,6 +24,7 @@ from mcp.server.stdio import stdio_server
 
 import firewall
 from firewall.errors import GnomonError
+from firewall.policy import floor_reasons
 from firewall.render import model_line
 from firewall.session import Session
 from firewall.why import why
@@ -97,6 +98,8 @@ class MemoryServer:
             return f"{model_line(belief_id)}: not shown to you by recall on this connection"
         (entry,) = why(self._wall.store, belief_id, limit=1).entries
         b = entry.belief
+        if floor_reasons(b):  # quarantined (or hidden, blocked) since it was shown
+            return f"{model_line(belief_id)}: not shown to you by recall on this connection"
         return "\n".join(
             [
                 f"belief {b.id}: {model_line(b.statement)}",
