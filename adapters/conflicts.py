@@ -81,7 +81,18 @@ def entries(guard: Guard, belief_ids: Iterable[str]) -> list[dict[str, Any]]:
     """The channel for ``belief_ids`` (of this reader's tenant), as this reader may know it."""
     policy, reader = reader_of(guard)
     found = guard.wall.store.get_beliefs(sorted(set(belief_ids)))
-    matched = [b for b in found.values() if in_scope(b, reader.project, reader.user)]
+    return of_beliefs(guard, policy, reader, found.values())
+
+
+def of_beliefs(
+    guard: Guard, policy: ContextPolicy, reader: Reader, beliefs: Iterable[Belief]
+) -> list[dict[str, Any]]:
+    """The channel for beliefs already in hand (a read's hits: no second fetch, policy
+    resolve or clock read); only their ids and tenant matter, members are read fresh."""
+    unique = {b.id: b for b in beliefs}
+    matched = [
+        unique[i] for i in sorted(unique) if in_scope(unique[i], reader.project, reader.user)
+    ]
     if not matched:
         return []
     views = contradiction_views(guard.wall.store, reader, matched, {})
@@ -118,4 +129,14 @@ def matching(found: list[dict[str, Any]], query: str | None) -> list[dict[str, A
     ]
 
 
-__all__ = ["all_bound", "bound_to", "entries", "entry", "matching", "member", "reader_of", "why"]
+__all__ = [
+    "all_bound",
+    "bound_to",
+    "entries",
+    "entry",
+    "matching",
+    "member",
+    "of_beliefs",
+    "reader_of",
+    "why",
+]

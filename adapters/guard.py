@@ -57,7 +57,7 @@ from adapters.errors import AdapterError, ConflictingBeliefError, ProtectedBelie
 from firewall.chain import Belief, BindingState, Revision, StoreBinding, content_hash
 from firewall.channels import Channel, WriteOrigin, caller_origin
 from firewall.content import statement_text
-from firewall.contested import in_scope
+from firewall.contested import Reader, in_scope
 from firewall.contradictions import contradiction_record, linked, stands
 from firewall.errors import MissingGrantError, UnknownIdError
 from firewall.events import Records
@@ -70,6 +70,7 @@ from firewall.recall import QuotedItem, RecallResult, RejectedItem
 from firewall.session import Session
 from firewall.states import Authority, Axis, RetrievalStatus, SecurityStatus, TruthStatus
 
+from . import conflicts
 from .base import StoreItem
 from .withheld import Announcer, report
 
@@ -767,8 +768,9 @@ class Guard:
         out = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items]
         self.log(out, query=query, k=k, now=now, policy=policy)
         hits = Hits(out, report(out, policy=policy.name))
-        hits.summary["contradictions"] = self.contradictions(
-            [s.belief.id for s in out if s.belief is not None]
+        reader = Reader(policy, self.session.project, self.session.user, now)
+        hits.summary["contradictions"] = conflicts.of_beliefs(
+            self, policy, reader, [s.belief for s in out if s.belief is not None]
         )
         self.announcer.announce(hits.summary, call=call)
         return hits
@@ -776,9 +778,7 @@ class Guard:
     def contradictions(self, belief_ids: Sequence[str]) -> list[dict[str, Any]]:
         """The contradiction channel for ``belief_ids``, as this client's reader may know it
         (:mod:`adapters.conflicts`)."""
-        from adapters.conflicts import entries
-
-        return entries(self, belief_ids)
+        return conflicts.entries(self, belief_ids)
 
     def _verdict(
         self,
@@ -797,7 +797,8 @@ class Guard:
         if binding.state in (BindingState.PENDING, BindingState.FAILED, BindingState.DELETED):
             return Screened(item, belief, "dropped", note=f"binding is {binding.state.value}")
         reasons = tuple(policy.rejection_reasons(belief, now))
-        floor = tuple(r for r in floor_reasons(belief) if r.code not in {x.code for x in reasons})
+        codes = {x.code for x in reasons}
+        floor = tuple(r for r in floor_reasons(belief) if r.code not in codes)
         if floor:
             return Screened(item, belief, "rejected", reasons + floor)
         if not reasons:

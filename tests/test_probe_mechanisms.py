@@ -211,7 +211,7 @@ def channel_not_fed(mp: pytest.MonkeyPatch) -> None:
     """The guarded clients' contradiction channel says nothing (the links stay in the log)."""
     import adapters.conflicts
 
-    mp.setattr(adapters.conflicts, "entries", lambda guard, belief_ids: [])
+    mp.setattr(adapters.conflicts, "of_beliefs", lambda guard, policy, reader, beliefs: [])
 
 
 def trusted_rivals_supersede(mp: pytest.MonkeyPatch) -> None:
