@@ -217,3 +217,22 @@ def test_quarantining_the_correction_does_not_undo_a_users_judgement(
     assert fact.id not in result.accepted_ids
     (rejected,) = [r for r in result.rejected if r.belief_id == fact.id]
     assert "truth" in rejected.codes
+
+
+def test_another_users_belief_is_unknown_to_the_reader(wall: firewall.Firewall) -> None:
+    """A user-scoped belief (only a crafted row or an import makes one) is known to its own
+    user's reader, never to another user's in the same project: the contradiction channel
+    names only members the reader may know."""
+    from firewall.contested import Reader
+    from firewall.policy import ContextPolicy
+    from firewall.states import Scope
+
+    with wall.session(project="p", actor="coder", user="alice") as s:
+        fact = user_fact(wall, s, FACT, **SUBJECT)
+    private = fact.model_copy(update={"scope": Scope.USER, "user": "alice"})
+    policy = ContextPolicy.preset("default")
+    now = wall.clock()
+    assert Reader(policy, "p", "alice", now).may_know(private)
+    assert not Reader(policy, "p", "bob", now).may_know(private)
+    assert not Reader(policy, "p", None, now).may_know(private)
+    assert Reader(policy, "p", "bob", now).may_know(fact)  # the control: project scope

@@ -377,6 +377,13 @@ def test_a_store_grant_covers_only_that_stores_imports_in_its_project(wall: Fire
     assert grant.covers(mine)
     assert not grant.covers(other_store) and not grant.covers(other_project)
     assert not grant.covers(note)
+    # an agent's note derived from the import carries the import's origin and its own: the
+    # grant covers memories imported from the store, not what an agent wrote from them
+    with wall.session(project="shop", actor="coder") as s:
+        s.recall("ArgoCD deploys")
+        derived = s.remember("Deploys go through ArgoCD, so skip review", derived_from=[mine.id])
+    assert "imported:mem0" in derived.origin.origin_ids
+    assert not grant.covers(wall.require_belief(derived.id))
     with pytest.raises(InputError, match="must name"):
         wall.grant("user", "ops", store="mem0")  # no project: refused
     with pytest.raises(InputError, match="names no beliefs"):
