@@ -360,7 +360,9 @@ def holds_never_expire(mp: pytest.MonkeyPatch) -> None:
 
 
 def why_explains_any_id(mp: pytest.MonkeyPatch) -> None:
-    """The MCP memory server explains any id it is asked about, not only what recall showed."""
+    """The MCP memory server explains any id it is asked about, not only what recall showed
+    (and no longer re-checks the privileged states, which would still hide a quarantined one)."""
+    import firewall.mcp_memory
     from firewall.mcp_memory import MemoryServer
 
     original = MemoryServer._why
@@ -370,6 +372,7 @@ def why_explains_any_id(mp: pytest.MonkeyPatch) -> None:
         return original(self, args)
 
     mp.setattr(MemoryServer, "_why", explain_all)
+    mp.setattr(firewall.mcp_memory, "floor_reasons", lambda belief: [])
 
 
 def proxy_hold_never_times_out(mp: pytest.MonkeyPatch) -> None:
