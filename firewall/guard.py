@@ -138,7 +138,7 @@ class GuardedTool:
 
 
 def _rule_of(wall: Firewall, request_id: str) -> str | None:
-    state = L.read_ledger(wall.store).requests.get(request_id)
+    state = L.read_request(wall.store, request_id)
     if state is None:
         return None
     rule = state.proposal.get("rule")

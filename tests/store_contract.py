@@ -783,6 +783,27 @@ class StoreContract(LogContract, ABC):
         assert [e.seq for e in store.session_events("ses_a")] == [1, 3]
         assert store.session_events("ses_b") == []
 
+    def test_request_events(self, store: Store) -> None:
+        """One request's kernel events, by an index; a decoy ``request_id`` nested in the
+        arguments, a non-kernel kind naming the request and a NUL escape change nothing."""
+        proposed = {"request_id": "req_1", "args": {"request_id": "req_2", "x": "a\x00b"}}
+        store.commit(
+            [
+                make_draft(kind="action.proposed", data=proposed),
+                make_draft(kind="action.held", data={"request_id": "req_2"}),
+                make_draft(kind="test.event", data={"request_id": "req_1"}),
+                make_draft(kind="action_policy.loaded", data={"request_id": "req_1"}),
+                make_draft(kind="approval.submitted", data={"request_id": "req_1"}),
+                make_draft(kind="action.forgery", data={"request_id": None}),
+            ]
+        )
+        assert [e.seq for e in store.request_events("req_1")] == [1, 5]
+        assert [e.kind for e in store.request_events("req_2")] == ["action.held"]
+        assert store.request_events("req_1")[0].payload["args"]["x"] == "a\x00b"
+        assert store.request_events("req_3") == []
+        store.rebuild_projections()
+        assert [e.seq for e in store.request_events("req_1")] == [1, 5]
+
     # -- the property ----------------------------------------------------------------------
 
     @settings(

@@ -345,6 +345,7 @@ def nonces_forgotten(mp: pytest.MonkeyPatch) -> None:
         got = original(store, **kw)
         got.nonces = set()
         for state in got.requests.values():
+            state.nonces = set()
             if state.status in ("executed", "refused"):
                 state.status = "held"
         return got
@@ -356,7 +357,7 @@ def holds_never_expire(mp: pytest.MonkeyPatch) -> None:
     """Deadlines are ignored: a hold waits forever."""
     from firewall.kernel.kernel import ActionKernel
 
-    mp.setattr(ActionKernel, "_expire", lambda self, ledger: [])
+    mp.setattr(ActionKernel, "_expire_one", lambda self, state: False)
 
 
 def why_explains_any_id(mp: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from firewall.cli.common import console, echo, echo_json, json_option, resolve_u
 from firewall.errors import InputError, UnknownIdError
 from firewall.grants import KeyPurpose, load_public_key
 from firewall.kernel.approvals import ApprovalSigner
-from firewall.kernel.ledger import post_approval, read_ledger
+from firewall.kernel.ledger import post_approval, read_ledger, read_request
 from firewall.kernel.signing import PolicySigner, load_action_policy
 
 
@@ -108,7 +108,7 @@ def _resolve(
         raise InputError(f"--ttl must be 1..1440 minutes, got {ttl}")
     signer = ApprovalSigner.from_file(key, approver)
     with firewall.open(resolve_url(ctx, url)) as wall:
-        state = read_ledger(wall.store).requests.get(request_id)
+        state = read_request(wall.store, request_id)
         if state is None or state.request is None:
             raise UnknownIdError("request", request_id)
         approval = signer.resolve(

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from firewall.kernel.ledger import read_ledger
+from firewall.kernel.ledger import read_ledger, read_request
 from firewall.origin import Origin
 from firewall.store.base import Store
 
 
 def explain_action(store: Store, ident: str) -> dict[str, Any] | None:
     """What the log says about the action or request ``ident`` (``None``: no such action)."""
-    state = read_ledger(store).find(ident)
+    # a request id is one indexed read; an action id is looked up in the whole ledger
+    state = read_request(store, ident) or read_ledger(store).find(ident)
     if state is None:
         return None
     p = state.proposal

@@ -208,7 +208,7 @@ class ActionKernel:
         if ruling.outcome == Verdict.ALLOW:
             return self._execute(request_id)
         if ruling.outcome == Verdict.DENY:
-            self._record_for(request_id, L.DENIED, {"reasons": list(ruling.reasons)})
+            self._record_in(session, request_id, L.DENIED, {"reasons": list(ruling.reasons)})
             return ActionResult(request_id, action.id, "denied", ruling.reasons)
         return self._hold(request_id, action.id, session, tool, ruling, digest, now)
 
@@ -236,7 +236,7 @@ class ActionKernel:
             created_at=now,
             deadline=deadline,
         )
-        self._record_for(request_id, L.HELD, {"request": request.model_dump(mode="json")})
+        self._record_in(session, request_id, L.HELD, {"request": request.model_dump(mode="json")})
         if self._resolver is not None:
             answer = self._resolver(request)
             if answer is not None:
@@ -260,22 +260,35 @@ class ActionKernel:
         return L.read_ledger(self._wall.store) if self._expire(ledger) else ledger
 
     def _expire(self, ledger: L.Ledger) -> list[str]:
-        now = self._wall.clock()
-        done = []
-        for state in ledger.holds():
-            if state.request is not None and now >= state.request.deadline:
-                reason = "approval timed out: no approval before the deadline (denied)"
-                self._record_for(state.request_id, L.EXPIRED, {"reasons": [reason]})
-                done.append(state.request_id)
-        return done
+        return [s.request_id for s in ledger.holds() if self._expire_one(s)]
+
+    def _expire_one(self, state: L.RequestState) -> bool:
+        """Record ``action.expired`` for ``state`` if it is a hold past its deadline."""
+        if state.status != "held" or state.request is None:
+            return False
+        if self._wall.clock() < state.request.deadline:
+            return False
+        reason = "approval timed out: no approval before the deadline (denied)"
+        self._record_for(state.request_id, L.EXPIRED, {"reasons": [reason]}, state=state)
+        return True
+
+    def _state(self, request_id: str) -> L.RequestState | None:
+        """One request's state from its own events (an indexed read, not a scan of the log)."""
+        return L.read_request(self._wall.store, request_id)
+
+    def _current(self, request_id: str) -> L.RequestState | None:
+        """:meth:`_state` after expiring the request if it is an overdue hold."""
+        state = self._state(request_id)
+        if state is not None and self._expire_one(state):
+            state = self._state(request_id)
+        return state
 
     def submit(self, approval: object, *, submitted_seq: int | None = None) -> ActionResult:
         """Resolve a hold with a signed approval (host side). A forged, replayed, expired,
         wrong-key or wrong-digest approval is recorded as ``approval.forgery`` and raises
         :class:`ForgedApprovalError`; an approval executes the action (two-phase)."""
         request_id = _request_of(approval) or ""
-        ledger = self._expired_ledger()
-        state = ledger.requests.get(request_id)
+        state = self._current(request_id) if request_id else None
         if state is not None and submitted_seq is not None and submitted_seq in state.handled:
             # another host process picked this submission up first: nothing to do here
             return ActionResult(request_id, state.action_id, state.status, ())
@@ -286,7 +299,8 @@ class ActionKernel:
             checked = check_approval(
                 approval, state.request, self._approvers, now=self._wall.clock()
             )
-            if checked.nonce in ledger.nonces:
+            # the signature binds the request id: only this request's nonces can be replayed
+            if checked.nonce in state.nonces:
                 raise ForgedApprovalError(
                     "replayed", f"approval nonce for {request_id} was already used"
                 )
@@ -309,6 +323,7 @@ class ActionKernel:
                 "submitted_seq": submitted_seq,
             },
             actor=checked.approver,
+            state=state,
         )
         if checked.decision == "deny":
             return ActionResult(
@@ -316,10 +331,19 @@ class ActionKernel:
             )
         return self._execute(request_id)
 
-    def process_submitted(self) -> list[ActionResult | ForgedApprovalError]:
-        """Verify and act on approvals other processes wrote to the store (``gnomon approve``)."""
+    def process_submitted(
+        self, request_id: str | None = None
+    ) -> list[ActionResult | ForgedApprovalError]:
+        """Verify and act on approvals other processes wrote to the store (``gnomon approve``):
+        every request's, or only ``request_id``'s (an indexed read, what a host waiting on one
+        hold polls)."""
         out: list[ActionResult | ForgedApprovalError] = []
-        for state in L.read_ledger(self._wall.store).requests.values():
+        if request_id is None:
+            states = list(L.read_ledger(self._wall.store).requests.values())
+        else:
+            one = self._state(request_id)
+            states = [one] if one is not None else []
+        for state in states:
             for seq, doc in state.pending:
                 try:
                     approval = Approval.from_json(doc)
@@ -344,7 +368,7 @@ class ActionKernel:
                 self._wall.draft(L.FORGERY, actor="host", now=self._wall.clock(), data=data)
             )
         else:
-            self._record_for(state.request_id, L.FORGERY, data)
+            self._record_for(state.request_id, L.FORGERY, data, state=state)
 
     # -- phase two: execute ---------------------------------------------------------------
 
@@ -353,7 +377,7 @@ class ActionKernel:
         return self._execute(request_id)
 
     def _execute(self, request_id: str) -> ActionResult:
-        state = L.read_ledger(self._wall.store).requests.get(request_id)
+        state = self._state(request_id)
         if state is None:
             raise UnknownIdError("request", request_id)
         if state.status not in EXECUTABLE:
@@ -383,7 +407,7 @@ class ActionKernel:
         if executor is None:
             problems.append(f"no executor is registered for {tool}")
         if problems:
-            self._record_for(request_id, L.REFUSED, {"problems": problems})
+            self._record_for(request_id, L.REFUSED, {"problems": problems}, state=state)
             return ActionResult(request_id, state.action_id, "refused", tuple(problems))
         try:
             output = executor(dict(state.proposal["args"])) if executor else None
@@ -403,24 +427,25 @@ class ActionKernel:
             L.EXECUTED,
             {"success": success},
             records=Records(outcomes=(outcome,)),
+            state=state,
         )
         return ActionResult(request_id, state.action_id, "executed", (), output)
 
     def withdraw(self, request_id: str, reason: str) -> ActionResult:
         """Host side: a hold still pending becomes a denial now (``action.expired``), e.g. when
         the host's own wait for ``gnomon approve`` ran out. A later approval never runs it."""
-        state = L.read_ledger(self._wall.store).requests.get(request_id)
+        state = self._state(request_id)
         if state is None:
             raise UnknownIdError("request", request_id)
         if state.status == "held":
-            self._record_for(request_id, L.EXPIRED, {"reasons": [reason]})
+            self._record_for(request_id, L.EXPIRED, {"reasons": [reason]}, state=state)
         return self.status(request_id)
 
     # -- status ---------------------------------------------------------------------------
 
     def status(self, request_id: str, *, project: str | None = None) -> ActionResult:
         """A request's status; with ``project``, a request of another project is unknown."""
-        state = self._expired_ledger().requests.get(request_id)
+        state = self._current(request_id)
         if state is None or (project is not None and state.project != project):
             raise UnknownIdError("request", request_id)
         return ActionResult(request_id, state.action_id, state.status, tuple(state.reasons))
@@ -465,6 +490,14 @@ class ActionKernel:
             versions={"action_policy_digest": self._policy.digest},
         )
 
+    def _record_in(
+        self, session: Session, request_id: str, kind: str, data: Mapping[str, Any]
+    ) -> None:
+        """An event about ``request_id``, proposed in ``session`` (this process has it)."""
+        self._record(
+            session.id, session.project, session.user, kind, {"request_id": request_id, **data}
+        )
+
     def _record_for(
         self,
         request_id: str,
@@ -473,9 +506,14 @@ class ActionKernel:
         *,
         records: Records | None = None,
         actor: str = "host",
+        state: L.RequestState | None = None,
     ) -> None:
-        """An event about ``request_id`` carrying its session's context ids."""
-        state = L.read_ledger(self._wall.store).requests[request_id]
+        """An event about ``request_id`` carrying its session's context ids (from ``state``
+        when the caller has it, else from the request's events)."""
+        if state is None:
+            state = self._state(request_id)
+        if state is None:
+            raise UnknownIdError("request", request_id)
         self._record(
             state.session_id,
             state.project,

@@ -3,7 +3,11 @@
 Nothing about an action lives only in a process's memory. Each step is an event (kinds below),
 and :func:`read_ledger` folds them back into :class:`RequestState` records, so a host that
 restarts (or another process, such as ``gnomon holds``) sees the same holds, and a nonce that
-was used once is known to be used by every later reader.
+was used once is known to be used by every later reader. :func:`read_request` folds only one
+request's events (:meth:`~firewall.store.base.Store.request_events`, an indexed read): what the
+kernel does on every proposal, status read and approval, so their cost does not grow with the
+log. An approval's signature binds its request id, so the nonces that request used are the ones
+a replay of it could repeat.
 
 Event kinds: ``action.proposed`` (the proposal, its ruling and preconditions, with the Decision
 and Action records), ``action.held`` (the :class:`ApprovalRequest`), ``action.denied``,
@@ -142,11 +146,16 @@ def read_ledger(store: Store, *, events: Iterable[Event] | None = None) -> Ledge
     return ledger
 
 
+def read_request(store: Store, request_id: str) -> RequestState | None:
+    """The state of one request, folded from its own events (an indexed read)."""
+    return read_ledger(store, events=store.request_events(request_id)).requests.get(request_id)
+
+
 def post_approval(store: Store, approval: Approval, *, now: datetime) -> Event:
     """Write ``approval`` to the log as ``approval.submitted`` (the out-of-process channel:
     ``gnomon approve``). Nothing is trusted here: the host's kernel verifies it when it picks
     it up (:meth:`ActionKernel.process_submitted`), and records a bad one as a forgery."""
-    state = read_ledger(store).requests.get(approval.request_id)
+    state = read_request(store, approval.request_id)
     if state is None:
         raise UnknownIdError("request", approval.request_id)
     draft = EventDraft(
@@ -178,4 +187,5 @@ __all__ = [
     "RequestState",
     "post_approval",
     "read_ledger",
+    "read_request",
 ]

@@ -44,6 +44,15 @@ from firewall.states import (
 #: The kind of the event an execution claim commits (the action kernel writes it).
 EXECUTION_CLAIM_KIND = "action.executing"
 
+#: Kinds of the events that belong to one action request (the kernel's ledger, each naming it as
+#: ``payload.request_id``): what :meth:`Store.request_events` indexes.
+REQUEST_KIND_PREFIXES = ("action.", "approval.")
+
+
+def is_request_kind(kind: str) -> bool:
+    """Whether events of ``kind`` are indexed by request id (:data:`REQUEST_KIND_PREFIXES`)."""
+    return kind.startswith(REQUEST_KIND_PREFIXES)
+
 
 @dataclass(frozen=True, slots=True)
 class BeliefFilter:
@@ -241,6 +250,18 @@ class Store(ABC):
         this fallback scans the log."""
         return [e for e in self.events() if e.session_id == session_id]
 
+    def request_events(self, request_id: str) -> list[Event]:
+        """The events of one action request, in order: those of a kind in
+        :data:`REQUEST_KIND_PREFIXES` whose ``payload.request_id`` is ``request_id``. What the
+        action kernel folds into a request's state on every proposal, status read and approval,
+        so backends answer it from an index (its cost grows with the request's few events, not
+        with the log); this fallback scans the log."""
+        return [
+            e
+            for e in self.events()
+            if is_request_kind(e.kind) and e.payload.get("request_id") == request_id
+        ]
+
     def beliefs_with_origin(self, origin_id: str) -> list[Belief]:
         """Every current belief whose origin label includes ``origin_id``, ordered by id: what
         a flagged origin quarantines (:meth:`firewall.Firewall.flag_origin`). Labels only grow
@@ -358,4 +379,11 @@ def check_continues(event: Event, seq: int, prev: str) -> None:
         raise LogIntegrityError(event.seq, "hash does not match the event body")
 
 
-__all__ = ["EXECUTION_CLAIM_KIND", "BeliefFilter", "Store", "check_continues"]
+__all__ = [
+    "EXECUTION_CLAIM_KIND",
+    "REQUEST_KIND_PREFIXES",
+    "BeliefFilter",
+    "Store",
+    "check_continues",
+    "is_request_kind",
+]

@@ -41,7 +41,13 @@ from firewall.chain import (
 from firewall.errors import GnomonError, StoreError
 from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
 from firewall.states import Scope
-from firewall.store.base import EXECUTION_CLAIM_KIND, BeliefFilter, Store, check_continues
+from firewall.store.base import (
+    EXECUTION_CLAIM_KIND,
+    BeliefFilter,
+    Store,
+    check_continues,
+    is_request_kind,
+)
 from firewall.store.keys import index_tokens, micros
 from firewall.text import query_terms
 
@@ -121,6 +127,8 @@ class MemoryStore(Store):
         self.url = url
         self._lock = threading.RLock()
         self._executed: set[str] = set()
+        # request id -> its events (``request_events``), kept by ``_apply``
+        self._by_request: dict[str, list[Event]] = {}
         self._closed = False
         self._events: list[Event] = []
         self._sessions: dict[str, SessionInfo] = {}
@@ -227,6 +235,10 @@ class MemoryStore(Store):
             # a log loaded from a file (or imported) keeps the claims it recorded
             if event.kind == EXECUTION_CLAIM_KIND:
                 self._executed.add(str(event.payload.get("request_id")))
+            if is_request_kind(event.kind):
+                request_id = event.payload.get("request_id")
+                if isinstance(request_id, str):
+                    self._by_request.setdefault(request_id, []).append(event)
         rows = iter(staged)
         for rec in records:
             for session in rec.sessions:
@@ -405,6 +417,10 @@ class MemoryStore(Store):
         with self._lock:
             chosen = self._events[max(after, 0) :]
         return ((e.seq, e.body, e.prev_hash, e.hash) for e in chosen)
+
+    def request_events(self, request_id: str) -> list[Event]:
+        with self._lock:
+            return list(self._by_request.get(request_id, ()))
 
     # -- projections ----------------------------------------------------------------------
 

@@ -1121,6 +1121,16 @@ class PostgresStore(Store):
         )
         return [Event.from_body(int(q), bytes(body), prev, h) for q, body, prev, h in rows]
 
+    def request_events(self, request_id: str) -> list[Event]:
+        kinds = schema.REQUEST_KINDS.replace("%", "%%")
+        rows = self._read(
+            "reading a request's events",
+            "SELECT seq, body, prev_hash, hash FROM events WHERE tenant = %s AND "
+            f"{schema.REQUEST_ID_FUNCTION}(body) = %s AND {kinds} ORDER BY seq",
+            (self.tenant, request_id),
+        )
+        return [Event.from_body(int(q), bytes(body), prev, h) for q, body, prev, h in rows]
+
     def _belief_query(
         self, where: BeliefFilter, *, count: bool
     ) -> tuple[str, dict[str, Any]] | None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: Taken (session-scoped) by whoever creates or migrates a schema, so that two processes
 #: opening a fresh database at once do not both run the DDL. The value is arbitrary but fixed.
@@ -287,12 +287,34 @@ CREATE TABLE execution_claims (
 );
 """
 
+#: The request id of an action-request event (kinds ``action.*`` and ``approval.*``), as
+#: ``events_request`` indexes it (queries must call it exactly so). ``\u0000`` escapes, which
+#: ``jsonb`` refuses and an agent may put in a tool's arguments, are read as U+FFFD: same length
+#: and shape, so the document stays valid JSON and a commit never fails on them. The request id
+#: itself is the kernel's (never caller text).
+REQUEST_ID_FUNCTION = "gnomon_event_request_id"
+REQUEST_KINDS = "(kind LIKE 'action.%' OR kind LIKE 'approval.%')"
+
+#: Version 6: the action kernel's events by request id (``PostgresStore.request_events``), so a
+#: request's state is read from its own events, not folded from the whole log. Partial: only
+#: the kernel's events are parsed when written. ``convert_from`` is only STABLE in general; with
+#: the encoding fixed it is immutable, as an index expression must be.
+_V6 = f"""
+CREATE FUNCTION {REQUEST_ID_FUNCTION}(body bytea) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT replace(convert_from(body, 'UTF8'), '\\u0000', '\\ufffd')::jsonb
+                 -> 'payload' ->> 'request_id' $$;
+CREATE INDEX events_request ON events (tenant, {REQUEST_ID_FUNCTION}(body), seq)
+    WHERE {REQUEST_KINDS};
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1),
     Migration(2, "store bindings", _V2),
     Migration(3, "belief history", _V3),
     Migration(4, "revisions by grant", _V4),
     Migration(5, "execution claims", _V5),
+    Migration(6, "events by request", _V6),
 )
 
 CREATE_MIGRATIONS_TABLE = """
@@ -327,7 +349,7 @@ def pending(current: int, migrations: tuple[Migration, ...] | None = None) -> li
     """Migrations newer than ``current``, in order (of :data:`MIGRATIONS` unless given).
 
     >>> [m.version for m in pending(0)]
-    [1, 2, 3, 4, 5]
+    [1, 2, 3, 4, 5, 6]
     >>> pending(SCHEMA_VERSION)
     []
     """
@@ -339,6 +361,8 @@ __all__ = [
     "CREATE_MIGRATIONS_TABLE",
     "MIGRATIONS",
     "MIGRATION_LOCK",
+    "REQUEST_ID_FUNCTION",
+    "REQUEST_KINDS",
     "SCHEMA_VERSION",
     "TABLES",
     "Migration",

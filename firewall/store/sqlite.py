@@ -168,6 +168,7 @@ class SQLiteStore(Store):
                     + schema.HISTORY_DDL
                     + schema.CLAIMS_DDL
                     + schema.ADMISSIBLE_DDL
+                    + schema.REQUEST_INDEX_DDL
                 )
                 for statement in _statements(ddl):
                     conn.execute(statement)
@@ -219,6 +220,8 @@ class SQLiteStore(Store):
             for statement in _statements(schema.ADMISSIBLE_DDL):
                 self._conn.execute(statement)
             self._conn.execute(schema.FILL_ADMISSIBLE)
+        # Version 8 adds the index behind ``request_events``.
+        self._conn.execute(schema.REQUEST_INDEX_DDL)
         self._conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'schema_version'",
             (str(schema.SCHEMA_VERSION),),
@@ -665,6 +668,15 @@ class SQLiteStore(Store):
             rows = conn.execute(
                 "SELECT seq, body, prev_hash, hash FROM events WHERE session_id = ? ORDER BY seq",
                 (session_id,),
+            ).fetchall()
+        return [Event.from_body(*row) for row in rows]
+
+    def request_events(self, request_id: str) -> list[Event]:
+        with self._guard("reading a request's events") as conn:
+            rows = conn.execute(
+                "SELECT seq, body, prev_hash, hash FROM events INDEXED BY events_request "
+                f"WHERE {schema.REQUEST_ID} = ? AND {schema.REQUEST_KINDS} ORDER BY seq",
+                (request_id,),
             ).fetchall()
         return [Event.from_body(*row) for row in rows]
 
