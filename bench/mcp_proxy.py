@@ -52,16 +52,21 @@ def setup(folder: Path) -> Path:
     return config
 
 
-async def timed(params: StdioServerParameters, n: int) -> list[float]:
-    async with Client(params) as client:
+async def timed(
+    direct: StdioServerParameters, proxied: StdioServerParameters, n: int
+) -> tuple[list[float], list[float]]:
+    """``n`` direct and ``n`` proxied calls, interleaved, so both see the same machine load."""
+    async with Client(direct) as plain, Client(proxied) as guarded:
         for _ in range(5):  # warm up
-            await client.call_tool("read_readme", {})
-        out = []
+            await plain.call_tool("read_readme", {})
+            await guarded.call_tool("read_readme", {})
+        out: tuple[list[float], list[float]] = ([], [])
         for _ in range(n):
-            start = time.perf_counter()
-            result = await client.call_tool("read_readme", {})
-            out.append(time.perf_counter() - start)
-            assert not result.is_error
+            for client, times in ((plain, out[0]), (guarded, out[1])):
+                start = time.perf_counter()
+                result = await client.call_tool("read_readme", {})
+                times.append(time.perf_counter() - start)
+                assert not result.is_error
         return out
 
 
@@ -87,8 +92,7 @@ def main() -> None:
         ],
         env=ENV,
     )
-    d = anyio.run(timed, direct, n)
-    p = anyio.run(timed, proxied, n)
+    d, p = anyio.run(timed, direct, proxied, n)
     d50, p50 = statistics.median(d) * 1e3, statistics.median(p) * 1e3
     print(f"direct  p50 {d50:.2f} ms")
     print(f"proxied p50 {p50:.2f} ms")

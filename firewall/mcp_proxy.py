@@ -16,9 +16,11 @@ subprocess (stdio), lists its tools, and serves the same tools over its own stdi
   never runs it).
 
 The agent's process holds only its MCP connection: no key, store handle or firewall object.
-The proxy serves stdio. Behind it, the server is a command (stdio) or, when the command is one
-``http(s)://`` URL, a server already running over streamable HTTP. Serving streamable HTTP in
-front is not built yet.
+In front, the proxy serves stdio, or streamable HTTP at ``http://HOST:PORT/mcp`` with
+``--http HOST:PORT`` (the SDK's DNS-rebinding protection is on for a loopback host). Every
+HTTP client shares the proxy's one session, so what any of them read taints the next L3+ call
+of all of them (the conservative join). Behind it, the server is a command (stdio) or, when the
+command is one ``http(s)://`` URL, a server already running over streamable HTTP.
 ``pip install 'gnomon[mcp]'``.
 """
 
@@ -175,9 +177,35 @@ def to_result(reply: ToolReply) -> types.CallToolResult:
     )
 
 
-async def run_proxy(config: ProxyConfig, command: Sequence[str]) -> None:
-    """Serve ``command``'s MCP server (a command line, or one streamable HTTP URL) over this
-    process's stdio, behind the kernel."""
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) for ``--http``, or a typed error.
+
+    >>> parse_listen("127.0.0.1:8765")
+    ('127.0.0.1', 8765)
+    """
+    host, sep, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(
+            f"--http takes HOST:PORT, got {text!r}",
+            hint="gnomon mcp proxy --config proxy.yaml --http 127.0.0.1:8765 -- <server command>",
+        )
+    return host, int(port)
+
+
+async def _serve_http(server: Server[Any], host: str, port: int) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+
+
+async def run_proxy(
+    config: ProxyConfig, command: Sequence[str], *, http: tuple[str, int] | None = None
+) -> None:
+    """Serve ``command``'s MCP server (a command line, or one streamable HTTP URL) behind the
+    kernel, over this process's stdio or, with ``http=(host, port)``, over streamable HTTP at
+    ``http://host:port/mcp``."""
     if not command:
         raise InputError(
             "no server command given",
@@ -197,8 +225,11 @@ async def run_proxy(config: ProxyConfig, command: Sequence[str]) -> None:
         proxy = Proxy(config, wall, session, upstream)
         await proxy.start()
         server = proxy.server()
+        if http is not None:
+            await _serve_http(server, *http)
+            return
         read, write = await stack.enter_async_context(stdio_server())
         await server.run(read, write, server.create_initialization_options())
 
 
-__all__ = ["Proxy", "result_text", "run_proxy", "to_result"]
+__all__ = ["Proxy", "parse_listen", "result_text", "run_proxy", "to_result"]

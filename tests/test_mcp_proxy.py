@@ -300,3 +300,88 @@ def test_a_server_behind_the_proxy_over_streamable_http(tmp_path: Path) -> None:
     assert _external(tmp_path, "mcp:pushy/read_readme")
     assert pushed.is_error and (pushed.meta or {})["verdict"] == "denied"
     assert not (tmp_path / "pushed").exists()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    import socket
+
+    for _ in range(600):
+        assert process.poll() is None, "the proxy exited before it listened"
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listened on port {port}")
+
+
+def test_the_proxy_serves_streamable_http_in_front(tmp_path: Path) -> None:
+    """The agent reaches ``gnomon mcp proxy --http`` with the SDK's streamable HTTP client (a
+    URL target): the poisoned README comes back and is recorded as external content; the push
+    is held, times out, and comes back as an ``isError`` result with ``_meta``."""
+    config = _host(tmp_path, "pushy", PUSH_TOOLS, timeout=0.3)
+    port = _free_port()
+    proxy = subprocess.Popen(
+        [
+            *GNOMON,
+            "mcp",
+            "proxy",
+            "--config",
+            str(config),
+            "--http",
+            f"127.0.0.1:{port}",
+            "--",
+            sys.executable,
+            PUSH_SERVER,
+            str(tmp_path),
+        ],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_for_port(port, proxy)
+
+        async def main() -> tuple[Any, ...]:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                names = sorted(t.name for t in (await client.list_tools()).tools)
+                readme = await client.call_tool("read_readme", {})
+                return names, readme, await client.call_tool("push", {"branch": "main"})
+
+        names, readme, pushed = anyio.run(main)
+    finally:
+        proxy.terminate()
+        _, err = proxy.communicate(timeout=30)
+    assert b"Traceback" not in err, err.decode()
+    assert names == ["push", "read_readme"]
+    assert not readme.is_error and _text(readme) == POISON
+    assert _external(tmp_path, "mcp:pushy/read_readme"), "the README was not recorded"
+    assert pushed.is_error
+    meta = pushed.meta or {}
+    assert meta["verdict"] == "denied" and meta["rule"] and meta["request_id"]
+    assert "timed out" in _text(pushed)  # held first, then denied when nobody approved
+    assert not (tmp_path / "pushed").exists()
+    with firewall.open(f"sqlite:///{tmp_path}/g.db") as wall:
+        kinds = [e.kind for e in read_ledger(wall.store).requests[meta["request_id"]].events]
+    assert "action.held" in kinds and "action.executed" not in kinds
+
+
+@pytest.mark.parametrize("listen", ["8765", "127.0.0.1:", "127.0.0.1:99999", ":80"])
+def test_a_bad_http_address_is_a_typed_error(tmp_path: Path, listen: str) -> None:
+    done = subprocess.run(
+        [*GNOMON, "mcp", "proxy", "--config", "x.yaml", "--http", listen, "--", "true"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "--http takes HOST:PORT" in done.stderr

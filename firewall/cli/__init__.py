@@ -26,7 +26,7 @@
     gnomon import | export | sync STORE mem0, Letta or Zep (sync exits 3 on drift)
     gnomon keys generate                operator keys, pinned
     gnomon probes run                   the executable threat model
-    gnomon mcp proxy --config F -- CMD  an MCP server behind the action kernel (stdio)
+    gnomon mcp proxy --config F -- CMD  an MCP server behind the action kernel (stdio, --http)
     gnomon mcp serve --project P        a firewalled memory as MCP tools (stdio)
 
 Every :class:`~firewall.errors.GnomonError` is caught once, at the root group, and printed as

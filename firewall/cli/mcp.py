@@ -22,16 +22,26 @@ def mcp_group() -> None:
     type=click.Path(dir_okay=False),
     help="The proxy's YAML config (store, signed action policy, a contract per tool).",
 )
+@click.option(
+    "--http",
+    "listen",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @json_option
-def proxy_command(config_path: str, command: tuple[str, ...], as_json: bool) -> None:
-    """Serve the MCP server started by COMMAND (after --) over stdio, every call through the
-    kernel: gnomon mcp proxy --config proxy.yaml -- mcp-server-git -r REPO. ``--json`` only
-    changes how a startup error is printed (stdout is the MCP wire once serving)."""
+def proxy_command(
+    config_path: str, listen: str | None, command: tuple[str, ...], as_json: bool
+) -> None:
+    """Serve the MCP server started by COMMAND (after --) over stdio (or streamable HTTP with
+    --http), every call through the kernel: gnomon mcp proxy --config proxy.yaml --
+    mcp-server-git -r REPO. ``--json`` only changes how a startup error is printed (stdout is
+    the MCP wire once serving over stdio)."""
     try:
         import anyio
 
-        from firewall.mcp_proxy import run_proxy
+        from firewall.mcp_proxy import parse_listen, run_proxy
     except ImportError as exc:
         raise InputError(
             f"the MCP proxy needs the mcp package ({exc.name} is not installed)",
@@ -39,8 +49,9 @@ def proxy_command(config_path: str, command: tuple[str, ...], as_json: bool) -> 
         ) from None
     from firewall.mcp_config import load_proxy_config
 
+    http = parse_listen(listen) if listen is not None else None
     config = load_proxy_config(config_path)
-    anyio.run(run_proxy, config, list(command))
+    anyio.run(lambda: run_proxy(config, list(command), http=http))
 
 
 __all__ = ["mcp_group"]
