@@ -9,6 +9,9 @@ subprocess (stdio), lists its tools, and serves the same tools over its own stdi
 * when it runs, its result is recorded through a host channel as an envelope claim plus content
   claims labelled ``Origin.external("mcp:<server>/<tool>")``, so whatever the server returned
   (a README, a web page) taints the session and holds a later L3+ action;
+* the kernel's arbiters include the sentinel arbiter: once an operator or a sentinel flags an
+  origin the session read (``gnomon origins flag external:mcp:<server>/<tool>``), every later
+  call of that session is held, whatever its level (issue 11, the arbiter on the proxy path);
 * when it is denied, held or refused, the client gets an ordinary tool result with
   ``isError: true`` and ``_meta`` ``{verdict, rule, request_id}``, so the agent can re-plan. A held
   call waits up to ``hold_timeout`` seconds for ``gnomon approve`` (another process, through the
@@ -49,6 +52,7 @@ from firewall.kernel import ActionKernel, load_action_policy
 from firewall.kernel.kernel import ActionResult
 from firewall.mcp_config import ProxyConfig
 from firewall.origin import Origin
+from firewall.sentinels import SentinelArbiter
 from firewall.session import Session
 
 
@@ -91,6 +95,9 @@ class Proxy:
             approver_keys=approver,
             registry=config.registry(names),
             executors={name: self._executor(name) for name in names},
+            # alerts and flagged origins any process wrote (`gnomon origins flag`, a sentinel
+            # following the store) hold a call whose session read from them, at any level
+            arbiters=[SentinelArbiter(self._wall.store)],
         )
 
     def _executor(self, name: str) -> Any:

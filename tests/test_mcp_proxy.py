@@ -145,7 +145,7 @@ def test_a_poisoned_readme_then_a_push_is_held_until_a_human_approves(tmp_path: 
         return names, readme, pushed
 
     names, readme, pushed = _run(config, [sys.executable, PUSH_SERVER, str(tmp_path)], agent)
-    assert names == ["push", "read_readme"]
+    assert names == ["draft_note", "push", "read_readme"]
     assert not readme.is_error and _text(readme) == POISON
     # the push ran only after the approval, and its result is the server's own
     assert not pushed.is_error and _text(pushed) == "pushed main"
@@ -360,7 +360,7 @@ def test_the_proxy_serves_streamable_http_in_front(tmp_path: Path) -> None:
         proxy.terminate()
         _, err = proxy.communicate(timeout=30)
     assert b"Traceback" not in err, err.decode()
-    assert names == ["push", "read_readme"]
+    assert names == ["draft_note", "push", "read_readme"]
     assert not readme.is_error and _text(readme) == POISON
     assert _external(tmp_path, "mcp:pushy/read_readme"), "the README was not recorded"
     assert pushed.is_error
@@ -385,3 +385,50 @@ def test_a_bad_http_address_is_a_typed_error(tmp_path: Path, listen: str) -> Non
     )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "--http takes HOST:PORT" in done.stderr
+
+
+def test_a_flagged_origin_holds_every_later_proxied_call_of_the_session(tmp_path: Path) -> None:
+    """Issue 11's arbiter on the proxy path. The agent reads the poisoned README through the
+    proxy; an operator (another process) flags its origin; the agent then asks for an L2 note,
+    which the policy alone allows in a tainted session, and for the push. Both are held for the
+    flag (and time out into denials): the note is never written, nothing is pushed."""
+    tools = PUSH_TOOLS + "  draft_note: {category: artifact, level: L2}\n"
+    config = _host(tmp_path, "pushy", tools, timeout=0.3)
+    url = f"sqlite:///{tmp_path}/g.db"
+
+    async def agent(client: Client) -> tuple[Any, ...]:
+        before = await client.call_tool("draft_note", {"text": "before the flag"})
+        readme = await client.call_tool("read_readme", {})
+        flagged = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(
+                [
+                    *GNOMON,
+                    "origins",
+                    "flag",
+                    "external:mcp:pushy/read_readme",
+                    "--reason",
+                    "the README carries instructions for agents",
+                    "--url",
+                    url,
+                ],
+                env=_env(),
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        )
+        note = await client.call_tool("draft_note", {"text": "after the flag"})
+        pushed = await client.call_tool("push", {"branch": "main"})
+        return before, readme, flagged, note, pushed
+
+    before, readme, flagged, note, pushed = _run(
+        config, [sys.executable, PUSH_SERVER, str(tmp_path)], agent
+    )
+    assert flagged.returncode == 0, flagged.stderr
+    assert not before.is_error and not readme.is_error  # the control: L2 ran before the flag
+    for held in (note, pushed):
+        assert held.is_error and (held.meta or {})["verdict"] == "denied"
+        assert "flagged origin(s) external:mcp:pushy/read_readme" in _text(held)
+        assert "timed out" in _text(held)  # held first
+    assert (tmp_path / "notes").read_text() == "before the flag\n"
+    assert not (tmp_path / "pushed").exists()
