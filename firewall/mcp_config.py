@@ -6,9 +6,16 @@ The operator declares every tool's category and level; the server's own annotati
 calling it read-only. A tool the config does not list follows ``unlisted``: ``deny`` (the
 default: no contract, so the kernel denies it) or a level the operator names.
 
+One proxy can front several servers (``servers``): the agent then has one session over all its
+tools, so what it read through one server holds a consequential call to another (two proxies
+would be two sessions, and the taint would not cross). A tool name two servers both offer is
+refused at startup.
+
 .. code-block:: yaml
 
-    server: git                    # labels results external "mcp:git/<tool>"
+    server: git                    # the server after `--`: results labelled "mcp:git/<tool>"
+    servers:                       # more servers behind the same proxy (optional)
+      push: {command: [python, push_server.py]}    # or {url: http://127.0.0.1:8000/mcp}
     store: sqlite:///.gnomon/gnomon.db
     project: shop
     actor: coder
@@ -26,10 +33,10 @@ default: no contract, so the kernel denies it) or a level the operator names.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from firewall.errors import InputError
 from firewall.kernel.contracts import (
@@ -68,10 +75,28 @@ class ToolSpec(BaseModel):
     reversibility: Reversibility = Reversibility.REVERSIBLE
 
 
+class UpstreamSpec(BaseModel):
+    """One more server behind the proxy: a command line (stdio) or a streamable HTTP URL."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: list[str] | None = Field(default=None, min_length=1)
+    url: str | None = Field(default=None, pattern=r"^https?://")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> UpstreamSpec:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of command (a list) or url")
+        return self
+
+
 class ProxyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     server: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    servers: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")], UpstreamSpec] = Field(
+        default_factory=dict
+    )
     store: str
     project: str
     actor: str = "agent"
@@ -157,4 +182,4 @@ def _floor(category: Category) -> Level:
     return FLOORS[category]
 
 
-__all__ = ["AnyArgs", "ProxyConfig", "ToolSpec", "load_proxy_config"]
+__all__ = ["AnyArgs", "ProxyConfig", "ToolSpec", "UpstreamSpec", "load_proxy_config"]

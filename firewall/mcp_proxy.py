@@ -1,7 +1,9 @@
 """The MCP proxy: an MCP server in front of another MCP server, with the action kernel between.
 
 ``gnomon mcp proxy --config proxy.yaml -- <server command>`` starts the real server as a
-subprocess (stdio), lists its tools, and serves the same tools over its own stdio. Each call:
+subprocess (stdio), lists its tools, and serves the same tools over its own stdio; the config's
+``servers:`` puts more servers behind the same proxy, in one session (what the agent read
+through one holds a consequential call to another). Each call:
 
 * goes through the kernel under the operator's contract for that tool (:mod:`firewall.mcp_config`);
   the server's annotations never raise trust, and an unlisted tool is denied (or gets the level
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -70,20 +72,35 @@ class Proxy:
     """Host-side: the kernel, the session and the guarded tools of one proxied server."""
 
     def __init__(
-        self, config: ProxyConfig, wall: firewall.Firewall, session: Session, upstream: Client
+        self,
+        config: ProxyConfig,
+        wall: firewall.Firewall,
+        session: Session,
+        upstream: Client | Mapping[str, Client],
     ) -> None:
         self._config = config
         self._wall = wall
         self._session = session
-        self._upstream = upstream
+        # server name -> its client; one client is the server named ``config.server``
+        self._upstreams = (
+            {config.server: upstream} if isinstance(upstream, Client) else dict(upstream)
+        )
+        self._served_by: dict[str, str] = {}  # tool name -> the server that offers it
         self._lock = threading.Lock()  # one kernel operation at a time (worker threads)
         self._tools: list[types.Tool] = []
         self._guarded: dict[str, GuardedTool] = {}
         self._kernel: ActionKernel | None = None
 
     async def start(self) -> None:
-        listed = await self._upstream.list_tools()
-        self._tools = list(listed.tools)
+        for server, client in self._upstreams.items():
+            for tool in (await client.list_tools()).tools:
+                other = self._served_by.setdefault(tool.name, server)
+                if other != server:
+                    raise InputError(
+                        f"servers {other!r} and {server!r} both offer a tool {tool.name!r}",
+                        hint="put them behind two proxies, or drop one from servers:",
+                    )
+                self._tools.append(tool)
         names = [t.name for t in self._tools]
         config = self._config
         operator = [load_public_key(p, purpose=KeyPurpose.POLICY) for p in config.operator_keys]
@@ -103,7 +120,8 @@ class Proxy:
     def _executor(self, name: str) -> Any:
         def run(args: dict[str, Any]) -> types.CallToolResult:
             # runs in a worker thread (the kernel is synchronous): call back into the loop
-            return anyio.from_thread.run(self._upstream.call_tool, name, args)
+            client = self._upstreams[self._served_by[name]]
+            return anyio.from_thread.run(client.call_tool, name, args)
 
         return run
 
@@ -111,7 +129,8 @@ class Proxy:
         tool = self._guarded.get(name)
         if tool is None:
             assert self._kernel is not None
-            origin = Origin.external(f"mcp:{self._config.server}/{name}")
+            server = self._served_by.get(name, self._config.server)
+            origin = Origin.external(f"mcp:{server}/{name}")
             (tool,) = guard(
                 self._wall,
                 self._kernel,
@@ -200,6 +219,13 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _target(command: list[str]) -> str | StdioServerParameters:
+    """One streamable HTTP URL (a server already running), or a command line (stdio)."""
+    if len(command) == 1 and command[0].startswith(("http://", "https://")):
+        return command[0]
+    return StdioServerParameters(command=command[0], args=command[1:])
+
+
 async def _serve_http(server: Server[Any], host: str, port: int) -> None:
     import uvicorn
 
@@ -213,30 +239,47 @@ async def run_proxy(
     """Serve ``command``'s MCP server (a command line, or one streamable HTTP URL) behind the
     kernel, over this process's stdio or, with ``http=(host, port)``, over streamable HTTP at
     ``http://host:port/mcp``."""
-    if not command:
+    targets: dict[str, str | StdioServerParameters] = {}
+    if command:
+        targets[config.server] = _target(list(command))
+    for name, spec in config.servers.items():
+        if name in targets:
+            raise InputError(
+                f"servers.{name} has the name of the server after --",
+                hint="give it another name, or drop the command after --",
+            )
+        targets[name] = spec.url if spec.url is not None else _target(spec.command or [])
+    if not targets:
         raise InputError(
             "no server command given",
-            hint="gnomon mcp proxy --config proxy.yaml -- <server command>",
+            hint="gnomon mcp proxy --config proxy.yaml -- <server command> (or servers: in it)",
         )
-    target: str | StdioServerParameters
-    if len(command) == 1 and command[0].startswith(("http://", "https://")):
-        target = command[0]  # a server already running, over streamable HTTP
-    else:
-        target = StdioServerParameters(command=command[0], args=list(command[1:]))
+    problem: GnomonError | None = None
     async with AsyncExitStack() as stack:
-        upstream = await stack.enter_async_context(Client(target))
+        upstreams = {
+            name: await stack.enter_async_context(Client(target))
+            for name, target in targets.items()
+        }
         wall = stack.enter_context(firewall.open(config.store))
         session = stack.enter_context(
             wall.session(project=config.project, actor=config.actor, user=config.user)
         )
-        proxy = Proxy(config, wall, session, upstream)
-        await proxy.start()
-        server = proxy.server()
-        if http is not None:
-            await _serve_http(server, *http)
-            return
-        read, write = await stack.enter_async_context(stdio_server())
-        await server.run(read, write, server.create_initialization_options())
+        proxy = Proxy(config, wall, session, upstreams)
+        try:
+            await proxy.start()
+        except GnomonError as exc:
+            # raised after the clients close: inside them it would reach the CLI wrapped in
+            # their task groups' exception group, not as the typed error it is
+            problem = exc
+        else:
+            server = proxy.server()
+            if http is not None:
+                await _serve_http(server, *http)
+            else:
+                read, write = await stack.enter_async_context(stdio_server())
+                await server.run(read, write, server.create_initialization_options())
+    if problem is not None:
+        raise problem
 
 
 __all__ = ["Proxy", "parse_listen", "result_text", "run_proxy", "to_result"]

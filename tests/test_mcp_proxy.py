@@ -432,3 +432,44 @@ def test_a_flagged_origin_holds_every_later_proxied_call_of_the_session(tmp_path
         assert "timed out" in _text(held)  # held first
     assert (tmp_path / "notes").read_text() == "before the flag\n"
     assert not (tmp_path / "pushed").exists()
+
+
+def test_two_servers_offering_one_tool_name_is_a_typed_error(tmp_path: Path) -> None:
+    """A second server could otherwise shadow a tool the operator contracted for the first."""
+    config = _host(tmp_path, "pushy", PUSH_TOOLS, timeout=0.3)
+    again = f'servers:\n  again: {{command: ["{sys.executable}", "{PUSH_SERVER}", "{tmp_path}"]}}\n'
+    config.write_text(config.read_text() + again)
+    done = subprocess.run(
+        [*GNOMON, "mcp", "proxy", "--config", str(config), "--", sys.executable, PUSH_SERVER]
+        + [str(tmp_path)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "both offer a tool" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("servers", "complaint"),
+    [
+        ("  b: {}\n", "exactly one of command"),
+        ("  b: {command: [x], url: 'http://h/mcp'}\n", "exactly one of command"),
+        ("  b: {url: 'file:///etc/passwd'}\n", "servers.b.url"),
+        ("  'a b': {command: [x]}\n", "servers"),
+    ],
+)
+def test_a_bad_servers_entry_is_refused(tmp_path: Path, servers: str, complaint: str) -> None:
+    from firewall.errors import InputError
+    from firewall.mcp_config import load_proxy_config
+
+    path = tmp_path / "proxy.yaml"
+    path.write_text(
+        "server: s\nstore: memory://\nproject: p\npolicy: a.yaml\noperator_keys: [o.pub]\n"
+        f"servers:\n{servers}"
+    )
+    with pytest.raises(InputError, match=complaint):
+        load_proxy_config(path)

@@ -29,15 +29,16 @@ def mcp_group() -> None:
     metavar="HOST:PORT",
     help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
 )
-@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=False)
 @json_option
 def proxy_command(
     config_path: str, listen: str | None, command: tuple[str, ...], as_json: bool
 ) -> None:
     """Serve the MCP server started by COMMAND (after --) over stdio (or streamable HTTP with
     --http), every call through the kernel: gnomon mcp proxy --config proxy.yaml --
-    mcp-server-git -r REPO. ``--json`` only changes how a startup error is printed (stdout is
-    the MCP wire once serving over stdio)."""
+    mcp-server-git -r REPO. More servers behind the same proxy (one session over all their
+    tools) go in the config's servers:. ``--json`` only changes how a startup error is printed
+    (stdout is the MCP wire once serving over stdio)."""
     try:
         import anyio
 
