@@ -436,12 +436,12 @@ def test_a_flagged_origin_holds_every_later_proxied_call_of_the_session(tmp_path
 
 def test_two_servers_offering_one_tool_name_is_a_typed_error(tmp_path: Path) -> None:
     """A second server could otherwise shadow a tool the operator contracted for the first."""
+    PUSH = [sys.executable, PUSH_SERVER]  # noqa: N806
     config = _host(tmp_path, "pushy", PUSH_TOOLS, timeout=0.3)
     again = f'servers:\n  again: {{command: ["{sys.executable}", "{PUSH_SERVER}", "{tmp_path}"]}}\n'
     config.write_text(config.read_text() + again)
     done = subprocess.run(
-        [*GNOMON, "mcp", "proxy", "--config", str(config), "--", sys.executable, PUSH_SERVER]
-        + [str(tmp_path)],
+        [*GNOMON, "mcp", "proxy", "--config", str(config), "--", *PUSH, str(tmp_path)],
         env=_env(),
         capture_output=True,
         text=True,
