@@ -436,7 +436,7 @@ def test_a_flagged_origin_holds_every_later_proxied_call_of_the_session(tmp_path
 
 def test_two_servers_offering_one_tool_name_is_a_typed_error(tmp_path: Path) -> None:
     """A second server could otherwise shadow a tool the operator contracted for the first."""
-    PUSH = [sys.executable, PUSH_SERVER]  # noqa: N806
+    PUSH = [sys.executable, PUSH_SERVER]
     config = _host(tmp_path, "pushy", PUSH_TOOLS, timeout=0.3)
     again = f'servers:\n  again: {{command: ["{sys.executable}", "{PUSH_SERVER}", "{tmp_path}"]}}\n'
     config.write_text(config.read_text() + again)
