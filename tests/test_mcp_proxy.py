@@ -302,6 +302,18 @@ def test_a_server_behind_the_proxy_over_streamable_http(tmp_path: Path) -> None:
     assert not (tmp_path / "pushed").exists()
 
 
+def _gnomon(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*GNOMON, *args],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+
 def _free_port() -> int:
     import socket
 
@@ -375,14 +387,7 @@ def test_the_proxy_serves_streamable_http_in_front(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("listen", ["8765", "127.0.0.1:", "127.0.0.1:99999", ":80"])
 def test_a_bad_http_address_is_a_typed_error(tmp_path: Path, listen: str) -> None:
-    done = subprocess.run(
-        [*GNOMON, "mcp", "proxy", "--config", "x.yaml", "--http", listen, "--", "true"],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-    )
+    done = _gnomon("mcp", "proxy", "--config", "x.yaml", "--http", listen, "--", "true")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "--http takes HOST:PORT" in done.stderr
 
@@ -400,21 +405,14 @@ def test_a_flagged_origin_holds_every_later_proxied_call_of_the_session(tmp_path
         before = await client.call_tool("draft_note", {"text": "before the flag"})
         readme = await client.call_tool("read_readme", {})
         flagged = await anyio.to_thread.run_sync(
-            lambda: subprocess.run(
-                [
-                    *GNOMON,
-                    "origins",
-                    "flag",
-                    "external:mcp:pushy/read_readme",
-                    "--reason",
-                    "the README carries instructions for agents",
-                    "--url",
-                    url,
-                ],
-                env=_env(),
-                capture_output=True,
-                text=True,
-                check=False,
+            lambda: _gnomon(
+                "origins",
+                "flag",
+                "external:mcp:pushy/read_readme",
+                "--reason",
+                "the README carries instructions for agents",
+                "--url",
+                url,
             )
         )
         note = await client.call_tool("draft_note", {"text": "after the flag"})
@@ -440,15 +438,7 @@ def test_two_servers_offering_one_tool_name_is_a_typed_error(tmp_path: Path) -> 
     config = _host(tmp_path, "pushy", PUSH_TOOLS, timeout=0.3)
     again = f'servers:\n  again: {{command: ["{sys.executable}", "{PUSH_SERVER}", "{tmp_path}"]}}\n'
     config.write_text(config.read_text() + again)
-    done = subprocess.run(
-        [*GNOMON, "mcp", "proxy", "--config", str(config), "--", *PUSH, str(tmp_path)],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
+    done = _gnomon("mcp", "proxy", "--config", str(config), "--", *PUSH, str(tmp_path))
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "both offer a tool" in done.stderr
 
