@@ -33,6 +33,7 @@ from types import MethodType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from adapters.errors import AdapterError, StoreCallError, refused_attribute
+from adapters.guard import DROP_IN_POLICY
 from adapters.withheld import attach, withheld_note
 
 if TYPE_CHECKING:
@@ -318,8 +319,9 @@ class Core:
         return screened.item.raw.model_copy(update={**blank, "gnomon": withheld_note(screened)})
 
     def annotate(self, screened: Screened) -> Any:
-        """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)."""
-        return screened.item.raw.model_copy(update={"gnomon": screened.annotation()})
+        """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)
+        and, when quoted, its text marked (:meth:`Screened.shown`)."""
+        return screened.item.raw.model_copy(update=screened.shown())
 
 
 # -- resources and the one constructor -----------------------------------------------------------
@@ -404,7 +406,7 @@ class GuardedClient(Resource):
         actor: str = "agent",
         user: str | None = None,
         session: Session | None = None,
-        policy: ContextPolicy | str = "default",
+        policy: ContextPolicy | str = DROP_IN_POLICY,
         user_channel: Channel | None = None,
         sync_client: Any = None,
     ) -> None:

@@ -23,7 +23,7 @@ from adapters.adapter import Adapter
 from adapters.base import Page, StoreBackend, StoreItem
 from adapters.core import Refusing
 from adapters.errors import BypassRefusedError, StoreCallError
-from adapters.guard import Guard, Screened
+from adapters.guard import DROP_IN_POLICY, Guard, Screened, annotated, passed
 from firewall.chain import content_hash
 from firewall.channels import Channel, WriteOrigin
 from firewall.firewall import Firewall
@@ -177,6 +177,7 @@ def _item(row: Mapping[str, Any]) -> StoreItem:
         metadata=row.get("metadata") or {},
         scope={"user_id": row["user_id"]} if row.get("user_id") else {},
         raw=row,
+        text_field="memory",
     )
 
 
@@ -245,7 +246,7 @@ class GuardedLocalMemory(Refusing):
         actor: str = "agent",
         user: str | None = None,
         session: Session | None = None,
-        policy: ContextPolicy | str = "default",
+        policy: ContextPolicy | str = DROP_IN_POLICY,
         user_channel: Channel | None = None,
     ) -> None:
         guard = Guard(
@@ -275,7 +276,7 @@ class GuardedLocalMemory(Refusing):
         screened = self.gnomon.get(memory_id)
         if screened is None or not screened.passed:
             return None
-        return _annotated(screened)
+        return annotated(screened)
 
     def get_all(
         self, *, filters: Mapping[str, Any] | None = None, top_k: int = 100
@@ -285,7 +286,7 @@ class GuardedLocalMemory(Refusing):
     def _shaped(self, screened: list[Screened]) -> dict[str, Any]:
         """mem0's shape: the hits that passed, and beside them the contradiction channel."""
         ids = [s.item.store_id for s in screened]
-        return {"results": _passed(screened), "contradictions": self.gnomon.contradictions(ids=ids)}
+        return {"results": passed(screened), "contradictions": self.gnomon.contradictions(ids=ids)}
 
     def update(
         self,
@@ -311,16 +312,6 @@ class GuardedLocalMemory(Refusing):
             call="history",
             hint="use memory.gnomon.audit(query, grant=wall.grant('auditor', ...))",
         )
-
-
-def _annotated(screened: Screened) -> dict[str, Any]:
-    raw = dict(screened.item.raw)
-    raw["gnomon"] = screened.annotation()
-    return raw
-
-
-def _passed(screened: list[Screened]) -> list[dict[str, Any]]:
-    return [_annotated(s) for s in screened if s.passed]
 
 
 __all__ = ["GuardedLocalMemory", "LocalBackend", "LocalMemory"]

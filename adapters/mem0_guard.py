@@ -11,14 +11,12 @@ from adapters.adapter import Adapter
 from adapters.base import INTEGRITY_KEY, ORIGIN_KEY, merged_metadata, rendered_metadata
 from adapters.core import Refusing
 from adapters.errors import AdapterError, BypassRefusedError, StoreResponseError
-from adapters.guard import PendingWrite, outranks
+from adapters.guard import DROP_IN_POLICY, PendingWrite, annotated, outranks, passed
 from adapters.mem0_backend import (
     STORE,
     adapter_for,
-    annotated,
     content_of,
     messages_of,
-    passed,
     read_text,
     results_of,
     to_item,
@@ -55,7 +53,7 @@ class _Guarded(Refusing):
         actor: str = "agent",
         user: str | None = None,
         session: Session | None = None,
-        policy: ContextPolicy | str = "default",
+        policy: ContextPolicy | str = DROP_IN_POLICY,
         sync_client: Any = None,
         user_channel: Channel | None = None,
     ) -> None:
