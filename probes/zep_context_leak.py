@@ -80,7 +80,17 @@ def check(url: str, c: Checks) -> None:
         )
         c.expect(FACT in blob, "the raw blob contains the user's fact")
 
-        later = GuardedZep(client(), wall, project=project, actor="coder", user="alice")
+        dropin = GuardedZep(client(), wall, project=project, actor="coder", user="alice")
+        trusted = (dropin.graph.get_context(graph, query=QUERY).context or "").split("<QUOTED>")[0]
+        c.expect(
+            not [p for p in PHRASES if p in trusted],
+            "under the drop-in default no poison is outside the <QUOTED> section",
+            got=trusted,
+        )
+        dropin.close()
+        later = GuardedZep(
+            client(), wall, project=project, actor="coder", user="alice", policy="default"
+        )
         guarded = later.graph.get_context(graph, query=QUERY, include_results=True)
         text = guarded.context or ""
         leaked = [p for p in PHRASES if p in text]
