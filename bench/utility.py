@@ -12,8 +12,9 @@ is looked up on the guarded client and on the raw store.
   statements are archival passages the host attests (``gnomon_origin=`` its user channel); the
   agent's notes are passages the agent writes; tool results and hostile pages are read by the
   agent in a guarded step (``agents.messages.create``, the page a tool return) and then archived
-  by the agent, so they carry the session's external taint; each looked up with
-  ``agents.passages.search`` (top 5).
+  by the agent, so they carry the session's external taint; all read back with
+  ``agents.passages.list`` (the fake's keyword search ranks these near-identical passages
+  poorly, so a top-5 search would measure the fake, not the firewall).
 * **Zep** (the real ``zep_cloud.Zep`` over the in-process fake server): one
   ``thread.add_messages`` per message with role=user / assistant / tool; every message read back
   with ``thread.list_messages``, and the thread's ``get_context`` checked too.
@@ -176,11 +177,11 @@ def measure_letta(policy: str, n: int) -> Tally:
                 server.on_step(agent, step)
                 client.agents.messages.create(agent, input="check the ticket")
                 client.agents.passages.create(agent, text=text)
+        found = [p.text for p in raw.agents.passages.list(agent, limit=1000)]
+        listed = client.agents.passages.list(agent, limit=1000)
+        guarded = [hit(p.text, getattr(p, "gnomon", None)) for p in listed]
         for _, text, legitimate in rows:
-            found = raw.agents.passages.search(agent, query=text, top_k=5).results
-            hits = client.agents.passages.search(agent, query=text, top_k=5).results
-            guarded = [hit(h.content, getattr(h, "gnomon", None)) for h in hits]
-            tally.count(text, legitimate, [h.content for h in found], guarded)
+            tally.count(text, legitimate, found, guarded)
     return tally
 
 
