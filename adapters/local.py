@@ -19,16 +19,12 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from adapters.adapter import Adapter
 from adapters.base import Page, StoreBackend, StoreItem
-from adapters.core import Refusing
+from adapters.core import Constructed, Refusing
 from adapters.errors import BypassRefusedError, StoreCallError
-from adapters.guard import DROP_IN_POLICY, Guard, Screened, annotated, passed
+from adapters.guard import Screened, annotated, passed
 from firewall.chain import content_hash
-from firewall.channels import Channel, WriteOrigin
-from firewall.firewall import Firewall
-from firewall.policy import ContextPolicy
-from firewall.session import Session
+from firewall.channels import WriteOrigin
 from firewall.store.keys import index_tokens
 from firewall.store.memory import K1, B, bm25_idf
 from firewall.text import query_terms
@@ -225,7 +221,7 @@ class LocalBackend(StoreBackend):
         return self.client.history(store_id)
 
 
-class GuardedLocalMemory(Refusing):
+class GuardedLocalMemory(Constructed, Refusing):
     """:class:`LocalMemory` behind the firewall, with the same methods and return shapes.
 
     Hits that pass the policy carry a ``gnomon`` key with their labels; the others are not
@@ -237,23 +233,8 @@ class GuardedLocalMemory(Refusing):
 
     _GUARDED = frozenset({"add", "search", "get", "get_all", "update", "delete", "history"})
 
-    def __init__(
-        self,
-        client: LocalMemory,
-        wall: Firewall,
-        *,
-        project: str | None = None,
-        actor: str = "agent",
-        user: str | None = None,
-        session: Session | None = None,
-        policy: ContextPolicy | str = DROP_IN_POLICY,
-        user_channel: Channel | None = None,
-    ) -> None:
-        guard = Guard(
-            wall, LocalBackend.name, session=session, project=project, actor=actor, user=user,
-            policy=policy, user_channel=user_channel,
-        )  # fmt: skip
-        self.gnomon = Adapter(guard, LocalBackend(client))
+    def _adapter_backend(self, client: Any, sync_client: Any) -> StoreBackend:
+        return LocalBackend(client)
 
     def add(
         self,

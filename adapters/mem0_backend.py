@@ -367,8 +367,12 @@ def adapter_for(
         wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy,
         user_channel=user_channel,
     )  # fmt: skip
-    inner = PlatformBackend(client) if platform else Mem0Backend(client)
-    return Adapter(guard, _Converting(inner))
+    return Adapter(guard, backend_for(client, platform=platform))
+
+
+def backend_for(client: Any, *, platform: bool) -> StoreBackend:
+    """The backend ``.gnomon`` runs on: a sync OSS or platform client, errors converted."""
+    return _Converting(PlatformBackend(client) if platform else Mem0Backend(client))
 
 
 __all__ = [
@@ -378,6 +382,7 @@ __all__ = [
     "PlatformBackend",
     "SyncView",
     "adapter_for",
+    "backend_for",
     "call_converting",
     "content_of",
     "convert",
