@@ -161,6 +161,21 @@ class Args:
         value = self._bound.arguments.get(key, default)
         return value if given(value) else default
 
+    def __contains__(self, key: str) -> bool:
+        return key in self._bound.arguments
+
+    def arguments(self) -> dict[str, Any]:
+        """What the caller passed, by name (``**kwargs`` spread in), "not given" markers and
+        None left out."""
+        out: dict[str, Any] = {}
+        params = self._bound.signature.parameters
+        for name, value in self._bound.arguments.items():
+            if params[name].kind == inspect.Parameter.VAR_KEYWORD:
+                out.update(value)
+            elif given(value):
+                out[name] = value
+        return out
+
     @property
     def origin(self) -> Any:
         return self.extras.get("gnomon_origin")
