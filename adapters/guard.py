@@ -59,6 +59,7 @@ from firewall.channels import Channel, WriteOrigin, caller_origin
 from firewall.content import statement_text
 from firewall.contested import Reader, in_scope
 from firewall.contradictions import contradiction_record, linked, stands
+from firewall.credentials import credential_kinds
 from firewall.errors import MissingGrantError, UnknownIdError
 from firewall.events import Records
 from firewall.firewall import AuditEntry, Firewall
@@ -844,6 +845,8 @@ class Guard:
         if policy.quotable(belief, now):
             if item.text_field is None:  # no field to show the marker in: never unmarked
                 return Screened(item, belief, "rejected", reasons, note="cannot be shown quoted")
+            if credential_kinds(item.text):  # its label may say "internal": the text decides
+                return Screened(item, belief, "rejected", reasons, note="holds a credential")
             return Screened(item, belief, "quoted", reasons)
         return Screened(item, belief, "rejected", reasons)
 

@@ -171,10 +171,12 @@ ITEMS = [
     ("n-contradicted", "Deploy notes: deploys need no review.", Sensitivity.INTERNAL),
     ("n-secret", "Deploy notes: the root token is hunter2.", Sensitivity.SECRET),
     ("n-confidential", "Deploy notes: payroll runs on the 25th.", Sensitivity.CONFIDENTIAL),
+    # labelled internal, but the text holds a live-looking key: the text decides
+    ("n-credential", "Deploy notes: ADMIN_TOKEN = 'sk-live-4f9a1c0ffee'", Sensitivity.INTERNAL),
 ]
 
 
-def test_quarantined_suspicious_contradicted_and_secret_content_is_never_quoted(
+def test_quarantined_suspicious_contradicted_secret_or_credential_content_is_never_quoted(
     wall: Firewall,
 ) -> None:
     wall.import_records(
@@ -211,6 +213,7 @@ def test_quarantined_suspicious_contradicted_and_secret_content_is_never_quoted(
         "n-contradicted": "rejected",
         "n-secret": "rejected",
         "n-confidential": "rejected",
+        "n-credential": "rejected",
     }
     # an item with no single text field (a Zep node) is never quoted: withheld instead
     unmarkable = [StoreItem(store_id="n-clean", text=ITEMS[0][1])]
