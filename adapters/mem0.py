@@ -28,17 +28,20 @@ Adoption is one line::
   The host revises a user's memory with ``gnomon_origin=`` naming that user.
   ``gnomon_origin=Origin.user("alice")`` (host code, never a tool the model calls) records the
   messages as stated by that user instead of written by the agent.
-* ``search``, ``get`` and ``get_all`` return only the hits the ContextPolicy admits (or quotes),
-  each with a ``gnomon`` key holding its labels. ``update``, ``delete`` and ``delete_all`` are
+* ``search``, ``get`` and ``get_all`` return only the hits the ContextPolicy admits or quotes
+  (the default, ``assistant``, quotes unverified clean memories), each with a ``gnomon`` key
+  holding its labels; a quoted hit's ``memory`` is its escaped ``<quoted-data origin=...>``
+  line and its raw text is ``gnomon["text"]``. ``update``, ``delete`` and ``delete_all`` are
   revisions. ``history(memory_id, grant=...)`` needs an auditor grant and is logged.
 * ``reset``, ``chat`` and every other public SDK method are refused
   (:class:`~adapters.errors.BypassRefusedError`): nothing reaches the store around the guard.
 
-Each method is written once, as a *flow*: a generator that yields the raw SDK calls it needs
-(:class:`~adapters.core.Call`) and does every firewall step between them. :func:`_drive` runs a
-flow against a sync client, :func:`~adapters.core.adrive` awaits each call of an async one
-(:mod:`adapters.core`, shared with Letta and Zep); that is the only difference
-between ``GuardedMemory`` and ``AsyncGuardedMemory`` (and between the two platform clients).
+Each method is written once, as a *flow* (:class:`~adapters.core.guarded`): a generator that
+yields the raw SDK calls it needs (:class:`~adapters.core.Call`) and does every firewall step
+between them, with the installed SDK's signature. :func:`~adapters.core.drive` runs it against
+a sync client, :func:`~adapters.core.adrive` awaits each call of an async one (shared with
+Letta and Zep); that is the only difference between ``GuardedMemory`` and
+``AsyncGuardedMemory`` (and between the two platform clients).
 ``.gnomon`` (audit, import, export, sync) is synchronous: for ``AsyncMemory`` it runs the
 client's coroutines on a private event loop thread, for ``AsyncMemoryClient`` on a sync
 ``MemoryClient`` sharing its key and host (or ``sync_client=``).
@@ -63,7 +66,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK te
     raise MissingSDKError("mem0", "mem0", "mem0ai") from exc
 
 from adapters.base import merged_metadata
-from adapters.core import WRITE, Args, Flow, adrive, drive, guarded
+from adapters.core import WRITE, Args, Flow, guarded
 from adapters.core import Call as _Call
 from adapters.errors import AdapterError, BypassRefusedError, StoreCallError, StoreResponseError
 from adapters.mem0_backend import (
@@ -81,11 +84,6 @@ from firewall.grants import Grant
 
 T = TypeVar("T")
 PLATFORM_SCOPE = ("user_id", "agent_id", "run_id", "app_id")
-
-
-def _drive(flow: Flow[T]) -> T:
-    """Run a flow against a sync mem0 client (:func:`adapters.core.drive`)."""
-    return drive(flow, converting)
 
 
 def _options(a: Args) -> dict[str, Any]:
@@ -109,9 +107,6 @@ class _Mem0Flows(_Guarded):
 
     def _worker(self) -> Executor:
         return self.gnomon._guard.worker()
-
-    async def _arun(self, flow: Flow[T]) -> T:
-        return await adrive(flow, converting, self.gnomon._guard.worker())
 
     def _check_client(self, client: Any) -> None:
         add = getattr(client, "add", None)
