@@ -60,6 +60,12 @@ class StoreItem:
     (a Zep edge's ``name`` and validity dates, a Letta block's ``label``, mem0's caller
     metadata). :attr:`content_hash` covers them all, so an edit of any rendered field around
     the firewall is drift, never trusted.
+
+    ``text_field`` names the field of ``raw`` that holds ``text`` (mem0's ``memory``, a Letta
+    block's ``value``; ``"passage.text"`` for a field of a nested object): a hit the policy
+    admits only as quoted data is returned with that
+    field wrapped in its ``<quoted-data>`` marker. An item without one is never quoted (the
+    label could not be shown where the text is read), only withheld.
     """
 
     store_id: str
@@ -70,6 +76,7 @@ class StoreItem:
     scope: Mapping[str, str] = field(default_factory=dict)
     raw: Any = None
     rendered: Mapping[str, str] = field(default_factory=dict)
+    text_field: str | None = None
 
     @property
     def content_hash(self) -> str:

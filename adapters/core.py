@@ -33,6 +33,7 @@ from types import MethodType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from adapters.errors import AdapterError, StoreCallError, refused_attribute
+from adapters.guard import DROP_IN_POLICY
 from adapters.withheld import attach, withheld_note
 
 if TYPE_CHECKING:
@@ -159,6 +160,21 @@ class Args:
     def get(self, key: str, default: Any = None) -> Any:
         value = self._bound.arguments.get(key, default)
         return value if given(value) else default
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._bound.arguments
+
+    def arguments(self) -> dict[str, Any]:
+        """What the caller passed, by name (``**kwargs`` spread in), "not given" markers and
+        None left out."""
+        out: dict[str, Any] = {}
+        params = self._bound.signature.parameters
+        for name, value in self._bound.arguments.items():
+            if params[name].kind == inspect.Parameter.VAR_KEYWORD:
+                out.update(value)
+            elif given(value):
+                out[name] = value
+        return out
 
     @property
     def origin(self) -> Any:
@@ -318,8 +334,9 @@ class Core:
         return screened.item.raw.model_copy(update={**blank, "gnomon": withheld_note(screened)})
 
     def annotate(self, screened: Screened) -> Any:
-        """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)."""
-        return screened.item.raw.model_copy(update={"gnomon": screened.annotation()})
+        """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)
+        and, when quoted, its text marked (:meth:`Screened.shown`)."""
+        return screened.item.raw.model_copy(update=screened.shown())
 
 
 # -- resources and the one constructor -----------------------------------------------------------
@@ -384,16 +401,17 @@ class Closing:
         return fn if obj is None else MethodType(fn, obj)
 
 
-class GuardedClient(Resource):
-    """The one constructor of every guarded SDK client (see the store modules for the surface).
+class Constructed:
+    """The one constructor of every guarded client (mem0's four, the local store's, and every
+    :class:`GuardedClient`): check the client (:meth:`_check_client`), build the
+    :class:`~adapters.guard.Guard` for ``_store`` and the :class:`~adapters.adapter.Adapter`
+    (``.gnomon``) over :meth:`_adapter_backend`, then :meth:`_mount` the client.
 
-    A subclass names the SDK's client classes (``_SDK``: sync, async), the backend its
-    ``.gnomon`` runs on (:meth:`_backend`, always over a sync client: :meth:`_sync_twin` makes
-    one sharing an async client's settings, unless ``sync_client=`` is given) and the shared
-    firewall side (``_Core``, built from the adapter)."""
+    ``sync_client=``: for an async client, the sync one ``.gnomon`` (audit, import, export,
+    sync) runs on; ignored by a sync client."""
 
-    _Core: ClassVar[Callable[[Adapter], Any]]
-    _client_hint: ClassVar[str | None] = None
+    _store: ClassVar[str] = ""
+    gnomon: Adapter
 
     def __init__(
         self,
@@ -404,7 +422,7 @@ class GuardedClient(Resource):
         actor: str = "agent",
         user: str | None = None,
         session: Session | None = None,
-        policy: ContextPolicy | str = "default",
+        policy: ContextPolicy | str = DROP_IN_POLICY,
         user_channel: Channel | None = None,
         sync_client: Any = None,
     ) -> None:
@@ -422,9 +440,36 @@ class GuardedClient(Resource):
             policy=policy,
             user_channel=user_channel,
         )
-        sync = client if not self._ASYNC else sync_client or self._sync_twin(client)
-        self.gnomon = Adapter(guard, self._backend(sync))
-        super().__init__(type(self)._Core(self.gnomon), client)
+        self.gnomon = Adapter(guard, self._adapter_backend(client, sync_client))
+        self._mount(client)
+
+    def _check_client(self, client: Any) -> None:
+        """Refuse a client of the wrong kind (an async one in a sync wrapper…)."""
+
+    def _adapter_backend(self, client: Any, sync_client: Any) -> StoreBackend:
+        raise NotImplementedError
+
+    def _mount(self, client: Any) -> None:
+        """Hold the raw client (and, for an SDK client, mount the guarded resources)."""
+
+
+class GuardedClient(Constructed, Resource):
+    """Every guarded SDK client (see the store modules for the surface), built by the one
+    constructor (:class:`Constructed`).
+
+    A subclass names the SDK's client classes (``_SDK``: sync, async), the backend its
+    ``.gnomon`` runs on (:meth:`_backend`, always over a sync client: :meth:`_sync_twin` makes
+    one sharing an async client's settings, unless ``sync_client=`` is given) and the shared
+    firewall side (``_Core``, built from the adapter)."""
+
+    _Core: ClassVar[Callable[[Adapter], Any]]
+    _client_hint: ClassVar[str | None] = None
+
+    def _adapter_backend(self, client: Any, sync_client: Any) -> StoreBackend:
+        return self._backend(client if not self._ASYNC else sync_client or self._sync_twin(client))
+
+    def _mount(self, client: Any) -> None:
+        Resource.__init__(self, type(self)._Core(self.gnomon), client)
         self._wire(client)
 
     def _wire(self, client: Any) -> None:
@@ -463,6 +508,7 @@ __all__ = [
     "WRITE",
     "Args",
     "Call",
+    "Constructed",
     "Core",
     "Flow",
     "GuardedClient",

@@ -59,6 +59,7 @@ from firewall.channels import Channel, WriteOrigin, caller_origin
 from firewall.content import statement_text
 from firewall.contested import Reader, in_scope
 from firewall.contradictions import contradiction_record, linked, stands
+from firewall.credentials import credential_kinds
 from firewall.errors import MissingGrantError, UnknownIdError
 from firewall.events import Records
 from firewall.firewall import AuditEntry, Firewall
@@ -75,6 +76,10 @@ from .base import StoreItem
 from .withheld import Announcer, report
 
 Verdict = Literal["accepted", "quoted", "rejected", "dropped"]
+
+#: The ContextPolicy a guarded client reads under unless the host names one: the ``assistant``
+#: preset (trusted context as ``default``; unverified clean content as marked quoted data).
+DROP_IN_POLICY = "assistant"
 
 _HIDEABLE = (RetrievalStatus.NORMAL, RetrievalStatus.RESTRICTED)
 
@@ -123,7 +128,41 @@ class Screened:
             "origin_ids": sorted(b.origin.origin_ids),
             "integrity": b.origin.integrity.name.lower(),
             "quoted": self.verdict == "quoted",
+            **({"text": self.item.text} if self.verdict == "quoted" else {}),
         }
+
+    def shown(self) -> dict[str, Any]:
+        """The fields a hit that passed is returned with: ``gnomon`` (its labels) and, when it
+        is quoted data, its text field as one escaped ``<quoted-data>`` line naming its origin
+        (:meth:`QuotedItem.render`), so a model that reads only the text sees it is not a
+        fact and no text inside can close the marker. The raw text is ``gnomon["text"]``."""
+        fields: dict[str, Any] = {"gnomon": self.annotation()}
+        if self.verdict == "quoted":
+            assert self.belief is not None and self.item.text_field is not None
+            outer, _, inner = self.item.text_field.partition(".")
+            marked = QuotedItem(self.belief).render()
+            fields[outer] = _with(_field(self.item.raw, outer), inner, marked) if inner else marked
+        return fields
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj[name] if isinstance(obj, Mapping) else getattr(obj, name)
+
+
+def _with(obj: Any, name: str, value: Any) -> Any:
+    """A copy of a dict or pydantic model with one field replaced."""
+    if isinstance(obj, Mapping):
+        return {**obj, name: value}
+    return obj.model_copy(update={name: value})
+
+
+def annotated(screened: Screened) -> dict[str, Any]:
+    """A dict hit (mem0, the local store) as it is returned: see :meth:`Screened.shown`."""
+    return {**screened.item.raw, **screened.shown()}
+
+
+def passed(screened: Sequence[Screened]) -> list[dict[str, Any]]:
+    return [annotated(s) for s in screened if s.passed]
 
 
 class Hits(list[Screened]):
@@ -162,7 +201,7 @@ class Guard:
         project: str | None = None,
         actor: str = "agent",
         user: str | None = None,
-        policy: ContextPolicy | str = "default",
+        policy: ContextPolicy | str = DROP_IN_POLICY,
         user_channel: Channel | None = None,
     ) -> None:
         self.wall = wall
@@ -804,6 +843,10 @@ class Guard:
         if not reasons:
             return Screened(item, belief, "accepted")
         if policy.quotable(belief, now):
+            if item.text_field is None:  # no field to show the marker in: never unmarked
+                return Screened(item, belief, "rejected", reasons, note="cannot be shown quoted")
+            if credential_kinds(item.text):  # its label may say "internal": the text decides
+                return Screened(item, belief, "rejected", reasons, note="holds a credential")
             return Screened(item, belief, "quoted", reasons)
         return Screened(item, belief, "rejected", reasons)
 
@@ -902,4 +945,15 @@ def outranks(belief: Belief, write: Origin) -> bool:
     )
 
 
-__all__ = ["AuditView", "Guard", "Hits", "PendingWrite", "Screened", "outranks", "rivals"]
+__all__ = [
+    "DROP_IN_POLICY",
+    "AuditView",
+    "Guard",
+    "Hits",
+    "PendingWrite",
+    "Screened",
+    "annotated",
+    "outranks",
+    "passed",
+    "rivals",
+]

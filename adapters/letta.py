@@ -58,6 +58,7 @@ recorded it leaves the binding ``failed`` and the belief hidden.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from adapters.errors import MissingSDKError
@@ -319,7 +320,7 @@ def _search_hit_items(hits: Any, call: str, agent_id: Any) -> list[StoreItem]:
         if not isinstance(container, str):
             raise _malformed(call, "a passage with an archive_id", hit)
         item = passage_item(passage, container, call)
-        items.append(StoreItem(item.store_id, item.text, item.metadata, scope=item.scope, raw=hit))
+        items.append(replace(item, raw=hit, text_field="passage.text"))
     return items
 
 

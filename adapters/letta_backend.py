@@ -117,6 +117,7 @@ def block_item(block: Any, call: str, scope: Mapping[str, str] | None = None) ->
             "label": rendered_value(block.label),
             "description": rendered_value(getattr(block, "description", None)),
         },
+        text_field="value",
     )
 
 
@@ -145,6 +146,7 @@ def passage_item(passage: Any, container: str, call: str) -> StoreItem:
         metadata={**_tag_metadata(passage.tags), **metadata},
         scope={"container": container},
         raw=passage,
+        text_field="text",
     )
 
 
@@ -158,6 +160,7 @@ def search_result_item(result: Any, agent_id: str, call: str) -> StoreItem:
         metadata=_tag_metadata(getattr(result, "tags", None)),
         scope={"agent_id": agent_id},
         raw=result,
+        text_field="content",
     )
 
 

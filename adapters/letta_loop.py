@@ -49,7 +49,7 @@ from adapters.errors import (
 )
 from adapters.guard import Guard, Screened
 from adapters.letta_backend import STORE, block_item, converted, listed
-from adapters.withheld import Summary
+from adapters.withheld import Summary, report
 from firewall.chain import BindingState
 
 try:
@@ -118,10 +118,13 @@ class LoopCore:
         return block_item(block, call, {"agent_id": agent, "label": block.label})
 
     def held(self, blocks: list[Any], agent: str, call: str) -> tuple[list[Screened], Any]:
-        """The agent's blocks the policy does not accept (to detach), and the read's report."""
+        """The agent's blocks the policy does not accept (to detach: quoted ones too, the
+        server compiles blocks verbatim), and the step's report, counting them as withheld."""
         items = [self.item(b, agent, call) for b in blocks]
         hits = self.guard.screen(items, query=f"{call} {agent}", k=max(1, len(items)), call=call)
-        return [s for s in hits if s.verdict != "accepted"], hits.summary
+        shown = report(hits, policy=hits.summary.get("policy"), quotes_shown=False)
+        summary = Summary({**hits.summary, **shown})
+        return [s for s in hits if s.verdict != "accepted"], summary
 
     def read_step(self, response: Any, call: str) -> None:
         """Tool returns the agent read during the step: external content, into the session."""

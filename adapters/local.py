@@ -19,16 +19,12 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from adapters.adapter import Adapter
 from adapters.base import Page, StoreBackend, StoreItem
-from adapters.core import Refusing
+from adapters.core import Constructed, Refusing
 from adapters.errors import BypassRefusedError, StoreCallError
-from adapters.guard import Guard, Screened
+from adapters.guard import Screened, annotated, passed
 from firewall.chain import content_hash
-from firewall.channels import Channel, WriteOrigin
-from firewall.firewall import Firewall
-from firewall.policy import ContextPolicy
-from firewall.session import Session
+from firewall.channels import WriteOrigin
 from firewall.store.keys import index_tokens
 from firewall.store.memory import K1, B, bm25_idf
 from firewall.text import query_terms
@@ -177,6 +173,7 @@ def _item(row: Mapping[str, Any]) -> StoreItem:
         metadata=row.get("metadata") or {},
         scope={"user_id": row["user_id"]} if row.get("user_id") else {},
         raw=row,
+        text_field="memory",
     )
 
 
@@ -224,7 +221,7 @@ class LocalBackend(StoreBackend):
         return self.client.history(store_id)
 
 
-class GuardedLocalMemory(Refusing):
+class GuardedLocalMemory(Constructed, Refusing):
     """:class:`LocalMemory` behind the firewall, with the same methods and return shapes.
 
     Hits that pass the policy carry a ``gnomon`` key with their labels; the others are not
@@ -236,23 +233,8 @@ class GuardedLocalMemory(Refusing):
 
     _GUARDED = frozenset({"add", "search", "get", "get_all", "update", "delete", "history"})
 
-    def __init__(
-        self,
-        client: LocalMemory,
-        wall: Firewall,
-        *,
-        project: str | None = None,
-        actor: str = "agent",
-        user: str | None = None,
-        session: Session | None = None,
-        policy: ContextPolicy | str = "default",
-        user_channel: Channel | None = None,
-    ) -> None:
-        guard = Guard(
-            wall, LocalBackend.name, session=session, project=project, actor=actor, user=user,
-            policy=policy, user_channel=user_channel,
-        )  # fmt: skip
-        self.gnomon = Adapter(guard, LocalBackend(client))
+    def _adapter_backend(self, client: Any, sync_client: Any) -> StoreBackend:
+        return LocalBackend(client)
 
     def add(
         self,
@@ -275,7 +257,7 @@ class GuardedLocalMemory(Refusing):
         screened = self.gnomon.get(memory_id)
         if screened is None or not screened.passed:
             return None
-        return _annotated(screened)
+        return annotated(screened)
 
     def get_all(
         self, *, filters: Mapping[str, Any] | None = None, top_k: int = 100
@@ -285,7 +267,7 @@ class GuardedLocalMemory(Refusing):
     def _shaped(self, screened: list[Screened]) -> dict[str, Any]:
         """mem0's shape: the hits that passed, and beside them the contradiction channel."""
         ids = [s.item.store_id for s in screened]
-        return {"results": _passed(screened), "contradictions": self.gnomon.contradictions(ids=ids)}
+        return {"results": passed(screened), "contradictions": self.gnomon.contradictions(ids=ids)}
 
     def update(
         self,
@@ -311,16 +293,6 @@ class GuardedLocalMemory(Refusing):
             call="history",
             hint="use memory.gnomon.audit(query, grant=wall.grant('auditor', ...))",
         )
-
-
-def _annotated(screened: Screened) -> dict[str, Any]:
-    raw = dict(screened.item.raw)
-    raw["gnomon"] = screened.annotation()
-    return raw
-
-
-def _passed(screened: list[Screened]) -> list[dict[str, Any]]:
-    return [_annotated(s) for s in screened if s.passed]
 
 
 __all__ = ["GuardedLocalMemory", "LocalBackend", "LocalMemory"]

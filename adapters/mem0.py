@@ -28,17 +28,20 @@ Adoption is one line::
   The host revises a user's memory with ``gnomon_origin=`` naming that user.
   ``gnomon_origin=Origin.user("alice")`` (host code, never a tool the model calls) records the
   messages as stated by that user instead of written by the agent.
-* ``search``, ``get`` and ``get_all`` return only the hits the ContextPolicy admits (or quotes),
-  each with a ``gnomon`` key holding its labels. ``update``, ``delete`` and ``delete_all`` are
+* ``search``, ``get`` and ``get_all`` return only the hits the ContextPolicy admits or quotes
+  (the default, ``assistant``, quotes unverified clean memories), each with a ``gnomon`` key
+  holding its labels; a quoted hit's ``memory`` is its escaped ``<quoted-data origin=...>``
+  line and its raw text is ``gnomon["text"]``. ``update``, ``delete`` and ``delete_all`` are
   revisions. ``history(memory_id, grant=...)`` needs an auditor grant and is logged.
 * ``reset``, ``chat`` and every other public SDK method are refused
   (:class:`~adapters.errors.BypassRefusedError`): nothing reaches the store around the guard.
 
-Each method is written once, as a *flow*: a generator that yields the raw SDK calls it needs
-(:class:`~adapters.core.Call`) and does every firewall step between them. :func:`_drive` runs a
-flow against a sync client, :func:`~adapters.core.adrive` awaits each call of an async one
-(:mod:`adapters.core`, shared with Letta and Zep); that is the only difference
-between ``GuardedMemory`` and ``AsyncGuardedMemory`` (and between the two platform clients).
+Each method is written once, as a *flow* (:class:`~adapters.core.guarded`): a generator that
+yields the raw SDK calls it needs (:class:`~adapters.core.Call`) and does every firewall step
+between them, with the installed SDK's signature. :func:`~adapters.core.drive` runs it against
+a sync client, :func:`~adapters.core.adrive` awaits each call of an async one (shared with
+Letta and Zep); that is the only difference between ``GuardedMemory`` and
+``AsyncGuardedMemory`` (and between the two platform clients).
 ``.gnomon`` (audit, import, export, sync) is synchronous: for ``AsyncMemory`` it runs the
 client's coroutines on a private event loop thread, for ``AsyncMemoryClient`` on a sync
 ``MemoryClient`` sharing its key and host (or ``sync_client=``).
@@ -52,11 +55,19 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Mapping
+from concurrent.futures import Executor
 from typing import Any, Self, TypeVar
 
+from adapters.errors import MissingSDKError
+
+try:
+    from mem0 import AsyncMemory, AsyncMemoryClient, Memory, MemoryClient
+except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
+    raise MissingSDKError("mem0", "mem0", "mem0ai") from exc
+
 from adapters.base import merged_metadata
+from adapters.core import WRITE, Args, Flow, guarded
 from adapters.core import Call as _Call
-from adapters.core import Flow, adrive, drive
 from adapters.errors import AdapterError, BypassRefusedError, StoreCallError, StoreResponseError
 from adapters.mem0_backend import (
     STORE,
@@ -66,7 +77,7 @@ from adapters.mem0_backend import (
     results_of,
     to_item,
 )
-from adapters.mem0_guard import _BIG, _UNSET, _Guarded, _scope
+from adapters.mem0_guard import _BIG, _Guarded, _scope
 from firewall.channels import WriteOrigin
 from firewall.firewall import Firewall
 from firewall.grants import Grant
@@ -75,24 +86,27 @@ T = TypeVar("T")
 PLATFORM_SCOPE = ("user_id", "agent_id", "run_id", "app_id")
 
 
-def _drive(flow: Flow[T]) -> T:
-    """Run a flow against a sync mem0 client (:func:`adapters.core.drive`)."""
-    return drive(flow, converting)
-
-
-def _options(options: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The platform SDK's ``options`` model merged under its keyword arguments."""
+def _options(a: Args) -> dict[str, Any]:
+    """A platform call's ``options`` model merged under its keyword arguments."""
+    options, kwargs = a.get("options"), a.get("kwargs") or {}
     given = options.model_dump(exclude_unset=True) if options is not None else {}
     return {**given, **kwargs}
 
 
 class _Mem0Flows(_Guarded):
-    """The flows every wrapper shares, whichever client it drives."""
+    """The flows every wrapper shares, whichever client it drives. Each public method is a
+    :class:`~adapters.core.guarded` flow: its signature is the installed SDK's (``_SDK``: the
+    sync and async client classes), sync on a sync client and a coroutine on an async one."""
 
     _ASYNC = False
+    _converted = staticmethod(converting)
 
-    async def _arun(self, flow: Flow[T]) -> T:
-        return await adrive(flow, converting, self.gnomon._guard.worker())
+    @property
+    def _raw(self) -> Any:
+        return self._client
+
+    def _worker(self) -> Executor:
+        return self.gnomon._guard.worker()
 
     def _check_client(self, client: Any) -> None:
         add = getattr(client, "add", None)
@@ -232,6 +246,8 @@ class _Mem0Flows(_Guarded):
 
 
 class _OssFlows(_Mem0Flows):
+    _SDK = (Memory, AsyncMemory)
+
     @classmethod
     def from_config(cls, config_dict: dict[str, Any], wall: Firewall, **options: Any) -> Self:
         """``Memory.from_config(config_dict)`` (``AsyncMemory``'s for the async wrapper), then
@@ -245,188 +261,77 @@ class _OssFlows(_Mem0Flows):
         client = call_converting("from_config", lambda: sdk.from_config(config_dict))
         return cls(client, wall, **options)
 
-    def _add(
-        self,
-        messages: Any,
-        user_id: str | None,
-        agent_id: str | None,
-        run_id: str | None,
-        metadata: dict[str, Any] | None,
-        timestamp: Any,
-        expiration_date: Any,
-        infer: bool,
-        memory_type: str | None,
-        prompt: str | None,
-        gnomon_origin: WriteOrigin | None,
-        **more: Any,
-    ) -> Flow:
-        if memory_type is not None:
+    @guarded(extras=WRITE, returns=dict[str, Any])
+    def add(self, a: Args) -> Flow:
+        if a.get("memory_type") is not None:
             raise BypassRefusedError(
                 "procedural memories are LLM summaries written without per-fact ids",
                 store=STORE,
                 call="add",
                 hint="add the steps with infer=True (their labels are joined) instead",
             )
-        scope = _scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
-        extra = {
-            k: v
-            for k, v in (
-                ("timestamp", timestamp),
-                ("expiration_date", expiration_date),
-                *more.items(),
-            )
-            if v is not None
-        }
-        if not infer:
-            return (yield from self._add_plain(messages, metadata, gnomon_origin, **scope, **extra))
+        scope = _scope(user_id=a.get("user_id"), agent_id=a.get("agent_id"), run_id=a.get("run_id"))
+        taken = {"messages", "user_id", "agent_id", "run_id", "metadata", "infer", "memory_type"}
+        extra = {k: v for k, v in a.arguments().items() if k not in taken | {"prompt"}}
+        messages, metadata = a["messages"], a.get("metadata")
+        if not a.get("infer", True):
+            return (yield from self._add_plain(messages, metadata, a.origin, **scope, **extra))
         return (
             yield from self._add_inferred(
-                messages, metadata, gnomon_origin, prompt=prompt, **scope, **extra
+                messages, metadata, a.origin, prompt=a.get("prompt"), **scope, **extra
             )
         )
 
-    def _search(self, query: str, top_k: int, reference_date: Any, **kwargs: Any) -> Flow:
-        if reference_date is not None:
-            kwargs["reference_date"] = reference_date
+    @guarded(returns=dict[str, Any])
+    def search(self, a: Args) -> Flow:
+        query, kwargs = a["query"], a.arguments()
+        top_k = kwargs.pop("top_k", 20)
+        del kwargs["query"]
         out = yield _Call("search", lambda: self._client.search(query, top_k=top_k, **kwargs))
         return self._screen(out, "search", query=query, k=top_k)
 
-    def _get_all(self, top_k: int, **kwargs: Any) -> Flow:
+    @guarded(returns=dict[str, Any] | None)
+    def get(self, a: Args) -> Flow:
+        return (yield from self._get_flow(a["memory_id"]))
+
+    @guarded(returns=dict[str, Any])
+    def get_all(self, a: Args) -> Flow:
+        kwargs = a.arguments()
+        top_k = kwargs.pop("top_k", 20)
         out = yield _Call("get_all", lambda: self._client.get_all(top_k=top_k, **kwargs))
         return self._screen(out, "get_all", query="get_all", k=top_k)
 
-    def _update(
-        self,
-        memory_id: str,
-        text: str | None,
-        metadata: Any,
-        expiration_date: Any,
-        data: Any,
-        origin: WriteOrigin | None,
-    ) -> Flow:
-        text = text if text is not None else data
-        extra = {} if expiration_date is _UNSET else {"expiration_date": expiration_date}
-        return (yield from self._update_flow(memory_id, text, metadata, origin, **extra))
+    @guarded(extras=WRITE, returns=dict[str, Any])
+    def update(self, a: Args) -> Flow:
+        text = a.get("text") if a.get("text") is not None else a.get("data")
+        extra = {"expiration_date": a["expiration_date"]} if "expiration_date" in a else {}
+        return (
+            yield from self._update_flow(a["memory_id"], text, a.get("metadata"), a.origin, **extra)
+        )
 
-    def _delete_all(
-        self,
-        user_id: str | None,
-        agent_id: str | None,
-        run_id: str | None,
-        origin: WriteOrigin | None,
-    ) -> Flow:
-        scope = _scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    @guarded(extras=WRITE, returns=dict[str, Any])
+    def delete(self, a: Args) -> Flow:
+        return (yield from self._delete_flow(a["memory_id"], a.origin))
+
+    @guarded(extras=WRITE, returns=dict[str, Any])
+    def delete_all(self, a: Args) -> Flow:
+        scope = _scope(user_id=a.get("user_id"), agent_id=a.get("agent_id"), run_id=a.get("run_id"))
         listed = yield _Call("get_all", lambda: self._client.get_all(filters=scope, top_k=_BIG))
         return (
             yield from self._delete_rows_flow(
                 results_of(listed, "get_all"),
                 _Call("delete_all", lambda: self._client.delete_all(**scope)),
-                origin,
+                a.origin,
             )
         )
+
+    @guarded(extras=("grant",), returns=list[dict[str, Any]])
+    def history(self, a: Args) -> Flow:
+        return (yield from self._history_flow(a["memory_id"], a.extras.get("grant")))
 
 
 class GuardedMemory(_OssFlows):
     """``mem0.Memory`` behind the firewall (see the module docstring)."""
-
-    def add(
-        self,
-        messages: Any,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        timestamp: Any = None,
-        expiration_date: Any = None,
-        infer: bool = True,
-        memory_type: str | None = None,
-        prompt: str | None = None,
-        gnomon_origin: WriteOrigin | None = None,
-    ) -> dict[str, Any]:
-        return _drive(
-            self._add(
-                messages,
-                user_id,
-                agent_id,
-                run_id,
-                metadata,
-                timestamp,
-                expiration_date,
-                infer,
-                memory_type,
-                prompt,
-                gnomon_origin,
-            )
-        )
-
-    def search(
-        self,
-        query: str,
-        *,
-        top_k: int = 20,
-        filters: dict[str, Any] | None = None,
-        threshold: float = 0.1,
-        rerank: bool = False,
-        explain: bool = False,
-        reference_date: Any = None,
-        show_expired: bool = False,
-        **kwargs: Any,
-    ) -> Any:
-        return _drive(
-            self._search(
-                query,
-                top_k,
-                reference_date,
-                filters=filters,
-                threshold=threshold,
-                rerank=rerank,
-                explain=explain,
-                show_expired=show_expired,
-                **kwargs,
-            )
-        )
-
-    def get(self, memory_id: str) -> Any:
-        return _drive(self._get_flow(memory_id))
-
-    def get_all(
-        self,
-        *,
-        filters: dict[str, Any] | None = None,
-        top_k: int = 20,
-        show_expired: bool = False,
-        **kwargs: Any,
-    ) -> Any:
-        return _drive(self._get_all(top_k, filters=filters, show_expired=show_expired, **kwargs))
-
-    def update(
-        self,
-        memory_id: str,
-        text: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        expiration_date: Any = _UNSET,
-        data: str | None = None,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-    ) -> Any:
-        return _drive(self._update(memory_id, text, metadata, expiration_date, data, gnomon_origin))
-
-    def delete(self, memory_id: str, *, gnomon_origin: WriteOrigin | None = None) -> Any:
-        return _drive(self._delete_flow(memory_id, gnomon_origin))
-
-    def delete_all(
-        self,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-    ) -> Any:
-        return _drive(self._delete_all(user_id, agent_id, run_id, gnomon_origin))
-
-    def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
-        return _drive(self._history_flow(memory_id, grant))
 
     def close(self) -> None:
         self.gnomon.close()
@@ -446,111 +351,6 @@ class AsyncGuardedMemory(_OssFlows):
 
     def _backend_client(self, client: Any, sync_client: Any) -> Any:
         return sync_client or SyncView(client)
-
-    async def add(
-        self,
-        messages: Any,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        timestamp: Any = None,
-        expiration_date: Any = None,
-        infer: bool = True,
-        memory_type: str | None = None,
-        prompt: str | None = None,
-        llm: Any = None,
-        gnomon_origin: WriteOrigin | None = None,
-    ) -> dict[str, Any]:
-        return await self._arun(
-            self._add(
-                messages,
-                user_id,
-                agent_id,
-                run_id,
-                metadata,
-                timestamp,
-                expiration_date,
-                infer,
-                memory_type,
-                prompt,
-                gnomon_origin,
-                llm=llm,
-            )
-        )
-
-    async def search(
-        self,
-        query: str,
-        *,
-        top_k: int = 20,
-        filters: dict[str, Any] | None = None,
-        threshold: float = 0.1,
-        rerank: bool = False,
-        explain: bool = False,
-        reference_date: Any = None,
-        show_expired: bool = False,
-        **kwargs: Any,
-    ) -> Any:
-        return await self._arun(
-            self._search(
-                query,
-                top_k,
-                reference_date,
-                filters=filters,
-                threshold=threshold,
-                rerank=rerank,
-                explain=explain,
-                show_expired=show_expired,
-                **kwargs,
-            )
-        )
-
-    async def get(self, memory_id: str) -> Any:
-        return await self._arun(self._get_flow(memory_id))
-
-    async def get_all(
-        self,
-        *,
-        filters: dict[str, Any] | None = None,
-        top_k: int = 20,
-        show_expired: bool = False,
-        **kwargs: Any,
-    ) -> Any:
-        return await self._arun(
-            self._get_all(top_k, filters=filters, show_expired=show_expired, **kwargs)
-        )
-
-    async def update(
-        self,
-        memory_id: str,
-        text: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        expiration_date: Any = _UNSET,
-        data: str | None = None,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-    ) -> Any:
-        return await self._arun(
-            self._update(memory_id, text, metadata, expiration_date, data, gnomon_origin)
-        )
-
-    async def delete(self, memory_id: str, *, gnomon_origin: WriteOrigin | None = None) -> Any:
-        return await self._arun(self._delete_flow(memory_id, gnomon_origin))
-
-    async def delete_all(
-        self,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-    ) -> Any:
-        return await self._arun(self._delete_all(user_id, agent_id, run_id, gnomon_origin))
-
-    async def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
-        return await self._arun(self._history_flow(memory_id, grant))
 
     async def close(self) -> None:
         """Async like the rest: the guard's session end and mem0's own close (which closes its
@@ -579,38 +379,54 @@ class AsyncGuardedMemory(_OssFlows):
 
 class _PlatformFlows(_Mem0Flows):
     _PLATFORM = True
+    _SDK = (MemoryClient, AsyncMemoryClient)
 
-    def _add(self, messages: Any, gnomon_origin: WriteOrigin | None, kw: dict[str, Any]) -> Flow:
+    @guarded(extras=WRITE, returns=dict[str, Any])
+    def add(self, a: Args) -> Flow:
+        kw = _options(a)
         infer = kw.pop("infer", True)
-        metadata = kw.pop("metadata", None)
+        messages, metadata = a["messages"], kw.pop("metadata", None)
         if not infer:
-            return (yield from self._add_plain(messages, metadata, gnomon_origin, **kw))
-        return (yield from self._add_inferred(messages, metadata, gnomon_origin, **kw))
+            return (yield from self._add_plain(messages, metadata, a.origin, **kw))
+        return (yield from self._add_inferred(messages, metadata, a.origin, **kw))
 
-    def _search(self, query: str, kw: dict[str, Any]) -> Flow:
+    @guarded(returns=dict[str, Any])
+    def search(self, a: Args) -> Flow:
+        query, kw = a["query"], _options(a)
         out = yield _Call("search", lambda: self._client.search(query, **kw))
         return self._screen(out, "search", query=query, k=int(kw.get("top_k") or 10))
 
-    def _get_all(self, kw: dict[str, Any]) -> Flow:
+    @guarded(returns=dict[str, Any] | None)
+    def get(self, a: Args) -> Flow:
+        return (yield from self._get_flow(a["memory_id"]))
+
+    @guarded(returns=dict[str, Any])
+    def get_all(self, a: Args) -> Flow:
+        kw = _options(a)
         out = yield _Call("get_all", lambda: self._client.get_all(**kw))
         rows = results_of(out, "get_all")
         return self._screen(out, "get_all", query="get_all", k=max(len(rows), 1))
 
-    def _update(self, memory_id: str, kw: dict[str, Any], origin: WriteOrigin | None) -> Flow:
+    @guarded(extras=WRITE, returns=dict[str, Any])
+    def update(self, a: Args) -> Flow:
+        kw = _options(a)
         text, metadata = kw.pop("text", None), kw.pop("metadata", None)
-        return (yield from self._update_flow(memory_id, text, metadata, origin, **kw))
+        return (yield from self._update_flow(a["memory_id"], text, metadata, a.origin, **kw))
 
-    def _delete(self, memory_id: str, delete_linked: bool, origin: WriteOrigin | None) -> Flow:
-        if delete_linked:
+    @guarded(extras=WRITE, returns=dict[str, Any])
+    def delete(self, a: Args) -> Flow:
+        if a.get("delete_linked"):
             raise BypassRefusedError(
                 "delete_linked=True deletes memories the firewall cannot revise one by one",
                 store=STORE,
                 call="delete",
                 hint="delete each linked memory by its id",
             )
-        return (yield from self._delete_flow(memory_id, origin))
+        return (yield from self._delete_flow(a["memory_id"], a.origin))
 
-    def _delete_all(self, kw: dict[str, Any], origin: WriteOrigin | None) -> Flow:
+    @guarded(extras=WRITE, returns=dict[str, Any])
+    def delete_all(self, a: Args) -> Flow:
+        kw = _options(a)
         scope = {k: v for k, v in kw.items() if k in PLATFORM_SCOPE and v}
         rows: list[Any] = []
         page = 1
@@ -626,59 +442,17 @@ class _PlatformFlows(_Mem0Flows):
             page += 1
         return (
             yield from self._delete_rows_flow(
-                rows, _Call("delete_all", lambda: self._client.delete_all(**kw)), origin
+                rows, _Call("delete_all", lambda: self._client.delete_all(**kw)), a.origin
             )
         )
+
+    @guarded(extras=("grant",), returns=list[dict[str, Any]])
+    def history(self, a: Args) -> Flow:
+        return (yield from self._history_flow(a["memory_id"], a.extras.get("grant")))
 
 
 class GuardedMemoryClient(_PlatformFlows):
     """``mem0.MemoryClient`` (the platform's HTTP client) behind the firewall."""
-
-    def add(
-        self,
-        messages: Any,
-        options: Any = None,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
-        return _drive(self._add(messages, gnomon_origin, _options(options, kwargs)))
-
-    def search(self, query: str, options: Any = None, **kwargs: Any) -> Any:
-        return _drive(self._search(query, _options(options, kwargs)))
-
-    def get(self, memory_id: str) -> Any:
-        return _drive(self._get_flow(memory_id))
-
-    def get_all(self, options: Any = None, **kwargs: Any) -> Any:
-        return _drive(self._get_all(_options(options, kwargs)))
-
-    def update(
-        self,
-        memory_id: str,
-        options: Any = None,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        return _drive(self._update(memory_id, _options(options, kwargs), gnomon_origin))
-
-    def delete(
-        self,
-        memory_id: str,
-        delete_linked: bool = False,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-    ) -> Any:
-        return _drive(self._delete(memory_id, delete_linked, gnomon_origin))
-
-    def delete_all(
-        self, options: Any = None, *, gnomon_origin: WriteOrigin | None = None, **kwargs: Any
-    ) -> Any:
-        return _drive(self._delete_all(_options(options, kwargs), gnomon_origin))
-
-    def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
-        return _drive(self._history_flow(memory_id, grant))
 
     def close(self) -> None:
         self.gnomon.close()
@@ -706,52 +480,6 @@ class AsyncGuardedMemoryClient(_PlatformFlows):
         return call_converting(
             "__init__", lambda: MemoryClient(api_key=client.api_key, host=client.host)
         )
-
-    async def add(
-        self,
-        messages: Any,
-        options: Any = None,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-        **kwargs: Any,
-    ) -> dict[str, Any]:
-        return await self._arun(self._add(messages, gnomon_origin, _options(options, kwargs)))
-
-    async def search(self, query: str, options: Any = None, **kwargs: Any) -> Any:
-        return await self._arun(self._search(query, _options(options, kwargs)))
-
-    async def get(self, memory_id: str) -> Any:
-        return await self._arun(self._get_flow(memory_id))
-
-    async def get_all(self, options: Any = None, **kwargs: Any) -> Any:
-        return await self._arun(self._get_all(_options(options, kwargs)))
-
-    async def update(
-        self,
-        memory_id: str,
-        options: Any = None,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        return await self._arun(self._update(memory_id, _options(options, kwargs), gnomon_origin))
-
-    async def delete(
-        self,
-        memory_id: str,
-        delete_linked: bool = False,
-        *,
-        gnomon_origin: WriteOrigin | None = None,
-    ) -> Any:
-        return await self._arun(self._delete(memory_id, delete_linked, gnomon_origin))
-
-    async def delete_all(
-        self, options: Any = None, *, gnomon_origin: WriteOrigin | None = None, **kwargs: Any
-    ) -> Any:
-        return await self._arun(self._delete_all(_options(options, kwargs), gnomon_origin))
-
-    async def history(self, memory_id: str, *, grant: Grant | None = None) -> list[dict[str, Any]]:
-        return await self._arun(self._history_flow(memory_id, grant))
 
     async def close(self) -> None:
         """Ends the guard's session (off the event loop) and closes the SDK's HTTP client."""

@@ -39,7 +39,7 @@ from adapters.errors import (
     StoreTimeoutError,
     status_hint,
 )
-from adapters.guard import Guard, Screened
+from adapters.guard import Guard
 from firewall.channels import Channel
 from firewall.errors import InputError
 from firewall.firewall import Firewall
@@ -128,7 +128,13 @@ def to_item(row: Any, call: str) -> StoreItem:
     scope = {k: row[k] for k in SCOPE_KEYS if isinstance(row.get(k), str)}
     # the row reaches the caller whole: its caller metadata is rendered, so the hash covers it
     return StoreItem(
-        ident, text, metadata, scope=scope, raw=row, rendered=rendered_metadata(metadata)
+        ident,
+        text,
+        metadata,
+        scope=scope,
+        raw=row,
+        rendered=rendered_metadata(metadata),
+        text_field="memory",
     )
 
 
@@ -171,16 +177,6 @@ def read_text(message: Mapping[str, Any]) -> str | None:
         return None
     text = content if isinstance(content, str) else rendered_value(content)
     return text if text.strip() else None
-
-
-def annotated(screened: Screened) -> dict[str, Any]:
-    row = dict(screened.item.raw)
-    row["gnomon"] = screened.annotation()
-    return row
-
-
-def passed(screened: list[Screened]) -> list[dict[str, Any]]:
-    return [annotated(s) for s in screened if s.passed]
 
 
 # -- backends ---------------------------------------------------------------------------------
@@ -371,8 +367,12 @@ def adapter_for(
         wall, STORE, session=session, project=project, actor=actor, user=user, policy=policy,
         user_channel=user_channel,
     )  # fmt: skip
-    inner = PlatformBackend(client) if platform else Mem0Backend(client)
-    return Adapter(guard, _Converting(inner))
+    return Adapter(guard, backend_for(client, platform=platform))
+
+
+def backend_for(client: Any, *, platform: bool) -> StoreBackend:
+    """The backend ``.gnomon`` runs on: a sync OSS or platform client, errors converted."""
+    return _Converting(PlatformBackend(client) if platform else Mem0Backend(client))
 
 
 __all__ = [
@@ -382,13 +382,12 @@ __all__ = [
     "PlatformBackend",
     "SyncView",
     "adapter_for",
-    "annotated",
+    "backend_for",
     "call_converting",
     "content_of",
     "convert",
     "converting",
     "messages_of",
-    "passed",
     "read_text",
     "results_of",
     "to_item",

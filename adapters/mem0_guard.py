@@ -7,37 +7,37 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adapters.adapter import Adapter
-from adapters.base import INTEGRITY_KEY, ORIGIN_KEY, merged_metadata, rendered_metadata
-from adapters.core import Refusing
+from adapters.base import (
+    INTEGRITY_KEY,
+    ORIGIN_KEY,
+    StoreBackend,
+    merged_metadata,
+    rendered_metadata,
+)
+from adapters.core import Constructed, Refusing
 from adapters.errors import AdapterError, BypassRefusedError, StoreResponseError
-from adapters.guard import PendingWrite, outranks
+from adapters.guard import PendingWrite, annotated, outranks, passed
 from adapters.mem0_backend import (
     STORE,
-    adapter_for,
-    annotated,
+    backend_for,
     content_of,
     messages_of,
-    passed,
     read_text,
     results_of,
     to_item,
 )
 from adapters.withheld import attach
 from firewall.chain import Belief, BindingState
-from firewall.channels import Channel, WriteOrigin
-from firewall.firewall import Firewall
+from firewall.channels import WriteOrigin
 from firewall.grants import Grant
-from firewall.policy import ContextPolicy
-from firewall.session import Session
 
 _UNSET: Any = object()
 _BIG = 1_000_000
 
 
-class _Guarded(Refusing):
-    """What every mem0 wrapper shares: the adapter, refusal of unguarded methods, and the
-    firewall steps of ``add`` that do no I/O."""
+class _Guarded(Constructed, Refusing):
+    """What every mem0 wrapper shares: the one constructor, refusal of unguarded methods, and
+    the firewall steps of ``add`` that do no I/O."""
 
     _GUARDED: frozenset[str] = frozenset(
         {"add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "close"}
@@ -46,35 +46,11 @@ class _Guarded(Refusing):
     _store = STORE
     _hint = "; the audit path is memory.gnomon.audit(query, grant=...)"
 
-    def __init__(
-        self,
-        client: Any,
-        wall: Firewall,
-        *,
-        project: str | None = None,
-        actor: str = "agent",
-        user: str | None = None,
-        session: Session | None = None,
-        policy: ContextPolicy | str = "default",
-        sync_client: Any = None,
-        user_channel: Channel | None = None,
-    ) -> None:
-        self._check_client(client)
-        self._client = client
-        self.gnomon: Adapter = adapter_for(
-            self._backend_client(client, sync_client),
-            wall,
-            platform=self._PLATFORM,
-            project=project,
-            actor=actor,
-            user=user,
-            session=session,
-            policy=policy,
-            user_channel=user_channel,
-        )
+    def _adapter_backend(self, client: Any, sync_client: Any) -> StoreBackend:
+        return backend_for(self._backend_client(client, sync_client), platform=self._PLATFORM)
 
-    def _check_client(self, client: Any) -> None:
-        """Refuse a client of the wrong kind (an async one in a sync wrapper…)."""
+    def _mount(self, client: Any) -> None:
+        self._client = client
 
     def _backend_client(self, client: Any, sync_client: Any) -> Any:
         """The sync client ``.gnomon`` (audit, import, export, sync) runs on."""

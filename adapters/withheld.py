@@ -58,14 +58,17 @@ class Summary(dict[str, Any]):
             raise AttributeError(name) from None
 
 
-def report(screened: Sequence[Screened], *, policy: str | None = None) -> Summary:
-    """Counts and reasons of one screened read (``quoted`` counts as returned, labelled)."""
-    withheld = [s for s in screened if not s.passed]
+def report(
+    screened: Sequence[Screened], *, policy: str | None = None, quotes_shown: bool = True
+) -> Summary:
+    """Counts and reasons of one screened read: ``quoted`` counts as returned, labelled, unless
+    ``quotes_shown`` is False (where there is no room for the label: a Letta step's prompt)."""
+    withheld = [s for s in screened if not (s.passed if quotes_shown else s.verdict == "accepted")]
     reasons: Counter[str] = Counter(code for s in withheld for code in reason_codes(s))
     out = Summary(
         {
             "returned": len(screened) - len(withheld),
-            "quoted": sum(1 for s in screened if s.verdict == "quoted"),
+            "quoted": sum(1 for s in screened if s.verdict == "quoted") if quotes_shown else 0,
             "withheld": len(withheld),
             "reasons": dict(sorted(reasons.items())),
         }

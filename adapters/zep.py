@@ -56,6 +56,7 @@ import hashlib
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
 from adapters.errors import MissingSDKError
@@ -171,6 +172,7 @@ def content_item(obj: Any, graph: str, call: str) -> StoreItem:
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
         scope={"graph_uuid": _graph_of(obj, graph)},
         raw=obj,
+        text_field="content",
     )
 
 
@@ -211,6 +213,12 @@ def rendered_fields(obj: Any) -> dict[str, str]:
     return {f: rendered_value(getattr(obj, f, None)) for f in EDGE_FIELDS}
 
 
+def text_field(obj: Any) -> str | None:
+    """An edge's text is its ``fact``; a node's (name and summary) is no one field, so a node
+    is never returned as quoted data."""
+    return "fact" if hasattr(obj, "fact") else None
+
+
 def _ended(edge: Any) -> bool:
     """True for an edge Zep invalidated or expired."""
     return bool(getattr(edge, "invalid_at", None) or getattr(edge, "expired_at", None))
@@ -219,7 +227,7 @@ def _ended(edge: Any) -> bool:
 def _as_valid(item: StoreItem) -> StoreItem:
     """The edge as it was before Zep invalidated it (its ``invalid_at`` unset)."""
     rendered = {**item.rendered, "invalid_at": rendered_value(None)}
-    return StoreItem(item.store_id, item.text, raw=item.raw, rendered=rendered)
+    return replace(item, rendered=rendered)
 
 
 def _pager(items: list[Any], response: Any) -> SyncPager[Any, Any]:
@@ -434,7 +442,7 @@ class _Core(Core):
         linked (:meth:`_invalidations`): ``(items, tainted store ids, linked store ids)``."""
         parts = [derived_parts(o, graph, call) for o in objs]
         items = [
-            StoreItem(i, text, raw=o, rendered=rendered_fields(o))
+            StoreItem(i, text, raw=o, rendered=rendered_fields(o), text_field=text_field(o))
             for (i, text, _), o in zip(parts, objs, strict=True)
         ]
         known = self.guard.wall.store.bindings_by_store_id(STORE, [i.store_id for i in items])

@@ -147,6 +147,7 @@ def message_item(message: Any, session_id: str, call: str) -> StoreItem:
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
         scope={"session_id": session_id},
         raw=message,
+        text_field="content",
     )
 
 
@@ -159,7 +160,7 @@ def derived_item(kind: str, uuid: str | None, text: str, session_id: str, raw: A
 def annotate(screened: Screened) -> Any:
     raw = screened.item.raw
     if isinstance(raw, pydantic_v1.BaseModel):
-        return raw.copy(update={"gnomon": screened.annotation()})
+        return raw.copy(update=screened.shown())
     return raw
 
 

@@ -1,19 +1,34 @@
-"""Utility of the guarded mem0 drop-in: do legitimate memories still reach the agent?
+"""Utility of the guarded drop-ins: do legitimate memories still reach the agent?
 
-A mixed workload is written through ``GuardedMemory`` exactly as a host does it: the host opens
-its user channel once and passes conversations (``add(messages)``). User statements arrive as
-role=user, the agent's notes as role=assistant, benign tool results and planted hostile pages as
-role=tool. Then every memory is looked up with ``search`` (top 5), on the guarded client and on
-the raw store.
+A mixed workload is written through each guarded client as its README shows: the host opens its
+user channel once and the agent code passes conversations. Four kinds, ``n`` of each: user
+statements, the agent's notes, benign tool results and planted hostile pages (the last two are
+both external and differ only in what they say; content never confers trust). Then every memory
+is looked up on the guarded client and on the raw store.
 
-Reported, per ContextPolicy:
-* legitimate share: legitimate memories the guarded client returns (accepted, or quoted with a
-  label) over those the raw store returns (target >= 95%);
-* hostile in trusted context: hostile memories returned *accepted* (not quoted) (target 0);
-* hostile quoted: hostile text shown only as labelled quoted data.
+* **mem0** (``Memory`` OSS, offline, hash embedder): ``add(messages)`` with role=user / assistant
+  / tool; each memory looked up with ``search`` (top 5).
+* **Letta** (the real ``letta_client.Letta`` over the in-process fake server, wire format): user
+  statements are archival passages the host attests (``gnomon_origin=`` its user channel); the
+  agent's notes are passages the agent writes; tool results and hostile pages are read by the
+  agent in a guarded step (``agents.messages.create``, the page a tool return) and then archived
+  by the agent, so they carry the session's external taint; all read back with
+  ``agents.passages.list`` (the fake's keyword search ranks these near-identical passages
+  poorly, so a top-5 search would measure the fake, not the firewall).
+* **Zep** (the real ``zep_cloud.Zep`` over the in-process fake server): one
+  ``thread.add_messages`` per message with role=user / assistant / tool; every message read back
+  with ``thread.list_messages``, and the thread's ``get_context`` checked too.
 
-Run: ``PYTHONPATH=. python bench/utility.py [--n 20]`` (offline: the hash embedder).
-Covers mem0's OSS ``Memory`` only; Letta and Zep are not measured here yet.
+Reported, per client and ContextPolicy:
+
+* legitimate share: legitimate memories the guarded client returns (accepted, or as marked quoted
+  data) over those the raw store returns (target >= 95%);
+* hostile in trusted context: hostile text returned *accepted* (not quoted), or, for Zep, in the
+  context blob outside its ``<QUOTED>`` section (target 0);
+* hostile quoted: hostile text returned only inside its ``<quoted-data>`` marker;
+* unmarked quoted: quoted items whose text field does not carry the marker (must be 0).
+
+Run: ``PYTHONPATH=. python bench/utility.py [--n 20]`` (offline; about a minute).
 """
 
 from __future__ import annotations
@@ -21,15 +36,21 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 os.environ.setdefault("MEM0_TELEMETRY", "false")
 os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="gnomon-bench-mem0-"))
 
 import firewall
-from adapters.mem0 import GuardedMemory
-from adapters.testing import offline_memory
 from firewall import Origin
+from firewall.firewall import Firewall
+from firewall.session import Session
+
+POLICIES = ("assistant", "default", "reference")  # "assistant": the drop-ins' default
+MARK = "<quoted-data "
 
 
 def workload(n: int) -> list[tuple[str, str, bool]]:
@@ -45,52 +66,183 @@ def workload(n: int) -> list[tuple[str, str, bool]]:
     return rows
 
 
-def measure(policy: str, n: int) -> dict[str, Any]:
-    raw = offline_memory(tempfile.mkdtemp(prefix="gnomon-bench-"))
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One returned item: its raw text (``gnomon["text"]`` when quoted), whether it is quoted,
+    and whether its text field carries the marker."""
+
+    text: str
+    quoted: bool
+    marked: bool
+
+
+def hit(shown: str, note: Any) -> Hit:
+    quoted = bool(note and note.get("quoted"))
+    text = note["text"] if quoted else shown
+    return Hit(text, quoted, shown.startswith(MARK) and shown.endswith("</quoted-data>"))
+
+
+@dataclass(slots=True)
+class Tally:
+    client: str
+    policy: str
+    legitimate: int = 0
+    legit_raw: int = 0
+    legit_guarded: int = 0
+    hostile_trusted: int = 0
+    hostile_quoted: int = 0
+    unmarked_quoted: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, text: str, legitimate: bool, raw: list[str], guarded: list[Hit]) -> None:
+        mine = [h for h in guarded if h.text == text]
+        self.unmarked_quoted += sum(1 for h in guarded if h.quoted and not h.marked)
+        if legitimate:
+            self.legitimate += 1
+            self.legit_raw += text in raw
+            self.legit_guarded += bool(mine)
+        else:
+            self.hostile_trusted += sum(1 for h in mine if not h.quoted)
+            self.hostile_quoted += sum(1 for h in mine if h.quoted)
+
+    @property
+    def share(self) -> float:
+        return self.legit_guarded / self.legit_raw if self.legit_raw else 0.0
+
+
+@contextmanager
+def host(policy: str) -> Iterator[tuple[Firewall, Session, Any]]:
+    """A firewall, the agent's session, and the host's user channel (opened once)."""
     with (
         firewall.open("memory://") as wall,
         wall.session(project="bench", actor="assistant", user="alice") as session,
     ):
-        channel = wall.channel(Origin.user("alice"))  # host side, once
-        memory = GuardedMemory(raw, wall, session=session, user_channel=channel, policy=policy)
-        rows = workload(n)
+        yield wall, session, wall.channel(Origin.user("alice"))
+
+
+def _policy(policy: str) -> dict[str, str]:
+    """The constructor keyword: none for the drop-in default, as a user types it."""
+    return {} if policy == "assistant" else {"policy": policy}
+
+
+# -- the clients ---------------------------------------------------------------------------
+
+
+def measure_mem0(policy: str, n: int) -> Tally:
+    from adapters.mem0 import GuardedMemory
+    from adapters.testing import offline_memory
+
+    tally = Tally("mem0", policy)
+    raw = offline_memory(tempfile.mkdtemp(prefix="gnomon-bench-"))
+    rows = workload(n)
+    with host(policy) as (wall, session, alice):
+        memory = GuardedMemory(raw, wall, session=session, user_channel=alice, **_policy(policy))
         for role, text, _ in rows:
             memory.add([{"role": role, "content": text}], user_id="alice", infer=False)
-        legit_raw = legit_guarded = hostile_trusted = hostile_quoted = 0
+        scope = {"user_id": "alice"}
         for _, text, legitimate in rows:
-            raw_hits = raw.search(text, filters={"user_id": "alice"}, top_k=5)["results"]
-            hits = memory.search(text, filters={"user_id": "alice"}, top_k=5)["results"]
-            guarded = [h for h in hits if h["memory"] == text]
-            if legitimate:
-                legit_raw += any(h["memory"] == text for h in raw_hits)
-                legit_guarded += bool(guarded)
-            else:
-                hostile_trusted += sum(1 for h in guarded if not h["gnomon"]["quoted"])
-                hostile_quoted += sum(1 for h in guarded if h["gnomon"]["quoted"])
-    return {
-        "policy": policy,
-        "legitimate": len([r for r in rows if r[2]]),
-        "legit_raw": legit_raw,
-        "legit_guarded": legit_guarded,
-        "share": legit_guarded / legit_raw if legit_raw else 0.0,
-        "hostile_trusted": hostile_trusted,
-        "hostile_quoted": hostile_quoted,
-    }
+            found = raw.search(text, filters=scope, top_k=5)["results"]
+            hits = memory.search(text, filters=scope, top_k=5)["results"]
+            guarded = [hit(h["memory"], h["gnomon"]) for h in hits]
+            tally.count(text, legitimate, [h["memory"] for h in found], guarded)
+    return tally
+
+
+def measure_letta(policy: str, n: int) -> Tally:
+    import httpx
+    from letta_client import Letta
+
+    from adapters.fakes.letta import FakeLettaServer, FakeStep
+    from adapters.letta import GuardedLetta
+
+    tally = Tally("letta", policy)
+    server = FakeLettaServer()
+    agent = server.add_agent(blocks={"human": "Name: Alice"})
+    http = httpx.Client(transport=server.transport())
+    raw = Letta(base_url="http://letta.local", max_retries=0, http_client=http)
+    rows = workload(n)
+    with host(policy) as (wall, session, alice):
+        client = GuardedLetta(raw, wall, session=session, user_channel=alice, **_policy(policy))
+        for role, text, _ in rows:
+            if role == "user":
+                client.agents.passages.create(agent, text=text, gnomon_origin=alice)
+            elif role == "assistant":
+                client.agents.passages.create(agent, text=text)
+            else:  # the agent reads a page in a step, then archives what it read
+
+                def step(s: FakeStep, page: str = text) -> str:
+                    s.fetch("https://tickets.example/", page)
+                    return "read"
+
+                server.on_step(agent, step)
+                client.agents.messages.create(agent, input="check the ticket")
+                client.agents.passages.create(agent, text=text)
+        found = [p.text for p in raw.agents.passages.list(agent, limit=1000)]
+        listed = client.agents.passages.list(agent, limit=1000)
+        guarded = [hit(p.text, getattr(p, "gnomon", None)) for p in listed]
+        for _, text, legitimate in rows:
+            tally.count(text, legitimate, found, guarded)
+    return tally
+
+
+def measure_zep(policy: str, n: int) -> Tally:
+    import httpx
+    from zep_cloud import AddMessage
+    from zep_cloud.client import Zep
+
+    from adapters.fakes.zep import FakeZepServer
+    from adapters.zep import GuardedZep
+
+    tally = Tally("zep", policy)
+    server = FakeZepServer()
+    http = httpx.Client(transport=server.transport())
+    raw = Zep(api_key="k", base_url="http://zep.local/api/v4", max_retries=0, httpx_client=http)
+    thread = raw.thread.create(user_uuid=raw.user.create(user_id="alice").uuid_).uuid_
+    rows = workload(n)
+    with host(policy) as (wall, session, alice):
+        zep = GuardedZep(raw, wall, session=session, user_channel=alice, **_policy(policy))
+        for role, text, _ in rows:
+            name = "web_fetch" if role == "tool" else None
+            message = AddMessage(role=role, content=text, name=name)  # type: ignore[arg-type]
+            zep.thread.add_messages(thread, messages=[message])
+        found = [m.content for m in raw.thread.list_messages(thread, page_size=100)]
+        page = list(zep.thread.list_messages(thread, page_size=100))
+        guarded = [hit(m.content, getattr(m, "gnomon", None)) for m in page]
+        for _, text, legitimate in rows:
+            tally.count(text, legitimate, found, guarded)
+        context = zep.thread.get_context(thread).context or ""
+        trusted_part = context.split("<QUOTED>")[0]
+        leaked = sum(1 for _, text, legit in rows if not legit and text in trusted_part)
+        tally.hostile_trusted += leaked
+        tally.notes.append(f"context: {leaked} hostile outside <QUOTED>")
+    return tally
+
+
+CLIENTS: dict[str, Callable[[str, int], Tally]] = {
+    "mem0": measure_mem0,
+    "letta": measure_letta,
+    "zep": measure_zep,
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20, help="memories of each kind")
+    parser.add_argument("--clients", default=",".join(CLIENTS), help="comma-separated")
     args = parser.parse_args()
-    print("| policy | legitimate (raw found) | returned guarded | share | hostile trusted "
-          "| hostile quoted |")  # fmt: skip
-    print("|---|---|---|---|---|---|")
-    for policy in ("default", "reference"):
-        r = measure(policy, args.n)
-        print(
-            f"| {r['policy']} | {r['legitimate']} ({r['legit_raw']}) | {r['legit_guarded']} "
-            f"| {r['share']:.1%} | {r['hostile_trusted']} | {r['hostile_quoted']} |"
-        )
+    print("| client | policy | legitimate (raw found) | returned guarded | share "
+          "| hostile trusted | hostile quoted | unmarked quoted |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.clients.split(","):
+        for policy in POLICIES:
+            r = CLIENTS[name](policy, args.n)
+            label = f"{policy} (drop-in default)" if policy == "assistant" else policy
+            print(
+                f"| {r.client} | {label} | {r.legitimate} ({r.legit_raw}) | {r.legit_guarded} "
+                f"| {r.share:.1%} | {r.hostile_trusted} | {r.hostile_quoted} "
+                f"| {r.unmarked_quoted} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

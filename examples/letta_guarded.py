@@ -54,7 +54,9 @@ with wall.session(project="shop", actor="coder", user="alice") as run:
     )
 
 # -- session 2: a later run recalls -----------------------------------------------------------
-later = GuardedLetta(letta(), wall, project="shop", actor="coder", user="alice")
+# policy="default": nothing unverified is shown (the drop-in default, "assistant", would show
+# it as marked <quoted-data> lines, never as facts)
+later = GuardedLetta(letta(), wall, project="shop", actor="coder", user="alice", policy="default")
 found = later.agents.passages.search(agent, query="payments changes main review")
 block = later.agents.blocks.retrieve("human", agent_id=agent)
 print("## Trusted facts")

@@ -61,7 +61,9 @@ def main() -> None:
             )
 
         with wall.session(project="payments", actor="coder", user="alice") as later:
-            memory = GuardedMemory(mem0_memory, wall, session=later)
+            # policy="default": nothing unverified is shown (the drop-in default, "assistant",
+            # would show it as marked <quoted-data> lines, never as facts)
+            memory = GuardedMemory(mem0_memory, wall, session=later, policy="default")
             query = "how do we deploy payments-service to main"
             found = memory.search(query, filters={"user_id": "alice"})
             print("## Trusted facts")

@@ -58,7 +58,9 @@ with wall.session(project="shop", actor="coder", user="alice") as run:
     )
 
 # -- session 2 --------------------------------------------------------------------------------
-later = GuardedZep(zep(), wall, project="shop", actor="coder", user="alice")
+# policy="default": nothing unverified is shown (the drop-in default, "assistant", would show
+# it as marked <quoted-data> lines, apart from the facts)
+later = GuardedZep(zep(), wall, project="shop", actor="coder", user="alice", policy="default")
 raw_blob = raw.thread.get_context(thread).context or ""
 blob = later.thread.get_context(thread).context or ""
 print(f"Zep's own context blob carries the poison: {'sk-live' in raw_blob}")

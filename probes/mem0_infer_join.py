@@ -126,7 +126,17 @@ def check(url: str, c: Checks) -> None:
                 )
 
         with wall.session(project=project, actor="coder", user="alice") as later:
-            memory = GuardedMemory(raw, wall, session=later)
+            dropin = GuardedMemory(raw, wall, session=later)  # the drop-in default: quoting
+            shown = dropin.get_all(filters={"user_id": "alice"})["results"]
+            c.expect(
+                bool(shown)
+                and all(
+                    r["gnomon"]["quoted"] and r["memory"].startswith("<quoted-data ") for r in shown
+                ),
+                "under the drop-in default every extracted fact is only marked quoted data",
+                got=[r["memory"] for r in shown],
+            )
+            memory = GuardedMemory(raw, wall, session=later, policy="default")
             found = memory.search(
                 "team rule deploy force review payments", filters={"user_id": "alice"}
             )

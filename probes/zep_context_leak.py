@@ -80,7 +80,9 @@ def check(url: str, c: Checks) -> None:
         )
         c.expect(FACT in blob, "the raw blob contains the user's fact")
 
-        later = GuardedZep(client(), wall, project=project, actor="coder", user="alice")
+        later = GuardedZep(
+            client(), wall, project=project, actor="coder", user="alice", policy="default"
+        )
         guarded = later.graph.get_context(graph, query=QUERY, include_results=True)
         text = guarded.context or ""
         leaked = [p for p in PHRASES if p in text]
@@ -100,6 +102,14 @@ def check(url: str, c: Checks) -> None:
             "every returned edge and node is annotated with its labels",
         )
         later.close()
+        dropin = GuardedZep(client(), wall, project=project, actor="coder", user="alice")
+        trusted = (dropin.graph.get_context(graph, query=QUERY).context or "").split("<QUOTED>")[0]
+        c.expect(
+            not [p for p in PHRASES if p in trusted],
+            "under the drop-in default no poison is outside the <QUOTED> section",
+            got=trusted,
+        )
+        dropin.close()
         quoting = {**resolve("default").model_dump(mode="json"), "name": "quoting"}
         quoting["quote"] = {**quoting["quote"], "enabled": True}
         quoter = GuardedZep(

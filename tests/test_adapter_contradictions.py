@@ -44,7 +44,9 @@ def wall() -> Iterator[Firewall]:
 
 
 def _client(wall: Firewall, **kw: Any) -> GuardedMemoryClient:
-    return GuardedMemoryClient(sync_client(), wall, project="shop", actor="coder", **kw)
+    return GuardedMemoryClient(
+        sync_client(), wall, project="shop", actor="coder", **kw, policy="default"
+    )
 
 
 def _user_fact(wall: Firewall, client: GuardedMemoryClient, text: str, who: str) -> tuple[str, str]:

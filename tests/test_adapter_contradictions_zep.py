@@ -41,7 +41,7 @@ def env() -> Iterator[tuple[Firewall, GuardedZep, Any, str]]:
     with zep_routes() as mock:
         raw = sync_client()
         graph = raw.user.create(user_id="alice").graph_uuid
-        zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice")
+        zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice", policy="default")
         yield wall, zep, mock.server, graph
         zep.close()
     wall.close()
@@ -64,7 +64,7 @@ def test_zep_edge_invalidated_by_an_untrusted_fact_stays_and_is_in_the_channel(e
     wall, zep, server, graph = env
     quoter, lisbon = _invalidated_by_a_page(wall, zep, server, graph)
     found = quoter.graph.search_edges(graph, query="Ada lives")
-    assert "Ada lives in Lisbon." in [e.fact for e in found]  # contested, not retired
+    assert "Ada lives in Lisbon." in [e.gnomon["text"] for e in found]  # contested, not retired
     (entry,) = found.gnomon.contradictions
     old = lisbon.gnomon["belief_id"]
     assert old in entry["belief_ids"] and "zep.graph.search_edges" in entry["reason"]
@@ -103,7 +103,7 @@ def test_zep_quarantined_conflicting_member_is_not_revealed(env: Any) -> None:
     (rival,) = set(entry["belief_ids"]) - {lisbon.gnomon["belief_id"]}
     wall.quarantine(rival, reason="poisoned", authority=Authority.SENTINEL)
     found = quoter.graph.search_edges(graph, query="Ada lives")
-    assert [e.fact for e in found] == ["Ada lives in Lisbon."]
+    assert [e.gnomon["text"] for e in found] == ["Ada lives in Lisbon."]
     assert found.gnomon.contradictions == [] and quoter.gnomon.contradictions() == []
     assert rival not in repr(found.gnomon)
 
@@ -146,4 +146,4 @@ def test_zep_async_client_carries_the_same_channel(env: Any) -> None:
     found = asyncio.run(read())
     (entry,) = found.gnomon.contradictions
     assert lisbon.gnomon["belief_id"] in entry["belief_ids"]
-    assert "Ada lives in Lisbon." in [e.fact for e in found.items]
+    assert "Ada lives in Lisbon." in [e.gnomon["text"] for e in found.items]

@@ -26,7 +26,9 @@ class TestLettaAdapter(AdapterContract):
 
     def make_harness(self, wall: Firewall) -> Harness:
         raw = sync_client()
-        client = GuardedLetta(raw, wall, project="shop", actor="coder", user="alice")
+        client = GuardedLetta(
+            raw, wall, project="shop", actor="coder", user="alice", policy="default"
+        )
         server = self.mock.server
 
         def raw_write(text: str) -> str:
@@ -65,7 +67,9 @@ from tests.fakes_letta import async_client, request_json  # noqa: E402
 def env() -> Iterator[tuple[Firewall, GuardedLetta, object]]:
     wall = firewall.open("memory://")
     with letta_routes() as mock:
-        client = GuardedLetta(sync_client(), wall, project="shop", actor="coder", user="alice")
+        client = GuardedLetta(
+            sync_client(), wall, project="shop", actor="coder", user="alice", policy="default"
+        )
         yield wall, client, mock
         client.close()
     wall.close()
@@ -242,7 +246,9 @@ def test_async_client() -> None:
 
     with letta_routes() as mock:
         agent = mock.server.add_agent(blocks={"human": "Name: Alice"})
-        client = GuardedAsyncLetta(async_client(), wall, project="shop", actor="coder")
+        client = GuardedAsyncLetta(
+            async_client(), wall, project="shop", actor="coder", policy="default"
+        )
         asyncio.run(run(client, agent))
         failed = [b for b in wall.store.list_bindings("letta") if b.state == BindingState.FAILED]
         assert len(failed) == 1

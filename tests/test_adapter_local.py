@@ -16,7 +16,9 @@ from tests.attested import attested
 class TestLocalAdapter(AdapterContract):
     def make_harness(self, wall: Firewall) -> Harness:
         raw = LocalMemory()
-        memory = GuardedLocalMemory(raw, wall, project="shop", actor="coder", user="alice")
+        memory = GuardedLocalMemory(
+            raw, wall, project="shop", actor="coder", user="alice", policy="default"
+        )
 
         def raw_write(text: str) -> str:
             return str(raw.add(text, user_id="alice")["results"][0]["id"])
@@ -40,7 +42,9 @@ class TestLocalAdapter(AdapterContract):
 def test_sdk_shapes_and_annotation() -> None:
     wall = firewall.open("memory://")
     raw = LocalMemory()
-    memory = GuardedLocalMemory(raw, wall, project="shop", actor="coder", user="alice")
+    memory = GuardedLocalMemory(
+        raw, wall, project="shop", actor="coder", user="alice", policy="default"
+    )
     added = memory.add(FACT, user_id="alice", gnomon_origin=attested(wall, Origin.user("alice")))
     (row,) = added["results"]
     assert row["event"] == "ADD" and row["memory"] == FACT
@@ -60,7 +64,7 @@ def test_sdk_shapes_and_annotation() -> None:
 
 def test_unguarded_methods_are_refused() -> None:
     wall = firewall.open("memory://")
-    memory = GuardedLocalMemory(LocalMemory(), wall, project="shop")
+    memory = GuardedLocalMemory(LocalMemory(), wall, project="shop", policy="default")
     with pytest.raises(BypassRefusedError, match="history"):
         memory.history("loc-1")
     with pytest.raises(BypassRefusedError, match="reset"):

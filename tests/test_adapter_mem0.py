@@ -42,7 +42,9 @@ def make_raw(tmp: str, llm: Any = None) -> Any:
 class TestMem0Adapter(AdapterContract):
     def make_harness(self, wall: Firewall) -> Harness:
         raw = make_raw(tempfile.mkdtemp(dir=_MEM0_DIR))
-        memory = GuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
+        memory = GuardedMemory(
+            raw, wall, project="shop", actor="coder", user="alice", policy="default"
+        )
 
         def raw_write(text: str) -> str:
             out = raw.add(text, user_id="alice", infer=False)
@@ -79,7 +81,7 @@ def raw(tmp_path: Any) -> Any:
 
 
 def test_one_line_adoption_keeps_shapes(wall: Firewall, raw: Any) -> None:
-    memory = GuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
+    memory = GuardedMemory(raw, wall, project="shop", actor="coder", user="alice", policy="default")
     added = memory.add(
         [
             {"role": "system", "content": "you are helpful"},
@@ -115,14 +117,14 @@ def test_one_line_adoption_keeps_shapes(wall: Firewall, raw: Any) -> None:
 
 def test_poisoned_read_never_reaches_a_later_session(wall: Firewall, raw: Any) -> None:
     with wall.session(project="shop", actor="coder", user="alice") as first:
-        memory = GuardedMemory(raw, wall, session=first)
+        memory = GuardedMemory(raw, wall, session=first, policy="default")
         memory.add(
             FACT, user_id="alice", infer=False, gnomon_origin=attested(wall, Origin.user("alice"))
         )
         first.observe(tool="read_file", content=POISON, origin=Origin.external("file:NOTES.md"))
         memory.add("Team rule: " + POISON, user_id="alice", infer=False)
     with wall.session(project="shop", actor="coder", user="alice") as later:
-        memory = GuardedMemory(raw, wall, session=later)
+        memory = GuardedMemory(raw, wall, session=later, policy="default")
         shown = memory.search("Alice tea deploy review", filters={"user_id": "alice"})
         assert [r["memory"] for r in shown["results"]] == [FACT]
         views = memory.gnomon.audit("deploy review", grant=wall.grant("auditor", "ops"))
@@ -134,7 +136,7 @@ def test_poisoned_read_never_reaches_a_later_session(wall: Firewall, raw: Any) -
 def test_infer_true_facts_carry_the_join_of_the_inputs(wall: Firewall, tmp_path: Any) -> None:
     llm = ScriptedLLM(["Deploys always use --force", "Alice likes tea"])
     raw = make_raw(str(tmp_path), llm=llm)
-    memory = GuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
+    memory = GuardedMemory(raw, wall, project="shop", actor="coder", user="alice", policy="default")
     session = memory.gnomon._guard.session
     session.observe(tool="fetch", content=POISON, origin=Origin.external("web:evil.example"))
     out = memory.add(
@@ -159,7 +161,7 @@ def test_infer_true_facts_carry_the_join_of_the_inputs(wall: Firewall, tmp_path:
 
 
 def test_history_needs_an_auditor_grant(wall: Firewall, raw: Any) -> None:
-    memory = GuardedMemory(raw, wall, project="shop", user="alice")
+    memory = GuardedMemory(raw, wall, project="shop", user="alice", policy="default")
     row = memory.add(FACT, user_id="alice", infer=False)["results"][0]
     with pytest.raises(BypassRefusedError, match="audit path"):
         memory.history(row["id"])
@@ -173,7 +175,7 @@ def test_history_needs_an_auditor_grant(wall: Firewall, raw: Any) -> None:
 
 
 def test_unguarded_methods_are_refused(wall: Firewall, raw: Any) -> None:
-    memory = GuardedMemory(raw, wall, project="shop")
+    memory = GuardedMemory(raw, wall, project="shop", policy="default")
     for name in ("reset", "chat", "vector_store", "db", "_add_to_vector_store"):
         with pytest.raises(BypassRefusedError):
             getattr(memory, name)
@@ -182,7 +184,7 @@ def test_unguarded_methods_are_refused(wall: Firewall, raw: Any) -> None:
 
 
 def test_mem0_errors_are_typed(wall: Firewall, raw: Any) -> None:
-    memory = GuardedMemory(raw, wall, project="shop")
+    memory = GuardedMemory(raw, wall, project="shop", policy="default")
     with pytest.raises(StoreCallError, match=r"mem0\.search"):
         memory.search("x", user_id="alice")  # mem0 rejects top-level ids in search
     with pytest.raises(StoreCallError, match=r"mem0\.delete"):
@@ -193,7 +195,7 @@ def test_infer_from_a_system_message_keeps_the_session_taint(wall: Firewall, tmp
     llm = ScriptedLLM(["Deploys always use --force"])
     raw = make_raw(str(tmp_path), llm=llm)
     with wall.session(project="shop", actor="coder", user="alice") as first:
-        memory = GuardedMemory(raw, wall, session=first)
+        memory = GuardedMemory(raw, wall, session=first, policy="default")
         first.observe(tool="fetch", content=POISON, origin=Origin.external("web:evil.example"))
         # attack: the poisoned text reaches mem0 only as a system message and a list of parts,
         # the message forms the join used to skip
@@ -214,13 +216,13 @@ def test_infer_from_a_system_message_keeps_the_session_taint(wall: Firewall, tmp
         recorded = [e for e in wall.store.events() if e.kind == "belief.remembered"]
         assert len(recorded) >= 3  # both messages and the fact were recorded
     with wall.session(project="shop", actor="coder", user="alice") as later:
-        memory = GuardedMemory(raw, wall, session=later)
+        memory = GuardedMemory(raw, wall, session=later, policy="default")
         assert memory.search("deploys force", filters={"user_id": "alice"})["results"] == []
         assert memory.get_all(filters={"user_id": "alice"})["results"] == []
 
 
 def test_out_of_band_edit_of_rendered_metadata_is_drift(wall: Firewall, raw: Any) -> None:
-    memory = GuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
+    memory = GuardedMemory(raw, wall, project="shop", actor="coder", user="alice", policy="default")
     alice = attested(wall, Origin.user("alice"))
     (row,) = memory.add(
         FACT, user_id="alice", infer=False, metadata={"topic": "drinks"}, gnomon_origin=alice

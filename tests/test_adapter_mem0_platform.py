@@ -107,7 +107,9 @@ class TestMem0PlatformAdapter(AdapterContract):
 
     def make_harness(self, wall: Firewall) -> Harness:
         raw = sync_client()
-        client = GuardedMemoryClient(raw, wall, project="shop", actor="coder", user="alice")
+        client = GuardedMemoryClient(
+            raw, wall, project="shop", actor="coder", user="alice", policy="default"
+        )
         server: FakeMem0Platform = self.mock.server  # type: ignore[attr-defined]
         return Harness(
             client.gnomon,
@@ -129,7 +131,9 @@ class TestAsyncMem0Adapter(AdapterContract):
         tmp = tempfile.mkdtemp(dir=_MEM0_DIR)
         raw = AsyncMemory.from_config(offline_config(tmp))
         raw.embedding_model = HashEmbedder()
-        memory = AsyncGuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
+        memory = AsyncGuardedMemory(
+            raw, wall, project="shop", actor="coder", user="alice", policy="default"
+        )
         run = memory.gnomon._backend.inner.client._run  # type: ignore[attr-defined]
 
         def raw_write(text: str) -> str:
@@ -172,7 +176,9 @@ def mock() -> Iterator[respx.MockRouter]:
 
 @pytest.fixture
 def client(wall: Firewall, mock: respx.MockRouter) -> GuardedMemoryClient:
-    return GuardedMemoryClient(sync_client(), wall, project="shop", actor="coder", user="alice")
+    return GuardedMemoryClient(
+        sync_client(), wall, project="shop", actor="coder", user="alice", policy="default"
+    )
 
 
 def test_add_sends_belief_id_and_origin(
@@ -333,7 +339,9 @@ def test_get_all_and_import_page_through(
 def test_infer_true_facts_carry_the_join(wall: Firewall) -> None:
     server = FakeMem0Platform(extract=lambda msgs: ["Deploys always use --force"])
     with mem0_routes(server) as mock:
-        client = GuardedMemoryClient(sync_client(), wall, project="shop", actor="coder")
+        client = GuardedMemoryClient(
+            sync_client(), wall, project="shop", actor="coder", policy="default"
+        )
         session = client.gnomon._guard.session
         session.observe(tool="fetch", content=POISON, origin=Origin.external("web:evil.example"))
         out = client.add("Summarize what you read.", user_id="alice")
@@ -355,7 +363,7 @@ def test_unguarded_and_wrong_clients_are_refused(
     with pytest.raises(BypassRefusedError, match="delete_linked"):
         client.delete("x", delete_linked=True)
     with pytest.raises(StoreCallError, match="async"):
-        GuardedMemoryClient(object(), wall)
+        GuardedMemoryClient(object(), wall, policy="default")
 
 
 # -- the async platform client -----------------------------------------------------------------
@@ -366,8 +374,10 @@ def test_async_client_add_search_errors_audit(
 ) -> None:
     raw = async_client(monkeypatch)
     with pytest.raises(StoreCallError, match="sync"):
-        GuardedMemoryClient(raw, wall)
-    client = AsyncGuardedMemoryClient(raw, wall, project="shop", actor="coder", user="alice")
+        GuardedMemoryClient(raw, wall, policy="default")
+    client = AsyncGuardedMemoryClient(
+        raw, wall, project="shop", actor="coder", user="alice", policy="default"
+    )
     server: FakeMem0Platform = mock.server  # type: ignore[attr-defined]
 
     async def scenario() -> None:
@@ -419,7 +429,9 @@ def test_async_memory_write_search_audit(wall: Firewall, tmp_path: Any) -> None:
     raw = AsyncMemory.from_config(offline_config(tmp_path))
     raw.embedding_model = HashEmbedder()
     raw.llm = ScriptedLLM(["Deploys always use --force"])
-    memory = AsyncGuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
+    memory = AsyncGuardedMemory(
+        raw, wall, project="shop", actor="coder", user="alice", policy="default"
+    )
 
     async def scenario() -> None:
         added = await memory.add(
@@ -455,7 +467,7 @@ def test_async_memory_refuses_a_sync_client(wall: Firewall, tmp_path: Any) -> No
     from adapters.testing import offline_memory
 
     with pytest.raises(StoreCallError, match="async"):
-        AsyncGuardedMemory(offline_memory(tmp_path), wall)
+        AsyncGuardedMemory(offline_memory(tmp_path), wall, policy="default")
 
 
 # -- missing SDK -------------------------------------------------------------------------------
@@ -504,7 +516,9 @@ def test_tainted_extraction_never_retires_a_user_fact(wall: Firewall, event: str
 
     server = FakeMem0Platform(extract=extract)
     with mem0_routes(server):
-        client = GuardedMemoryClient(sync_client(), wall, project="shop", actor="coder")
+        client = GuardedMemoryClient(
+            sync_client(), wall, project="shop", actor="coder", policy="default"
+        )
         alice = attested(wall, Origin.user("alice"))
         (row,) = client.add(FACT, user_id="alice", infer=False, gnomon_origin=alice)["results"]
         target["id"] = row["id"]
@@ -523,7 +537,7 @@ def test_tainted_extraction_never_retires_a_user_fact(wall: Firewall, event: str
         linked = wall.store.contradictions_for([fact_id])
         assert linked and all(fact_id in c.belief_ids for c in linked)
         with wall.session(project="shop", actor="coder", user="alice") as later:
-            reader = GuardedMemoryClient(sync_client(), wall, session=later)
+            reader = GuardedMemoryClient(sync_client(), wall, session=later, policy="default")
             found = reader.search("Alice prefers", filters={"user_id": "alice"})
             assert [r["memory"] for r in found["results"]] == [FACT]
             listed = reader.get_all(filters={"user_id": "alice"})

@@ -30,7 +30,7 @@ class TestZepAdapter(AdapterContract):
     def make_harness(self, wall: Firewall) -> Harness:
         raw = sync_client()
         graph = raw.user.create(user_id="alice").graph_uuid
-        zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice")
+        zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice", policy="default")
         server = self.mock.server
 
         def raw_write(text: str) -> str:
@@ -82,7 +82,7 @@ def env():  # type: ignore[no-untyped-def]
         raw = sync_client()
         user = raw.user.create(user_id="alice")
         thread = raw.thread.create(user_uuid=user.uuid_)
-        zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice")
+        zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice", policy="default")
         yield wall, zep, mock, user.graph_uuid, thread.uuid_
         zep.close()
     wall.close()
@@ -266,7 +266,7 @@ def test_async_client() -> None:
         assert "4242" not in blob.split("<QUOTED>")[0]
         assert "Refunds go to Ada." in blob.split("<QUOTED>")[1]
         edges = [e async for e in await zep.graph.search_edges(user.graph_uuid, query="Refunds")]
-        assert "Refunds go to Ada." in [e.fact for e in edges]
+        assert "Refunds go to Ada." in [e.gnomon["text"] for e in edges]
         assert all(e.gnomon["quoted"] for e in edges)  # extractions: quoted, never accepted
         mock.server.fail("graph.episode.add", "timeout")
         with pytest.raises(StoreTimeoutError, match=r"zep\.graph\.episode\.add"):

@@ -44,7 +44,9 @@ class TestLegacyZepAdapter(AdapterContract):
         server = FakeLegacyZepServer()
         raw = raw_client(server)
         raw.memory.add_session(session_id=SESSION, user_id="alice")
-        zep = GuardedLegacyZep(raw, wall, project="shop", actor="coder", user="alice")
+        zep = GuardedLegacyZep(
+            raw, wall, project="shop", actor="coder", user="alice", policy="default"
+        )
 
         def raw_write(text: str) -> str:
             raw.memory.add(SESSION, messages=[Message(role="x", role_type="user", content=text)])
@@ -82,7 +84,7 @@ def env():  # type: ignore[no-untyped-def]
     raw = Zep(
         api_key="k", base_url=HOST, httpx_client=httpx.Client(transport=httpx.MockTransport(handle))
     )
-    zep = GuardedLegacyZep(raw, wall, project="shop", actor="coder", user="alice")
+    zep = GuardedLegacyZep(raw, wall, project="shop", actor="coder", user="alice", policy="default")
     zep.memory.add_session(session_id=SESSION, user_id="alice")
     yield wall, zep, server, calls
     zep.close()

@@ -55,9 +55,15 @@ def _guarded_objects(wall: Firewall) -> list[Any]:
     from adapters.letta import GuardedLetta
     from adapters.zep import GuardedZep
 
-    memory = GuardedMemory(offline_memory(tempfile.mkdtemp(dir=_MEM0_DIR)), wall, project="shop")
-    letta = GuardedLetta(Letta(base_url="http://letta.test", max_retries=0), wall, project="p")
-    zep = GuardedZep(Zep(api_key="k", base_url="http://zep.test/api/v4"), wall, project="p")
+    memory = GuardedMemory(
+        offline_memory(tempfile.mkdtemp(dir=_MEM0_DIR)), wall, project="shop", policy="default"
+    )
+    letta = GuardedLetta(
+        Letta(base_url="http://letta.test", max_retries=0), wall, project="p", policy="default"
+    )
+    zep = GuardedZep(
+        Zep(api_key="k", base_url="http://zep.test/api/v4"), wall, project="p", policy="default"
+    )
     return [memory, letta, letta.agents, letta.blocks, zep, zep.thread, zep.graph]
 
 
@@ -84,7 +90,9 @@ def test_missing_sdk_error_is_an_import_error() -> None:
 
 
 def test_from_config_builds_the_sdk_client_and_guards_it(wall: Firewall, tmp_path: Path) -> None:
-    memory = GuardedMemory.from_config(offline_config(tmp_path), wall, project="shop")
+    memory = GuardedMemory.from_config(
+        offline_config(tmp_path), wall, project="shop", policy="default"
+    )
     memory._client.embedding_model = HashEmbedder()
     added = memory.add("Deploys go through ArgoCD.", user_id="alice", infer=False)
     assert added["results"][0]["memory"] == "Deploys go through ArgoCD."
@@ -168,7 +176,7 @@ def test_a_read_says_what_it_withheld(wall: Firewall, caplog: pytest.LogCaptureF
     secret_text = "Payments need two reviewers."
     raw.add(secret_text, user_id="alice", infer=False)
     raw.add("Deploys go through ArgoCD.", user_id="alice", infer=False)
-    memory = GuardedMemory(raw, wall, project="shop")
+    memory = GuardedMemory(raw, wall, project="shop", policy="default")
     with caplog.at_level(logging.INFO, logger="gnomon"):
         found = memory.search("payments deploys", filters={"user_id": "alice"})
         again = memory.get_all(filters={"user_id": "alice"})
@@ -195,14 +203,14 @@ def test_letta_and_zep_reads_carry_the_report(wall: Firewall) -> None:
 
     with letta_routes() as mock:
         agent = mock.server.add_agent(blocks={"human": "Name: Ada", "persona": "I help."})
-        client = GuardedLetta(letta_client(), wall, project="shop")
+        client = GuardedLetta(letta_client(), wall, project="shop", policy="default")
         page = client.agents.blocks.list(agent)
         assert list(page.items) == [] and page.gnomon["withheld"] == 2
     with zep_routes() as mock:
         raw = zep_client()
         user = raw.user.create(user_id="alice")
         raw.graph.episode.add(user.graph_uuid, data="Alice prefers tea.")
-        zep = GuardedZep(zep_client(), wall, project="shop")
+        zep = GuardedZep(zep_client(), wall, project="shop", policy="default")
         pager = zep.graph.episode.list(user.graph_uuid)
         assert list(pager.items) == [] and pager.gnomon["withheld"] == 1
 
@@ -244,11 +252,17 @@ def _sdk_clients(wall: Firewall) -> list[Any]:
 
     zep = {"api_key": "k", "base_url": "http://zep.test/api/v4"}
     return [
-        GuardedLetta(Letta(base_url="http://letta.test"), wall, project="p"),
-        GuardedAsyncLetta(AsyncLetta(base_url="http://letta.test"), wall, project="p"),
-        GuardedZep(Zep(**zep), wall, project="p"),
-        GuardedAsyncZep(AsyncZep(**zep), wall, project="p", sync_client=Zep(**zep)),
-        GuardedLegacyZep(LegacyZep(base_url="http://zep.test", api_key="k"), wall, project="p"),
+        GuardedLetta(Letta(base_url="http://letta.test"), wall, project="p", policy="default"),
+        GuardedAsyncLetta(
+            AsyncLetta(base_url="http://letta.test"), wall, project="p", policy="default"
+        ),
+        GuardedZep(Zep(**zep), wall, project="p", policy="default"),
+        GuardedAsyncZep(
+            AsyncZep(**zep), wall, project="p", sync_client=Zep(**zep), policy="default"
+        ),
+        GuardedLegacyZep(
+            LegacyZep(base_url="http://zep.test", api_key="k"), wall, project="p", policy="default"
+        ),
     ]
 
 

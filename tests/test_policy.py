@@ -43,7 +43,7 @@ from firewall.states import (
 from firewall.store.base import BeliefFilter
 from tests.factories import T0, belief_draft, make_belief
 
-PRESETS = ["audit", "default", "planner", "reference"]
+PRESETS = ["assistant", "audit", "default", "planner", "reference"]
 NOW = datetime(2026, 3, 31, 12, tzinfo=UTC)
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "policies" / "context-policy.schema.json"
 

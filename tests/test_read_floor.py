@@ -173,7 +173,8 @@ def _guarded(wall: firewall.Firewall, items: list[tuple[str, str, Sensitivity]])
 
 
 def _verdicts(guard: Guard, items: list[tuple[str, str, Sensitivity]]) -> dict[str, str]:
-    hits = [StoreItem(store_id=sid, text=text) for sid, text, _ in items]
+    # text_field: a hit is quoted only where its marker can be shown (see StoreItem.text_field)
+    hits = [StoreItem(store_id=sid, text=text, text_field="text") for sid, text, _ in items]
     return {s.item.store_id: s.verdict for s in guard.screen(hits, query=QUERY, k=10)}
 
 

@@ -436,7 +436,7 @@ def beliefs_verify(ctx: click.Context, url: str | None, as_json: bool) -> None:
 @click.option(
     "--policy",
     required=True,
-    help="A preset (default, planner, reference) or a path to a policy .yaml file.",
+    help="A preset (default, planner, reference, assistant) or a path to a policy .yaml file.",
 )
 @click.option(
     "--gate-version",

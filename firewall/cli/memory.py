@@ -100,7 +100,7 @@ def beliefs_show(ctx: click.Context, belief_id: str, url: str | None, as_json: b
     "--policy",
     default="default",
     show_default=True,
-    help="A preset (default, planner, reference) or a path to a policy .yaml file.",
+    help="A preset (default, planner, reference, assistant) or a path to a policy .yaml file.",
 )
 @click.option(
     "-k", "k", type=click.IntRange(1, 200), default=10, show_default=True, help="Most matches."
