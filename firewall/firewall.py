@@ -782,7 +782,7 @@ class Firewall:
 
     def _unbound(self, store_name: str, chunk: list[ImportItem]) -> list[ImportItem]:
         """The items of ``chunk`` whose store id has no binding yet (first of duplicates)."""
-        bound = self.store.bindings_by_store_id(store_name, [i.source_id for i in chunk])
+        bound = self.store.bound_store_ids(store_name, [i.source_id for i in chunk])
         fresh: dict[str, ImportItem] = {}
         for item in chunk:
             if item.source_id not in bound:

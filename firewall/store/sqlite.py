@@ -869,6 +869,23 @@ class SQLiteStore(Store):
                 found[binding.store_id] = binding
         return found
 
+    def bound_store_ids(self, store: str, store_ids: Sequence[str]) -> set[str]:
+        ids = list(dict.fromkeys(store_ids))
+        found: set[str] = set()
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            with self._guard("reading bindings") as conn:
+                found.update(
+                    sid
+                    for (sid,) in conn.execute(
+                        "SELECT store_id FROM bindings INDEXED BY bindings_store_id "
+                        f"WHERE store = ? AND store_id IN ({marks})",
+                        [store, *chunk],
+                    )
+                )
+        return found
+
     def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
         ids = list(dict.fromkeys(belief_ids))
         found: list[StoreBinding] = []
