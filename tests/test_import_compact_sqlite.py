@@ -170,3 +170,16 @@ def test_a_version_7_file_migrates_and_reads_old_and_new_rows(tmp_path: Path) ->
             assert wall.store.belief_history(belief.id) == [belief]
         assert len(wall.store.find_beliefs(BeliefFilter(limit=100))) == 8
         assert rebuild(wall.store).ok and wall.verify_log().ok
+
+
+def test_bound_store_ids_answers_as_the_bindings_do(tmp_path: Path) -> None:
+    with _open(tmp_path / "g.db") as wall:
+        wall.import_records(_items(5), store_name="mem0", project="p", bind=True)
+        wall.import_records(_items(2, "x"), store_name="letta", project="p", bind=True)
+        asked = ["m1", "m4", "x0", "nope", "m1"]
+        assert wall.store.bound_store_ids("mem0", asked) == {"m1", "m4"}
+        assert wall.store.bound_store_ids("mem0", asked) == set(
+            wall.store.bindings_by_store_id("mem0", asked)
+        )
+        assert wall.store.bound_store_ids("letta", asked) == {"x0"}
+        assert wall.store.bound_store_ids("mem0", []) == set()

@@ -946,6 +946,9 @@ class _Rows:
         self.first_versions: list[tuple[Any, ...]] = []
         #: ``(claim_id, seq, row)`` of import batch members (no claim or evidence row).
         self.members: list[tuple[str, int, int]] = []
+        #: Beliefs and bindings of import batches: fresh ids, written by plain inserts.
+        self.new_beliefs: list[tuple[Any, ...]] = []
+        self.new_bindings: list[tuple[Any, ...]] = []
 
     def add_batch(self, batch: ImportBatch, imports: dict[str, Any], seq: int) -> None:
         """The rows of an import batch sealed as event ``seq``, straight from its compact rows:
@@ -965,23 +968,25 @@ class _Rows:
         status = (t.truth_status, t.retrieval_status, t.security_status, t.freshness_status)
         version = t.version
         dumps = _dumps
-        beliefs, members, firsts = self.beliefs, self.members, self.first_versions
+        beliefs, members, firsts = self.new_beliefs, self.members, self.first_versions
         for index, (row, doc_row) in enumerate(zip(batch.rows, imports["rows"], strict=True)):
             belief_id, claim_id, _evidence_id, text, _source, sens, observed, _sid, _dg = row
             seen = now if observed is None else micros(observed)
             keys = (*status, SENSITIVITY_RANK[sens], now if verified else seen, seen, expires)
-            beliefs[belief_id] = (
-                belief_id,
-                *keys,
-                *shared,
-                " ".join(index_tokens(text)),
-                dumps(belief_doc(belief_t, at, doc_row)),
+            beliefs.append(
+                (
+                    belief_id,
+                    *keys,
+                    *shared,
+                    " ".join(index_tokens(text)),
+                    dumps(belief_doc(belief_t, at, doc_row)),
+                )
             )
             firsts.append((belief_id, version, now, None, *keys, *shared, b""))
             members.append((claim_id, seq, index))
             if binding_t is not None:
                 binding = binding_doc(binding_t, at, doc_row)
-                self.bindings.append(
+                self.new_bindings.append(
                     (binding["store"], belief_id, binding["store_id"], dumps(binding))
                 )
 
@@ -1063,9 +1068,12 @@ class _Rows:
             conn.executemany(schema.INSERT_VERSION, self.first_versions)
         if self.members:
             conn.executemany(schema.INSERT_BATCH_MEMBER, self.members)
-        if self.beliefs:
+        if self.beliefs or self.new_beliefs:
             (before,) = conn.execute(schema.MAX_BELIEF_RID).fetchone()
-            conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
+            if self.beliefs:
+                conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
+            if self.new_beliefs:
+                conn.executemany(schema.INSERT_BELIEF, self.new_beliefs)
             if index_new_beliefs:
                 conn.execute(schema.INDEX_NEW_BELIEFS, (before,))
             conn.execute(schema.INDEX_NEW_ADMISSIBLE, (before,))
@@ -1078,6 +1086,7 @@ class _Rows:
             (schema.UPSERT_OUTCOME, self.outcomes),
             (schema.UPSERT_REVISION, self.revisions),
             (schema.UPSERT_BINDING, self.bindings),
+            (schema.INSERT_BINDING, self.new_bindings),
         ):
             if rows:
                 conn.executemany(sql, rows)

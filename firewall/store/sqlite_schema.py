@@ -410,11 +410,18 @@ UPSERT_OBSERVATION = upsert("observations", ("id", "session_id", "doc"))
 UPSERT_CLAIM = upsert("claims", ("id", "doc"))
 UPSERT_EVIDENCE = upsert("evidence", ("id", "claim_id", "doc"))
 UPSERT_BELIEF = upsert("beliefs", BELIEF_COLUMNS)
+#: A belief new in this commit (an import batch's fresh ids): a plain insert, about half the
+#: cost of the upsert; an id that did exist fails the whole commit instead of overwriting.
+INSERT_BELIEF = (
+    f"INSERT INTO beliefs ({', '.join(BELIEF_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in BELIEF_COLUMNS)})"
+)
 UPSERT_DECISION = upsert("decisions", ("id", "session_id", "created_us", "doc"))
 UPSERT_ACTION = upsert("actions", ("id", "decision_id", "session_id", "doc"))
 UPSERT_OUTCOME = upsert("outcomes", ("id", "action_id", "session_id", "doc"))
 UPSERT_REVISION = upsert("revisions", ("id", "belief_id", "created_us", "doc"))
 UPSERT_CONTRADICTION = upsert("contradictions", ("id", "detected_us", "doc"))
+INSERT_BINDING = "INSERT INTO bindings (store, belief_id, store_id, doc) VALUES (?, ?, ?, ?)"
 UPSERT_BINDING = (
     "INSERT INTO bindings (store, belief_id, store_id, doc) VALUES (?, ?, ?, ?) "
     "ON CONFLICT (store, belief_id) DO UPDATE SET store_id = excluded.store_id, doc = excluded.doc"
