@@ -53,16 +53,20 @@ def _shape(beliefs: list[Belief]) -> list[tuple[Any, ...]]:
     ]
 
 
-def _one_at_a_time(wall: Firewall) -> list[tuple[Any, ...]]:
-    alice = wall.channel(Origin.user("alice"), project="shop")
-    memory = GuardedMemory(
+def _guarded(wall: Firewall) -> GuardedMemory:
+    """A guarded offline ``Memory`` whose role=user messages come through alice's channel."""
+    return GuardedMemory(
         offline_memory(tempfile.mkdtemp(dir=_MEM0_DIR)),
         wall,
         project="shop",
         actor="coder",
         user="alice",
-        user_channel=alice,
+        user_channel=wall.channel(Origin.user("alice"), project="shop"),
     )
+
+
+def _one_at_a_time(wall: Firewall) -> list[tuple[Any, ...]]:
+    memory = _guarded(wall)
     beliefs: list[Belief] = []
     for message in MESSAGES:
         out = memory.add([message], user_id="alice", infer=False)
@@ -87,15 +91,7 @@ def _check(wall: Firewall, beliefs: list[Belief], events: int, expected: Any) ->
 def test_sync_add_of_many_messages_is_labelled_as_one_at_a_time() -> None:
     wall = firewall.open("memory://")
     expected = _one_at_a_time(wall)
-    alice = wall.channel(Origin.user("alice"), project="shop")
-    memory = GuardedMemory(
-        offline_memory(tempfile.mkdtemp(dir=_MEM0_DIR)),
-        wall,
-        project="shop",
-        actor="coder",
-        user="alice",
-        user_channel=alice,
-    )
+    memory = _guarded(wall)
     before = wall.store.head()[0]
     out = memory.add(MESSAGES, user_id="alice", infer=False)
     _check(wall, _beliefs(wall, out), wall.store.head()[0] - before, expected)
