@@ -7,7 +7,7 @@
   *nothing* of the batch is written (the calls before the bad one included) and the session's
   label is unchanged; records land only in the session's project, with fresh ids, whatever ids
   the calls name;
-* the log verifies, replays and rebuilds, on every store.
+* the log verifies, replays and rebuilds, on every store (memory, SQLite, PostgreSQL).
 """
 
 from __future__ import annotations
@@ -34,11 +34,20 @@ from firewall.states import RetrievalStatus, TruthStatus
 from firewall.store.memory import MemoryStore
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def wall(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Firewall]:
-    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'g.db'}"
+    if request.param == "memory":
+        url = "memory://"
+    elif request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'g.db'}"
+    else:
+        base = request.getfixturevalue("postgres_url")
+        sep = "&" if "?" in base else "?"
+        url = f"{base}{sep}tenant=many-{request.node.name[-24:].strip('[]')}"
     with firewall.open(url) as opened:
         yield opened
+        if request.param == "postgres":
+            opened.store.discard()  # type: ignore[attr-defined]
 
 
 def _shape(observed: Any) -> list[tuple[Any, ...]]:
