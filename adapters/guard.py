@@ -70,6 +70,7 @@ from firewall.policy import ContextPolicy, Reason, floor_reasons, resolve
 from firewall.recall import QuotedItem, RecallResult, RejectedItem
 from firewall.session import Session
 from firewall.states import Authority, Axis, RetrievalStatus, SecurityStatus, TruthStatus
+from firewall.tool_calls import ToolCall
 
 from . import conflicts
 from .base import StoreItem
@@ -343,9 +344,40 @@ class Guard:
         text = statement_text(text, self.wall.max_block_bytes)  # one non-empty text, or refuse
         if origin is None:
             return self.session.remember(text, derived_from)
-        observed = self.session.observe(tool=f"{self.store}.write", content=text, origin=origin)
-        (belief,) = observed.content
+        (belief,) = self._observed([self._write_call(text, origin)])
         return belief
+
+    def record_many(self, writes: Sequence[tuple[str, WriteOrigin | None]]) -> list[Belief]:
+        """Record many memories, in order, each labelled as :meth:`record` labels it: a run
+        of writes with an origin is one :meth:`Session.observe_many` event; an agent write
+        (no origin) is :meth:`Session.remember`, so its label joins everything recorded
+        before it, exactly as one call at a time."""
+        limit = self.wall.max_block_bytes
+        out: list[Belief] = []
+        run: list[ToolCall] = []
+        for text, origin in writes:
+            text = statement_text(text, limit)
+            if origin is None:
+                out.extend(self._observed(run))
+                run = []
+                out.append(self.session.remember(text, None))
+            else:
+                run.append(self._write_call(text, origin))
+        out.extend(self._observed(run))
+        return out
+
+    def _write_call(self, text: str, origin: WriteOrigin) -> ToolCall:
+        return ToolCall(tool=f"{self.store}.write", content=text, origin=origin)
+
+    def _observed(self, calls: list[ToolCall]) -> list[Belief]:
+        """The one content belief of each write call, recorded as one event."""
+        if not calls:
+            return []
+        out = []
+        for observed in self.session.observe_many(calls):
+            (belief,) = observed.content
+            out.append(belief)
+        return out
 
     def begin_write(
         self,
@@ -372,10 +404,7 @@ class Guard:
     ) -> PendingWrite:
         """Bind ``belief`` ``pending``; the hash covers ``text`` and the fields the write sets
         that the adapter renders (``rendered``, see :attr:`StoreItem.rendered`)."""
-        text_hash = item_hash(text, rendered)
-        binding = self._binding(
-            belief.id, store_id=store_id, text_hash=text_hash, state=BindingState.PENDING
-        )
+        pending = self._pending(belief, text, metadata, store_id, rendered)
         base = extra or Records()
         self._commit(
             "binding.pending",
@@ -383,8 +412,39 @@ class Guard:
             Records(
                 beliefs=base.beliefs,
                 revisions=base.revisions,
-                bindings=(*base.bindings, binding),
+                bindings=(*base.bindings, pending.binding),
             ),
+        )
+        return pending
+
+    def bind_pending_many(
+        self,
+        written: Sequence[tuple[Belief, str]],
+        metadata: Mapping[str, Any],
+        *,
+        rendered: Mapping[str, str] | None = None,
+    ) -> list[PendingWrite]:
+        """:meth:`bind_pending` for many ``(belief, text)`` sharing ``metadata``: one event."""
+        pending = [self._pending(b, text, metadata, None, rendered) for b, text in written]
+        if pending:
+            self._commit(
+                "binding.pending",
+                {"belief_ids": [p.belief.id for p in pending]},
+                Records(bindings=tuple(p.binding for p in pending)),
+            )
+        return pending
+
+    def _pending(
+        self,
+        belief: Belief,
+        text: str,
+        metadata: Mapping[str, Any],
+        store_id: str | None,
+        rendered: Mapping[str, str] | None,
+    ) -> PendingWrite:
+        text_hash = item_hash(text, rendered)
+        binding = self._binding(
+            belief.id, store_id=store_id, text_hash=text_hash, state=BindingState.PENDING
         )
         full = {**metadata, **gnomon_metadata(belief, content_hash(text))}
         return PendingWrite(belief, binding, text, full)

@@ -63,21 +63,27 @@ class _Guarded(Constructed, Refusing):
     ) -> list[tuple[dict[str, Any], PendingWrite]]:
         """infer=False: record each non-system message and bind it ``pending``."""
         checked = merged_metadata(STORE, "add", self.gnomon._backend.limits, metadata)
-        out = []
         guard = self.gnomon._guard
+        kept = []
         for message in messages_of(messages):
             text = content_of(message)
             if message.get("role") == "system" or text is None:
                 continue
-            said = (
-                origin
-                if origin is not None
-                else guard.message_origin(message.get("role"), message.get("name"))
-            )
-            belief = guard.record(text, origin=said)
-            rendered = rendered_metadata(checked)
-            out.append((message, guard.bind_pending(belief, text, checked, rendered=rendered)))
-        return out
+            kept.append((message, text, self._said(message, origin)))
+        # all messages recorded in one event per run of labelled ones, all bound in one more
+        beliefs = guard.record_many([(text, said) for _, text, said in kept])
+        pending = guard.bind_pending_many(
+            [(b, text) for b, (_, text, _) in zip(beliefs, kept, strict=True)],
+            checked,
+            rendered=rendered_metadata(checked),
+        )
+        return [(m, p) for (m, _, _), p in zip(kept, pending, strict=True)]
+
+    def _said(self, message: Mapping[str, Any], origin: WriteOrigin | None) -> WriteOrigin | None:
+        """The origin one message is recorded with: the caller's, else its role's."""
+        if origin is not None:
+            return origin
+        return self.gnomon._guard.message_origin(message.get("role"), message.get("name"))
 
     def _inputs(
         self, messages: Any, metadata: Mapping[str, Any] | None, origin: WriteOrigin | None
@@ -88,16 +94,13 @@ class _Guarded(Constructed, Refusing):
         these messages included."""
         checked = merged_metadata(STORE, "add", self.gnomon._backend.limits, metadata)
         guard = self.gnomon._guard
-        inputs = [
-            guard.record(
-                text,
-                origin=origin
-                if origin is not None
-                else guard.message_origin(m.get("role"), m.get("name")),
-            )
-            for m in messages_of(messages)
-            if (text := read_text(m)) is not None
-        ]
+        inputs = guard.record_many(
+            [
+                (text, self._said(m, origin))
+                for m in messages_of(messages)
+                if (text := read_text(m)) is not None
+            ]
+        )
         label = guard.write_label(None)
         sent = dict(checked)
         sent[ORIGIN_KEY] = ",".join(sorted(label.origin_ids))

@@ -42,6 +42,7 @@ from firewall.states import (
     Sensitivity,
     TruthStatus,
 )
+from firewall.tool_calls import ToolCall
 
 __all__ = [
     "Action",
@@ -74,6 +75,7 @@ __all__ = [
     "SecurityStatus",
     "Sensitivity",
     "Session",
+    "ToolCall",
     "TruthStatus",
     "__version__",
     "open",

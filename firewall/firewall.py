@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from firewall import __about__
 from firewall.adoption import Adopter, Context
 from firewall.arguments import check_value, checked_call, checked_streaming
-from firewall.batch import ImportBatch
+from firewall.batch import ImportBatch, gc_paused
 from firewall.chain import (
     Belief,
     Contradiction,
@@ -770,9 +770,11 @@ class Firewall:
             if bind:
                 chunk = self._unbound(store_name, chunk)
             if chunk:
-                self.commit(
-                    self._import_batch(chunk, adopter, store_name, project, actor, versions, bind)
-                )
+                with gc_paused():
+                    draft = self._import_batch(
+                        chunk, adopter, store_name, project, actor, versions, bind
+                    )
+                    self.commit(draft)
                 count += len(chunk)
             if progress is not None:
                 progress(handled)
@@ -780,7 +782,7 @@ class Firewall:
 
     def _unbound(self, store_name: str, chunk: list[ImportItem]) -> list[ImportItem]:
         """The items of ``chunk`` whose store id has no binding yet (first of duplicates)."""
-        bound = self.store.bindings_by_store_id(store_name, [i.source_id for i in chunk])
+        bound = self.store.bound_store_ids(store_name, [i.source_id for i in chunk])
         fresh: dict[str, ImportItem] = {}
         for item in chunk:
             if item.source_id not in bound:

@@ -36,5 +36,19 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{time.time_ns() // 1_000_000:012x}{os.urandom(8).hex()}"
 
 
+def new_ids(prefix: str, count: int) -> list[str]:
+    """``count`` fresh ids with one clock read and one ``os.urandom`` call (a batch's ids):
+    the same form and the same 64 random bits each as :func:`new_id`.
+
+    >>> a, b = new_ids("bel", 2)
+    >>> a[:16] == b[:16] and a != b and len(a) == len(new_id("bel"))
+    True
+    """
+    assert prefix in PREFIXES, prefix
+    head = f"{prefix}_{time.time_ns() // 1_000_000:012x}"
+    tail = os.urandom(8 * count).hex()
+    return [head + tail[i : i + 16] for i in range(0, 16 * count, 16)]
+
+
 def id_prefix(ident: str) -> str:
     return ident.split("_", 1)[0]

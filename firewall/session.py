@@ -25,12 +25,12 @@ A session is what agent-facing code holds, and it cannot mint authority:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from firewall.adoption import Context, adopt, independence_group, quality_for
-from firewall.arguments import checked_call
+from firewall.arguments import check_value, checked_call
 from firewall.chain import (
     Action,
     Belief,
@@ -77,24 +77,12 @@ from firewall.states import (
     Sensitivity,
     TruthStatus,
 )
+from firewall.tool_calls import Observed, Prepared, ToolCall
 
 if TYPE_CHECKING:
     from firewall.firewall import Firewall
 
 MAX_K = 200
-
-
-@dataclass(frozen=True, slots=True)
-class Observed:
-    """What :meth:`Session.observe` returns: the envelope belief and one belief per block."""
-
-    observation: Observation
-    envelope: Belief
-    content: tuple[Belief, ...]
-
-    @property
-    def beliefs(self) -> tuple[Belief, ...]:
-        return (self.envelope, *self.content)
 
 
 class Session:
@@ -244,7 +232,98 @@ class Session:
         unverified like any agent write.
         """
         self._check_open()
-        tool = checked_tool(tool)
+        call = ToolCall(
+            tool=tool,
+            content=content,
+            args=args,
+            origin=origin,
+            sensitivity=sensitivity,
+            invocation_id=invocation_id,
+            subject=subject,
+            predicate=predicate,
+            expires_at=expires_at,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            tool_version=tool_version,
+        )
+        now = self._wall.clock()
+        prepared = self._prepare(call, now)
+        records, contradictions, current = detect(
+            self._wall.store, [prepared.envelope, *prepared.made], now
+        )
+        data: dict[str, Any] = {
+            "tool": prepared.tool,
+            "blocks": len(prepared.made),
+            "contradictions": contradictions,
+        }
+        if prepared.channel_id is not None:
+            data["channel_id"] = prepared.channel_id
+        self._commit(
+            "observation.recorded",
+            data=data,
+            records=Records(observations=(prepared.observation,), **records),
+            versions={"tool_version": tool_version} if tool_version else None,
+            now=now,
+        )
+        if prepared.made:
+            self._read([prepared.content_origin])
+        return prepared.observed(current)
+
+    @checked_call
+    def observe_many(self, calls: Sequence[ToolCall]) -> list[Observed]:
+        """Record many tool calls as **one** chained event (``observations.recorded``):
+        each :class:`~firewall.tool_calls.ToolCall` is labelled, checked and adopted exactly as
+        :meth:`observe` would (a channel must be one the host opened for this session's
+        project, an asserted origin can only lower trust, every record is in this session's
+        project), and either every call is recorded or, if any is refused, none is.
+
+        Returns one :class:`Observed` per call, in order.
+        """
+        self._check_open()
+        if isinstance(calls, str | bytes | Mapping) or not isinstance(calls, Sequence):
+            raise InputError(
+                "observe_many() takes a list of ToolCall",
+                hint="observe_many([ToolCall(tool=..., content=...), ...])",
+            )
+        for call in calls:
+            if type(call) is not ToolCall:
+                raise InputError(
+                    f"observe_many() takes ToolCall items, got {type(call).__name__}",
+                    hint="wrap each call: ToolCall(tool=..., content=...)",
+                )
+        if not calls:
+            return []
+        now = self._wall.clock()
+        prepared = [self._prepare(call, now) for call in calls]  # refuses before any write
+        made = [m for p in prepared for m in (p.envelope, *p.made)]
+        records, contradictions, current = detect(self._wall.store, made, now)
+        calls_data: list[dict[str, Any]] = []
+        for p in prepared:
+            entry: dict[str, Any] = {"tool": p.tool, "blocks": len(p.made)}
+            if p.channel_id is not None:
+                entry["channel_id"] = p.channel_id
+            if p.tool_version is not None:
+                entry["tool_version"] = p.tool_version
+            calls_data.append(entry)
+        self._commit(
+            "observations.recorded",
+            data={"calls": calls_data, "contradictions": contradictions},
+            records=Records(observations=tuple(p.observation for p in prepared), **records),
+            now=now,
+        )
+        read = [p.content_origin for p in prepared if p.made]
+        if read:
+            self._read(read)
+        return [p.observed(current) for p in prepared]
+
+    def _prepare(self, call: ToolCall, now: datetime) -> Prepared:
+        """One tool call's observation and adopted beliefs, not yet written; raises on
+        anything :meth:`observe` refuses."""
+        if type(call) is not ToolCall:
+            raise InputError(f"expected a ToolCall, got {type(call).__name__}")
+        check_value("observe_many()", "calls", call)
+        tool = checked_tool(call.tool)
+        origin = call.origin
         channel = (
             self._wall.attested_by(origin, project=self.project)
             if isinstance(origin, Channel)
@@ -259,9 +338,9 @@ class Session:
             content_origin = asserted or Origin.external(f"tool:{tool}")
             envelope_origin = Origin.join(Origin.tool(tool), Origin.agent(self.actor))
             trust = ObservationTrust.RAW
-        checked = checked_args(args)
-        blocks = content_blocks(content, self._wall.max_block_bytes)
-        now = self._wall.clock()
+        checked = checked_args(call.args)
+        blocks = content_blocks(call.content, self._wall.max_block_bytes)
+        sensitivity = call.sensitivity
         observation = Observation(
             id=new_id("obs"),
             session_id=self.id,
@@ -269,7 +348,7 @@ class Session:
             actor=self.actor,
             user=self.user,
             tool=tool,
-            invocation_id=invocation_id or new_id("obs"),
+            invocation_id=call.invocation_id or new_id("obs"),
             args=checked,
             captured_at=now,
             trust=trust,
@@ -277,7 +356,7 @@ class Session:
             origin=content_origin,
             blocks=blocks,
             block_hashes=[block_hash(b) for b in blocks],
-            tool_version=tool_version,
+            tool_version=call.tool_version,
         )
         rendered = render_args(checked, self._wall.envelope_args)
         envelope = adopt(
@@ -308,34 +387,23 @@ class Session:
                 source=f"{observation.id}#{i}",
                 now=now,
                 observation_ids=[observation.id],
-                subject=subject,
-                predicate=predicate,
+                subject=call.subject,
+                predicate=call.predicate,
                 sensitivity=sensitivity,
-                expires_at=expires_at,
-                valid_from=valid_from,
-                valid_to=valid_to,
+                expires_at=call.expires_at,
+                valid_from=call.valid_from,
+                valid_to=call.valid_to,
             )
             for i, block in enumerate(blocks)
         ]
-        records, contradictions, current = detect(self._wall.store, [envelope, *made], now)
-        data: dict[str, Any] = {
-            "tool": tool,
-            "blocks": len(blocks),
-            "contradictions": contradictions,
-        }
-        if channel is not None:
-            data["channel_id"] = channel.id
-        self._commit(
-            "observation.recorded",
-            data=data,
-            records=Records(observations=(observation,), **records),
-            versions={"tool_version": tool_version} if tool_version else None,
-            now=now,
-        )
-        if blocks:
-            self._read([content_origin])
-        return Observed(
-            observation, current[envelope.belief.id], tuple(current[m.belief.id] for m in made)
+        return Prepared(
+            tool=tool,
+            observation=observation,
+            envelope=envelope,
+            made=tuple(made),
+            content_origin=content_origin,
+            channel_id=None if channel is None else channel.id,
+            tool_version=call.tool_version,
         )
 
     @checked_call
@@ -726,4 +794,4 @@ class Session:
         return outcome
 
 
-__all__ = ["Observed", "Session"]
+__all__ = ["Observed", "Session", "ToolCall"]

@@ -35,6 +35,7 @@ EXPECTED = [
     "SecurityStatus",
     "Sensitivity",
     "Session",
+    "ToolCall",
     "TruthStatus",
     "__version__",
     "open",

@@ -339,6 +339,11 @@ class Store(ABC):
         Should two bindings name one store id (never through an adapter), either may be returned.
         """
 
+    def bound_store_ids(self, store: str, store_ids: Sequence[str]) -> set[str]:
+        """The ids among ``store_ids`` that have a binding in ``store``: what an idempotent
+        import skips. Backends may answer from the index alone; this builds the bindings."""
+        return set(self.bindings_by_store_id(store, store_ids))
+
     @abstractmethod
     def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
         """Every binding (in any store) of the given beliefs, ordered by ``(belief_id, store)``."""

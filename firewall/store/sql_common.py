@@ -185,16 +185,22 @@ VERSION_ID = "belief_id || '#' || row_number() OVER (PARTITION BY belief_id ORDE
 
 
 def derived_queries(
-    belief_columns: tuple[str, ...], version_columns: tuple[str, ...], where: str
+    belief_columns: tuple[str, ...],
+    version_columns: tuple[str, ...],
+    where: str,
+    *,
+    versions_from: str = "belief_versions",
 ) -> list[tuple[str, str, tuple[str, ...]]]:
     """``(table, SELECT id, columns…, columns)`` for every derived value both SQL backends
-    store the same way; ``where`` scopes each query (PostgreSQL's tenant) or is empty."""
+    store the same way; ``where`` scopes each query (PostgreSQL's tenant) or is empty;
+    ``versions_from`` is what the history is read from (a backend that stores some versions
+    without their document names a subquery that puts it back)."""
     queries = [
-        (table, f"SELECT {key}, {', '.join(cols)} FROM {table} {where}", cols)
-        for table, key, cols in (
-            *INDEXED_COLUMNS,
-            ("beliefs", "id", belief_columns),
-            ("belief_versions", VERSION_ID, version_columns),
+        (table, f"SELECT {key}, {', '.join(cols)} FROM {source} {where}", cols)
+        for table, source, key, cols in (
+            *((t, t, k, c) for t, k, c in INDEXED_COLUMNS),
+            ("beliefs", "beliefs", "id", belief_columns),
+            ("belief_versions", f"{versions_from} belief_versions", VERSION_ID, version_columns),
         )
     ]
     queries.extend(

@@ -26,7 +26,14 @@ from typing import Any, TypeVar
 
 import orjson
 
-from firewall.batch import IMPORTS, ImportBatch, expand, record_docs
+from firewall.batch import (
+    IMPORTS,
+    ImportBatch,
+    belief_doc,
+    binding_doc,
+    member_docs,
+    record_docs,
+)
 from firewall.chain import (
     Belief,
     ChainModel,
@@ -76,6 +83,7 @@ PROJECTION_TABLES = (
     "contradiction_members",
     "bindings",
     "belief_versions",
+    "batch_members",
 )
 #: The FTS5 indexes over ``beliefs.terms``: every belief, and the admissible ones only.
 TEXT_INDEXES = ("beliefs_fts", "beliefs_fts_ok")
@@ -106,6 +114,8 @@ class SQLiteStore(Store):
         self._lock = threading.RLock()
         self._closed = True
         self._index_by_trigger = False
+        #: The last import batch payload read for a batch member, by ``(seq, hash)``.
+        self._batch_cache: dict[tuple[int, str], Any] = {}
         if self.path != ":memory:":
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -169,6 +179,7 @@ class SQLiteStore(Store):
                     + schema.CLAIMS_DDL
                     + schema.ADMISSIBLE_DDL
                     + schema.REQUEST_INDEX_DDL
+                    + schema.BATCH_DDL
                 )
                 for statement in _statements(ddl):
                     conn.execute(statement)
@@ -222,6 +233,9 @@ class SQLiteStore(Store):
             self._conn.execute(schema.FILL_ADMISSIBLE)
         # Version 8 adds the index behind ``request_events``.
         self._conn.execute(schema.REQUEST_INDEX_DDL)
+        # Version 9 adds the members of import batches stored without claim/evidence rows.
+        for statement in _statements(schema.BATCH_DDL):
+            self._conn.execute(statement)
         self._conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'schema_version'",
             (str(schema.SCHEMA_VERSION),),
@@ -390,7 +404,7 @@ class SQLiteStore(Store):
             if draft.records:
                 rows.add(draft.records, event.payload["records"])
             if draft.batch is not None:
-                rows.add_batch(draft.batch, expand(event.payload[IMPORTS]))
+                rows.add_batch(draft.batch, event.payload[IMPORTS], seq)
         self._insert_events(conn, sealed)
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
         return sealed
@@ -452,9 +466,46 @@ class SQLiteStore(Store):
                 rows = conn.execute(f"SELECT {key}, doc FROM {table}").fetchall()
             for ident, doc in rows:
                 yield table, ident, doc
+        yield from self._member_docs()
+
+    def _member_docs(self) -> Iterator[tuple[str, str, bytes]]:
+        """The claim and evidence documents of import batch members (no row of their own),
+        derived from their events one batch at a time; a member its event does not hold is
+        yielded as a document that is no valid record, so a check names it."""
+        with self._guard("reading batch members") as conn:
+            if "batch_members" not in self._tables():
+                return
+            seqs = [s for (s,) in conn.execute("SELECT DISTINCT seq FROM batch_members")]
+        for seq in seqs:
+            with self._guard("reading batch members") as conn:
+                members = conn.execute(
+                    "SELECT claim_id, row FROM batch_members WHERE seq = ?", (seq,)
+                ).fetchall()
+                found = conn.execute("SELECT body FROM events WHERE seq = ?", (seq,)).fetchone()
+            try:
+                imports = orjson.loads(found[0])["payload"][IMPORTS]
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                imports = None
+            for claim_id, index in members:
+                try:
+                    claim, evidence = member_docs(imports, index)
+                except (IndexError, KeyError, TypeError, ValueError):
+                    claim = evidence = {}
+                if claim.get("id") != claim_id:
+                    yield "claims", claim_id, b"null"
+                    continue
+                yield "claims", claim_id, _dumps(claim)
+                yield "evidence", str(evidence["id"]), _dumps(evidence)
 
     def derived_rows(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
-        queries = derived_queries(schema.BELIEF_COLUMNS[1:-1], schema.VERSION_COLUMNS[1:], "")
+        kept = ", ".join(f"b.{c}" for c in schema.VERSION_COLUMNS[:-1])
+        queries = derived_queries(
+            schema.BELIEF_COLUMNS[1:-1],
+            schema.VERSION_COLUMNS[1:],
+            "",
+            versions_from=f"(SELECT b.rid, {kept}, {schema.VERSION_DOC} AS doc "
+            "FROM belief_versions b)",
+        )
         for table, sql, columns in queries:
             if table not in self._tables():
                 continue
@@ -462,6 +513,9 @@ class SQLiteStore(Store):
                 rows = conn.execute(sql).fetchall()
             for ident, *values in rows:
                 yield table, str(ident), derived_row(columns, tuple(values))
+        for table, ident, doc in self._member_docs():
+            if table == "evidence":  # what the evidence table would index for it
+                yield table, ident, {"claim_id": orjson.loads(doc)["claim_id"]}
         for index in TEXT_INDEXES:
             yield from self._text_index(index)
 
@@ -542,13 +596,57 @@ class SQLiteStore(Store):
         )
 
     def get_claim(self, claim_id: str) -> Claim | None:
-        return self._one(Claim, "SELECT doc FROM claims WHERE id = ?", (claim_id,))
+        claim = self._one(Claim, "SELECT doc FROM claims WHERE id = ?", (claim_id,))
+        if claim is None:
+            member = self._member(claim_id)
+            if member is not None:
+                claim = Claim.model_validate(member[0], strict=False)
+        return claim
 
     def get_evidence(self, claim_id: str) -> EvidenceSet:
         items = self._many(
             EvidenceItem, "SELECT doc FROM evidence WHERE claim_id = ? ORDER BY rowid", (claim_id,)
         )
+        member = self._member(claim_id)
+        if member is not None:
+            # The batch's item came first; a row with its id (a later upsert) replaces it there.
+            first = EvidenceItem.model_validate(member[1], strict=False)
+            stored = [i for i in items if i.id == first.id]
+            items = [stored[0] if stored else first, *(i for i in items if i.id != first.id)]
         return EvidenceSet(claim_id=claim_id, items=items)
+
+    def _member(self, claim_id: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The claim and evidence documents of an import batch member, derived from its event
+        (None when ``claim_id`` is no batch member). The row the member table points at must
+        name the claim: a row pointed elsewhere by an edit of the file is refused, not
+        served."""
+        with self._guard("reading a batch member") as conn:
+            found = conn.execute(schema.BATCH_MEMBER, (claim_id,)).fetchone()
+            if found is None:
+                return None
+            index, seq, digest, body = found
+            imports = self._batch_cache.get((seq, digest))
+            if imports is None:
+                try:
+                    imports = orjson.loads(body)["payload"][IMPORTS]
+                except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+                    problem = f"its event holds no batch ({exc})"
+                    raise self._bad_member(claim_id, seq, problem) from exc
+                self._batch_cache = {(seq, digest): imports}  # one batch: reads go in order
+        try:
+            claim, evidence = member_docs(imports, index)
+        except (IndexError, KeyError, TypeError, ValueError) as exc:
+            raise self._bad_member(claim_id, seq, f"row {index} is not in it ({exc!r})") from exc
+        if claim.get("id") != claim_id:
+            raise self._bad_member(claim_id, seq, f"row {index} holds another claim")
+        return claim, evidence
+
+    def _bad_member(self, claim_id: str, seq: int, problem: str) -> StoreCorruptError:
+        return StoreCorruptError(
+            f"{self.path}: claim {claim_id} is listed as a member of import batch event {seq}, "
+            f"but {problem}",
+            hint="run `gnomon rebuild --apply` to rebuild the projections from the verified log",
+        )
 
     def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, Belief]:
         ids = list(dict.fromkeys(belief_ids))
@@ -591,7 +689,8 @@ class SQLiteStore(Store):
     def belief_history(self, belief_id: str) -> list[Belief]:
         return self._many(
             Belief,
-            "SELECT doc FROM belief_versions WHERE belief_id = ? ORDER BY from_us, rid",
+            f"SELECT {schema.VERSION_DOC} FROM belief_versions b WHERE b.belief_id = ? "
+            "ORDER BY b.from_us, b.rid",
             (belief_id,),
         )
 
@@ -633,7 +732,7 @@ class SQLiteStore(Store):
         else:
             subject = where.subject is not None or where.subject_prefix is not None
             hint = " INDEXED BY belief_versions_subject" if subject else ""
-            sql = f"SELECT b.doc FROM belief_versions b{hint} WHERE 1"
+            sql = f"SELECT {schema.VERSION_DOC} FROM belief_versions b{hint} WHERE 1"
             order = "b.observed_us DESC, b.belief_id, b.from_us DESC, b.rid DESC"
         if conds:
             sql += " AND " + " AND ".join(conds)
@@ -651,7 +750,7 @@ class SQLiteStore(Store):
     ) -> list[Belief]:
         limit = "" if cap is None else f" LIMIT {int(cap)}"
         sql = (
-            "SELECT b.doc FROM (SELECT rowid AS r, rank AS k FROM beliefs_fts "
+            f"SELECT {schema.VERSION_DOC} FROM (SELECT rowid AS r, rank AS k FROM beliefs_fts "
             f"WHERE beliefs_fts MATCH ? ORDER BY rank{limit}) f "
             "CROSS JOIN beliefs c ON c.rid = f.r "
             "CROSS JOIN belief_versions b INDEXED BY belief_versions_id ON b.belief_id = c.id "
@@ -782,6 +881,23 @@ class SQLiteStore(Store):
                 found[binding.store_id] = binding
         return found
 
+    def bound_store_ids(self, store: str, store_ids: Sequence[str]) -> set[str]:
+        ids = list(dict.fromkeys(store_ids))
+        found: set[str] = set()
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            with self._guard("reading bindings") as conn:
+                found.update(
+                    sid
+                    for (sid,) in conn.execute(
+                        "SELECT store_id FROM bindings INDEXED BY bindings_store_id "
+                        f"WHERE store = ? AND store_id IN ({marks})",
+                        [store, *chunk],
+                    )
+                )
+        return found
+
     def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
         ids = list(dict.fromkeys(belief_ids))
         found: list[StoreBinding] = []
@@ -840,39 +956,51 @@ class _Rows:
         self.versions: list[tuple[str, int, tuple[Any, ...]]] = []  # (id, from_us, row)
         #: First versions of beliefs new in this commit (an import batch): nothing to close.
         self.first_versions: list[tuple[Any, ...]] = []
+        #: ``(claim_id, seq, row)`` of import batch members (no claim or evidence row).
+        self.members: list[tuple[str, int, int]] = []
+        #: Beliefs and bindings of import batches: fresh ids, written by plain inserts.
+        self.new_beliefs: list[tuple[Any, ...]] = []
+        self.new_bindings: list[tuple[Any, ...]] = []
 
-    def add_batch(self, batch: ImportBatch, docs: dict[str, list[dict[str, Any]]]) -> None:
-        """The rows of an import batch, straight from its compact rows and expanded documents:
-        no typed record is built. Every belief is new (fresh ids), so its history row opens
-        its history and closes nothing."""
+    def add_batch(self, batch: ImportBatch, imports: dict[str, Any], seq: int) -> None:
+        """The rows of an import batch sealed as event ``seq``, straight from its compact rows:
+        no typed record is built, and one document per record is written (the belief's). Its
+        claims and evidence items are derived from the event on read (``batch_members``); its
+        history row opens the belief's history with no document of its own (the belief's
+        current one, :data:`~firewall.store.sqlite_schema.VERSION_DOC`). Every belief is new
+        (fresh ids), so nothing is closed."""
         t = batch.template.belief
+        at = imports["at"]
+        template = imports["template"]
+        belief_t, binding_t = template["belief"], template.get("binding")
         now = micros(batch.now)
         verified = t.last_verified_at is not None
         expires = None if t.expires_at is None else micros(t.expires_at)
         shared = (t.project, t.scope, t.user, t.subject, t.predicate, t.session_id)
         status = (t.truth_status, t.retrieval_status, t.security_status, t.freshness_status)
+        version = t.version
         dumps = _dumps
-        for row, claim, evidence, belief in zip(
-            batch.rows, docs["claims"], docs["evidence"], docs["beliefs"], strict=True
-        ):
-            belief_id, claim_id, evidence_id, text, _source, sens, observed, _sid, _digest = row
+        beliefs, members, firsts = self.new_beliefs, self.members, self.first_versions
+        for index, (row, doc_row) in enumerate(zip(batch.rows, imports["rows"], strict=True)):
+            belief_id, claim_id, _evidence_id, text, _source, sens, observed, _sid, _dg = row
             seen = now if observed is None else micros(observed)
-            doc = dumps(belief)
             keys = (*status, SENSITIVITY_RANK[sens], now if verified else seen, seen, expires)
-            self.claims.append((claim_id, dumps(claim)))
-            self.evidence.append((evidence_id, claim_id, dumps(evidence)))
-            self.beliefs[belief_id] = (
-                belief_id,
-                *keys,
-                *shared,
-                " ".join(index_tokens(text)),
-                doc,
+            beliefs.append(
+                (
+                    belief_id,
+                    *keys,
+                    *shared,
+                    " ".join(index_tokens(text)),
+                    dumps(belief_doc(belief_t, at, doc_row)),
+                )
             )
-            self.first_versions.append((belief_id, t.version, now, None, *keys, *shared, doc))
-        for binding in docs.get("bindings", ()):
-            self.bindings.append(
-                (binding["store"], binding["belief_id"], binding["store_id"], dumps(binding))
-            )
+            firsts.append((belief_id, version, now, None, *keys, *shared, b""))
+            members.append((claim_id, seq, index))
+            if binding_t is not None:
+                binding = binding_doc(binding_t, at, doc_row)
+                self.new_bindings.append(
+                    (binding["store"], belief_id, binding["store_id"], dumps(binding))
+                )
 
     def add(self, rec: Records, payload: dict[str, list[dict[str, Any]]]) -> None:
         # The event payload already holds each record's JSON form: reuse it as the row's doc.
@@ -950,9 +1078,14 @@ class _Rows:
             self._write_versions(conn)
         if self.first_versions:
             conn.executemany(schema.INSERT_VERSION, self.first_versions)
-        if self.beliefs:
+        if self.members:
+            conn.executemany(schema.INSERT_BATCH_MEMBER, self.members)
+        if self.beliefs or self.new_beliefs:
             (before,) = conn.execute(schema.MAX_BELIEF_RID).fetchone()
-            conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
+            if self.beliefs:
+                conn.executemany(schema.UPSERT_BELIEF, self.beliefs.values())
+            if self.new_beliefs:
+                conn.executemany(schema.INSERT_BELIEF, self.new_beliefs)
             if index_new_beliefs:
                 conn.execute(schema.INDEX_NEW_BELIEFS, (before,))
             conn.execute(schema.INDEX_NEW_ADMISSIBLE, (before,))
@@ -965,6 +1098,7 @@ class _Rows:
             (schema.UPSERT_OUTCOME, self.outcomes),
             (schema.UPSERT_REVISION, self.revisions),
             (schema.UPSERT_BINDING, self.bindings),
+            (schema.INSERT_BINDING, self.new_bindings),
         ):
             if rows:
                 conn.executemany(sql, rows)
