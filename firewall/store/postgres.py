@@ -81,6 +81,7 @@ from firewall.store.sql_common import (
     derived_queries,
     derived_row,
     version_rows,
+    within_admissible,
 )
 from firewall.text import query_terms
 
@@ -210,6 +211,37 @@ def tsvector_text(counts: Counter[str]) -> str:
         f"'{term}':" + ",".join(str(i) for i in range(1, min(n, MAX_TF) + 1))
         for term, n in counts.items()
     )
+
+
+def tsquery_term(lexeme: str) -> str:
+    """One operand of a ``tsquery`` literal, quoted so that any text is read as one lexeme
+    (a quote is doubled, a backslash escaped).
+
+    >>> print(tsquery_term("it's a ~ test"))
+    'it''s a ~ test'
+    """
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def gate_query(tenant: str, where: BeliefFilter) -> str | None:
+    """The ``tsquery`` on ``beliefs.gate`` that narrows a text query (see
+    :data:`firewall.store.postgres_schema.GATE_EXPRESSION`, which derives the lexemes), or None
+    when ``where`` pins neither a project nor the admissible states.
+
+    >>> from firewall.states import TruthStatus as T, RetrievalStatus as R, SecurityStatus as S
+    >>> gate_query("acme", BeliefFilter(project="web"))
+    "'p:acme:web' | 'g:acme'"
+    >>> gate_query("acme", BeliefFilter(truth=frozenset({T.SUPPORTED}),
+    ...     retrieval=frozenset({R.NORMAL}), security=frozenset({S.CLEAN})))
+    "'a:acme'"
+    """
+    scope = tenant[:200]
+    admissible = within_admissible(where)
+    if where.project is None:
+        return tsquery_term(f"a:{scope}") if admissible else None
+    prefix = "a" if admissible else ""
+    project = f"{prefix}p:{scope}:{where.project[:300]}"
+    return f"{tsquery_term(project)} | {tsquery_term(f'{prefix}g:{scope}')}"
 
 
 def _term_counts(statement: str) -> Counter[str]:
@@ -358,7 +390,7 @@ WITH stats AS (
            CASE WHEN belief_count > 0 THEN belief_tokens::float8 / belief_count ELSE 0 END
                AS avgdl
     FROM chain_heads WHERE tenant = %(tenant)s
-), w AS (
+), w AS MATERIALIZED (
     SELECT q.ord, q.term,
            greatest(ln((s.n - t.df + 0.5) / (t.df + 0.5)), 0) AS raw_idf
     FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS q(term, ord)
@@ -1139,6 +1171,11 @@ class PostgresStore(Store):
                 return None
             params["terms"] = terms
             params["tsquery"] = " | ".join(f"'{t}'" for t in terms)
+            gate = gate_query(self.tenant, where)
+            if gate is not None:
+                # the reader's project (and the admissible states) inside the text index scan
+                conds.append("b.gate @@ %(gate)s::tsquery")
+                params["gate"] = gate
             if count:
                 sql = (
                     "SELECT count(*) FROM beliefs b WHERE b.tsv @@ %(tsquery)s::tsquery AND "

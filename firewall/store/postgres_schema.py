@@ -19,6 +19,15 @@ use starts with the tenant and no read can reach another tenant's rows by accide
   ``tsv @@ 'a' | 'b'``. Ranking is BM25 with the memory backend's constants (see
   ``PostgresStore``), not ``ts_rank``, which has no inverse document frequency.
 
+``beliefs.gate`` (schema 6) is a ``tsvector`` the database derives from each row (a generated
+column, so no writer can set it apart from the row): one lexeme naming the row's tenant and
+project (``p:``), one for a global belief (``g:``), and, while the belief holds the admissible
+states, the same again prefixed ``a`` (plus ``a:`` + tenant). ``beliefs_text`` is one GIN index on
+``(tsv, gate)``: a text query of a recall intersects the term postings with the reader's project,
+and for the accept query with the admissible beliefs of it, inside one index scan, instead of
+ranking every text match in the store. The gate only narrows candidates: every condition is still
+in the statement, and every row is re-checked in Python by the recall.
+
 Index choice for the policy filters: ``beliefs_recall`` leads with the three status columns every
 policy pins by equality, then the result order, so a recall without text walks the newest matching
 beliefs and stops at ``LIMIT``; ``beliefs_recent`` serves unfiltered listings; subject, session and
@@ -29,7 +38,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 5
+from firewall.states import Scope
+from firewall.store.sql_common import ADMISSIBLE_RETRIEVAL, ADMISSIBLE_SECURITY, ADMISSIBLE_TRUTH
+
+GLOBAL_SCOPE = Scope.GLOBAL.value
+
+SCHEMA_VERSION = 6
 
 #: Taken (session-scoped) by whoever creates or migrates a schema, so that two processes
 #: opening a fresh database at once do not both run the DDL. The value is arbitrary but fixed.
@@ -287,12 +301,43 @@ CREATE TABLE execution_claims (
 );
 """
 
+#: The states a belief must hold to carry the admissible gate lexemes (see ``sql_common``).
+_ADMISSIBLE = (
+    f"truth = '{ADMISSIBLE_TRUTH}' AND retrieval = '{ADMISSIBLE_RETRIEVAL}' "
+    f"AND security = '{ADMISSIBLE_SECURITY}'"
+)
+#: The reach lexemes of a row (see :func:`firewall.store.postgres.gate_terms`): tenant and project
+#: are cut to lengths that keep a lexeme under PostgreSQL's 2047 bytes (a cut only widens the
+#: candidates; the exact conditions are in every statement).
+_PROJECT = "left(tenant, 200) || ':' || left(project, 300)"
+_GLOBAL = "left(tenant, 200)"
+GATE_EXPRESSION = f"""array_to_tsvector(
+    ARRAY['p:' || {_PROJECT}]
+    || CASE WHEN scope = '{GLOBAL_SCOPE}' THEN ARRAY['g:' || {_GLOBAL}] ELSE '{{}}'::text[] END
+    || CASE WHEN {_ADMISSIBLE} THEN
+           ARRAY['a:' || {_GLOBAL}, 'ap:' || {_PROJECT}]
+           || CASE WHEN scope = '{GLOBAL_SCOPE}' THEN ARRAY['ag:' || {_GLOBAL}]
+              ELSE '{{}}'::text[] END
+       ELSE '{{}}'::text[] END)"""
+
+#: Version 6: the recall gate (see the module docstring). The generated column is computed for
+#: every existing row by the ``ALTER TABLE`` (a table rewrite); the new index replaces
+#: ``beliefs_tsv``, whose every query it also serves. ``fastupdate`` is off: a pending list is
+#: scanned linearly by every text query until it is merged, which at the default 4 MB cost more
+#: than the query itself.
+_V6 = f"""
+ALTER TABLE beliefs ADD COLUMN gate tsvector GENERATED ALWAYS AS ({GATE_EXPRESSION}) STORED;
+CREATE INDEX beliefs_text ON beliefs USING gin (tsv, gate) WITH (fastupdate = off);
+DROP INDEX beliefs_tsv;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1),
     Migration(2, "store bindings", _V2),
     Migration(3, "belief history", _V3),
     Migration(4, "revisions by grant", _V4),
     Migration(5, "execution claims", _V5),
+    Migration(6, "recall gate", _V6),
 )
 
 CREATE_MIGRATIONS_TABLE = """
@@ -327,7 +372,7 @@ def pending(current: int, migrations: tuple[Migration, ...] | None = None) -> li
     """Migrations newer than ``current``, in order (of :data:`MIGRATIONS` unless given).
 
     >>> [m.version for m in pending(0)]
-    [1, 2, 3, 4, 5]
+    [1, 2, 3, 4, 5, 6]
     >>> pending(SCHEMA_VERSION)
     []
     """
@@ -337,6 +382,7 @@ def pending(current: int, migrations: tuple[Migration, ...] | None = None) -> li
 
 __all__ = [
     "CREATE_MIGRATIONS_TABLE",
+    "GATE_EXPRESSION",
     "MIGRATIONS",
     "MIGRATION_LOCK",
     "SCHEMA_VERSION",

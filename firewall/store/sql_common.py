@@ -35,8 +35,28 @@ from firewall.chain import (
     StoreBinding,
 )
 from firewall.events import RECORD_TYPES, Event
-from firewall.states import SENSITIVITY_RANK
+from firewall.states import SENSITIVITY_RANK, RetrievalStatus, SecurityStatus, TruthStatus
+from firewall.store.base import BeliefFilter
 from firewall.store.keys import micros
+
+#: The states a belief must hold for a policy to be able to admit it into trusted context: what
+#: each SQL backend's admissible text index (or gate) covers.
+ADMISSIBLE_TRUTH = TruthStatus.SUPPORTED.value
+ADMISSIBLE_RETRIEVAL = RetrievalStatus.NORMAL.value
+ADMISSIBLE_SECURITY = SecurityStatus.CLEAN.value
+
+
+def within_admissible(where: BeliefFilter) -> bool:
+    """True when every belief ``where`` can match holds the admissible states, so a query may
+    start from an index that holds only admissible beliefs (a superset of its matches)."""
+    return (
+        where.truth is not None
+        and where.retrieval is not None
+        and where.security is not None
+        and where.truth <= {TruthStatus(ADMISSIBLE_TRUTH)}
+        and where.retrieval <= {RetrievalStatus(ADMISSIBLE_RETRIEVAL)}
+        and where.security <= {SecurityStatus(ADMISSIBLE_SECURITY)}
+    )
 
 
 class BeliefKeys(NamedTuple):
@@ -223,6 +243,9 @@ def _digest(doc: bytes | memoryview) -> str:
 
 
 __all__ = [
+    "ADMISSIBLE_RETRIEVAL",
+    "ADMISSIBLE_SECURITY",
+    "ADMISSIBLE_TRUTH",
     "INDEXED_COLUMNS",
     "LINK_TABLES",
     "PROJECTION_KEYS",
@@ -232,4 +255,5 @@ __all__ = [
     "derived_queries",
     "derived_row",
     "version_rows",
+    "within_admissible",
 ]
