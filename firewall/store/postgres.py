@@ -42,11 +42,13 @@ from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import orjson
 import psycopg
 from psycopg import errors as pgerrors
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from firewall.batch import ImportBatch, expand
 from firewall.chain import (
     Action,
     Belief,
@@ -68,7 +70,7 @@ from firewall.errors import (
     StoreLockedError,
     UnsupportedURLError,
 )
-from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
+from firewall.events import GENESIS_HASH, IMPORTS, Event, EventDraft, Records, seal
 from firewall.states import SENSITIVITY_RANK, Scope
 from firewall.store import postgres_schema as schema
 from firewall.store.base import BeliefFilter, Store, check_continues
@@ -77,6 +79,7 @@ from firewall.store.memory import K1, B
 from firewall.store.sql_common import (
     PROJECTION_KEYS,
     ProjectionRows,
+    batch_rows,
     belief_keys,
     derived_queries,
     derived_row,
@@ -207,10 +210,12 @@ def tsvector_text(counts: Counter[str]) -> str:
     >>> tsvector_text(Counter({"stripe": 3, "billing": 1}))
     "'stripe':1,2,3 'billing':1"
     """
-    return " ".join(
-        f"'{term}':" + ",".join(str(i) for i in range(1, min(n, MAX_TF) + 1))
-        for term, n in counts.items()
-    )
+    positions = _POSITIONS
+    return " ".join(f"'{term}':{positions[min(n, MAX_TF)]}" for term, n in counts.items())
+
+
+#: ``"1,2,…,n"`` for every term frequency a lexeme can record.
+_POSITIONS = [",".join(str(i) for i in range(1, n + 1)) for n in range(MAX_TF + 1)]
 
 
 def tsquery_term(lexeme: str) -> str:
@@ -377,6 +382,18 @@ INSERT_EVENTS = (
     "SELECT %s, * FROM unnest(%b::bigint[], %b::text[], %b::text[], %b::text[], %b::text[], "
     "%b::bytea[], %b::text[], %b::text[])"
 )
+
+
+def _copy(table: str, columns: Sequence[str]) -> str:
+    return f"COPY {table} (tenant, {', '.join(columns)}) FROM STDIN"
+
+
+#: The import batch fast path (:meth:`PostgresStore._write_batch`): plain COPY of new rows.
+COPY_CLAIMS = _copy("claims", ("id", "doc"))
+COPY_EVIDENCE = _copy("evidence", ("id", "claim_id", "doc"))
+COPY_BELIEFS = _copy("beliefs", [n for n, _ in BELIEF_COLUMNS])
+COPY_VERSIONS = _copy("belief_versions", [n for n, _ in VERSION_COLUMNS])
+COPY_BINDINGS = _copy("bindings", ("store", "belief_id", "store_id", "doc"))
 UPDATE_TERM_STATS = (
     "INSERT INTO term_stats (tenant, term, df) SELECT %s, * FROM unnest(%s::text[], %s::bigint[]) "
     "ON CONFLICT (tenant, term) DO UPDATE SET df = term_stats.df + excluded.df"
@@ -621,12 +638,17 @@ class PostgresStore(Store):
         head = self._lock_head(conn)
         seq, prev = head[0], head[1]
         sealed: list[Event] = []
+        batches: list[tuple[ImportBatch, Event]] = []
         for draft in drafts:
             seq += 1
             event = seal(seq, prev, draft)
             prev = event.hash
             sealed.append(event)
-        self._store_events(conn, head, sealed, [d.typed_records() for d in drafts])
+            if draft.batch is not None:
+                batches.append((draft.batch, event))
+        # an import batch's rows are derived from its compact rows (no typed record is built)
+        records = [d.records if d.batch is None else Records() for d in drafts]
+        self._store_events(conn, head, sealed, records, batches)
         return sealed
 
     def _write_sealed(self, conn: psycopg.Connection[Any], events: Sequence[Event]) -> None:
@@ -755,8 +777,10 @@ class PostgresStore(Store):
         head: tuple[int, str, int, int],
         sealed: list[Event],
         records: Sequence[Records],
+        batches: Sequence[tuple[ImportBatch, Event]] = (),
     ) -> None:
-        """Insert sealed events, apply their records, move the head (head row locked)."""
+        """Insert sealed events, apply their records and import batches, move the head (head
+        row locked)."""
         tenant = self.tenant
         belief_count, belief_tokens = head[2], head[3]
         seq, prev = sealed[-1].seq, sealed[-1].hash
@@ -778,6 +802,10 @@ class PostgresStore(Store):
         )
         count_delta, token_delta = self._write_beliefs(cur, rows)
         self._write_projections(cur, rows)
+        for batch, event in batches:
+            added, tokens = self._write_batch(cur, batch, event)
+            count_delta += added
+            token_delta += tokens
         cur.execute(
             "UPDATE chain_heads SET seq = %s, hash = %s, belief_count = %s, belief_tokens = %s "
             "WHERE tenant = %s",
@@ -828,6 +856,60 @@ class PostgresStore(Store):
                 UPDATE_TERM_STATS, (tenant, [t for t, _ in changed], [n for _, n in changed])
             )
         return len(ids) - len(old), tokens
+
+    def _write_batch(
+        self, cur: psycopg.Cursor[Any], batch: ImportBatch, event: Event
+    ) -> tuple[int, int]:
+        """Write an import batch's rows with COPY: ``(belief count, token) deltas``.
+
+        Every id of a batch is new (fresh ids minted by the batch), so its rows are inserted,
+        not upserted, and each belief's history starts here: nothing to close, no old text to
+        take out of the statistics. Should an id exist after all, the primary key refuses the
+        COPY and the whole commit is rolled back: nothing is overwritten.
+        """
+        tenant = self.tenant
+        docs = expand(event.payload[IMPORTS])
+        version = batch.template.belief.version
+        start = micros(batch.now)
+        df: Counter[str] = Counter()
+        tokens = 0
+        count = 0
+        rows = list(batch_rows(batch, docs))
+        with cur.copy(COPY_CLAIMS) as claims:
+            for row in rows:
+                claims.write_row((tenant, row.claim_id, row.claim))
+        with cur.copy(COPY_EVIDENCE) as evidence:
+            for row in rows:
+                evidence.write_row((tenant, row.evidence_id, row.claim_id, row.evidence))
+        with cur.copy(COPY_BELIEFS) as beliefs:
+            for row in rows:
+                counts = _term_counts(row.statement)
+                df.update(counts.keys())
+                length = sum(counts.values())
+                tokens += length
+                count += 1
+                beliefs.write_row(
+                    (tenant, row.belief_id, *row.keys, length, tsvector_text(counts), row.belief)
+                )
+        with cur.copy(COPY_VERSIONS) as versions:
+            for row in rows:
+                versions.write_row(
+                    (tenant, row.belief_id, version, start, None, *row.keys, row.belief)
+                )
+        bound = docs.get("bindings")
+        if bound:
+            dumps = orjson.dumps
+            with cur.copy(COPY_BINDINGS) as bindings:
+                for doc in bound:
+                    bindings.write_row(
+                        (tenant, doc["store"], doc["belief_id"], doc["store_id"], dumps(doc))
+                    )
+        changed = sorted(df.items())
+        if changed:
+            cur.execute(
+                UPDATE_TERM_STATS, (tenant, [t for t, _ in changed], [n for _, n in changed])
+            )
+        return count, tokens
 
     def _write_projections(self, cur: psycopg.Cursor[Any], rows: ProjectionRows) -> None:
         tenant = self.tenant
