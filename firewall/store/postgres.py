@@ -45,6 +45,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import orjson
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg import sql as pgsql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -78,6 +79,7 @@ from firewall.store.keys import index_tokens, micros
 from firewall.store.memory import K1, B
 from firewall.store.sql_common import (
     PROJECTION_KEYS,
+    BatchRow,
     ProjectionRows,
     batch_rows,
     belief_keys,
@@ -394,6 +396,14 @@ COPY_EVIDENCE = _copy("evidence", ("id", "claim_id", "doc"))
 COPY_BELIEFS = _copy("beliefs", [n for n, _ in BELIEF_COLUMNS])
 COPY_VERSIONS = _copy("belief_versions", [n for n, _ in VERSION_COLUMNS])
 COPY_BINDINGS = _copy("bindings", ("store", "belief_id", "store_id", "doc"))
+#: The tenant's chain head, locked until the transaction ends (writers of a tenant queue here).
+LOCK_HEAD = (
+    "SELECT seq, hash, belief_count, belief_tokens FROM chain_heads WHERE tenant = {} FOR UPDATE"
+)
+INSERT_EVENTS_MOVE_HEAD = (
+    f"WITH inserted AS ({INSERT_EVENTS}) UPDATE chain_heads SET seq = %s, hash = %s, "
+    "belief_count = %s, belief_tokens = %s WHERE tenant = %s"
+)
 UPDATE_TERM_STATS = (
     "INSERT INTO term_stats (tenant, term, df) SELECT %s, * FROM unnest(%s::text[], %s::bigint[]) "
     "ON CONFLICT (tenant, term) DO UPDATE SET df = term_stats.df + excluded.df"
@@ -467,6 +477,8 @@ class PostgresStore(Store):
         self.retries = max(0, retries)
         self._closed = True
         self._close_lock = threading.Lock()
+        #: Chain heads locked by the statement that began a transaction, per connection.
+        self._heads: dict[int, tuple[int, str, int, int]] = {}
         # Open and check the schema on a direct connection: an unreachable server fails now,
         # with the driver's reason, instead of after the pool's timeout.
         try:
@@ -487,7 +499,8 @@ class PostgresStore(Store):
             max_size=max(1, pool_size),
             kwargs={"autocommit": True},
             configure=self._configure,
-            check=ConnectionPool.check_connection,
+            # No check on every loan (one more round trip per statement): a connection found
+            # dead when first used is replaced instead, see _lost.
             timeout=timeout,
             name=f"gnomon {self.database}",
             open=False,
@@ -548,9 +561,27 @@ class PostgresStore(Store):
         except (psycopg.Error, PoolTimeout) as exc:
             raise self._convert(exc, doing) from exc
 
+    def _lost(self, conn: psycopg.Connection[Any], exc: BaseException, attempt: int) -> bool:
+        """True if ``exc`` says ``conn`` is dead (a restarted server, a terminated backend) and
+        another pooled connection may be tried: the pool drops a dead connection when it is
+        given back, so after at most ``pool_size`` tries a fresh one is opened."""
+        return (
+            isinstance(exc, psycopg.OperationalError)
+            and (conn.closed or conn.broken)
+            and attempt < self._pool.max_size
+        )
+
     def _read(self, doing: str, sql: str, params: Any) -> list[tuple[Any, ...]]:
-        with self._connection(doing) as conn:
-            return conn.execute(sql, params, binary=True).fetchall()
+        attempt = 0
+        while True:
+            with self._connection(doing) as conn:
+                try:
+                    return conn.execute(sql, params, binary=True).fetchall()
+                except psycopg.OperationalError as exc:
+                    # a read repeats safely on another connection
+                    if not self._lost(conn, exc, attempt):
+                        raise
+            attempt += 1
 
     # -- the only write path --------------------------------------------------------------
 
@@ -591,7 +622,7 @@ class PostgresStore(Store):
         attempt = 0
         while True:
             try:
-                return self._once(doing, work)
+                return self._once(doing, work, lock=True)
             except StoreLockedError as exc:
                 cause = exc.__cause__
                 retryable = isinstance(
@@ -607,32 +638,54 @@ class PostgresStore(Store):
                 attempt += 1
                 time.sleep(min(0.2, 0.005 * 2**attempt))
 
-    def _once(self, doing: str, work: Callable[[psycopg.Connection[Any]], R]) -> R:
-        with self._connection(doing) as conn:
-            conn.execute("BEGIN")
-            committing = False
-            try:
-                done = work(conn)
-                committing = True
-                conn.execute("COMMIT")
-                return done
-            except BaseException as exc:
-                if not conn.closed:
-                    with suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
-                if committing and isinstance(exc, psycopg.OperationalError):
-                    raise StoreError(
-                        f"PostgreSQL database {self.database}: the connection was lost while "
-                        f"the commit was being confirmed ({_first_line(exc)})",
-                        hint="the events may or may not be written: check `gnomon log verify` "
-                        "and the chain head before retrying",
-                    ) from exc
-                if isinstance(exc, GnomonError | psycopg.Error) or not isinstance(exc, Exception):
-                    raise
+    def _once(
+        self, doing: str, work: Callable[[psycopg.Connection[Any]], R], *, lock: bool = False
+    ) -> R:
+        """Run ``work`` in one transaction; with ``lock``, the transaction starts by locking
+        the tenant's chain head, in the same round trip as ``BEGIN`` (see :meth:`_lock_head`)."""
+        attempt = 0
+        while True:
+            with self._connection(doing) as conn:
+                try:
+                    if lock:
+                        self._begin_locked(conn)
+                    else:
+                        conn.execute("BEGIN")
+                except psycopg.OperationalError as exc:
+                    # nothing was sent but BEGIN: the unit may start again on another connection
+                    if not self._lost(conn, exc, attempt):
+                        raise
+                else:
+                    return self._in_transaction(conn, work)
+            attempt += 1
+
+    def _in_transaction(
+        self, conn: psycopg.Connection[Any], work: Callable[[psycopg.Connection[Any]], R]
+    ) -> R:
+        """Run ``work`` in the transaction just begun on ``conn``, then commit (or roll back)."""
+        committing = False
+        try:
+            done = work(conn)
+            committing = True
+            conn.execute("COMMIT")
+            return done
+        except BaseException as exc:
+            if not conn.closed:
+                with suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+            if committing and isinstance(exc, psycopg.OperationalError):
                 raise StoreError(
-                    f"{self.url}: commit failed and was rolled back: {exc!r}",
-                    hint="nothing was written; fix the draft that could not be stored",
+                    f"PostgreSQL database {self.database}: the connection was lost while "
+                    f"the commit was being confirmed ({_first_line(exc)})",
+                    hint="the events may or may not be written: check `gnomon log verify` "
+                    "and the chain head before retrying",
                 ) from exc
+            if isinstance(exc, GnomonError | psycopg.Error) or not isinstance(exc, Exception):
+                raise
+            raise StoreError(
+                f"{self.url}: commit failed and was rolled back: {exc!r}",
+                hint="nothing was written; fix the draft that could not be stored",
+            ) from exc
 
     def _write(self, conn: psycopg.Connection[Any], drafts: Sequence[EventDraft]) -> list[Event]:
         head = self._lock_head(conn)
@@ -749,8 +802,24 @@ class PostgresStore(Store):
         finally:
             self.close()
 
+    def _begin_locked(self, conn: psycopg.Connection[Any]) -> None:
+        """``BEGIN`` and lock the tenant's chain head row in one round trip (two statements in
+        one simple query, the tenant as a quoted literal); :meth:`_lock_head` returns the row."""
+        self._heads.pop(id(conn), None)
+        query = pgsql.SQL("BEGIN; {}").format(
+            pgsql.SQL(LOCK_HEAD).format(pgsql.Literal(self.tenant))
+        )
+        cur = conn.execute(query)
+        if cur.nextset():
+            row = cur.fetchone()
+            if row is not None:
+                self._heads[id(conn)] = (int(row[0]), row[1], int(row[2]), int(row[3]))
+
     def _lock_head(self, conn: psycopg.Connection[Any]) -> tuple[int, str, int, int]:
         """Lock the tenant's chain head row: ``(seq, hash, belief_count, belief_tokens)``."""
+        locked = self._heads.pop(id(conn), None)
+        if locked is not None:  # locked by the statement that began this transaction
+            return locked
         tenant = self.tenant
         head = conn.execute(
             "SELECT seq, hash, belief_count, belief_tokens FROM chain_heads "
@@ -786,8 +855,15 @@ class PostgresStore(Store):
         seq, prev = sealed[-1].seq, sealed[-1].hash
         rows = ProjectionRows.of(sealed, list(records))
         cur = conn.cursor()
+        count_delta, token_delta = self._write_beliefs(cur, rows)
+        self._write_projections(cur, rows)
+        if batches:
+            added, tokens = self._write_batches(cur, batches)
+            count_delta += added
+            token_delta += tokens
+        # the events and the new head in one statement (one round trip)
         cur.execute(
-            INSERT_EVENTS,
+            INSERT_EVENTS_MOVE_HEAD,
             (
                 tenant,
                 [e.seq for e in sealed],
@@ -798,18 +874,12 @@ class PostgresStore(Store):
                 [e.body for e in sealed],
                 [e.prev_hash for e in sealed],
                 [e.hash for e in sealed],
+                seq,
+                prev,
+                belief_count + count_delta,
+                belief_tokens + token_delta,
+                tenant,
             ),
-        )
-        count_delta, token_delta = self._write_beliefs(cur, rows)
-        self._write_projections(cur, rows)
-        for batch, event in batches:
-            added, tokens = self._write_batch(cur, batch, event)
-            count_delta += added
-            token_delta += tokens
-        cur.execute(
-            "UPDATE chain_heads SET seq = %s, hash = %s, belief_count = %s, belief_tokens = %s "
-            "WHERE tenant = %s",
-            (seq, prev, belief_count + count_delta, belief_tokens + token_delta, tenant),
         )
 
     def _write_versions(self, cur: psycopg.Cursor[Any], rows: ProjectionRows) -> None:
@@ -857,10 +927,11 @@ class PostgresStore(Store):
             )
         return len(ids) - len(old), tokens
 
-    def _write_batch(
-        self, cur: psycopg.Cursor[Any], batch: ImportBatch, event: Event
+    def _write_batches(
+        self, cur: psycopg.Cursor[Any], batches: Sequence[tuple[ImportBatch, Event]]
     ) -> tuple[int, int]:
-        """Write an import batch's rows with COPY: ``(belief count, token) deltas``.
+        """Write the rows of a commit's import batches, one COPY per table: ``(belief count,
+        token) deltas``.
 
         Every id of a batch is new (fresh ids minted by the batch), so its rows are inserted,
         not upserted, and each belief's history starts here: nothing to close, no old text to
@@ -868,35 +939,35 @@ class PostgresStore(Store):
         COPY and the whole commit is rolled back: nothing is overwritten.
         """
         tenant = self.tenant
-        docs = expand(event.payload[IMPORTS])
-        version = batch.template.belief.version
-        start = micros(batch.now)
         df: Counter[str] = Counter()
         tokens = 0
-        count = 0
-        rows = list(batch_rows(batch, docs))
+        rows: list[tuple[BatchRow, int, int]] = []
+        bound: list[dict[str, Any]] = []
+        for batch, event in batches:
+            docs = expand(event.payload[IMPORTS])
+            version, start = batch.template.belief.version, micros(batch.now)
+            rows.extend((row, version, start) for row in batch_rows(batch, docs))
+            bound.extend(docs.get("bindings", ()))
         with cur.copy(COPY_CLAIMS) as claims:
-            for row in rows:
+            for row, _, _ in rows:
                 claims.write_row((tenant, row.claim_id, row.claim))
         with cur.copy(COPY_EVIDENCE) as evidence:
-            for row in rows:
+            for row, _, _ in rows:
                 evidence.write_row((tenant, row.evidence_id, row.claim_id, row.evidence))
         with cur.copy(COPY_BELIEFS) as beliefs:
-            for row in rows:
+            for row, _, _ in rows:
                 counts = _term_counts(row.statement)
                 df.update(counts.keys())
                 length = sum(counts.values())
                 tokens += length
-                count += 1
                 beliefs.write_row(
                     (tenant, row.belief_id, *row.keys, length, tsvector_text(counts), row.belief)
                 )
         with cur.copy(COPY_VERSIONS) as versions:
-            for row in rows:
+            for row, version, start in rows:
                 versions.write_row(
                     (tenant, row.belief_id, version, start, None, *row.keys, row.belief)
                 )
-        bound = docs.get("bindings")
         if bound:
             dumps = orjson.dumps
             with cur.copy(COPY_BINDINGS) as bindings:
@@ -909,7 +980,7 @@ class PostgresStore(Store):
             cur.execute(
                 UPDATE_TERM_STATS, (tenant, [t for t, _ in changed], [n for _, n in changed])
             )
-        return count, tokens
+        return len(rows), tokens
 
     def _write_projections(self, cur: psycopg.Cursor[Any], rows: ProjectionRows) -> None:
         tenant = self.tenant
