@@ -1,16 +1,19 @@
-"""PostgreSQL benchmarks for issue 4: recall under the default policy, batched ingest, and eight
+"""PostgreSQL benchmarks (issues 4 and 13): recall under the default policy, ingest, and eight
 concurrent writer processes, each against the same work without the policy (or the chain).
 
-* **ingest**: ``PostgresStore.commit`` of drafts carrying one belief each (one chained event plus
-  one belief row, its tsvector and the BM25 statistics), in commits of ``--batch`` drafts;
-  against a *raw* insert of the same statements into a plain table with a GIN-indexed tsvector
-  and no chain. ``Firewall.import_records`` (validation, adoption as claim + evidence + belief)
-  is measured on a smaller sample, because its cost is Python, not the database.
+* **ingest**, over the same ``--ingest-sample`` statements: ``Firewall.import_records`` end to
+  end (adoption, one compact batch event per ``--batch``/2 records, the store's COPY fast path);
+  ``PostgresStore.commit`` of import batch drafts built beforehand; ``commit`` of drafts carrying
+  one belief and one event each (the typed path every other write takes, on a fifth of the
+  sample); against a *raw* insert of the same statements into a plain table with a GIN-indexed
+  tsvector and no chain.
 * **recall**: ``find_beliefs`` with the default policy's accept filter (``ContextPolicy
   .accept_filter``: supported + normal + clean, sensitivity <= internal, fresh within P30D,
   not expired, project or global, user scope), k=10, against the same text query with no policy
   filter; also without text (the newest admissible beliefs), and the full ``Session.recall``
-  (three store queries, contradiction lookup, and the logged recall event).
+  (three store queries and the logged recall event), also with ``synchronous_commit=off``.
+  ``--explain`` prints the plans of the first query. The corpus is written through import
+  batches (one project, scope and state combination per batch of 250).
 * **writers**: 8 processes appending to one tenant, then the chain is checked gap-free and valid;
   against 8 processes inserting the same rows into a plain table (no chain, no lock).
 
@@ -19,7 +22,9 @@ concurrent writer processes, each against the same work without the policy (or t
 
 The database (``--url``, default ``postgresql://postgres@127.0.0.1:5432/gnomon_bench``) is
 created if missing; each corpus size gets its own tenant (``bench_<n>``), so a 1M corpus is
-built once and reused with ``--skip-build``.
+built once and reused with ``--skip-build``. Tenants of one database share its text index: the
+unfiltered baseline then reads every tenant's matches (the gate holds the tenant, so the policy
+queries do not), so give each corpus size its own ``--url`` when the ratio matters.
 """
 
 from __future__ import annotations
@@ -183,7 +188,7 @@ def build(url: str, tenant: str, total: int, batch: int, corpus: common.Corpus) 
         while done < total:
             size = min(batch, total - done)
             statements = [corpus.sentence(rng) for _ in range(size)]
-            drafts = batch_drafts(rng, statements)
+            drafts = batch_drafts(rng, statements, size=250)
             start = time.perf_counter()
             store.commit(drafts)
             committed += time.perf_counter() - start
@@ -276,7 +281,9 @@ def summary(values: list[float]) -> str:
     return f"p50 {statistics.median(values):.2f} ms, p95 {p95:.2f} ms"
 
 
-def recall_section(url: str, tenant: str, corpus: common.Corpus, queries: int) -> None:
+def recall_section(
+    url: str, tenant: str, corpus: common.Corpus, queries: int, *, explain: bool = False
+) -> None:
     policy = ContextPolicy.preset("default")
     rng = random.Random(3)
     texts = [corpus.query(rng) for _ in range(queries)]
@@ -317,13 +324,26 @@ def recall_section(url: str, tenant: str, corpus: common.Corpus, queries: int) -
             f"  text matches per query (before the policy): median "
             f"{statistics.median(matches):,.0f}, max {max(matches):,}"
         )
+        if explain:
+            for name, where in (("accept query", cases[0][0]), ("raw text query", cases[0][1])):
+                query = store._belief_query(where, count=False)
+                assert query is not None
+                with psycopg.connect(store.conninfo, autocommit=True) as conn:
+                    plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + query[0], query[1])
+                    print(f"  EXPLAIN ANALYZE, {name}:")
+                    for (line,) in plan:
+                        print(f"    {line}")
     import firewall
 
-    with firewall.open(url, tenant=tenant, clock=lambda: NOW) as wall:
-        with wall.session(project=PROJECTS[0], actor="bench", user="alice") as session:
-            session.recall(texts[0])
-            full = timed(lambda: session.recall(rng.choice(texts)), min(200, queries))
-        print(f"  Session.recall (default policy, logged)  {summary(full)}")
+    # the same recall committed without waiting for the WAL flush: the durability SQLite's
+    # synchronous=NORMAL gives every commit (a crash may lose the last events, never a link)
+    relaxed = f"{url}{'&' if '?' in url else '?'}options=-csynchronous_commit%3Doff"
+    for name, target in (("", url), (", synchronous_commit=off", relaxed)):
+        with firewall.open(target, tenant=tenant, clock=lambda: NOW) as wall:
+            with wall.session(project=PROJECTS[0], actor="bench", user="alice") as session:
+                session.recall(texts[0])
+                full = timed(lambda: session.recall(rng.choice(texts)), min(200, queries))
+            print(f"  Session.recall (default policy, logged{name})  {summary(full)}")
 
 
 # -- concurrent writers ---------------------------------------------------------------------
@@ -419,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writer-commits", type=int, default=200)
     parser.add_argument("--per-commit", type=int, default=5)
     parser.add_argument("--skip-build", action="store_true")
+    parser.add_argument("--explain", action="store_true", help="print the plans of one query")
     parser.add_argument("--only", choices=["ingest", "recall", "writers"], default=None)
     args = parser.parse_args(argv)
     ensure_database(args.url)
@@ -442,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_build:
             rate = build(args.url, tenant, args.beliefs, args.batch, corpus)
             print(f"built {args.beliefs:,} beliefs ({rate:,.0f} records/s in commits)")
-        recall_section(args.url, tenant, corpus, args.queries)
+        recall_section(args.url, tenant, corpus, args.queries, explain=args.explain)
     if args.only in (None, "writers"):
         writers_section(args.url, args.writer_commits, args.per_commit)
     return 0

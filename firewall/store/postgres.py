@@ -27,7 +27,21 @@ server (or a terminated backend) comes back.
 
 **Recall.** Policy filters are SQL conditions on indexed columns. Text search uses a ``tsvector``
 of :func:`firewall.text.tokens` with a GIN index, and ranks with the same BM25 formula and
-constants as the memory backend (and SQLite's FTS5), so every backend orders results alike.
+constants as the memory backend (and SQLite's FTS5), so every backend orders results alike. The
+index also holds each row's *gate* (:data:`~firewall.store.postgres_schema.GATE_EXPRESSION`):
+a text query intersects the term postings with the reader's project, and the accept query with
+the admissible beliefs of it, so it ranks the candidates it may return, not every match in the
+store. The gate only narrows: every condition is still in the statement and the recall re-checks
+every returned row against the policy and the read floor.
+
+**Round trips.** A recall is three reads and one commit; a commit is ``BEGIN`` with the head lock
+(one simple query), the projection writes, the events with the new head (one statement), and
+``COMMIT``. Connections are not pinged on every loan; one found dead when first used (a
+restarted server) is dropped and the read, or the unit of work that had sent nothing but its
+``BEGIN``, runs again on another.
+
+**Import batches** (:mod:`firewall.batch`) are written by COPY of rows derived straight from the
+compact batch rows (:func:`~firewall.store.sql_common.batch_rows`), with no typed record built.
 """
 
 from __future__ import annotations
