@@ -59,6 +59,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import orjson
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg import pq
 from psycopg import sql as pgsql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -581,7 +582,7 @@ class PostgresStore(Store):
         given back, so after at most ``pool_size`` tries a fresh one is opened."""
         return (
             isinstance(exc, psycopg.OperationalError)
-            and (conn.closed or conn.broken)
+            and (conn.closed or conn.pgconn.status == pq.ConnStatus.BAD)
             and attempt < self._pool.max_size
         )
 
