@@ -1,16 +1,19 @@
-"""PostgreSQL benchmarks for issue 4: recall under the default policy, batched ingest, and eight
+"""PostgreSQL benchmarks (issues 4 and 13): recall under the default policy, ingest, and eight
 concurrent writer processes, each against the same work without the policy (or the chain).
 
-* **ingest**: ``PostgresStore.commit`` of drafts carrying one belief each (one chained event plus
-  one belief row, its tsvector and the BM25 statistics), in commits of ``--batch`` drafts;
-  against a *raw* insert of the same statements into a plain table with a GIN-indexed tsvector
-  and no chain. ``Firewall.import_records`` (validation, adoption as claim + evidence + belief)
-  is measured on a smaller sample, because its cost is Python, not the database.
+* **ingest**, over the same ``--ingest-sample`` statements: ``Firewall.import_records`` end to
+  end (adoption, one compact batch event per ``--batch``/2 records, the store's COPY fast path);
+  ``PostgresStore.commit`` of import batch drafts built beforehand; ``commit`` of drafts carrying
+  one belief and one event each (the typed path every other write takes, on a fifth of the
+  sample); against a *raw* insert of the same statements into a plain table with a GIN-indexed
+  tsvector and no chain.
 * **recall**: ``find_beliefs`` with the default policy's accept filter (``ContextPolicy
   .accept_filter``: supported + normal + clean, sensitivity <= internal, fresh within P30D,
   not expired, project or global, user scope), k=10, against the same text query with no policy
   filter; also without text (the newest admissible beliefs), and the full ``Session.recall``
-  (three store queries, contradiction lookup, and the logged recall event).
+  (three store queries and the logged recall event), also with ``synchronous_commit=off``.
+  ``--explain`` prints the plans of the first query. The corpus is written through import
+  batches (one project, scope and state combination per batch of 250).
 * **writers**: 8 processes appending to one tenant, then the chain is checked gap-free and valid;
   against 8 processes inserting the same rows into a plain table (no chain, no lock).
 
@@ -19,7 +22,9 @@ concurrent writer processes, each against the same work without the policy (or t
 
 The database (``--url``, default ``postgresql://postgres@127.0.0.1:5432/gnomon_bench``) is
 created if missing; each corpus size gets its own tenant (``bench_<n>``), so a 1M corpus is
-built once and reused with ``--skip-build``.
+built once and reused with ``--skip-build``. Tenants of one database share its text index: the
+unfiltered baseline then reads every tenant's matches (the gate holds the tenant, so the policy
+queries do not), so give each corpus size its own ``--url`` when the ratio matters.
 """
 
 from __future__ import annotations
@@ -31,12 +36,15 @@ import secrets
 import statistics
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit, urlunsplit
 
 import _common as common
 import psycopg
 
+from firewall.adoption import Adopter, Context
+from firewall.batch import ImportBatch
 from firewall.chain import Belief
 from firewall.events import EventDraft, Records
 from firewall.firewall import ImportItem
@@ -46,6 +54,8 @@ from firewall.policy import ContextPolicy
 from firewall.states import (
     Authority,
     ClaimKind,
+    EvidenceQuality,
+    ExtractionMethod,
     RetrievalStatus,
     Scope,
     SecurityStatus,
@@ -89,9 +99,7 @@ def make_beliefs(rng: random.Random, statements: list[str]) -> list[Belief]:
                 authority=Authority.SYSTEM,
                 origin=ORIGIN,
                 truth_status=TruthStatus.SUPPORTED if trusted else TruthStatus.UNVERIFIED,
-                retrieval_status=RetrievalStatus.NORMAL
-                if trusted or roll < 0.7
-                else RetrievalStatus.RESTRICTED,
+                retrieval_status=_retrieval(trusted, roll),
                 security_status=SecurityStatus.QUARANTINED if roll > 0.97 else SecurityStatus.CLEAN,
                 sensitivity=Sensitivity.CONFIDENTIAL
                 if rng.random() < 0.1
@@ -102,6 +110,56 @@ def make_beliefs(rng: random.Random, statements: list[str]) -> list[Belief]:
             )
         )
     return out
+
+
+def _retrieval(trusted: bool, roll: float) -> RetrievalStatus:
+    if roll > 0.97:
+        return RetrievalStatus.BLOCKED  # a quarantined belief stays blocked (gate invariant)
+    return RetrievalStatus.NORMAL if trusted or roll < 0.7 else RetrievalStatus.RESTRICTED
+
+
+def batch_drafts(rng: random.Random, statements: list[str], size: int = 50) -> list[EventDraft]:
+    """The same mix as :func:`make_beliefs`, written the way an import writes (one compact batch
+    event per ``size`` records, :mod:`firewall.batch`): each batch draws one project, scope and
+    state combination, each record its own sensitivity and observation time. The states are set
+    on the template directly (the benchmark plays the host, as ``drafts_for`` does)."""
+    drafts = []
+    for offset in range(0, len(statements), size):
+        roll = rng.random()
+        trusted = roll < 0.45
+        project = rng.choice(PROJECTS)
+        adopter = Adopter(
+            Context(project, "bench", None, None),
+            kind=ClaimKind.CONTENT,
+            origin=Origin.imported("bench"),
+            quality=EvidenceQuality.EXTERNAL_DOCUMENT,
+            extraction=ExtractionMethod.IMPORT,
+        )
+        made = adopter.adopt("template", source="bench:template", now=NOW)
+        belief = made.belief.model_copy(
+            update={
+                "scope": Scope.GLOBAL if rng.random() < 0.02 else Scope.PROJECT,
+                "truth_status": TruthStatus.SUPPORTED if trusted else TruthStatus.UNVERIFIED,
+                "retrieval_status": _retrieval(trusted, roll),
+                "security_status": SecurityStatus.QUARANTINED
+                if roll > 0.97
+                else SecurityStatus.CLEAN,
+            }
+        )
+        batch = ImportBatch(replace(made, belief=belief), None, NOW)
+        for i, statement in enumerate(statements[offset : offset + size]):
+            batch.add(
+                statement,
+                source=f"bench:{offset + i}",
+                sensitivity=Sensitivity.CONFIDENTIAL
+                if rng.random() < 0.1
+                else Sensitivity.INTERNAL,
+                observed_at=NOW - timedelta(minutes=rng.randint(0, 90 * 24 * 60)),
+            )
+        drafts.append(
+            EventDraft(kind="memory.imported", actor="bench", at=NOW, project=project, batch=batch)
+        )
+    return drafts
 
 
 def drafts_for(beliefs: list[Belief]) -> list[EventDraft]:
@@ -121,7 +179,8 @@ def drafts_for(beliefs: list[Belief]) -> list[EventDraft]:
 
 
 def build(url: str, tenant: str, total: int, batch: int, corpus: common.Corpus) -> float:
-    """Ingest ``total`` beliefs; returns records per second of the commits alone."""
+    """Ingest ``total`` beliefs through the import batch path (the fast ingest); returns
+    records per second of the commits alone."""
     rng = random.Random(5)
     committed = 0.0
     with PostgresStore(url, tenant=tenant) as store:
@@ -129,7 +188,7 @@ def build(url: str, tenant: str, total: int, batch: int, corpus: common.Corpus) 
         while done < total:
             size = min(batch, total - done)
             statements = [corpus.sentence(rng) for _ in range(size)]
-            drafts = drafts_for(make_beliefs(rng, statements))
+            drafts = batch_drafts(rng, statements, size=250)
             start = time.perf_counter()
             store.commit(drafts)
             committed += time.perf_counter() - start
@@ -164,28 +223,43 @@ def raw_ingest(url: str, statements: list[str], batch: int) -> float:
 
 
 def ingest_section(url: str, corpus: common.Corpus, batch: int, sample: int) -> dict[str, float]:
+    """Records per second of each ingest path over the same ``sample`` statements."""
     rng = random.Random(9)
     statements = [corpus.sentence(rng) for _ in range(sample)]
     tenant = f"bench_ingest_{secrets.token_hex(4)}"
-    beliefs = make_beliefs(rng, statements)
-    drafts = drafts_for(beliefs)
-    with PostgresStore(url, tenant=tenant) as store:
-        start = time.perf_counter()
-        for offset in range(0, len(drafts), batch):
-            store.commit(drafts[offset : offset + batch])
-        store_rate = sample / (time.perf_counter() - start)
-        assert store.verify().ok
-    raw_rate = raw_ingest(url, statements, batch)
+    rates: dict[str, float] = {}
     import firewall
 
+    # Firewall.import_records end to end: adoption, one compact batch event per batch_size
+    # records, the store's fast path (COPY of rows derived from the compact rows)
+    items = [ImportItem(text=t, source_id=f"m{i}") for i, t in enumerate(statements)]
+    with firewall.open(url, tenant=f"{tenant}_fw") as wall:
+        start = time.perf_counter()
+        wall.import_records(items, store_name="bench", project="proj0", batch_size=batch // 2)
+        rates["import_records"] = sample / (time.perf_counter() - start)
+        assert wall.verify_log().ok
+        wall.store.discard()  # type: ignore[attr-defined]
+    # the store alone, committing import batch drafts built beforehand
+    drafts = batch_drafts(rng, statements, size=batch // 2)
+    with PostgresStore(url, tenant=f"{tenant}_batch") as store:
+        start = time.perf_counter()
+        for offset in range(0, len(drafts), 2):
+            store.commit(drafts[offset : offset + 2])
+        rates["store_batch"] = sample / (time.perf_counter() - start)
+        assert store.verify().ok
+        store.discard()
+    # the typed path: one event per record (what every non-import write does), a fifth of it
     small = statements[: max(1, sample // 5)]
-    wall = firewall.open(url, tenant=f"{tenant}_fw")
-    items = [ImportItem(text=t, source_id=f"m{i}") for i, t in enumerate(small)]
-    start = time.perf_counter()
-    wall.import_records(items, store_name="bench", project="proj0")
-    import_rate = len(small) / (time.perf_counter() - start)
-    wall.close()
-    return {"store": store_rate, "raw": raw_rate, "import_records": import_rate}
+    typed = drafts_for(make_beliefs(rng, small))
+    with PostgresStore(url, tenant=tenant) as store:
+        start = time.perf_counter()
+        for offset in range(0, len(typed), batch):
+            store.commit(typed[offset : offset + batch])
+        rates["store_typed"] = len(small) / (time.perf_counter() - start)
+        assert store.verify().ok
+        store.discard()
+    rates["raw"] = raw_ingest(url, statements, batch)
+    return rates
 
 
 # -- recall ---------------------------------------------------------------------------------
@@ -207,7 +281,9 @@ def summary(values: list[float]) -> str:
     return f"p50 {statistics.median(values):.2f} ms, p95 {p95:.2f} ms"
 
 
-def recall_section(url: str, tenant: str, corpus: common.Corpus, queries: int) -> None:
+def recall_section(
+    url: str, tenant: str, corpus: common.Corpus, queries: int, *, explain: bool = False
+) -> None:
     policy = ContextPolicy.preset("default")
     rng = random.Random(3)
     texts = [corpus.query(rng) for _ in range(queries)]
@@ -248,13 +324,26 @@ def recall_section(url: str, tenant: str, corpus: common.Corpus, queries: int) -
             f"  text matches per query (before the policy): median "
             f"{statistics.median(matches):,.0f}, max {max(matches):,}"
         )
+        if explain:
+            for name, where in (("accept query", cases[0][0]), ("raw text query", cases[0][1])):
+                query = store._belief_query(where, count=False)
+                assert query is not None
+                with psycopg.connect(store.conninfo, autocommit=True) as conn:
+                    plan = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + query[0], query[1])
+                    print(f"  EXPLAIN ANALYZE, {name}:")
+                    for (line,) in plan:
+                        print(f"    {line}")
     import firewall
 
-    with firewall.open(url, tenant=tenant, clock=lambda: NOW) as wall:
-        with wall.session(project=PROJECTS[0], actor="bench", user="alice") as session:
-            session.recall(texts[0])
-            full = timed(lambda: session.recall(rng.choice(texts)), min(200, queries))
-        print(f"  Session.recall (default policy, logged)  {summary(full)}")
+    # the same recall committed without waiting for the WAL flush: the durability SQLite's
+    # synchronous=NORMAL gives every commit (a crash may lose the last events, never a link)
+    relaxed = f"{url}{'&' if '?' in url else '?'}options=-csynchronous_commit%3Doff"
+    for name, target in (("", url), (", synchronous_commit=off", relaxed)):
+        with firewall.open(target, tenant=tenant, clock=lambda: NOW) as wall:
+            with wall.session(project=PROJECTS[0], actor="bench", user="alice") as session:
+                session.recall(texts[0])
+                full = timed(lambda: session.recall(rng.choice(texts)), min(200, queries))
+            print(f"  Session.recall (default policy, logged{name})  {summary(full)}")
 
 
 # -- concurrent writers ---------------------------------------------------------------------
@@ -350,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writer-commits", type=int, default=200)
     parser.add_argument("--per-commit", type=int, default=5)
     parser.add_argument("--skip-build", action="store_true")
+    parser.add_argument("--explain", action="store_true", help="print the plans of one query")
     parser.add_argument("--only", choices=["ingest", "recall", "writers"], default=None)
     args = parser.parse_args(argv)
     ensure_database(args.url)
@@ -359,18 +449,21 @@ def main(argv: list[str] | None = None) -> int:
         print(conn.execute("SELECT version()").fetchone()[0])  # type: ignore[index]
     if args.only in (None, "ingest"):
         rates = ingest_section(args.url, corpus, args.batch, args.ingest_sample)
+        raw = rates["raw"]
         print(
-            f"ingest {args.ingest_sample:,} beliefs in commits of {args.batch}: "
-            f"store {rates['store']:,.0f} records/s, raw table {rates['raw']:,.0f} rows/s "
-            f"(ratio {rates['raw'] / rates['store']:.2f}x); Firewall.import_records "
-            f"{rates['import_records']:,.0f} records/s"
+            f"ingest {args.ingest_sample:,} records in commits of {args.batch}: "
+            f"Firewall.import_records {rates['import_records']:,.0f} records/s "
+            f"(raw/this {raw / rates['import_records']:.2f}x); store commit of import batches "
+            f"{rates['store_batch']:,.0f} records/s (raw/this {raw / rates['store_batch']:.2f}x); "
+            f"store commit, one event per record {rates['store_typed']:,.0f} records/s "
+            f"(raw/this {raw / rates['store_typed']:.2f}x); raw table {raw:,.0f} rows/s"
         )
     tenant = f"bench_{args.beliefs}"
     if args.only in (None, "recall"):
         if not args.skip_build:
             rate = build(args.url, tenant, args.beliefs, args.batch, corpus)
             print(f"built {args.beliefs:,} beliefs ({rate:,.0f} records/s in commits)")
-        recall_section(args.url, tenant, corpus, args.queries)
+        recall_section(args.url, tenant, corpus, args.queries, explain=args.explain)
     if args.only in (None, "writers"):
         writers_section(args.url, args.writer_commits, args.per_commit)
     return 0

@@ -27,7 +27,21 @@ server (or a terminated backend) comes back.
 
 **Recall.** Policy filters are SQL conditions on indexed columns. Text search uses a ``tsvector``
 of :func:`firewall.text.tokens` with a GIN index, and ranks with the same BM25 formula and
-constants as the memory backend (and SQLite's FTS5), so every backend orders results alike.
+constants as the memory backend (and SQLite's FTS5), so every backend orders results alike. The
+index also holds each row's *gate* (:data:`~firewall.store.postgres_schema.GATE_EXPRESSION`):
+a text query intersects the term postings with the reader's project, and the accept query with
+the admissible beliefs of it, so it ranks the candidates it may return, not every match in the
+store. The gate only narrows: every condition is still in the statement and the recall re-checks
+every returned row against the policy and the read floor.
+
+**Round trips.** A recall is three reads and one commit; a commit is ``BEGIN`` with the head lock
+(one simple query), the projection writes, the events with the new head (one statement), and
+``COMMIT``. Connections are not pinged on every loan; one found dead when first used (a
+restarted server) is dropped and the read, or the unit of work that had sent nothing but its
+``BEGIN``, runs again on another.
+
+**Import batches** (:mod:`firewall.batch`) are written by COPY of rows derived straight from the
+compact batch rows (:func:`~firewall.store.sql_common.batch_rows`), with no typed record built.
 """
 
 from __future__ import annotations
@@ -42,11 +56,15 @@ from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import orjson
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg import pq
+from psycopg import sql as pgsql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from firewall.batch import ImportBatch, expand
 from firewall.chain import (
     Action,
     Belief,
@@ -68,7 +86,7 @@ from firewall.errors import (
     StoreLockedError,
     UnsupportedURLError,
 )
-from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
+from firewall.events import GENESIS_HASH, IMPORTS, Event, EventDraft, Records, seal
 from firewall.states import SENSITIVITY_RANK, Scope
 from firewall.store import postgres_schema as schema
 from firewall.store.base import BeliefFilter, Store, check_continues
@@ -76,11 +94,14 @@ from firewall.store.keys import index_tokens, micros
 from firewall.store.memory import K1, B
 from firewall.store.sql_common import (
     PROJECTION_KEYS,
+    BatchRow,
     ProjectionRows,
+    batch_rows,
     belief_keys,
     derived_queries,
     derived_row,
     version_rows,
+    within_admissible,
 )
 from firewall.text import query_terms
 
@@ -206,10 +227,43 @@ def tsvector_text(counts: Counter[str]) -> str:
     >>> tsvector_text(Counter({"stripe": 3, "billing": 1}))
     "'stripe':1,2,3 'billing':1"
     """
-    return " ".join(
-        f"'{term}':" + ",".join(str(i) for i in range(1, min(n, MAX_TF) + 1))
-        for term, n in counts.items()
-    )
+    positions = _POSITIONS
+    return " ".join(f"'{term}':{positions[min(n, MAX_TF)]}" for term, n in counts.items())
+
+
+#: ``"1,2,…,n"`` for every term frequency a lexeme can record.
+_POSITIONS = [",".join(str(i) for i in range(1, n + 1)) for n in range(MAX_TF + 1)]
+
+
+def tsquery_term(lexeme: str) -> str:
+    """One operand of a ``tsquery`` literal, quoted so that any text is read as one lexeme
+    (a quote is doubled, a backslash escaped).
+
+    >>> print(tsquery_term("it's a ~ test"))
+    'it''s a ~ test'
+    """
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def gate_query(tenant: str, where: BeliefFilter) -> str | None:
+    """The ``tsquery`` on ``beliefs.gate`` that narrows a text query (see
+    :data:`firewall.store.postgres_schema.GATE_EXPRESSION`, which derives the lexemes), or None
+    when ``where`` pins neither a project nor the admissible states.
+
+    >>> from firewall.states import TruthStatus as T, RetrievalStatus as R, SecurityStatus as S
+    >>> gate_query("acme", BeliefFilter(project="web"))
+    "'p:acme:web' | 'g:acme'"
+    >>> gate_query("acme", BeliefFilter(truth=frozenset({T.SUPPORTED}),
+    ...     retrieval=frozenset({R.NORMAL}), security=frozenset({S.CLEAN})))
+    "'a:acme'"
+    """
+    scope = tenant[:200]
+    admissible = within_admissible(where)
+    if where.project is None:
+        return tsquery_term(f"a:{scope}") if admissible else None
+    prefix = "a" if admissible else ""
+    project = f"{prefix}p:{scope}:{where.project[:300]}"
+    return f"{tsquery_term(project)} | {tsquery_term(f'{prefix}g:{scope}')}"
 
 
 def _term_counts(statement: str) -> Counter[str]:
@@ -345,6 +399,26 @@ INSERT_EVENTS = (
     "SELECT %s, * FROM unnest(%b::bigint[], %b::text[], %b::text[], %b::text[], %b::text[], "
     "%b::bytea[], %b::text[], %b::text[])"
 )
+
+
+def _copy(table: str, columns: Sequence[str]) -> str:
+    return f"COPY {table} (tenant, {', '.join(columns)}) FROM STDIN"
+
+
+#: The import batch fast path (:meth:`PostgresStore._write_batch`): plain COPY of new rows.
+COPY_CLAIMS = _copy("claims", ("id", "doc"))
+COPY_EVIDENCE = _copy("evidence", ("id", "claim_id", "doc"))
+COPY_BELIEFS = _copy("beliefs", [n for n, _ in BELIEF_COLUMNS])
+COPY_VERSIONS = _copy("belief_versions", [n for n, _ in VERSION_COLUMNS])
+COPY_BINDINGS = _copy("bindings", ("store", "belief_id", "store_id", "doc"))
+#: The tenant's chain head, locked until the transaction ends (writers of a tenant queue here).
+LOCK_HEAD = (
+    "SELECT seq, hash, belief_count, belief_tokens FROM chain_heads WHERE tenant = {} FOR UPDATE"
+)
+INSERT_EVENTS_MOVE_HEAD = (
+    f"WITH inserted AS ({INSERT_EVENTS}) UPDATE chain_heads SET seq = %s, hash = %s, "
+    "belief_count = %s, belief_tokens = %s WHERE tenant = %s"
+)
 UPDATE_TERM_STATS = (
     "INSERT INTO term_stats (tenant, term, df) SELECT %s, * FROM unnest(%s::text[], %s::bigint[]) "
     "ON CONFLICT (tenant, term) DO UPDATE SET df = term_stats.df + excluded.df"
@@ -358,7 +432,7 @@ WITH stats AS (
            CASE WHEN belief_count > 0 THEN belief_tokens::float8 / belief_count ELSE 0 END
                AS avgdl
     FROM chain_heads WHERE tenant = %(tenant)s
-), w AS (
+), w AS MATERIALIZED (
     SELECT q.ord, q.term,
            greatest(ln((s.n - t.df + 0.5) / (t.df + 0.5)), 0) AS raw_idf
     FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS q(term, ord)
@@ -418,6 +492,8 @@ class PostgresStore(Store):
         self.retries = max(0, retries)
         self._closed = True
         self._close_lock = threading.Lock()
+        #: Chain heads locked by the statement that began a transaction, per connection.
+        self._heads: dict[int, tuple[int, str, int, int]] = {}
         # Open and check the schema on a direct connection: an unreachable server fails now,
         # with the driver's reason, instead of after the pool's timeout.
         try:
@@ -438,7 +514,8 @@ class PostgresStore(Store):
             max_size=max(1, pool_size),
             kwargs={"autocommit": True},
             configure=self._configure,
-            check=ConnectionPool.check_connection,
+            # No check on every loan (one more round trip per statement): a connection found
+            # dead when first used is replaced instead, see _lost.
             timeout=timeout,
             name=f"gnomon {self.database}",
             open=False,
@@ -499,9 +576,27 @@ class PostgresStore(Store):
         except (psycopg.Error, PoolTimeout) as exc:
             raise self._convert(exc, doing) from exc
 
+    def _lost(self, conn: psycopg.Connection[Any], exc: BaseException, attempt: int) -> bool:
+        """True if ``exc`` says ``conn`` is dead (a restarted server, a terminated backend) and
+        another pooled connection may be tried: the pool drops a dead connection when it is
+        given back, so after at most ``pool_size`` tries a fresh one is opened."""
+        return (
+            isinstance(exc, psycopg.OperationalError)
+            and (conn.closed or conn.pgconn.status == pq.ConnStatus.BAD)
+            and attempt < self._pool.max_size
+        )
+
     def _read(self, doing: str, sql: str, params: Any) -> list[tuple[Any, ...]]:
-        with self._connection(doing) as conn:
-            return conn.execute(sql, params, binary=True).fetchall()
+        attempt = 0
+        while True:
+            with self._connection(doing) as conn:
+                try:
+                    return conn.execute(sql, params, binary=True).fetchall()
+                except psycopg.OperationalError as exc:
+                    # a read repeats safely on another connection
+                    if not self._lost(conn, exc, attempt):
+                        raise
+            attempt += 1
 
     # -- the only write path --------------------------------------------------------------
 
@@ -542,7 +637,7 @@ class PostgresStore(Store):
         attempt = 0
         while True:
             try:
-                return self._once(doing, work)
+                return self._once(doing, work, lock=True)
             except StoreLockedError as exc:
                 cause = exc.__cause__
                 retryable = isinstance(
@@ -558,43 +653,70 @@ class PostgresStore(Store):
                 attempt += 1
                 time.sleep(min(0.2, 0.005 * 2**attempt))
 
-    def _once(self, doing: str, work: Callable[[psycopg.Connection[Any]], R]) -> R:
-        with self._connection(doing) as conn:
-            conn.execute("BEGIN")
-            committing = False
-            try:
-                done = work(conn)
-                committing = True
-                conn.execute("COMMIT")
-                return done
-            except BaseException as exc:
-                if not conn.closed:
-                    with suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
-                if committing and isinstance(exc, psycopg.OperationalError):
-                    raise StoreError(
-                        f"PostgreSQL database {self.database}: the connection was lost while "
-                        f"the commit was being confirmed ({_first_line(exc)})",
-                        hint="the events may or may not be written: check `gnomon log verify` "
-                        "and the chain head before retrying",
-                    ) from exc
-                if isinstance(exc, GnomonError | psycopg.Error) or not isinstance(exc, Exception):
-                    raise
+    def _once(
+        self, doing: str, work: Callable[[psycopg.Connection[Any]], R], *, lock: bool = False
+    ) -> R:
+        """Run ``work`` in one transaction; with ``lock``, the transaction starts by locking
+        the tenant's chain head, in the same round trip as ``BEGIN`` (see :meth:`_lock_head`)."""
+        attempt = 0
+        while True:
+            with self._connection(doing) as conn:
+                try:
+                    if lock:
+                        self._begin_locked(conn)
+                    else:
+                        conn.execute("BEGIN")
+                except psycopg.OperationalError as exc:
+                    # nothing was sent but BEGIN: the unit may start again on another connection
+                    if not self._lost(conn, exc, attempt):
+                        raise
+                else:
+                    return self._in_transaction(conn, work)
+            attempt += 1
+
+    def _in_transaction(
+        self, conn: psycopg.Connection[Any], work: Callable[[psycopg.Connection[Any]], R]
+    ) -> R:
+        """Run ``work`` in the transaction just begun on ``conn``, then commit (or roll back)."""
+        committing = False
+        try:
+            done = work(conn)
+            committing = True
+            conn.execute("COMMIT")
+            return done
+        except BaseException as exc:
+            if not conn.closed:
+                with suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+            if committing and isinstance(exc, psycopg.OperationalError):
                 raise StoreError(
-                    f"{self.url}: commit failed and was rolled back: {exc!r}",
-                    hint="nothing was written; fix the draft that could not be stored",
+                    f"PostgreSQL database {self.database}: the connection was lost while "
+                    f"the commit was being confirmed ({_first_line(exc)})",
+                    hint="the events may or may not be written: check `gnomon log verify` "
+                    "and the chain head before retrying",
                 ) from exc
+            if isinstance(exc, GnomonError | psycopg.Error) or not isinstance(exc, Exception):
+                raise
+            raise StoreError(
+                f"{self.url}: commit failed and was rolled back: {exc!r}",
+                hint="nothing was written; fix the draft that could not be stored",
+            ) from exc
 
     def _write(self, conn: psycopg.Connection[Any], drafts: Sequence[EventDraft]) -> list[Event]:
         head = self._lock_head(conn)
         seq, prev = head[0], head[1]
         sealed: list[Event] = []
+        batches: list[tuple[ImportBatch, Event]] = []
         for draft in drafts:
             seq += 1
             event = seal(seq, prev, draft)
             prev = event.hash
             sealed.append(event)
-        self._store_events(conn, head, sealed, [d.typed_records() for d in drafts])
+            if draft.batch is not None:
+                batches.append((draft.batch, event))
+        # an import batch's rows are derived from its compact rows (no typed record is built)
+        records = [d.records if d.batch is None else Records() for d in drafts]
+        self._store_events(conn, head, sealed, records, batches)
         return sealed
 
     def _write_sealed(self, conn: psycopg.Connection[Any], events: Sequence[Event]) -> None:
@@ -695,8 +817,24 @@ class PostgresStore(Store):
         finally:
             self.close()
 
+    def _begin_locked(self, conn: psycopg.Connection[Any]) -> None:
+        """``BEGIN`` and lock the tenant's chain head row in one round trip (two statements in
+        one simple query, the tenant as a quoted literal); :meth:`_lock_head` returns the row."""
+        self._heads.pop(id(conn), None)
+        query = pgsql.SQL("BEGIN; {}").format(
+            pgsql.SQL(LOCK_HEAD).format(pgsql.Literal(self.tenant))
+        )
+        cur = conn.execute(query)
+        if cur.nextset():
+            row = cur.fetchone()
+            if row is not None:
+                self._heads[id(conn)] = (int(row[0]), row[1], int(row[2]), int(row[3]))
+
     def _lock_head(self, conn: psycopg.Connection[Any]) -> tuple[int, str, int, int]:
         """Lock the tenant's chain head row: ``(seq, hash, belief_count, belief_tokens)``."""
+        locked = self._heads.pop(id(conn), None)
+        if locked is not None:  # locked by the statement that began this transaction
+            return locked
         tenant = self.tenant
         head = conn.execute(
             "SELECT seq, hash, belief_count, belief_tokens FROM chain_heads "
@@ -723,15 +861,24 @@ class PostgresStore(Store):
         head: tuple[int, str, int, int],
         sealed: list[Event],
         records: Sequence[Records],
+        batches: Sequence[tuple[ImportBatch, Event]] = (),
     ) -> None:
-        """Insert sealed events, apply their records, move the head (head row locked)."""
+        """Insert sealed events, apply their records and import batches, move the head (head
+        row locked)."""
         tenant = self.tenant
         belief_count, belief_tokens = head[2], head[3]
         seq, prev = sealed[-1].seq, sealed[-1].hash
         rows = ProjectionRows.of(sealed, list(records))
         cur = conn.cursor()
+        count_delta, token_delta = self._write_beliefs(cur, rows)
+        self._write_projections(cur, rows)
+        if batches:
+            added, tokens = self._write_batches(cur, batches)
+            count_delta += added
+            token_delta += tokens
+        # the events and the new head in one statement (one round trip)
         cur.execute(
-            INSERT_EVENTS,
+            INSERT_EVENTS_MOVE_HEAD,
             (
                 tenant,
                 [e.seq for e in sealed],
@@ -742,14 +889,12 @@ class PostgresStore(Store):
                 [e.body for e in sealed],
                 [e.prev_hash for e in sealed],
                 [e.hash for e in sealed],
+                seq,
+                prev,
+                belief_count + count_delta,
+                belief_tokens + token_delta,
+                tenant,
             ),
-        )
-        count_delta, token_delta = self._write_beliefs(cur, rows)
-        self._write_projections(cur, rows)
-        cur.execute(
-            "UPDATE chain_heads SET seq = %s, hash = %s, belief_count = %s, belief_tokens = %s "
-            "WHERE tenant = %s",
-            (seq, prev, belief_count + count_delta, belief_tokens + token_delta, tenant),
         )
 
     def _write_versions(self, cur: psycopg.Cursor[Any], rows: ProjectionRows) -> None:
@@ -796,6 +941,61 @@ class PostgresStore(Store):
                 UPDATE_TERM_STATS, (tenant, [t for t, _ in changed], [n for _, n in changed])
             )
         return len(ids) - len(old), tokens
+
+    def _write_batches(
+        self, cur: psycopg.Cursor[Any], batches: Sequence[tuple[ImportBatch, Event]]
+    ) -> tuple[int, int]:
+        """Write the rows of a commit's import batches, one COPY per table: ``(belief count,
+        token) deltas``.
+
+        Every id of a batch is new (fresh ids minted by the batch), so its rows are inserted,
+        not upserted, and each belief's history starts here: nothing to close, no old text to
+        take out of the statistics. Should an id exist after all, the primary key refuses the
+        COPY and the whole commit is rolled back: nothing is overwritten.
+        """
+        tenant = self.tenant
+        df: Counter[str] = Counter()
+        tokens = 0
+        rows: list[tuple[BatchRow, int, int]] = []
+        bound: list[dict[str, Any]] = []
+        for batch, event in batches:
+            docs = expand(event.payload[IMPORTS])
+            version, start = batch.template.belief.version, micros(batch.now)
+            rows.extend((row, version, start) for row in batch_rows(batch, docs))
+            bound.extend(docs.get("bindings", ()))
+        with cur.copy(COPY_CLAIMS) as claims:
+            for row, _, _ in rows:
+                claims.write_row((tenant, row.claim_id, row.claim))
+        with cur.copy(COPY_EVIDENCE) as evidence:
+            for row, _, _ in rows:
+                evidence.write_row((tenant, row.evidence_id, row.claim_id, row.evidence))
+        with cur.copy(COPY_BELIEFS) as beliefs:
+            for row, _, _ in rows:
+                counts = _term_counts(row.statement)
+                df.update(counts.keys())
+                length = sum(counts.values())
+                tokens += length
+                beliefs.write_row(
+                    (tenant, row.belief_id, *row.keys, length, tsvector_text(counts), row.belief)
+                )
+        with cur.copy(COPY_VERSIONS) as versions:
+            for row, version, start in rows:
+                versions.write_row(
+                    (tenant, row.belief_id, version, start, None, *row.keys, row.belief)
+                )
+        if bound:
+            dumps = orjson.dumps
+            with cur.copy(COPY_BINDINGS) as bindings:
+                for doc in bound:
+                    bindings.write_row(
+                        (tenant, doc["store"], doc["belief_id"], doc["store_id"], dumps(doc))
+                    )
+        changed = sorted(df.items())
+        if changed:
+            cur.execute(
+                UPDATE_TERM_STATS, (tenant, [t for t, _ in changed], [n for _, n in changed])
+            )
+        return len(rows), tokens
 
     def _write_projections(self, cur: psycopg.Cursor[Any], rows: ProjectionRows) -> None:
         tenant = self.tenant
@@ -1149,6 +1349,11 @@ class PostgresStore(Store):
                 return None
             params["terms"] = terms
             params["tsquery"] = " | ".join(f"'{t}'" for t in terms)
+            gate = gate_query(self.tenant, where)
+            if gate is not None:
+                # the reader's project (and the admissible states) inside the text index scan
+                conds.append("b.gate @@ %(gate)s::tsquery")
+                params["gate"] = gate
             if count:
                 sql = (
                     "SELECT count(*) FROM beliefs b WHERE b.tsv @@ %(tsquery)s::tsquery AND "

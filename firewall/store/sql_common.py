@@ -13,13 +13,14 @@ document: the four axes, the sensitivity rank, the time keys in integer microsec
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import orjson
 
-from firewall.batch import record_docs
+from firewall.batch import ImportBatch, record_docs
 from firewall.chain import (
     Action,
     Belief,
@@ -35,8 +36,28 @@ from firewall.chain import (
     StoreBinding,
 )
 from firewall.events import RECORD_TYPES, Event
-from firewall.states import SENSITIVITY_RANK
+from firewall.states import SENSITIVITY_RANK, RetrievalStatus, SecurityStatus, TruthStatus
+from firewall.store.base import BeliefFilter
 from firewall.store.keys import micros
+
+#: The states a belief must hold for a policy to be able to admit it into trusted context: what
+#: each SQL backend's admissible text index (or gate) covers.
+ADMISSIBLE_TRUTH = TruthStatus.SUPPORTED.value
+ADMISSIBLE_RETRIEVAL = RetrievalStatus.NORMAL.value
+ADMISSIBLE_SECURITY = SecurityStatus.CLEAN.value
+
+
+def within_admissible(where: BeliefFilter) -> bool:
+    """True when every belief ``where`` can match holds the admissible states, so a query may
+    start from an index that holds only admissible beliefs (a superset of its matches)."""
+    return (
+        where.truth is not None
+        and where.retrieval is not None
+        and where.security is not None
+        and where.truth <= {TruthStatus(ADMISSIBLE_TRUTH)}
+        and where.retrieval <= {RetrievalStatus(ADMISSIBLE_RETRIEVAL)}
+        and where.security <= {SecurityStatus(ADMISSIBLE_SECURITY)}
+    )
 
 
 class BeliefKeys(NamedTuple):
@@ -77,6 +98,51 @@ def belief_keys(b: Belief) -> BeliefKeys:
         b.predicate,
         b.session_id,
     )
+
+
+class BatchRow(NamedTuple):
+    """One record of an import batch as a SQL backend stores it: ids, the statement, the
+    indexed columns and the three documents (JSON bytes)."""
+
+    belief_id: str
+    claim_id: str
+    evidence_id: str
+    statement: str
+    keys: BeliefKeys
+    claim: bytes
+    evidence: bytes
+    belief: bytes
+
+
+def batch_rows(batch: ImportBatch, docs: dict[str, list[dict[str, Any]]]) -> Iterator[BatchRow]:
+    """The rows of an import batch, straight from its compact rows and its expanded documents
+    (:func:`firewall.batch.expand` of the sealed payload): no typed record is built. The keys
+    are what :func:`belief_keys` gives the record the batch would build."""
+    t = batch.template.belief
+    now = micros(batch.now)
+    verified = t.last_verified_at is not None
+    expires = None if t.expires_at is None else micros(t.expires_at)
+    status = (t.truth_status, t.retrieval_status, t.security_status, t.freshness_status)
+    shared = (t.project, t.scope, t.user, t.subject, t.predicate, t.session_id)
+    dumps = orjson.dumps
+    for row, claim, evidence, belief in zip(
+        batch.rows, docs["claims"], docs["evidence"], docs["beliefs"], strict=True
+    ):
+        belief_id, claim_id, evidence_id, text, _source, sens, observed, _sid, _digest = row
+        seen = now if observed is None else micros(observed)
+        keys = BeliefKeys._make(
+            (*status, SENSITIVITY_RANK[sens], now if verified else seen, seen, expires, *shared)
+        )
+        yield BatchRow(
+            belief_id,
+            claim_id,
+            evidence_id,
+            text,
+            keys,
+            dumps(claim),
+            dumps(evidence),
+            dumps(belief),
+        )
 
 
 def _table() -> dict[str, Any]:
@@ -229,13 +295,19 @@ def _digest(doc: bytes | memoryview) -> str:
 
 
 __all__ = [
+    "ADMISSIBLE_RETRIEVAL",
+    "ADMISSIBLE_SECURITY",
+    "ADMISSIBLE_TRUTH",
     "INDEXED_COLUMNS",
     "LINK_TABLES",
     "PROJECTION_KEYS",
+    "BatchRow",
     "BeliefKeys",
     "ProjectionRows",
+    "batch_rows",
     "belief_keys",
     "derived_queries",
     "derived_row",
     "version_rows",
+    "within_admissible",
 ]
