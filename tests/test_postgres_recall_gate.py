@@ -185,7 +185,7 @@ def test_version_5_store_upgrades_to_the_gate(
             PostgresStore(url, tenant="a")
         result = CliRunner().invoke(cli, ["db", "upgrade", "--url", url])
         assert result.exit_code == 0, result.output
-        assert "applied 6: recall gate" in result.output
+        assert "applied 7: recall gate" in result.output
         with PostgresStore(url, tenant="a") as store:
             accept = BeliefFilter(text="ledger", project="web", limit=20, **ADMISSIBLE)
             assert _ids(store.find_beliefs(accept)) == {own.id, shared.id}
