@@ -26,7 +26,9 @@ def refused(text: str) -> str:
     started = time.monotonic()
     with pytest.raises(PolicyError) as caught:
         ContextPolicy.from_yaml_text(text, source="evil.yaml")
-    assert time.monotonic() - started < 2, "the loader must refuse quickly"
+    # a guard against hangs (alias bombs, quadratic scans), not a speed target: generous enough
+    # that a loaded CI machine never trips it, far below what an unbounded expansion takes
+    assert time.monotonic() - started < 20, "the loader must refuse without hanging"
     message = str(caught.value)
     assert message.startswith("evil.yaml: ") and LINE.search(message), message
     return message
