@@ -73,6 +73,7 @@ PROBE_MODULES: tuple[str, ...] = (
     "sentinel_arbiter",
     "decay_stale_context",
     "calibration_escalates",
+    "shipped_export",
 )
 
 DEFAULT_URL = "memory://"

@@ -41,6 +41,26 @@ Patch = Callable[[pytest.MonkeyPatch], None]
 # -- the mechanisms, removed ---------------------------------------------------------------------
 
 
+def nothing_above_the_ceiling(mp: pytest.MonkeyPatch) -> None:
+    """Shipping judges every event public: nothing is redacted."""
+    import firewall.shipping as shipping
+
+    mp.setattr(shipping, "event_sensitivity", lambda body: shipping.Sensitivity.PUBLIC)
+
+
+def redacted_links_unchecked(mp: pytest.MonkeyPatch) -> None:
+    """A redacted event's digest is taken on trust: its link is never recomputed."""
+    import firewall.checkpoints as checkpoints
+    import firewall.events as events
+
+    real = events.link_holds
+
+    def link_holds(seq: int, prev: str, body: object, digest: str) -> bool:
+        return isinstance(body, events.RedactedBody) or real(seq, prev, body, digest)  # type: ignore[arg-type]
+
+    mp.setattr(checkpoints, "link_holds", link_holds)
+
+
 def adopt_everything_trusted(mp: pytest.MonkeyPatch) -> None:
     """The gate adopts every new belief supported+normal, whatever its origin."""
 
@@ -551,6 +571,8 @@ CASES: list[tuple[str, Patch, str]] = [
     ("decay_stale_context", decay_never_due, "the day-0 fact is stale after decay"),
     ("calibration_escalates", calibration_never_bad, "held for its calibration class"),
     ("calibration_escalates", calibration_events_not_checked, "an edited calibration event"),
+    ("shipped_export", nothing_above_the_ceiling, "never carries the secret text"),
+    ("shipped_export", redacted_links_unchecked, "editing the redacted event's digest"),
 ]
 
 
