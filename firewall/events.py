@@ -6,7 +6,8 @@ hashed, so verification never depends on how a JSON library happens to re-encode
 chain hash is domain-separated and covers the body through its digest (hash version 2)::
 
     digest(n) = SHA-256( b"gnomon.event-body.v1\\x00" || body(n) )
-    hash(n)   = SHA-256( b"gnomon.event.v2\\x00" || u64be(n) || bytes(hash(n-1)) || bytes(digest(n)) )
+    hash(n)   = SHA-256( b"gnomon.event.v2\\x00" || u64be(n) || bytes(hash(n-1))
+                         || bytes(digest(n)) )
 
 with ``hash(0)`` the all-zero genesis. The sequence number is inside the hash, so a renumbered or
 reordered log breaks the chain without the verifier having to parse any body. Because the link
@@ -390,9 +391,9 @@ __all__ = [
     "KNOWN_SCHEMAS",
     "RECORD_TYPES",
     "SCHEMA_VERSION",
+    "Body",
     "Event",
     "EventDraft",
-    "Body",
     "Records",
     "RedactedBody",
     "VerifyReport",

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import IO
 
 import orjson
-
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from firewall.checkpoints import Checkpoint, LogVerifyReport, verify_log

@@ -217,9 +217,7 @@ def log_export(
             summary.update(redacted=redacted, sensitivity_ceiling=level.value)
         echo_json(summary)
     elif level is not None:
-        echo(
-            f"shipped {count} events to {out}; {redacted} redacted above {level.value}", err=True
-        )
+        echo(f"shipped {count} events to {out}; {redacted} redacted above {level.value}", err=True)
     else:
         echo(f"exported {count} events to {out}", err=True)
 
