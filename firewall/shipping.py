@@ -55,11 +55,12 @@ def event_sensitivity(body: bytes) -> Sensitivity:
     if not isinstance(payload, dict):
         return Sensitivity.PUBLIC
     records = records_from_payload(payload)
-    top = Sensitivity.PUBLIC
-    for record in (*records.observations, *records.claims, *records.beliefs):
-        if record.sensitivity.rank > top.rank:
-            top = record.sensitivity
-    return top
+    levels = [
+        *(r.sensitivity for r in records.observations),
+        *(r.sensitivity for r in records.claims),
+        *(r.sensitivity for r in records.beliefs),
+    ]
+    return max(levels, key=lambda level: level.rank, default=Sensitivity.PUBLIC)
 
 
 @dataclass(slots=True)
