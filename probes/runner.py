@@ -74,6 +74,7 @@ PROBE_MODULES: tuple[str, ...] = (
     "decay_stale_context",
     "calibration_escalates",
     "shipped_export",
+    "otel_ceiling",
 )
 
 DEFAULT_URL = "memory://"

@@ -48,6 +48,29 @@ def nothing_above_the_ceiling(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(shipping, "event_sensitivity", lambda body: shipping.Sensitivity.PUBLIC)
 
 
+def otel_ignores_the_ceiling(mp: pytest.MonkeyPatch) -> None:
+    """OpenTelemetry export puts every belief's text in its span event."""
+    import firewall.otel as otel
+
+    real = otel.SpanBuilder.belief_attributes
+
+    def belief_attributes(self: Any, belief: Any) -> dict[str, Any]:
+        out: dict[str, Any] = real(self, belief)
+        out["gnomon.belief.statement"] = belief.statement
+        return out
+
+    mp.setattr(otel.SpanBuilder, "belief_attributes", belief_attributes)
+
+
+def otel_random_ids(mp: pytest.MonkeyPatch) -> None:
+    """Span ids come from a random source instead of the log."""
+    import os
+
+    import firewall.otel as otel
+
+    mp.setattr(otel, "event_span_id", lambda event: int.from_bytes(os.urandom(8), "big") or 1)
+
+
 def redacted_links_unchecked(mp: pytest.MonkeyPatch) -> None:
     """A redacted event's digest is taken on trust: its link is never recomputed."""
     import firewall.checkpoints as checkpoints
@@ -573,6 +596,8 @@ CASES: list[tuple[str, Patch, str]] = [
     ("calibration_escalates", calibration_events_not_checked, "an edited calibration event"),
     ("shipped_export", nothing_above_the_ceiling, "never carries the secret text"),
     ("shipped_export", redacted_links_unchecked, "editing the redacted event's digest"),
+    ("otel_ceiling", otel_ignores_the_ceiling, "no span carries the secret belief's text"),
+    ("otel_ceiling", otel_random_ids, "the same ids"),
 ]
 
 
