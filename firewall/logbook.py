@@ -21,6 +21,7 @@ recall: 1 returned (0 quoted), 2 withheld {'truth': 2}
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -40,10 +41,8 @@ def refused(where: str, error: BaseException) -> None:
     The message is never logged: it may quote the refused argument."""
     if getattr(error, _LOGGED, False):
         return
-    try:
+    with contextlib.suppress(AttributeError):  # an exception type with __slots__
         setattr(error, _LOGGED, True)
-    except AttributeError:  # pragma: no cover - an exception type with __slots__
-        pass
     kind = type(error).__name__
     fields: dict[str, Any] = {"record": "refused", "where": where, "error": kind}
     move = ""

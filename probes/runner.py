@@ -75,6 +75,7 @@ PROBE_MODULES: tuple[str, ...] = (
     "calibration_escalates",
     "shipped_export",
     "otel_ceiling",
+    "harvest_candidates",
 )
 
 DEFAULT_URL = "memory://"

@@ -37,9 +37,12 @@ def wall() -> firewall.Firewall:
 def test_attack_a_refused_secret_argument_is_logged_without_it(
     wall: firewall.Firewall, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="gnomon"), wall.session(project="p", actor="a") as s:
-        with pytest.raises(InputError) as refusal:
-            s.remember("the key is rotated", sensitivity=SECRET)  # type: ignore[arg-type]
+    with (
+        caplog.at_level(logging.INFO, logger="gnomon"),
+        wall.session(project="p", actor="a") as s,
+        pytest.raises(InputError) as refusal,
+    ):
+        s.remember("the key is rotated", sensitivity=SECRET)  # type: ignore[arg-type]
     assert SECRET in str(refusal.value), "control: the error itself quotes the argument"
     records = _gnomon(caplog)
     assert len(records) == 1, [r.getMessage() for r in records]
@@ -89,11 +92,14 @@ def test_attack_a_withheld_secret_is_counted_never_shown(
 def test_a_kernel_hold_is_logged_without_its_arguments(
     wall: firewall.Firewall, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with host(wall) as h, wall.session(project="p", actor="a") as s:
-        with caplog.at_level(logging.INFO, logger="gnomon"):
-            result = h.kernel.handle(s).request(
-                "git_push", {"repo": str(h.repo), "remote": SECRET, "branch": "main"}
-            )
+    with (
+        host(wall) as h,
+        wall.session(project="p", actor="a") as s,
+        caplog.at_level(logging.INFO, logger="gnomon"),
+    ):
+        result = h.kernel.handle(s).request(
+            "git_push", {"repo": str(h.repo), "remote": SECRET, "branch": "main"}
+        )
     assert result.status == "held"
     messages = [r.getMessage() for r in _gnomon(caplog)]
     assert any(m.startswith("action git_push L4: hold (request req_") for m in messages), messages

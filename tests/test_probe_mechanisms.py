@@ -71,6 +71,22 @@ def otel_random_ids(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(otel, "event_span_id", lambda event: int.from_bytes(os.urandom(8), "big") or 1)
 
 
+def harvest_checks_truth_only(mp: pytest.MonkeyPatch) -> None:
+    """The review harvest takes every supported belief as a candidate."""
+    import firewall.review as review
+
+    mp.setattr(
+        review,
+        "why_not_candidate",
+        lambda belief, log, now: None if belief.truth_status == TruthStatus.SUPPORTED else "no",
+    )
+
+
+def approval_grant_unchecked(mp: pytest.MonkeyPatch) -> None:
+    """Review approval takes any grant (or none) at its word."""
+    mp.setattr(GrantVerifier, "verify", lambda self, grant, *a, **kw: grant)
+
+
 def redacted_links_unchecked(mp: pytest.MonkeyPatch) -> None:
     """A redacted event's digest is taken on trust: its link is never recomputed."""
     import firewall.checkpoints as checkpoints
@@ -598,6 +614,8 @@ CASES: list[tuple[str, Patch, str]] = [
     ("shipped_export", redacted_links_unchecked, "editing the redacted event's digest"),
     ("otel_ceiling", otel_ignores_the_ceiling, "no span carries the secret belief's text"),
     ("otel_ceiling", otel_random_ids, "the same ids"),
+    ("harvest_candidates", harvest_checks_truth_only, "the only candidate is the clean"),
+    ("harvest_candidates", approval_grant_unchecked, "approving without a grant is refused"),
 ]
 
 
