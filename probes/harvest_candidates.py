@@ -75,10 +75,14 @@ def check(url: str, c: Checks) -> None:
             grant=wall.grant("user", "alice", beliefs=[expiring]),
             reason="x",
         )
-        approvals = [e for e in wall.store.events() if e.kind == APPROVED_KIND]
+        approvals = [
+            e for e in wall.store.events() if e.kind == APPROVED_KIND and e.project == project
+        ]
         c.expect(not approvals, "a refused approval records nothing")
         approve(wall, lesson, grant=wall.grant("user", "alice", beliefs=[lesson]), reason="ok")
-        approvals = [e for e in wall.store.events() if e.kind == APPROVED_KIND]
+        approvals = [
+            e for e in wall.store.events() if e.kind == APPROVED_KIND and e.project == project
+        ]
         c.expect(len(approvals) == 1, "an approval on a covering grant is one event")
 
 
