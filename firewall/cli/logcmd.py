@@ -13,6 +13,7 @@ import click
 
 from firewall.checkpoints import Checkpoint, CheckpointSigner, verify_log, write_checkpoint
 from firewall.cli.common import (
+    ceiling_option,
     console,
     echo,
     echo_json,
@@ -181,13 +182,10 @@ def log_checkpoint(
     type=click.Path(dir_okay=False),
     help="Write to FILE (atomically) instead of standard output.",
 )
-@click.option(
-    "--sensitivity-ceiling",
-    "ceiling",
-    default=None,
-    type=click.Choice([s.value for s in Sensitivity]),
-    help="Ship the log: an event carrying records above LEVEL keeps only its body's digest "
+@ceiling_option(
+    "Ship the log: an event carrying records above LEVEL keeps only its body's digest "
     "(the export still verifies with `gnomon log verify --file`, but cannot be imported).",
+    default=None,
 )
 @json_option
 @click.pass_context

@@ -12,7 +12,15 @@ import sys
 
 import click
 
-from firewall.cli.common import echo, echo_json, json_option, resolve_url, staged_file, url_option
+from firewall.cli.common import (
+    ceiling_option,
+    echo,
+    echo_json,
+    json_option,
+    resolve_url,
+    staged_file,
+    url_option,
+)
 from firewall.states import Sensitivity
 from firewall.store.registry import open_store
 
@@ -31,14 +39,7 @@ def otel_group() -> None:
     type=click.Path(dir_okay=False),
     help="Write the spans to FILE (one JSON object per line) instead of standard output.",
 )
-@click.option(
-    "--sensitivity-ceiling",
-    "ceiling",
-    default=Sensitivity.INTERNAL.value,
-    show_default=True,
-    type=click.Choice([s.value for s in Sensitivity]),
-    help="Belief text above LEVEL is exported as its content hash only.",
-)
+@ceiling_option("Belief text above LEVEL is exported as its content hash only.")
 @json_option
 @click.pass_context
 def otel_export(
