@@ -6,6 +6,8 @@ log must not), and a recall that withholds a secret belief (counted, never shown
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 
 import pytest
 
@@ -103,4 +105,23 @@ def test_a_kernel_hold_is_logged_without_its_arguments(
     assert result.status == "held"
     messages = [r.getMessage() for r in _gnomon(caplog)]
     assert any(m.startswith("action git_push L4: hold (request req_") for m in messages), messages
+    assert SECRET not in _text(caplog)
+
+
+def test_attack_a_guarded_client_bypass_is_logged_without_its_text(
+    wall: firewall.Firewall, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """A write the guard refuses to pass through (a procedural memory, an LLM summary with no
+    per-fact ids) is one INFO refusal naming the guarded call, never the text."""
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("mem0", reason="mem0 is not installed (pip install 'gnomon[mem0]')")
+    from adapters.errors import BypassRefusedError
+    from adapters.mem0 import GuardedMemory
+    from adapters.testing import offline_memory
+
+    memory = GuardedMemory(offline_memory(str(tmp_path)), wall, project="shop")
+    with caplog.at_level(logging.INFO, logger="gnomon"), pytest.raises(BypassRefusedError):
+        memory.add(SECRET, user_id="alice", memory_type="procedural_memory")
+    (record,) = [r for r in _gnomon(caplog) if r.gnomon["record"] == "refused"]  # type: ignore[attr-defined]
+    assert record.getMessage() == "refused mem0.add(): BypassRefusedError"
     assert SECRET not in _text(caplog)
