@@ -51,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from firewall.clock import iso, utcnow
 from firewall.errors import CheckpointError, InputError, LogIntegrityError
-from firewall.events import GENESIS_HASH, Body, EventDraft, RedactedBody, link_holds
+from firewall.events import GENESIS_HASH, Body, EventDraft, RedactedBody, link_checker
 from firewall.grants import KeyPurpose, key_id_of, load_private_key
 
 if TYPE_CHECKING:
@@ -274,6 +274,7 @@ def verify_log(
     last_matched = 0  # highest seq a checkpoint confirmed
     mark = _MARK
     redacted = 0
+    link_holds = link_checker()
 
     def report(bad: int, problem: str, *, cp: bool = False) -> LogVerifyReport:
         return LogVerifyReport(

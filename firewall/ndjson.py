@@ -49,7 +49,7 @@ from firewall.events import (
     Body,
     Event,
     RedactedBody,
-    link_holds,
+    link_checker,
 )
 
 FORMAT = "gnomon.events"
@@ -274,6 +274,7 @@ def verify_lines(
     lines: Iterable[LogLine], source: str, *, seq: int = 0, prev: str = GENESIS_HASH
 ) -> tuple[int, str]:
     """Check the lines continue the chain at ``(seq, prev)``; return the new head."""
+    link_holds = link_checker()
     for item in lines:
         if item.seq != seq + 1:
             raise LogFormatError(
