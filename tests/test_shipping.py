@@ -174,3 +174,20 @@ def test_a_version1_event_above_the_ceiling_is_refused_not_leaked(tmp_path: Path
     with firewall.open(url) as wall, pytest.raises(RedactionError, match="hash version 1"):
         ship_to_file(wall.store.chain_rows(), out, Sensitivity.PUBLIC)
     assert not out.exists()
+
+
+def test_attack_a_secret_inside_an_import_batch_is_redacted(tmp_path: Path) -> None:
+    """An import batch (one compact event for many records) is judged by the records it stands
+    for, not by where a label sits in its JSON: one secret row redacts the batch event."""
+    from firewall import ImportItem
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    items = [
+        ImportItem(text=f"public fact {i}", source_id=f"m{i}", sensitivity=Sensitivity.PUBLIC)
+        for i in range(5)
+    ] + [ImportItem(text=SECRET, source_id="m-secret", sensitivity=Sensitivity.SECRET)]
+    with firewall.open(url) as wall:
+        assert wall.import_records(items, store_name="mem0", project="shop") == 6
+    out = tmp_path / "ship.ndjson"
+    assert _ship(url, out)["redacted"] == 1
+    assert SECRET not in out.read_text() and verify_file(out).ok
