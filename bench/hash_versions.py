@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
-import time
 from collections.abc import Callable
 
 import _common as common
@@ -41,12 +39,8 @@ def verify(rows: list[tuple[int, bytes, str, str]]) -> None:
 
 
 def timed(fn: Callable[[], object], repeat: int) -> list[float]:
-    out = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - start)
-    return out
+    """Seconds per run (:func:`_common.time_calls` gives milliseconds)."""
+    return [ms / 1000.0 for ms in common.time_calls(fn, repeat)]
 
 
 def main() -> None:
@@ -62,7 +56,7 @@ def main() -> None:
         for i in range(args.events)
     ]
     large = [body + b" " * 2000 for body in small[: args.events // 10]]
-    print(common.machine() if hasattr(common, "machine") else sys.version)
+    print(common.machine())
     for name, bodies in (("small (~230 B)", small), ("large (~2.2 KB)", large)):
         results = {}
         for version, hasher in (("v1", chain_hash_v1), ("v2", chain_hash)):
