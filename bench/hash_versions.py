@@ -2,9 +2,8 @@
 version 1 (the link covers the body), and of shipping a log with a sensitivity ceiling.
 
 The same rows are hashed and verified in one run under each version, so the ratio is a same-run
-ratio: ``--events`` bench-sized bodies (the drafts of ``bench/log.py``), and bodies of an
-observation with records (``--records`` of them, ~2 KB each). ``ship`` runs
-:func:`firewall.shipping.redact_rows` over a log where one event in ten holds a secret belief.
+ratio: ``--events`` bench-sized bodies (the drafts of ``bench/log.py``, ~230 B), and a tenth as
+many of ~2.2 KB.
 
     .venv/bin/python bench/hash_versions.py --events 200000 --repeat 5
 """
