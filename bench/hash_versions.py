@@ -1,5 +1,5 @@
 """Event hash versions: the cost of hash version 2 (the link covers a digest of the body) against
-version 1 (the link covers the body), and of shipping a log with a sensitivity ceiling.
+version 1 (the link covers the body).
 
 The same rows are hashed and verified in one run under each version, so the ratio is a same-run
 ratio: ``--events`` bench-sized bodies (the drafts of ``bench/log.py``, ~230 B), and a tenth as
