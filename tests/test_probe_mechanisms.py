@@ -92,12 +92,13 @@ def redacted_links_unchecked(mp: pytest.MonkeyPatch) -> None:
     import firewall.checkpoints as checkpoints
     import firewall.events as events
 
-    real = events.link_holds
+    def link_checker() -> Callable[..., bool]:
+        real = events.link_checker()
+        return lambda seq, prev, body, digest: (
+            isinstance(body, events.RedactedBody) or real(seq, prev, body, digest)
+        )
 
-    def link_holds(seq: int, prev: str, body: object, digest: str) -> bool:
-        return isinstance(body, events.RedactedBody) or real(seq, prev, body, digest)  # type: ignore[arg-type]
-
-    mp.setattr(checkpoints, "link_holds", link_holds)
+    mp.setattr(checkpoints, "link_checker", link_checker)
 
 
 def adopt_everything_trusted(mp: pytest.MonkeyPatch) -> None:
