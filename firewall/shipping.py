@@ -14,6 +14,11 @@ the full log can show a redacted event's body matches its digest. An event writt
 version 1 cannot be redacted this way, and shipping one above the ceiling is refused
 (:class:`~firewall.errors.RedactionError`) rather than leaked or broken.
 
+What a shipped file does not prove: *who* redacted. Anyone on the way can replace a kept body by
+its digest and the file still verifies (it loses information, it cannot gain any: a digest has no
+body but its own). The ``redacted`` note on a line and the ceiling in the header are not covered
+by the hash; the holder of the full log can show any redacted body.
+
 >>> from firewall.states import Sensitivity
 >>> above(Sensitivity.SECRET, Sensitivity.INTERNAL), above(Sensitivity.PUBLIC, Sensitivity.INTERNAL)
 (True, False)

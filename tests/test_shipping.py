@@ -191,3 +191,20 @@ def test_attack_a_secret_inside_an_import_batch_is_redacted(tmp_path: Path) -> N
     out = tmp_path / "ship.ndjson"
     assert _ship(url, out)["redacted"] == 1
     assert SECRET not in out.read_text() and verify_file(out).ok
+
+
+def test_a_shipped_export_keeps_its_signed_checkpoints(tmp_path: Path) -> None:
+    """The checkpoint signed over the full log verifies on the shipped one: it signs the chain
+    head, and the chain is the same whatever was redacted."""
+    from firewall.checkpoints import CheckpointSigner, write_checkpoint
+
+    url = _store(tmp_path)
+    signer = CheckpointSigner.generate()
+    with firewall.open(url) as wall:
+        write_checkpoint(wall.store, signer)
+    out = tmp_path / "ship.ndjson"
+    assert _ship(url, out)["redacted"] == 1
+    report = verify_file(out, keys=[signer.public_key])
+    assert report.ok and report.redacted == 1 and report.signed_through is not None
+    other = CheckpointSigner.generate()
+    assert not verify_file(out, keys=[other.public_key]).ok, "an unpinned signer is refused"
