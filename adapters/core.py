@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from types import MethodType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from adapters.errors import AdapterError, StoreCallError, refused_attribute
+from adapters.errors import AdapterError, BypassRefusedError, StoreCallError, refused_attribute
 from adapters.guard import DROP_IN_POLICY
 from adapters.withheld import attach, withheld_note
+from firewall.logbook import refused
 
 if TYPE_CHECKING:
     from adapters.adapter import Adapter
@@ -97,6 +98,9 @@ def drive(flow: Flow[T], converted: Converter) -> T:
             call = flow.throw(error) if error is not None else flow.send(value)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+        except BypassRefusedError as exc:
+            refused(_where(exc), exc)
+            raise
         try:
             with converted(call.name):
                 value, error = call.fn(), None
@@ -130,6 +134,14 @@ def _step(flow: Flow[T], value: Any, error: AdapterError | None) -> tuple[bool, 
         return False, flow.throw(error) if error is not None else flow.send(value)
     except StopIteration as stop:
         return True, stop.value
+    except BypassRefusedError as exc:
+        refused(_where(exc), exc)
+        raise
+
+
+def _where(error: AdapterError) -> str:
+    """The guarded call refused, for the ``gnomon`` logger (``mem0.add()``)."""
+    return f"{error.store}.{error.call or 'call'}()"
 
 
 def given(value: Any) -> bool:

@@ -3,7 +3,8 @@
 A guarded read that drops hits must not look like an empty store. Every screened read yields a
 :func:`report` (a plain dict, no memory text), which each adapter puts beside its results: the
 ``gnomon`` key of mem0's dict, a ``gnomon`` attribute on Letta and Zep responses. The same
-counts go to the ``gnomon`` logger at INFO, and the first time a guarded client's read comes back
+counts go to the ``gnomon`` logger at INFO (formatted by :func:`firewall.logbook.withheld_read`,
+as every refusal and withheld read is), and the first time a guarded client's read comes back
 empty *only* because of the policy, one WARNING names the commands that explain it.
 
 >>> report([])["returned"], report([])["withheld"]
@@ -16,6 +17,8 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from firewall.logbook import withheld_read
 
 if TYPE_CHECKING:
     from adapters.guard import Screened
@@ -87,14 +90,12 @@ class Announcer:
         self.warned = False
 
     def announce(self, summary: dict[str, Any], *, call: str) -> None:
-        log.info(
-            "%s.%s: %d returned (%d quoted), %d withheld %s",
-            self.store,
-            call,
-            summary["returned"],
-            summary["quoted"],
-            summary["withheld"],
-            summary["reasons"],
+        withheld_read(
+            f"{self.store}.{call}",
+            returned=summary["returned"],
+            quoted=summary["quoted"],
+            withheld=summary["withheld"],
+            reasons=summary["reasons"],
         )
         if summary["returned"] == 0 and summary["withheld"] > 0 and not self.warned:
             self.warned = True

@@ -16,6 +16,10 @@ a pydantic ``ValidationError`` or a ``UnicodeEncodeError`` from deep inside a st
 A ``ValidationError`` raised while the wrapped call runs (a chain record refusing a field, an
 iterable argument validated lazily) is converted the same way, so none escapes raw.
 
+Every refusal that leaves a checked call (a bad argument, a gate refusal, a grant or action
+refusal) is one INFO record on the ``gnomon`` logger (:func:`firewall.logbook.refused`): its type
+and the call, never its message, which may quote the refused value.
+
 >>> from firewall.errors import InputError
 >>> @checked_call
 ... def greet(name: str) -> str:
@@ -39,13 +43,24 @@ from typing import Any, TypeVar, cast
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from firewall.content import lone_surrogate
-from firewall.errors import InputError, InvalidOriginError
+from firewall.errors import (
+    ActionError,
+    GateError,
+    GrantError,
+    InputError,
+    InvalidOriginError,
+    PolicyError,
+)
+from firewall.logbook import refused
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 MAX_DEPTH = 32
 _STRICT = ConfigDict(strict=True, arbitrary_types_allowed=True)
 
+
+#: The refusals a checked call logs (store failures and log integrity errors are not refusals).
+REFUSALS = (InputError, GateError, GrantError, ActionError, PolicyError)
 
 #: Parameters each callee checks itself, more strictly than an annotation can.
 SELF_CHECKED = frozenset({"self", "cls", "grant", "policy"})
@@ -82,8 +97,17 @@ def _checked(func: F, streamed: frozenset[str]) -> F:
         if adapter is not None:
             adapter.validate_python(value, strict=True)
 
+    where = f"{func.__qualname__}()"
+
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return checked(*args, **kwargs)
+        except REFUSALS as exc:
+            refused(where, exc)
+            raise
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as exc:

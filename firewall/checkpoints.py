@@ -37,7 +37,6 @@ checkpoints, and they stay valid because they are about the chain, not about whe
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -52,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from firewall.clock import iso, utcnow
 from firewall.errors import CheckpointError, InputError, LogIntegrityError
-from firewall.events import DOMAIN, GENESIS_HASH, EventDraft
+from firewall.events import GENESIS_HASH, Body, EventDraft, RedactedBody, link_checker
 from firewall.grants import KeyPurpose, key_id_of, load_private_key
 
 if TYPE_CHECKING:
@@ -214,6 +213,8 @@ class LogVerifyReport:
     signed_through: int | None = None
     #: With ``require_tail``: how many events no pinned checkpoint covers (the failure).
     uncovered: int = 0
+    #: How many events verified from their body's digest alone (a shipped, redacted export).
+    redacted: int = 0
 
     def raise_for_problem(self) -> None:
         if self.ok:
@@ -237,11 +238,12 @@ class LogVerifyReport:
             "signatures_checked": self.signatures_checked,
             "signed_through": self.signed_through,
             "uncovered": self.uncovered,
+            "redacted": self.redacted,
         }
 
 
 def verify_log(
-    rows: Iterable[tuple[int, bytes, str, str]],
+    rows: Iterable[tuple[int, Body, str, str]],
     *,
     keys: Sequence[Ed25519PublicKey] = (),
     checkpoint: Checkpoint | None = None,
@@ -270,9 +272,9 @@ def verify_log(
     signed_through: int | None = None
     covered_through = 0  # signed_through, or a pinned checkpoint event right after it
     last_matched = 0  # highest seq a checkpoint confirmed
-    sha = hashlib.sha256
-    domain = DOMAIN
     mark = _MARK
+    redacted = 0
+    link_holds = link_checker()
 
     def report(bad: int, problem: str, *, cp: bool = False) -> LogVerifyReport:
         return LogVerifyReport(
@@ -317,7 +319,7 @@ def verify_log(
         return None
 
     for seq, body, prev_hash, digest in rows:
-        if not isinstance(body, bytes):
+        if not isinstance(body, bytes | RedactedBody):
             problem = f"event body is stored as {type(body).__name__}, not bytes (edited?)"
             return report(seq, problem)
         if seq != expected:
@@ -326,9 +328,11 @@ def verify_log(
             )
         if prev_hash != prev:
             return report(seq, "prev_hash does not match the previous event")
-        if sha(domain + seq.to_bytes(8, "big") + bytes.fromhex(prev) + body).hexdigest() != digest:
+        if not link_holds(seq, prev, body, digest):
             return report(seq, "hash does not match the event body")
-        if mark in body:
+        if isinstance(body, RedactedBody):
+            redacted += 1
+        elif mark in body:
             found = _checkpoint_in(body)
             if found is not None:
                 checkpoints += 1
@@ -396,6 +400,7 @@ def verify_log(
         checkpoints=checkpoints,
         signatures_checked=bool(pinned),
         signed_through=signed_through,
+        redacted=redacted,
     )
 
 

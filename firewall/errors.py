@@ -36,7 +36,8 @@ should let a driver or parser exception escape raw.
     │   └── UnsupportedURLError       `firewall.open` does not know the URL scheme
     ├── LogIntegrityError             the event chain does not verify (names the first bad seq)
     │   ├── LogFormatError            an NDJSON log file that cannot be read (names the line)
-    │   └── CheckpointError           a signed checkpoint that is forged, unpinned or disagrees
+    │   ├── CheckpointError           a signed checkpoint that is forged, unpinned or disagrees
+    │   └── RedactionError            an event above the ceiling that cannot be redacted verifiably
     └── KeyFileError                  a key file that cannot be read or parsed
 """
 
@@ -262,6 +263,12 @@ class CheckpointError(LogIntegrityError):
         self.problem = problem
 
 
+class RedactionError(LogIntegrityError):
+    """A shipped export would have to redact an event whose link needs its whole body (hash
+    version 1, written before gnomon hashed bodies through their digest): shipping it would
+    either leak the text above the ceiling or break the chain, so the export is refused."""
+
+
 class KeyFileError(GnomonError):
     """A key file could not be read or is not an Ed25519 key in the expected format."""
 
@@ -288,6 +295,7 @@ __all__ = [
     "MissingGrantError",
     "ParallaxError",
     "PolicyError",
+    "RedactionError",
     "SelfPromotionError",
     "SpentGrantError",
     "StoreCorruptError",

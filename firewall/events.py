@@ -3,12 +3,26 @@
 Every state change is one event. An event's *body* is canonical JSON (sorted keys, compact
 separators, UTF-8, timestamps in one fixed text form) and is stored as the exact bytes that were
 hashed, so verification never depends on how a JSON library happens to re-encode a value. The
-chain hash is domain-separated::
+chain hash is domain-separated and covers the body through its digest (hash version 2)::
+
+    digest(n) = SHA-256( b"gnomon.event-body.v1\\x00" || body(n) )
+    hash(n)   = SHA-256( b"gnomon.event.v2\\x00" || u64be(n) || bytes(hash(n-1))
+                         || bytes(digest(n)) )
+
+with ``hash(0)`` the all-zero genesis. The sequence number is inside the hash, so a renumbered or
+reordered log breaks the chain without the verifier having to parse any body. Because the link
+needs only the body's digest, a shipped export (:mod:`firewall.shipping`) can replace a body
+above a sensitivity ceiling by its digest (:class:`RedactedBody`) and still verify, while any
+change to a kept body, a digest, a link or the order still breaks it.
+
+Hash version 1, written before, hashed the body itself::
 
     hash(n) = SHA-256( b"gnomon.event.v1\\x00" || u64be(n) || bytes(hash(n-1)) || body(n) )
 
-with ``hash(0)`` the all-zero genesis. The sequence number is inside the hash, so a renumbered or
-reordered log breaks the chain without the verifier having to parse any body.
+Verifiers accept either version per event (:func:`link_holds`), so old logs, and logs that
+continue an old one, still verify. The two domains differ, so no event verifies under one
+version with the inputs of the other short of a SHA-256 collision. A version-1 event cannot be
+redacted: its link needs the whole body.
 
 The body carries the full snapshots of the records the event changed (``payload.records``), so
 every projection can be rebuilt from the log alone with :func:`records_from_payload`.
@@ -22,7 +36,7 @@ restated. :data:`KNOWN_SCHEMAS` are read; a body of any other version is refused
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -56,8 +70,24 @@ SCHEMA_VERSION = 2
 KNOWN_SCHEMAS = frozenset({1, 2})
 #: The payload key of an import batch (:mod:`firewall.batch`).
 IMPORTS = "imports"
+#: Hash version 1 (events written before hash version 2): the link covers the body's bytes.
 DOMAIN = b"gnomon.event.v1\x00"
+#: Hash version 2: the link covers the body's digest (:func:`body_digest`).
+DOMAIN_V2 = b"gnomon.event.v2\x00"
+BODY_DOMAIN = b"gnomon.event-body.v1\x00"
 GENESIS_HASH = "0" * 64
+
+
+@dataclass(frozen=True, slots=True)
+class RedactedBody:
+    """Where a shipped export withheld an event's body: its digest, and why (unhashed note)."""
+
+    digest: str
+    reason: str = ""
+
+
+#: An event body as a verifier sees it: the bytes, or only their digest in a shipped export.
+Body = bytes | RedactedBody
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,10 +267,75 @@ def _body(
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
 
 
+_BODY_STATE = hashlib.sha256(BODY_DOMAIN)
+
+
+def body_digest(body: bytes) -> str:
+    """The digest a version-2 link covers (hex), and what a redacted event keeps."""
+    h = hashlib.sha256(BODY_DOMAIN)
+    h.update(body)
+    return h.hexdigest()
+
+
+def digest_link(seq: int, prev_hash: str, digest: str) -> str:
+    """The version-2 chain hash from the body's digest."""
+    return hashlib.sha256(
+        DOMAIN_V2 + seq.to_bytes(8, "big") + bytes.fromhex(prev_hash) + bytes.fromhex(digest)
+    ).hexdigest()
+
+
 def chain_hash(seq: int, prev_hash: str, body: bytes) -> str:
+    """The chain hash every new event gets (hash version 2): :func:`digest_link` of
+    :func:`body_digest`, without the round trip through hex (it is on every commit)."""
+    inner = _BODY_STATE.copy()
+    inner.update(body)
+    return hashlib.sha256(
+        DOMAIN_V2 + seq.to_bytes(8, "big") + bytes.fromhex(prev_hash) + inner.digest()
+    ).hexdigest()
+
+
+def chain_hash_v1(seq: int, prev_hash: str, body: bytes) -> str:
+    """The chain hash of hash version 1 (old logs)."""
     return hashlib.sha256(
         DOMAIN + seq.to_bytes(8, "big") + bytes.fromhex(prev_hash) + body
     ).hexdigest()
+
+
+def link_holds(seq: int, prev_hash: str, body: Body, digest: str) -> bool:
+    """Does ``digest`` chain ``body`` (or a redacted body's digest) after ``prev_hash``?
+
+    A kept body is accepted under version 2 or version 1; a redacted one only under version 2,
+    the only version whose link can be checked without the body."""
+    if isinstance(body, RedactedBody):
+        return _is_hex64(body.digest) and digest_link(seq, prev_hash, body.digest) == digest
+    if chain_hash(seq, prev_hash, body) == digest:
+        return True
+    return chain_hash_v1(seq, prev_hash, body) == digest
+
+
+def link_checker() -> Callable[[int, str, Body, str], bool]:
+    """:func:`link_holds` for a walk along a chain: the version the previous event matched is
+    tried first (a log is long runs of one version), so verifying an old log costs one hash per
+    event, not two. Accepts exactly what :func:`link_holds` accepts."""
+    order = [chain_hash, chain_hash_v1]
+
+    def holds(seq: int, prev_hash: str, body: Body, digest: str) -> bool:
+        if type(body) is not bytes:
+            return link_holds(seq, prev_hash, body, digest)
+        if order[0](seq, prev_hash, body) == digest:
+            return True
+        if order[1](seq, prev_hash, body) == digest:
+            order.reverse()
+            return True
+        return False
+
+    return holds
+
+
+def _is_hex64(value: object) -> bool:
+    return (
+        isinstance(value, str) and len(value) == 64 and set(value) <= frozenset("0123456789abcdef")
+    )
 
 
 def seal(seq: int, prev_hash: str, draft: EventDraft) -> Event:
@@ -293,7 +388,7 @@ def verify_chain(rows: Iterable[tuple[int, bytes, str, str]]) -> VerifyReport:
     expected_seq = 1
     prev = GENESIS_HASH
     count = 0
-    sha = hashlib.sha256
+    holds = link_checker()
     for seq, body, prev_hash, digest in rows:
         if not isinstance(body, bytes):
             problem = f"event body is stored as {type(body).__name__}, not bytes (edited?)"
@@ -305,7 +400,7 @@ def verify_chain(rows: Iterable[tuple[int, bytes, str, str]]) -> VerifyReport:
             return VerifyReport(
                 False, count, seq - 1, prev, seq, "prev_hash does not match the previous event"
             )
-        if sha(DOMAIN + seq.to_bytes(8, "big") + bytes.fromhex(prev) + body).hexdigest() != digest:
+        if not holds(seq, prev, body, digest):
             return VerifyReport(
                 False, count, seq - 1, prev, seq, "hash does not match the event body"
             )
@@ -316,18 +411,27 @@ def verify_chain(rows: Iterable[tuple[int, bytes, str, str]]) -> VerifyReport:
 
 
 __all__ = [
+    "BODY_DOMAIN",
     "DOMAIN",
+    "DOMAIN_V2",
     "GENESIS_HASH",
     "IMPORTS",
     "KNOWN_SCHEMAS",
     "RECORD_TYPES",
     "SCHEMA_VERSION",
+    "Body",
     "Event",
     "EventDraft",
     "Records",
+    "RedactedBody",
     "VerifyReport",
+    "body_digest",
     "canonical_body",
     "chain_hash",
+    "chain_hash_v1",
+    "digest_link",
+    "link_checker",
+    "link_holds",
     "records_from_payload",
     "seal",
     "verify_chain",

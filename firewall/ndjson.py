@@ -8,7 +8,13 @@ One event per line, keys sorted::
 
 ``body`` is the event's canonical body *as a JSON string*: decoding the line and encoding the
 string as UTF-8 gives back the exact bytes that were hashed, so a file verifies without trusting
-any JSON library's re-encoding. ``more: true`` appears only in a file log: the event belongs to a
+any JSON library's re-encoding. A shipped export (``gnomon log export --sensitivity-ceiling``,
+:mod:`firewall.shipping`) replaces a body above the ceiling by its digest::
+
+    {"body_digest":"…","hash":"…","prev_hash":"…","redacted":"why","seq":3}
+
+which verifies (hash version 2 links cover the digest, :mod:`firewall.events`) but cannot be
+imported or replayed. ``more: true`` appears only in a file log: the event belongs to a
 commit that continues on the next line, which lets a reader recognise a commit torn by a crash
 (see :class:`firewall.store.ndjson_file.FileLogStore`). Exports never write it.
 
@@ -36,18 +42,28 @@ from typing import IO, Any
 import orjson
 
 from firewall.errors import InputError, LogFormatError
-from firewall.events import DOMAIN, GENESIS_HASH, KNOWN_SCHEMAS, SCHEMA_VERSION, Event
+from firewall.events import (
+    GENESIS_HASH,
+    KNOWN_SCHEMAS,
+    SCHEMA_VERSION,
+    Body,
+    Event,
+    RedactedBody,
+    link_checker,
+)
 
 FORMAT = "gnomon.events"
 FORMAT_VERSION = 1
 
 _KEYS = frozenset({"seq", "prev_hash", "hash", "body"})
+_REDACTED_KEYS = frozenset({"seq", "prev_hash", "hash", "body_digest", "redacted"})
 _OPTIONAL = frozenset({"more"})
 _HEX = frozenset("0123456789abcdef")
 
 
-def header_line() -> bytes:
-    doc = {"format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_VERSION}
+def header_line(**extra: str) -> bytes:
+    """The header line; ``extra`` adds notes a reader shows (a shipped export's ceiling)."""
+    doc = {**extra, "format": FORMAT, "version": FORMAT_VERSION, "schema": SCHEMA_VERSION}
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) + b"\n"
 
 
@@ -64,6 +80,18 @@ def encode_line(seq: int, prev_hash: str, digest: str, body: bytes, *, more: boo
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) + b"\n"
 
 
+def encode_redacted_line(seq: int, prev_hash: str, digest: str, body: RedactedBody) -> bytes:
+    """One redacted event line: the body's digest in place of the body."""
+    doc = {
+        "seq": seq,
+        "prev_hash": prev_hash,
+        "hash": digest,
+        "body_digest": body.digest,
+        "redacted": body.reason,
+    }
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) + b"\n"
+
+
 @dataclass(frozen=True, slots=True)
 class LogLine:
     """One parsed event line: the raw material of verification, plus its place in the file."""
@@ -72,16 +100,26 @@ class LogLine:
     seq: int
     prev_hash: str
     hash: str
-    body: bytes
+    #: The body's bytes, or only its digest on a redacted line of a shipped export.
+    body: Body
     more: bool = False
     #: Byte offset of the line's first byte in its file.
     start: int = 0
 
-    def row(self) -> tuple[int, bytes, str, str]:
+    def row(self) -> tuple[int, Body, str, str]:
         return self.seq, self.body, self.prev_hash, self.hash
 
     def event(self, source: str) -> Event:
-        """The sealed event; checks the body is a known schema version."""
+        """The sealed event; checks the body is a known schema version. A redacted line has no
+        event to give: a shipped export verifies, but cannot be imported or replayed."""
+        if isinstance(self.body, RedactedBody):
+            raise LogFormatError(
+                source,
+                self.line,
+                "the event is redacted (a shipped export keeps only its body's digest): it "
+                "verifies with `gnomon log verify --file` but cannot be imported or replayed",
+                seq=self.seq,
+            )
         try:
             doc = orjson.loads(self.body)
         except orjson.JSONDecodeError as exc:
@@ -148,6 +186,8 @@ def parse_line(raw: bytes, line: int, source: str, start: int = 0) -> LogLine:
         raise LogFormatError(source, line, "not an event line (no positive integer 'seq')")
     assert isinstance(doc, dict)
     keys = set(doc)
+    if keys == _REDACTED_KEYS:
+        return _redacted_line(doc, line, source, start)
     if not keys >= _KEYS or keys - _KEYS - _OPTIONAL:
         missing, extra = sorted(_KEYS - keys), sorted(keys - _KEYS - _OPTIONAL)
         raise LogFormatError(
@@ -163,6 +203,16 @@ def parse_line(raw: bytes, line: int, source: str, start: int = 0) -> LogLine:
     except UnicodeEncodeError as exc:
         raise LogFormatError(source, line, "the body holds an unpaired surrogate", seq=seq) from exc
     return LogLine(line, seq, doc["prev_hash"], doc["hash"], body, more, start)
+
+
+def _redacted_line(doc: dict[str, Any], line: int, source: str, start: int) -> LogLine:
+    seq = doc["seq"]
+    if not all(_is_hash(doc[k]) for k in ("prev_hash", "hash", "body_digest")):
+        raise LogFormatError(source, line, "hashes must be 64 lowercase hex digits", seq=seq)
+    if not isinstance(doc["redacted"], str):
+        raise LogFormatError(source, line, "'redacted' must be a string", seq=seq)
+    body = RedactedBody(doc["body_digest"], doc["redacted"])
+    return LogLine(line, seq, doc["prev_hash"], doc["hash"], body, False, start)
 
 
 def check_header(raw: bytes, source: str) -> bool:
@@ -224,9 +274,7 @@ def verify_lines(
     lines: Iterable[LogLine], source: str, *, seq: int = 0, prev: str = GENESIS_HASH
 ) -> tuple[int, str]:
     """Check the lines continue the chain at ``(seq, prev)``; return the new head."""
-    import hashlib
-
-    sha = hashlib.sha256
+    link_holds = link_checker()
     for item in lines:
         if item.seq != seq + 1:
             raise LogFormatError(
@@ -240,8 +288,7 @@ def verify_lines(
             raise LogFormatError(
                 source, item.line, "prev_hash does not match the previous event", seq=item.seq
             )
-        digest = sha(DOMAIN + item.seq.to_bytes(8, "big") + bytes.fromhex(prev) + item.body)
-        if digest.hexdigest() != item.hash:
+        if not link_holds(item.seq, prev, item.body, item.hash):
             raise LogFormatError(
                 source, item.line, "hash does not match the event body (edited?)", seq=item.seq
             )
@@ -314,18 +361,26 @@ def read_events(
     return [x.event(source) for x in lines if x.seq > head_seq]
 
 
-def export_lines(rows: Iterable[tuple[int, bytes, str, str]]) -> Iterator[bytes]:
-    """The header, then one line per ``(seq, body, prev_hash, hash)`` row."""
-    yield header_line()
+def export_lines(
+    rows: Iterable[tuple[int, Body, str, str]], header: bytes | None = None
+) -> Iterator[bytes]:
+    """The header, then one line per ``(seq, body, prev_hash, hash)`` row (a
+    :class:`~firewall.events.RedactedBody` becomes a redacted line)."""
+    yield header_line() if header is None else header
     for seq, body, prev_hash, digest in rows:
-        yield encode_line(seq, prev_hash, digest, body)
+        if isinstance(body, RedactedBody):
+            yield encode_redacted_line(seq, prev_hash, digest, body)
+        else:
+            yield encode_line(seq, prev_hash, digest, body)
 
 
-def write_export(rows: Iterable[tuple[int, bytes, str, str]], out: IO[bytes]) -> int:
+def write_export(
+    rows: Iterable[tuple[int, Body, str, str]], out: IO[bytes], header: bytes | None = None
+) -> int:
     """Write an export to a binary stream; returns how many events were written."""
     count = -1
     buffer: list[bytes] = []
-    for count, line in enumerate(export_lines(rows)):  # noqa: B007
+    for count, line in enumerate(export_lines(rows, header)):  # noqa: B007
         buffer.append(line)
         if len(buffer) >= 4096:
             out.write(b"".join(buffer))
@@ -335,7 +390,9 @@ def write_export(rows: Iterable[tuple[int, bytes, str, str]], out: IO[bytes]) ->
 
 
 def export_to_file(
-    rows: Iterable[tuple[int, bytes, str, str]], path: str | os.PathLike[str]
+    rows: Iterable[tuple[int, Body, str, str]],
+    path: str | os.PathLike[str],
+    header: bytes | None = None,
 ) -> int:
     """Write an export atomically: a temporary file in the same directory, fsynced, renamed."""
     target = Path(path)
@@ -347,7 +404,7 @@ def export_to_file(
         raise InputError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "wb") as out:
-            count = write_export(rows, out)
+            count = write_export(rows, out, header)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, target)
@@ -365,6 +422,7 @@ __all__ = [
     "Parsed",
     "check_header",
     "encode_line",
+    "encode_redacted_line",
     "export_lines",
     "export_to_file",
     "header_line",

@@ -24,6 +24,7 @@ A session is what agent-facing code holds, and it cannot mint authority:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -61,6 +62,7 @@ from firewall.errors import (
 from firewall.events import Records
 from firewall.grants import Grant
 from firewall.ids import new_id
+from firewall.logbook import withheld_read
 from firewall.origin import Origin, join_all
 from firewall.policy import ContextPolicy, floor_reasons, resolve
 from firewall.recall import (
@@ -702,6 +704,14 @@ class Session:
             versions={"policy": policy, "policy_digest": digest},
             now=now,
         )
+        if source is None:  # a guarded store's read is logged by its adapter, with its call
+            withheld_read(
+                "recall",
+                returned=len(result.accepted) + len(result.quoted),
+                quoted=len(result.quoted),
+                withheld=len(result.rejected),
+                reasons=dict(sorted(Counter(c for r in result.rejected for c in r.codes).items())),
+            )
         self._read(b.origin for b in result.shown())
         return replace(result, event_seq=seq)
 

@@ -73,6 +73,9 @@ PROBE_MODULES: tuple[str, ...] = (
     "sentinel_arbiter",
     "decay_stale_context",
     "calibration_escalates",
+    "shipped_export",
+    "otel_ceiling",
+    "harvest_candidates",
 )
 
 DEFAULT_URL = "memory://"

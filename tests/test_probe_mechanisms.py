@@ -41,6 +41,66 @@ Patch = Callable[[pytest.MonkeyPatch], None]
 # -- the mechanisms, removed ---------------------------------------------------------------------
 
 
+def nothing_above_the_ceiling(mp: pytest.MonkeyPatch) -> None:
+    """Shipping judges every event public: nothing is redacted."""
+    import firewall.shipping as shipping
+
+    mp.setattr(shipping, "event_sensitivity", lambda body: shipping.Sensitivity.PUBLIC)
+
+
+def otel_ignores_the_ceiling(mp: pytest.MonkeyPatch) -> None:
+    """OpenTelemetry export puts every belief's text in its span event."""
+    import firewall.otel as otel
+
+    real = otel.SpanBuilder.belief_attributes
+
+    def belief_attributes(self: Any, belief: Any) -> dict[str, Any]:
+        out: dict[str, Any] = real(self, belief)
+        out["gnomon.belief.statement"] = belief.statement
+        return out
+
+    mp.setattr(otel.SpanBuilder, "belief_attributes", belief_attributes)
+
+
+def otel_random_ids(mp: pytest.MonkeyPatch) -> None:
+    """Span ids come from a random source instead of the log."""
+    import os
+
+    import firewall.otel as otel
+
+    mp.setattr(otel, "event_span_id", lambda event: int.from_bytes(os.urandom(8), "big") or 1)
+
+
+def harvest_checks_truth_only(mp: pytest.MonkeyPatch) -> None:
+    """The review harvest takes every supported belief as a candidate."""
+    import firewall.review as review
+
+    mp.setattr(
+        review,
+        "why_not_candidate",
+        lambda belief, log, now: None if belief.truth_status == TruthStatus.SUPPORTED else "no",
+    )
+
+
+def approval_grant_unchecked(mp: pytest.MonkeyPatch) -> None:
+    """Review approval takes any grant (or none) at its word."""
+    mp.setattr(GrantVerifier, "verify", lambda self, grant, *a, **kw: grant)
+
+
+def redacted_links_unchecked(mp: pytest.MonkeyPatch) -> None:
+    """A redacted event's digest is taken on trust: its link is never recomputed."""
+    import firewall.checkpoints as checkpoints
+    import firewall.events as events
+
+    def link_checker() -> Callable[..., bool]:
+        real = events.link_checker()
+        return lambda seq, prev, body, digest: (
+            isinstance(body, events.RedactedBody) or real(seq, prev, body, digest)
+        )
+
+    mp.setattr(checkpoints, "link_checker", link_checker)
+
+
 def adopt_everything_trusted(mp: pytest.MonkeyPatch) -> None:
     """The gate adopts every new belief supported+normal, whatever its origin."""
 
@@ -552,6 +612,12 @@ CASES: list[tuple[str, Patch, str]] = [
     ("decay_stale_context", decay_never_due, "the day-0 fact is stale after decay"),
     ("calibration_escalates", calibration_never_bad, "held for its calibration class"),
     ("calibration_escalates", calibration_events_not_checked, "an edited calibration event"),
+    ("shipped_export", nothing_above_the_ceiling, "never carries the secret text"),
+    ("shipped_export", redacted_links_unchecked, "editing the redacted event's digest"),
+    ("otel_ceiling", otel_ignores_the_ceiling, "no span carries the secret belief's text"),
+    ("otel_ceiling", otel_random_ids, "the same ids"),
+    ("harvest_candidates", harvest_checks_truth_only, "the only candidate is the clean"),
+    ("harvest_candidates", approval_grant_unchecked, "approving without a grant is refused"),
 ]
 
 

@@ -31,12 +31,15 @@ def blocks(lang: str | None = None) -> list[str]:
 
 
 def command_paths(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
-    """Every command as a path of names: ('demo',), ('beliefs', 'list'), ..."""
+    """Every command as a path of names: ('demo',), ('beliefs', 'list'), ...; a group that runs
+    on its own (``invoke_without_command``, e.g. ``gnomon review``) is a command too."""
     paths: set[tuple[str, ...]] = set()
     for name, command in group.commands.items():
         path = (*prefix, name)
         if isinstance(command, click.Group):
             paths |= command_paths(command, path)
+            if command.invoke_without_command:
+                paths.add(path)
         else:
             paths.add(path)
     return paths
@@ -49,7 +52,7 @@ def mentioned() -> set[tuple[str, ...]]:
     for first, second in re.findall(
         r"\bgnomon(?: --url \S+)? ([a-z][\w-]*)(?: ([a-z][\w-]*))?", README
     ):
-        found.add((first, second) if first in groups else (first,))
+        found.add((first, second) if first in groups and second else (first,))
     return found
 
 

@@ -19,6 +19,8 @@
     gnomon sentinel run [--follow]      sentinels over the event stream (alerts are events)
     gnomon decay [--window P30D]        freshness decay (fresh -> stale -> expired) as events
     gnomon calibration [--record]       ECE and Brier per calibration class, from outcomes
+    gnomon otel export [--out FILE]     the log as OpenTelemetry spans (gnomon[otel])
+    gnomon review [--project P]         candidates for long-term memory, flagged beliefs
     gnomon log verify | checkpoint      the hash-chained event log and its signed checkpoints
     gnomon log export | import          the log as NDJSON, verified before anything is imported
     gnomon rebuild                      projections rebuilt from the log, compared with the live
@@ -50,6 +52,8 @@ from firewall.cli.kernel import approve_command, deny_command, holds_command
 from firewall.cli.logcmd import rebuild
 from firewall.cli.mcp import mcp_group
 from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
+from firewall.cli.otel import otel_group
+from firewall.cli.review import review_group
 from firewall.cli.sentinels import origins, sentinel
 from firewall.cli.sessions import sessions
 from firewall.cli.stores import export_group, import_group, sync_group
@@ -106,6 +110,8 @@ for command in (
     sentinel,
     decay_command,
     calibration_command,
+    otel_group,
+    review_group,
 ):
     cli.add_command(command)
 

@@ -116,6 +116,22 @@ def _json_seen(ctx: click.Context, _param: click.Parameter, value: bool) -> bool
     return value
 
 
+def ceiling_option(
+    help: str, *, default: str | None = "internal", dest: str = "ceiling"
+) -> Callable[[F], F]:
+    """``--sensitivity-ceiling LEVEL``: one of the sensitivity levels, validated by click."""
+    from firewall.states import Sensitivity
+
+    return click.option(
+        "--sensitivity-ceiling",
+        dest,
+        default=default,
+        show_default=default is not None,
+        type=click.Choice([s.value for s in Sensitivity]),
+        help=help,
+    )
+
+
 def json_option(f: F) -> F:
     """``--json``: every command has it; errors are then JSON on stdout too."""
     return click.option(
@@ -269,6 +285,7 @@ __all__ = [
     "SafeConsole",
     "Settings",
     "StagedFile",
+    "ceiling_option",
     "console",
     "echo",
     "echo_json",

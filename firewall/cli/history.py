@@ -19,6 +19,7 @@ import click
 import firewall
 from firewall.chain import Belief
 from firewall.cli.common import (
+    ceiling_option,
     echo,
     echo_json,
     json_option,
@@ -502,13 +503,7 @@ def _render_replay(result: ReplayResult) -> None:
 @click.option(
     "--out", default=None, type=click.Path(dir_okay=False), help="File (default: stdout)."
 )
-@click.option(
-    "--sensitivity-ceiling",
-    type=click.Choice([s.value for s in Sensitivity]),
-    default=Sensitivity.INTERNAL.value,
-    show_default=True,
-    help="Redact text above this level (hashes are kept).",
-)
+@ceiling_option("Redact text above this level (hashes are kept).", dest="sensitivity_ceiling")
 @url_option
 @json_option
 @click.pass_context

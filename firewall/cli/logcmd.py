@@ -13,6 +13,7 @@ import click
 
 from firewall.checkpoints import Checkpoint, CheckpointSigner, verify_log, write_checkpoint
 from firewall.cli.common import (
+    ceiling_option,
     console,
     echo,
     echo_json,
@@ -27,6 +28,8 @@ from firewall.grants import load_public_key
 from firewall.import_check import check_transitions
 from firewall.ndjson import export_to_file, read_events, read_file, write_export
 from firewall.rebuild import rebuild as rebuild_store
+from firewall.shipping import ship, ship_to_file, verify_file
+from firewall.states import Sensitivity
 from firewall.store.base import Store
 from firewall.store.registry import open_store
 
@@ -59,6 +62,14 @@ def _open(ctx: click.Context, url: str | None, *, must_exist: bool = True) -> St
     type=click.Path(dir_okay=False),
     help="A checkpoint file kept away from the store: detects a truncated tail.",
 )
+@click.option(
+    "--file",
+    "export_file",
+    default=None,
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Verify an NDJSON export (a shipped, redacted one included) instead of a store.",
+)
 @json_option
 @click.pass_context
 def log_verify(
@@ -66,20 +77,25 @@ def log_verify(
     url: str | None,
     keys: tuple[str, ...],
     checkpoint_file: str | None,
+    export_file: str | None,
     as_json: bool,
 ) -> None:
-    """Verify every event's hash and link and every checkpoint; name the first bad seq (exit 1)."""
+    """Verify every event's hash and link and every checkpoint; name the first bad seq (exit 1).
+    Events of a shipped export that verified from their body's digest are counted as redacted."""
     pinned = [load_public_key(k) for k in keys]
     checkpoint = Checkpoint.read(checkpoint_file) if checkpoint_file else None
-    with _open(ctx, url) as store:
-        total = store.head()[0]
-        report = verify_log(
-            progress(store.chain_rows(), total, "verifying"),
-            keys=pinned,
-            checkpoint=checkpoint,
-            lookup=lambda seq: _lookup(store, seq),
-            require_tail=True,
-        )
+    if export_file is not None:
+        report = verify_file(export_file, keys=pinned, checkpoint=checkpoint)
+    else:
+        with _open(ctx, url) as store:
+            total = store.head()[0]
+            report = verify_log(
+                progress(store.chain_rows(), total, "verifying"),
+                keys=pinned,
+                checkpoint=checkpoint,
+                lookup=lambda seq: _lookup(store, seq),
+                require_tail=True,
+            )
     if as_json:
         echo_json(report.to_json())
         if not report.ok:
@@ -91,6 +107,12 @@ def log_verify(
     )
     out = console()
     out.print(line, markup=False, soft_wrap=True)
+    if report.redacted:
+        out.print(
+            f"redacted: {report.redacted} event(s) verified from their body's digest only",
+            markup=False,
+            soft_wrap=True,
+        )
     if report.signatures_checked:
         unsigned = report.head_seq - (report.signed_through or 0)
         out.print(
@@ -160,20 +182,40 @@ def log_checkpoint(
     type=click.Path(dir_okay=False),
     help="Write to FILE (atomically) instead of standard output.",
 )
+@ceiling_option(
+    "Ship the log: an event carrying records above LEVEL keeps only its body's digest "
+    "(the export still verifies with `gnomon log verify --file`, but cannot be imported).",
+    default=None,
+)
 @json_option
 @click.pass_context
-def log_export(ctx: click.Context, url: str | None, out: str | None, as_json: bool) -> None:
+def log_export(
+    ctx: click.Context, url: str | None, out: str | None, ceiling: str | None, as_json: bool
+) -> None:
     """Write the whole event log as NDJSON (the portable, verifiable format). With --out and
     --json, the summary is a JSON object on stdout; without --out, stdout is the NDJSON."""
+    level = Sensitivity(ceiling) if ceiling is not None else None
+    redacted: int | None = None
     with _open(ctx, url) as store:
-        if out:
+        if out and level is not None:
+            shipment = ship_to_file(store.chain_rows(), out, level)
+            count, redacted = shipment.events, shipment.redacted
+        elif out:
             count = export_to_file(store.chain_rows(), out)
         else:
-            write_export(store.chain_rows(), sys.stdout.buffer)
+            if level is not None:
+                ship(store.chain_rows(), sys.stdout.buffer, level)
+            else:
+                write_export(store.chain_rows(), sys.stdout.buffer)
             sys.stdout.buffer.flush()
             return
     if as_json:
-        echo_json({"exported": count, "out": out})
+        summary: dict[str, object] = {"exported": count, "out": out}
+        if level is not None:
+            summary.update(redacted=redacted, sensitivity_ceiling=level.value)
+        echo_json(summary)
+    elif level is not None:
+        echo(f"shipped {count} events to {out}; {redacted} redacted above {level.value}", err=True)
     else:
         echo(f"exported {count} events to {out}", err=True)
 

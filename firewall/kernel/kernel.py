@@ -48,6 +48,7 @@ from firewall.kernel.contracts import ToolRegistry
 from firewall.kernel.decide import Arbiter, Case, Ruling, arbitrate, decide
 from firewall.kernel.preconditions import Snapshot, capture, revalidate
 from firewall.kernel.signing import SignedPolicy, reverify
+from firewall.logbook import kernel_ruling
 from firewall.policy import ContextPolicy
 from firewall.states import TruthStatus
 
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
     from firewall.session import Session
 
 Executor = Callable[[dict[str, Any]], object]
+#: Kernel events after the ruling that are refusals, logged by :func:`kernel_ruling`.
+_LOGGED_LATER = frozenset({L.EXPIRED, L.REFUSED, L.FORGERY})
 Resolver = Callable[[ApprovalRequest], "Approval | None"]
 MAX_CITES = 100
 #: The only statuses from which a request may execute: a pending hold never runs.
@@ -205,6 +208,15 @@ class ActionKernel:
             actor=session.actor,
             now=now,
         )
+        if ruling.outcome != Verdict.ALLOW:
+            kernel_ruling(
+                ruling.outcome.value,
+                tool=tool,
+                level=ruling.level.name if ruling.level is not None else None,
+                rule=ruling.rule,
+                request_id=request_id,
+                session_id=session.id,
+            )
         if ruling.outcome == Verdict.ALLOW:
             return self._execute(request_id)
         if ruling.outcome == Verdict.DENY:
@@ -514,6 +526,13 @@ class ActionKernel:
             state = self._state(request_id)
         if state is None:
             raise UnknownIdError("request", request_id)
+        if kind in _LOGGED_LATER:
+            kernel_ruling(
+                kind.split(".", 1)[1],
+                tool=str(state.proposal.get("tool") or "") or None,
+                request_id=request_id,
+                session_id=state.session_id,
+            )
         self._record(
             state.session_id,
             state.project,

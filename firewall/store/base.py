@@ -32,7 +32,7 @@ from firewall.chain import (
     StoreBinding,
 )
 from firewall.errors import LogIntegrityError
-from firewall.events import Event, EventDraft, VerifyReport, chain_hash, verify_chain
+from firewall.events import Event, EventDraft, VerifyReport, link_holds, verify_chain
 from firewall.states import (
     FreshnessStatus,
     RetrievalStatus,
@@ -380,7 +380,7 @@ def check_continues(event: Event, seq: int, prev: str) -> None:
         raise LogIntegrityError(
             event.seq, "prev_hash does not match the head of the log it is appended to"
         )
-    if chain_hash(event.seq, prev, event.body) != event.hash:
+    if not link_holds(event.seq, prev, event.body, event.hash):
         raise LogIntegrityError(event.seq, "hash does not match the event body")
 
 

@@ -1,0 +1,86 @@
+"""``gnomon review``: the harvest projection (candidates for long-term memory, flagged beliefs)
+and ``gnomon review approve``, which needs a signed user grant."""
+
+from __future__ import annotations
+
+import click
+
+import firewall
+from firewall.cli.common import (
+    console,
+    echo,
+    echo_json,
+    json_option,
+    resolve_url,
+    trusted_keys_option,
+    url_option,
+)
+from firewall.cli.memory import _granted_wall, _subject, key_option, reason_option, subject_option
+from firewall.errors import InputError
+from firewall.render import terminal_text
+from firewall.review import approve, harvest
+
+
+@click.group("review", invoke_without_command=True)
+@click.option("--project", default=None, help="The project whose review queue is listed.")
+@click.option("--limit", default=200, show_default=True, help="At most this many per list.")
+@url_option
+@json_option
+@click.pass_context
+def review_group(
+    ctx: click.Context, project: str | None, limit: int, url: str | None, as_json: bool
+) -> None:
+    """List supported, clean, durable lessons (candidates for long-term memory) and flagged
+    beliefs for a human to check. `gnomon review approve ID --key KEY` approves a candidate."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if project is None:
+        raise InputError("gnomon review lists one project", hint="pass --project NAME")
+    with firewall.open(resolve_url(ctx, url)) as wall:
+        queue = harvest(wall.store, project, now=wall.clock(), limit=limit)
+    if as_json:
+        echo_json(queue.to_json())
+        return
+    out = console()
+    out.print(f"candidates for long-term memory ({len(queue.candidates)}):", markup=False)
+    for belief in queue.candidates:
+        out.print(f"  {belief.id}  {terminal_text(belief.statement)}", markup=False)
+    out.print(f"flagged for a human to check ({len(queue.flagged)}):", markup=False)
+    for item in queue.flagged:
+        out.print(
+            f"  {item.belief.id}  [{terminal_text(item.reason)}]  "
+            f"{terminal_text(item.belief.statement)}",
+            markup=False,
+        )
+
+
+@review_group.command("approve")
+@click.argument("belief_id")
+@key_option
+@reason_option
+@subject_option
+@url_option
+@trusted_keys_option
+@json_option
+@click.pass_context
+def review_approve(
+    ctx: click.Context,
+    belief_id: str,
+    key: str,
+    reason: str,
+    subject: str | None,
+    url: str | None,
+    trusted_keys: str | None,
+    as_json: bool,
+) -> None:
+    """Approve a candidate for long-term memory on a signed user grant (one event)."""
+    with _granted_wall(ctx, url, key, trusted_keys) as wall:
+        grant = wall.grant("user", _subject(key, subject), beliefs=[belief_id])
+        belief = approve(wall, belief_id, grant=grant, reason=reason)
+    if as_json:
+        echo_json({"approved": belief.id, "grant_id": grant.id})
+        return
+    echo(f"approved {belief.id} for long-term memory (user grant {grant.id})")
+
+
+__all__ = ["review_group"]

@@ -1,0 +1,136 @@
+"""OpenTelemetry export with the SDK's in-memory exporter: deterministic ids, the session span
+parents its recall / decision / action spans, a hold is a child of its action, and (an attack)
+a secret belief's text never leaves: only its content hash does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import firewall
+from firewall.chain import content_hash
+from firewall.cli import cli
+from firewall.otel import OtelSubscriber, export_events, session_span_id, trace_id
+from firewall.states import Sensitivity
+from probes._kernel import host
+
+SECRET = "the prod database password is Tr0ub4dor-wombat"
+
+
+def _exported(url: str, ceiling: Sensitivity = Sensitivity.INTERNAL) -> list[ReadableSpan]:
+    exporter = InMemorySpanExporter()
+    with firewall.open(url) as wall:
+        export_events(wall.store.events(), exporter, ceiling=ceiling)
+    return list(exporter.get_finished_spans())
+
+
+def _everything(span: ReadableSpan) -> str:
+    return span.to_json()
+
+
+def _store(tmp_path: Path) -> tuple[str, str]:
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall, wall.session(project="shop", actor="coder") as s:
+        s.observe(tool="read_file", content="deploys go through ArgoCD")
+        s.remember(SECRET, sensitivity=Sensitivity.SECRET)
+        kept = s.remember("the standup is at ten")
+        s.recall("database password standup", "default")
+        decision = s.decide("post the standup time", depends_on=[kept.id])
+        s.act(decision.id, "post_message", {"text": SECRET})
+        return url, s.id
+
+
+def test_attack_a_secret_belief_leaves_as_its_hash_never_its_text(tmp_path: Path) -> None:
+    url, _ = _store(tmp_path)
+    spans = _exported(url)
+    dump = "\n".join(_everything(s) for s in spans)
+    assert SECRET not in dump and "Tr0ub4dor" not in dump
+    assert content_hash(SECRET) in dump, "the secret belief is still accounted for, by hash"
+    assert "the standup is at ten" in dump, "text at or below the ceiling is exported"
+    # raising the ceiling is the operator's choice, and then the text may leave
+    assert any(SECRET in _everything(s) for s in _exported(url, Sensitivity.SECRET))
+
+
+def test_ids_are_deterministic_across_two_exports(tmp_path: Path) -> None:
+    url, session = _store(tmp_path)
+    first, second = _exported(url), _exported(url)
+    ids = lambda spans: [  # noqa: E731
+        (s.name, s.context.trace_id, s.context.span_id, s.parent.span_id if s.parent else None)
+        for s in spans
+    ]
+    assert ids(first) == ids(second)
+    assert [s.to_json() for s in first] == [s.to_json() for s in second]
+    assert {s.context.trace_id for s in first} == {trace_id(session)}
+
+
+def test_the_session_span_parents_recall_decision_and_action_spans(tmp_path: Path) -> None:
+    url, session = _store(tmp_path)
+    spans = _exported(url)
+    root = next(s for s in spans if s.name == "invoke_agent coder")
+    assert root.parent is None and root.context.span_id == session_span_id(session)
+    assert root.attributes is not None
+    assert root.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert root.attributes["gen_ai.conversation.id"] == session
+    children = {s.name: s for s in spans if s.parent is not None}
+    for name in ("retrieval gnomon", "gnomon.decision", "execute_tool post_message"):
+        assert children[name].parent is not None
+        assert children[name].parent.span_id == root.context.span_id, name
+    tool = children["execute_tool post_message"]
+    assert tool.attributes is not None and tool.attributes["gen_ai.tool.name"] == "post_message"
+    recall = children["retrieval gnomon"]
+    assert (
+        recall.attributes is not None and recall.attributes["gen_ai.operation.name"] == "retrieval"
+    )
+    beliefs = [e for e in root.events if e.name == "gnomon.belief"]
+    assert len(beliefs) >= 3
+
+
+def test_a_hold_is_a_child_of_its_action_span_live_and_from_the_log(tmp_path: Path) -> None:
+    live = InMemorySpanExporter()
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    with firewall.open(url) as wall, host(wall) as h:
+        wall.subscribe(OtelSubscriber(live))
+        with wall.session(project="shop", actor="coder") as s:
+            result = h.kernel.handle(s).request(
+                "git_push", {"repo": str(h.repo), "remote": "origin", "branch": "main"}
+            )
+        assert result.status == "held"
+    spans = list(live.get_finished_spans())
+    action = next(s for s in spans if s.name == "execute_tool git_push")
+    held = next(s for s in spans if s.name == "gnomon.action.held")
+    assert held.parent is not None and held.parent.span_id == action.context.span_id
+    assert action.attributes is not None and action.attributes["gnomon.action.level"] == "L4"
+    assert any(s.name == "invoke_agent coder" for s in spans), "the session span left at its end"
+    replayed = _exported(url)
+    key = lambda s: (s.name, s.context.span_id)  # noqa: E731
+    assert {key(s) for s in spans} <= {key(s) for s in replayed}, "live and log export agree"
+
+
+def test_cli_writes_spans_as_json_lines(tmp_path: Path) -> None:
+    url, _ = _store(tmp_path)
+    out = tmp_path / "spans.jsonl"
+    result = CliRunner().invoke(cli, ["otel", "export", "--url", url, "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    lines = out.read_text().splitlines()
+    assert summary["spans"] == len(lines) > 0
+    assert all(json.loads(line)["context"]["trace_id"] for line in lines)
+    assert SECRET not in out.read_text()
+
+
+def test_cli_refuses_an_unknown_ceiling(tmp_path: Path) -> None:
+    url, _ = _store(tmp_path)
+    result = CliRunner().invoke(
+        cli, ["otel", "export", "--url", url, "--sensitivity-ceiling", "top"]
+    )
+    assert result.exit_code == 2 and "top" in result.output
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)

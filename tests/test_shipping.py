@@ -1,0 +1,210 @@
+"""Session shipping as attacks: an export with a sensitivity ceiling never carries the text of a
+record above it, still verifies (with the count of redacted events), and any tampering with the
+shipped file (a kept body, a digest, a hash, a dropped event) fails verification."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+import firewall
+from firewall.cli import cli
+from firewall.errors import LogFormatError, RedactionError
+from firewall.events import body_digest
+from firewall.ndjson import read_events, read_file
+from firewall.shipping import ship_to_file, verify_file
+from firewall.states import Sensitivity
+
+SECRET = "the vault root token is s.QxZ81-do-not-ship"
+FIXTURE = Path(__file__).parent / "fixtures" / "log_schema1.ndjson"
+
+
+def _store(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall, wall.session(project="shop", actor="coder") as s:
+        s.observe(tool="read_file", content="deploys go through ArgoCD")
+        s.remember(SECRET, sensitivity=Sensitivity.SECRET)
+        s.remember("the on-call rota is in the wiki")
+    return url
+
+
+def _ship(url: str, out: Path, ceiling: str = "internal") -> dict[str, object]:
+    result = CliRunner().invoke(
+        cli,
+        [
+            "log",
+            "export",
+            "--url",
+            url,
+            "--out",
+            str(out),
+            "--sensitivity-ceiling",
+            ceiling,
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary: dict[str, object] = json.loads(result.output)
+    return summary
+
+
+def _verify(path: Path) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["log", "verify", "--file", str(path)])
+    return result.exit_code, result.output
+
+
+def test_a_shipped_export_redacts_the_secret_and_still_verifies(tmp_path: Path) -> None:
+    url = _store(tmp_path)
+    out = tmp_path / "ship.ndjson"
+    summary = _ship(url, out)
+    assert summary["redacted"] == 1 and summary["sensitivity_ceiling"] == "internal"
+    text = out.read_text()
+    assert SECRET not in text and "s.QxZ81" not in text
+    assert "the on-call rota is in the wiki" in text, "what is at or below the ceiling is kept"
+    code, output = _verify(out)
+    assert code == 0, output
+    assert "redacted: 1 event(s)" in output
+    report = verify_file(out)
+    assert report.ok and report.redacted == 1
+    # the digest kept is the digest of the event the store holds (the holder can show it)
+    with firewall.open(url) as wall:
+        secret_event = next(e for e in wall.store.events() if SECRET.encode() in e.body)
+    redacted = [json.loads(x) for x in text.splitlines()[1:] if "body_digest" in x]
+    assert redacted[0]["body_digest"] == body_digest(secret_event.body)
+    assert redacted[0]["hash"] == secret_event.hash
+
+
+def test_a_ceiling_of_secret_redacts_nothing_and_matches_the_plain_export(tmp_path: Path) -> None:
+    url = _store(tmp_path)
+    shipped, plain = tmp_path / "ship.ndjson", tmp_path / "plain.ndjson"
+    assert _ship(url, shipped, "secret")["redacted"] == 0
+    CliRunner().invoke(cli, ["log", "export", "--url", url, "--out", str(plain)])
+    assert shipped.read_text().splitlines()[1:] == plain.read_text().splitlines()[1:]
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def _write(path: Path, lines: list[dict[str, object]]) -> None:
+    path.write_bytes(b"".join(orjson.dumps(x, option=orjson.OPT_SORT_KEYS) + b"\n" for x in lines))
+
+
+@pytest.mark.parametrize("tamper", ["kept_body", "digest", "hash", "drop", "reorder", "unredact"])
+def test_attack_tampering_with_a_shipped_export_fails_verification(
+    tmp_path: Path, tamper: str
+) -> None:
+    url = _store(tmp_path)
+    out = tmp_path / "ship.ndjson"
+    _ship(url, out)
+    lines = _lines(out)
+    red = next(i for i, x in enumerate(lines) if "body_digest" in x)
+    kept = next(i for i, x in enumerate(lines) if i > 0 and "body" in x and i != red)
+    if tamper == "kept_body":
+        body = str(lines[kept]["body"])
+        lines[kept]["body"] = body.replace('"actor":"coder"', '"actor":"mallory"')
+        assert lines[kept]["body"] != body
+    elif tamper == "digest":
+        digest = str(lines[red]["body_digest"])
+        lines[red]["body_digest"] = ("0" if digest[0] != "0" else "1") + digest[1:]
+    elif tamper == "hash":
+        digest = str(lines[red]["hash"])
+        lines[red]["hash"] = ("0" if digest[0] != "0" else "1") + digest[1:]
+    elif tamper == "drop":
+        del lines[red]
+    elif tamper == "reorder":
+        lines[red], lines[red + 1] = lines[red + 1], lines[red]
+    else:  # a redacted line claims a different, harmless body under the same hash
+        swapped = dict(lines[red])
+        del swapped["body_digest"], swapped["redacted"]
+        swapped["body"] = str(lines[kept]["body"])
+        lines[red] = swapped
+    _write(out, lines)
+    code, output = _verify(out)
+    assert code != 0, output
+    assert not verify_file(out).ok
+
+
+def test_attack_a_shipped_export_cannot_be_imported_as_a_log(tmp_path: Path) -> None:
+    url = _store(tmp_path)
+    out = tmp_path / "ship.ndjson"
+    _ship(url, out)
+    with pytest.raises(LogFormatError, match="redacted"):
+        read_events(read_file(out), str(out))
+    target = f"sqlite:///{tmp_path / 'other.db'}"
+    result = CliRunner().invoke(cli, ["log", "import", str(out), "--url", target])
+    assert result.exit_code != 0 and "redacted" in result.output
+
+
+def test_old_logs_still_verify_and_ship_when_nothing_is_above_the_ceiling(tmp_path: Path) -> None:
+    report = verify_file(FIXTURE)
+    assert report.ok and report.redacted == 0 and report.events > 0
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    imported = CliRunner().invoke(cli, ["log", "import", str(FIXTURE), "--url", url])
+    assert imported.exit_code == 0, imported.output
+    with firewall.open(url) as wall, wall.session(project="shop", actor="coder") as s:
+        s.remember("new fact after the upgrade")
+    assert CliRunner().invoke(cli, ["log", "verify", "--url", url]).exit_code == 0
+    out = tmp_path / "ship.ndjson"
+    _ship(url, out, "secret")
+    assert verify_file(out).ok
+
+
+def test_a_version1_event_above_the_ceiling_is_refused_not_leaked(tmp_path: Path) -> None:
+    """Hash version 1 links need the whole body: such an event cannot be redacted and still
+    verify, so the export is refused and no file is left behind."""
+    levels = {
+        b["sensitivity"]
+        for line in FIXTURE.read_text().splitlines()[1:]
+        for key, items in json.loads(json.loads(line)["body"])
+        .get("payload", {})
+        .get("records", {})
+        .items()
+        if key in ("beliefs", "claims", "observations")
+        for b in items
+    }
+    assert "internal" in levels, "the fixture holds internal records"
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    CliRunner().invoke(cli, ["log", "import", str(FIXTURE), "--url", url])
+    out = tmp_path / "ship.ndjson"
+    with firewall.open(url) as wall, pytest.raises(RedactionError, match="hash version 1"):
+        ship_to_file(wall.store.chain_rows(), out, Sensitivity.PUBLIC)
+    assert not out.exists()
+
+
+def test_attack_a_secret_inside_an_import_batch_is_redacted(tmp_path: Path) -> None:
+    """An import batch (one compact event for many records) is judged by the records it stands
+    for, not by where a label sits in its JSON: one secret row redacts the batch event."""
+    from firewall import ImportItem
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    items = [
+        ImportItem(text=f"public fact {i}", source_id=f"m{i}", sensitivity=Sensitivity.PUBLIC)
+        for i in range(5)
+    ] + [ImportItem(text=SECRET, source_id="m-secret", sensitivity=Sensitivity.SECRET)]
+    with firewall.open(url) as wall:
+        assert wall.import_records(items, store_name="mem0", project="shop") == 6
+    out = tmp_path / "ship.ndjson"
+    assert _ship(url, out)["redacted"] == 1
+    assert SECRET not in out.read_text() and verify_file(out).ok
+
+
+def test_a_shipped_export_keeps_its_signed_checkpoints(tmp_path: Path) -> None:
+    """The checkpoint signed over the full log verifies on the shipped one: it signs the chain
+    head, and the chain is the same whatever was redacted."""
+    from firewall.checkpoints import CheckpointSigner, write_checkpoint
+
+    url = _store(tmp_path)
+    signer = CheckpointSigner.generate()
+    with firewall.open(url) as wall:
+        write_checkpoint(wall.store, signer)
+    out = tmp_path / "ship.ndjson"
+    assert _ship(url, out)["redacted"] == 1
+    report = verify_file(out, keys=[signer.public_key])
+    assert report.ok and report.redacted == 1 and report.signed_through is not None
+    other = CheckpointSigner.generate()
+    assert not verify_file(out, keys=[other.public_key]).ok, "an unpinned signer is refused"
