@@ -15,6 +15,7 @@ expiry, so a store nobody ran ``gnomon decay`` on still records what decayed whe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,8 +36,10 @@ DECAY_KIND = "belief.decayed"
 CHUNK = 2000
 
 
+@functools.lru_cache(maxsize=1)
 def default_window() -> Duration:
-    """The stale window: the ``default`` policy's ``max_age`` (P30D)."""
+    """The stale window: the ``default`` policy's ``max_age`` (P30D), read once (the preset is
+    a file shipped in the package; a Duration is immutable)."""
     age = ContextPolicy.preset("default").freshness.max_age
     assert age is not None, "the default policy sets freshness.max_age"
     return age
@@ -138,10 +141,25 @@ def decay_seen(
     wall: Firewall, belief_ids: Iterable[str], *, window: Duration | str | None = None
 ) -> int:
     """Lazily decay the given beliefs (what a read just saw); returns how many moved."""
-    chosen = _window(window)
     found = wall.store.get_beliefs(list(belief_ids))
-    s, e = _commit(wall, found.values(), wall.clock(), chosen)
+    return decay_read(wall, found.values(), window=window)
+
+
+def decay_read(
+    wall: Firewall, beliefs: Iterable[Belief], *, window: Duration | str | None = None
+) -> int:
+    """:func:`decay_seen` for beliefs the read already holds as stored (no second read):
+    nothing is written unless one of them is due."""
+    s, e = _commit(wall, beliefs, wall.clock(), _window(window))
     return s + e
 
 
-__all__ = ["DECAY_KIND", "DecayReport", "decay_all", "decay_seen", "default_window", "due"]
+__all__ = [
+    "DECAY_KIND",
+    "DecayReport",
+    "decay_all",
+    "decay_read",
+    "decay_seen",
+    "default_window",
+    "due",
+]
