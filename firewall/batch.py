@@ -41,7 +41,7 @@ from typing import Any
 from firewall.adoption import Adopter, NewBelief, _plain_aware
 from firewall.chain import Belief, BindingState, Claim, EvidenceItem, StoreBinding, content_hash
 from firewall.clock import iso
-from firewall.events import IMPORTS, Records
+from firewall.events import IMPORTS, MOVES, Records
 from firewall.ids import new_id
 from firewall.states import Sensitivity
 
@@ -315,13 +315,20 @@ def expand(imports: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def record_docs(payload: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Every record document an event payload holds: its ``records`` and, for an import batch,
-    the expanded rows (an event holds one or the other)."""
+    """Every record document an event payload holds: its ``records``, for an import batch the
+    expanded rows, for a move batch the revisions it records (its belief versions are derived
+    from the previous ones, :func:`firewall.moves.resolve_moves`)."""
     imports = payload.get(IMPORTS)
+    moves = payload.get(MOVES)
+    records: dict[str, list[dict[str, Any]]] = payload.get("records") or {}
+    if moves is not None:
+        from firewall.moves import expand_moves
+
+        derived = expand_moves(moves)[1]
+        records = {**records, "revisions": [*records.get("revisions", ()), *derived]}
     if imports is None:
-        records: dict[str, list[dict[str, Any]]] = payload.get("records") or {}
         return records
-    return {**(payload.get("records") or {}), **expand(imports)}
+    return {**records, **expand(imports)}
 
 
 __all__ = ["IMPORTS", "ROW_FIELDS", "ImportBatch", "expand", "record_docs"]
