@@ -8,10 +8,11 @@ move.
 
 The move is checked against the stored **document**, not the axis columns: an ``UPDATE`` only
 matches the row whose document is at the version before and in every ``from`` state the batch
-names, and one row that does not match rolls the whole transaction back (a belief changed by
-someone else since the candidates were read, or a document edited behind the log's back). The
-transitions themselves were checked against the gate's table when the batch was built
-(:meth:`firewall.moves.MoveBatch.add`), and are checked again by every reader of the log.
+names, and whose new version keeps the gate's cross-axis invariant (quarantined stays
+privileged-only or blocked); one row that does not match rolls the whole transaction back (a
+belief changed since the candidates were read, or a document edited behind the log's back).
+Each transition is checked against the gate's table here again (it was when the batch was
+built, :meth:`firewall.moves.MoveBatch.add`), and by every reader of the log.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Any
 import orjson
 
 from firewall.errors import StoreError
-from firewall.moves import MoveBatch
+from firewall.gate import PINNED_RETRIEVAL
+from firewall.moves import MoveBatch, check_change
 from firewall.states import Axis
 from firewall.store import sqlite_schema as schema
 from firewall.store.keys import micros
@@ -37,17 +39,37 @@ _NEW_VERSION = (
 )
 
 
+def _state(axis: Axis, axes: tuple[Axis, ...]) -> str:
+    """SQL for ``axis``'s state after the move: the moved value (the row's ``to`` parameter,
+    in ``sets`` order) or the document's own."""
+    if axis in axes:
+        return f"?{axes.index(axis) + 1}"
+    return f"json_extract(CAST(doc AS TEXT), '$.{axis.value}_status')"
+
+
 def _update_sql(axes: tuple[Axis, ...]) -> str:
-    sets = ", ".join(f"{a.value} = ?" for a in axes)
-    paths = ", ".join(f"'$.{a.value}_status', ?" for a in axes)
+    """Numbered parameters: ``?1..?n`` the new states, then version, time, id, the version
+    before and the ``from`` states."""
+    n = len(axes)
+    sets = ", ".join(f"{a.value} = ?{i + 1}" for i, a in enumerate(axes))
+    paths = ", ".join(f"'$.{a.value}_status', ?{i + 1}" for i, a in enumerate(axes))
     checks = " AND ".join(
-        f"json_extract(CAST(doc AS TEXT), '$.{a.value}_status') = ?" for a in axes
+        f"json_extract(CAST(doc AS TEXT), '$.{a.value}_status') = ?{n + 5 + i}"
+        for i, a in enumerate(axes)
     )
-    return (
+    sql = (
         f"UPDATE beliefs SET {sets}, doc = CAST(json_set(CAST(doc AS TEXT), {paths}, "
-        "'$.version', ?, '$.updated_at', ?) AS BLOB) "
-        f"WHERE id = ? AND json_extract(CAST(doc AS TEXT), '$.version') = ? AND {checks}"
+        f"'$.version', ?{n + 1}, '$.updated_at', ?{n + 2}) AS BLOB) "
+        f"WHERE id = ?{n + 3} AND json_extract(CAST(doc AS TEXT), '$.version') = ?{n + 4} "
+        f"AND {checks}"
     )
+    if Axis.SECURITY in axes or Axis.RETRIEVAL in axes:
+        # the gate's cross-axis invariant on the version the move makes
+        security, retrieval = _state(Axis.SECURITY, axes), _state(Axis.RETRIEVAL, axes)
+        for pinned, allowed in PINNED_RETRIEVAL.items():
+            listed = ", ".join(f"'{r}'" for r in sorted(allowed))
+            sql += f" AND NOT ({security} = '{pinned}' AND {retrieval} NOT IN ({listed}))"
+    return sql
 
 
 def apply_moves(conn: sqlite3.Connection, batch: MoveBatch) -> None:
@@ -62,10 +84,12 @@ def apply_moves(conn: sqlite3.Connection, batch: MoveBatch) -> None:
     authority = batch.authority.value
     dumps = orjson.dumps
     for belief_id, version, index, changes in batch.rows:
+        for _, axis, before, after in changes:
+            # re-checked here too: the batch object is not trusted to be the one add() built
+            check_change(axis, before, after, batch.authority)
         axes = tuple(axis for _, axis, _, _ in changes)
         groups.setdefault(axes, []).append(
             (
-                *(after for _, _, _, after in changes),
                 *(after for _, _, _, after in changes),
                 version,
                 at,
