@@ -169,7 +169,6 @@ def test_a_forged_move_batch_is_refused_whole_and_writes_nothing(
             wall.flag_origin("external:web:x", reason="bad")
         before = wall.require_belief(page)
         v = before.version
-        ok_row = (other, 2, 0, (("rev_ok", Axis.FRESHNESS, "fresh", "stale"),))
         row, authority = {
             "promote": (
                 (page, v + 1, 0, (("rev_1", Axis.TRUTH, "unverified", "supported"),)),
@@ -193,13 +192,20 @@ def test_a_forged_move_batch_is_refused_whole_and_writes_nothing(
                 Authority.SYSTEM,
             ),
         }[attack]
+        # a legal move of another belief in the same batch: it must not land either
+        legal = (
+            ("rev_ok", Axis.SECURITY, "clean", "suspicious")
+            if authority == Authority.SENTINEL
+            else ("rev_ok", Axis.FRESHNESS, "fresh", "stale")
+        )
+        ok_row = (other, 2, 0, (legal,))
         head = wall.store.head()
         with pytest.raises(GnomonError) as caught:
             wall.commit(_forged(wall, authority, ok_row, row))
         assert isinstance(caught.value, GateError | StoreError)
         assert wall.store.head() == head, "no event"
         assert wall.require_belief(page) == before, "the forged move did not land"
-        assert wall.require_belief(other).freshness_status == FreshnessStatus.FRESH, "nor the rest"
+        assert wall.require_belief(other).version == 1, "nor the rest of the batch"
         assert wall.store.revisions_for(other) == []
         assert rebuild(wall.store).ok
 
