@@ -134,14 +134,22 @@ def records_from_payload(payload: Mapping[str, Any]) -> Records:
     """Rebuild typed records from an event payload (the inverse of :meth:`Records.to_payload`;
     an import batch's rows are expanded from its template first, :func:`firewall.batch.expand`).
     """
-    from firewall.batch import record_docs
+    from firewall.batch import read_batch, record_docs
 
-    raw = record_docs(payload)
+    imports = payload.get(IMPORTS)
+    raw = record_docs({k: v for k, v in payload.items() if k != IMPORTS} if imports else payload)
     parts: dict[str, tuple[ChainModel, ...]] = {}
     for name, model in RECORD_TYPES:
         items = raw.get(name)
         if items:
             parts[name] = tuple(model.model_validate(item, strict=False) for item in items)
+    if imports is not None:
+        # validated template, rows checked by type: the records expand() then validation give
+        batch = read_batch(imports).records()
+        for name in ("claims", "evidence", "beliefs", "bindings"):
+            derived = getattr(batch, name)
+            if derived:
+                parts[name] = (*parts.get(name, ()), *derived)
     moves = payload.get(MOVES)
     if moves is not None:
         from firewall.moves import expand_moves

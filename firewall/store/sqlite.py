@@ -591,6 +591,16 @@ class SQLiteStore(Store):
             [after, micros(now), micros(stale_before), limit],
         )
 
+    def beliefs_with_origin(self, origin_id: str) -> list[Belief]:
+        # The same answer as the generic pass, read from the beliefs table alone: SQLite tests
+        # each document's origin ids (the label, not any text that mentions the id).
+        return self._many(
+            Belief,
+            "SELECT doc FROM beliefs WHERE instr(doc, ?) > 0 AND EXISTS (SELECT 1 FROM "
+            "json_each(CAST(doc AS TEXT), '$.origin.origin_ids') WHERE value = ?) ORDER BY id",
+            (orjson.dumps(origin_id)[1:-1], origin_id),
+        )
+
     def decay_rows(
         self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
     ) -> list[DecayRow]:
