@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from firewall.batch import IMPORTS, ImportBatch, expand, record_docs
+from firewall.batch import IMPORTS, ImportBatch, expand, read_batch, record_docs
 from firewall.chain import (
     Belief,
     ChainModel,
@@ -41,7 +41,15 @@ from firewall.chain import (
     StoreBinding,
 )
 from firewall.errors import GnomonError, StoreCorruptError, StoreError, StoreLockedError
-from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
+from firewall.events import (
+    GENESIS_HASH,
+    MOVES,
+    Event,
+    EventDraft,
+    Records,
+    records_from_payload,
+    seal,
+)
 from firewall.moves import resolve_moves
 from firewall.states import (
     SENSITIVITY_RANK,
@@ -419,6 +427,21 @@ class SQLiteStore(Store):
 
     def _apply_events(self, conn: sqlite3.Connection, events: Sequence[Event]) -> None:
         rows = _Rows()
+        if not any(MOVES in event.payload for event in events):
+            # an import batch's rows straight from its compact rows, as its commit wrote them
+            for event in events:
+                payload = event.payload
+                imports = payload.get(IMPORTS)
+                rest = (
+                    payload if imports is None else {k: payload[k] for k in payload if k != IMPORTS}
+                )
+                records = records_from_payload(rest)
+                if records:
+                    rows.add(records, record_docs(rest))
+                if imports is not None:
+                    rows.add_batch(read_batch(imports), expand(imports))
+            rows.write(conn, index_new_beliefs=not self._index_by_trigger)
+            return
         found = [event.records() for event in events]
         if any(rec.moves for rec in found):
             # a move applies to the version the log holds before it: write what came before
