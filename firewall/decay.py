@@ -80,11 +80,13 @@ def _commit(
 ) -> tuple[int, int]:
     """One ``belief.decayed`` move batch (:mod:`firewall.moves`) for ``(belief id, version,
     from, to)`` moves: one event, one transaction, no belief restated."""
-    batch = MoveBatch(Authority.SYSTEM, now)
+    batch: MoveBatch | None = None  # built on the first due move: a read usually has none
     stale_reason = f"not verified or observed within {window}"
     counts = {FreshnessStatus.STALE: 0, FreshnessStatus.EXPIRED: 0}
     for belief_id, version, current, target in due_now:
         reason = EXPIRED_REASON if target == FreshnessStatus.EXPIRED else stale_reason
+        if batch is None:
+            batch = MoveBatch(Authority.SYSTEM, now)
         if batch.add(
             belief_id,
             version,
@@ -93,7 +95,7 @@ def _commit(
             reason=reason,
         ):
             counts[target] += 1
-    if batch:
+    if batch is not None and batch:
         wall.commit(
             wall.draft(
                 DECAY_KIND,

@@ -1074,9 +1074,18 @@ def _condition(states: frozenset[E], enum: type[E]) -> frozenset[E] | None:
 def _listing(
     states: Iterable[StrEnum], enum: type[StrEnum], empty: str = "nothing (empty list)"
 ) -> str:
+    if type(states) is frozenset and empty == "nothing (empty list)":
+        return _frozen_listing(states, enum)  # every rejection reason names its policy's sets
     chosen = set(states)
     names = [member.value for member in enum if member in chosen]
     return ", ".join(names) if names else empty
+
+
+@functools.lru_cache(maxsize=256)
+def _frozen_listing(states: frozenset[StrEnum], enum: type[StrEnum]) -> str:
+    """:func:`_listing` of a frozen set, cached (a pure function returning text)."""
+    names = [member.value for member in enum if member in states]
+    return ", ".join(names) if names else "nothing (empty list)"
 
 
 def _kind(value: Any) -> str:
