@@ -51,11 +51,21 @@ def default_window() -> Duration:
 
 def due(belief: Belief, now: datetime, stale_before: datetime) -> FreshnessStatus | None:
     """The freshness state ``belief`` is due to move to, or ``None``."""
-    current = belief.freshness_status
-    if belief.expires_at is not None and belief.expires_at <= now:
-        return FreshnessStatus.EXPIRED if current != FreshnessStatus.EXPIRED else None
     anchor = belief.last_verified_at or belief.observed_at
-    if current == FreshnessStatus.FRESH and anchor < stale_before:
+    return due_state(
+        belief.freshness_status,
+        expired=belief.expires_at is not None and belief.expires_at <= now,
+        aged=anchor < stale_before,
+    )
+
+
+def due_state(current: FreshnessStatus, *, expired: bool, aged: bool) -> FreshnessStatus | None:
+    """The one decay rule, for a typed belief (:func:`due`) and a store's compact candidate
+    rows alike: past ``expires_at`` means expired; a fresh belief whose anchor is older than
+    the stale window goes stale; nothing else moves (stale never expires by age alone)."""
+    if expired:
+        return FreshnessStatus.EXPIRED if current != FreshnessStatus.EXPIRED else None
+    if current == FreshnessStatus.FRESH and aged:
         return FreshnessStatus.STALE
     return None
 
@@ -121,11 +131,10 @@ def _due_rows(
         if type(row.version) is not int or row.freshness not in _STATES:
             continue
         current = FreshnessStatus(row.freshness)
-        if row.expired:
-            if current != FreshnessStatus.EXPIRED:
-                yield row.belief_id, row.version, current, FreshnessStatus.EXPIRED
-        elif current == FreshnessStatus.FRESH:
-            yield row.belief_id, row.version, current, FreshnessStatus.STALE
+        # a candidate that is not expired was found by its anchor: older than the window
+        target = due_state(current, expired=row.expired, aged=True)
+        if target is not None:
+            yield row.belief_id, row.version, current, target
 
 
 def _window(window: Duration | str | None) -> Duration:
