@@ -2,8 +2,8 @@
 
 Replaying a log or building a report holds every record it reads at once; the cyclic collector
 would traverse that growing heap again and again (measured: a 10,000-event report took 3x longer
-with it on, a 100k-record replay ~X). Nothing these build forms reference cycles worth
-collecting early, and reference counting still frees everything as usual.
+with it on). Nothing they build forms reference cycles worth collecting early, and reference
+counting still frees everything as usual.
 """
 
 from __future__ import annotations
