@@ -66,7 +66,7 @@ from firewall.firewall import AuditEntry, Firewall
 from firewall.gate import Move, apply_moves
 from firewall.grants import Grant
 from firewall.origin import Origin, OriginClass
-from firewall.policy import ContextPolicy, Reason, floor_reasons, resolve
+from firewall.policy import ContextPolicy, Reason, floor_reasons, resolve, resolve_with_digest
 from firewall.recall import QuotedItem, RecallResult, RejectedItem
 from firewall.session import Session
 from firewall.states import Authority, Axis, RetrievalStatus, SecurityStatus, TruthStatus
@@ -919,11 +919,11 @@ class Guard:
         now: datetime,
         policy: ContextPolicy | None = None,
     ) -> None:
-        chosen = resolve(policy if policy is not None else self.policy)
+        chosen, digest = resolve_with_digest(policy if policy is not None else self.policy)
         result = RecallResult(
             query=query,
             policy=chosen.name,
-            policy_digest=chosen.digest,
+            policy_digest=digest,
             accepted=tuple(s.belief for s in screened if s.verdict == "accepted" and s.belief),
             quoted=tuple(
                 QuotedItem(s.belief) for s in screened if s.verdict == "quoted" and s.belief

@@ -4,7 +4,7 @@ Builds a SQLite store of ``--beliefs`` imported memories (``Firewall.import_reco
 under ``bench/.cache/``), copies it per measurement, then:
 
 * **decay**: ``firewall.decay.decay_all`` with the clock 60 days later, so every belief is due
-  (the worst case: every belief moves, one ``belief.decayed`` event per 2,000);
+  (the worst case: every belief moves; one compact ``belief.decayed`` move batch per 50,000);
 * **fan-out**: ``Firewall.flag_origin`` on the origin every imported memory carries, so every
   belief is quarantined in ONE event and transaction;
 * **sentinel overhead**: ``Sentinel.observe`` per ordinary session event with no alert raised
@@ -13,8 +13,8 @@ under ``bench/.cache/``), copies it per measurement, then:
 
     .venv/bin/python bench/decay.py --beliefs 100000
 
-1M was not built on the shared 2-core machine of issue 11's run: see the figures in the commit
-and the report; the per-belief rates scale linearly (each step is one indexed pass).
+At 1M, ``--store bench/.cache/recall-1000000.db --no-fan-out`` decays a copy of the recall
+benchmark's million-belief store (built by ``bench/recall.py``) instead of importing a new one.
 """
 
 from __future__ import annotations
@@ -75,14 +75,26 @@ def sentinel_p50(sessions: int = 200) -> float:
         return statistics.median(samples)
 
 
+def _remove(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--beliefs", type=int, default=100_000)
+    parser.add_argument(
+        "--store",
+        type=Path,
+        help="decay a copy of this SQLite store instead (e.g. bench/.cache/recall-1000000.db)",
+    )
+    parser.add_argument("--no-fan-out", action="store_true", help="skip the fan-out figure")
     args = parser.parse_args()
-    base = common.CACHE_DIR / f"decay-{args.beliefs}.db"
+    base = args.store or common.CACHE_DIR / f"decay-{args.beliefs}.db"
     started = time.perf_counter()
-    build(base, args.beliefs)
-    print(f"built/cached {args.beliefs} beliefs in {time.perf_counter() - started:.1f} s")
+    if args.store is None:
+        build(base, args.beliefs)
+    print(f"built/cached {base} in {time.perf_counter() - started:.1f} s")
 
     work = base.with_name("decay-work.db")
     shutil.copy(base, work)
@@ -92,11 +104,15 @@ def main() -> None:
         t = time.perf_counter()
         report = decay_all(wall)
         spent = time.perf_counter() - t
+    moved = report.stale + report.expired
     print(
-        f"decay: {report.stale} stale in {report.events} events, {spent:.1f} s "
-        f"({report.stale / spent:,.0f} beliefs/s)"
+        f"decay: {report.stale} stale, {report.expired} expired in {report.events} events, "
+        f"{spent:.1f} s ({moved / spent:,.0f} beliefs/s)"
     )
 
+    if args.no_fan_out:
+        _remove(work)
+        return
     shutil.copy(base, work)
     with firewall.open(f"sqlite:///{work}") as wall:
         first = next(iter(wall.store.decay_candidates(stale_before=later, now=later, limit=1)))
@@ -105,7 +121,7 @@ def main() -> None:
         moved = wall.flag_origin(origin_id, reason="bench")
         spent = time.perf_counter() - t
         print(f"fan-out: {len(moved)} quarantined in one event, {spent:.1f} s")
-    work.unlink()
+    _remove(work)
     print(f"sentinel observe per session event (memory://): p50 {sentinel_p50():.1f} us")
     print(common.machine(), file=sys.stderr)
 

@@ -109,7 +109,7 @@ def make_beliefs(count: int, texts: list[str], rng: random.Random) -> list[Belie
             template = external
             if roll > 0.97:
                 update["security_status"] = SecurityStatus.QUARANTINED
-                update["retrieval_status"] = RetrievalStatus.HIDDEN
+                update["retrieval_status"] = RetrievalStatus.PRIVILEGED_ONLY
         if rng.random() < 0.05:
             update["expires_at"] = NOW - timedelta(days=rng.uniform(0, 10))
         out.append(template.model_copy(update=update))

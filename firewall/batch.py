@@ -38,12 +38,14 @@ import gc
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AwareDatetime, Field, TypeAdapter
 
 from firewall.adoption import Adopter, NewBelief, _plain_aware
 from firewall.chain import Belief, BindingState, Claim, EvidenceItem, StoreBinding, content_hash
 from firewall.clock import iso
-from firewall.events import IMPORTS, Records
+from firewall.events import IMPORTS, MOVES, Records
 from firewall.ids import new_ids
 from firewall.states import Sensitivity
 
@@ -268,6 +270,59 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+#: The types of a compact row, as the records they become hold them (one validation call
+#: checks every row of a batch: what differs between records; the template is validated whole).
+_ROWS: TypeAdapter[
+    list[tuple[str, str, str, str, str, Sensitivity, datetime | None, str | None, str | None]]
+] = TypeAdapter(
+    list[
+        tuple[
+            str,
+            str,
+            str,
+            Annotated[str, Field(min_length=1)],
+            str,
+            Sensitivity,
+            AwareDatetime | None,
+            str | None,
+            str | None,
+        ]
+    ]
+)
+_AT: TypeAdapter[datetime] = TypeAdapter(AwareDatetime)
+
+
+def read_batch(imports: Mapping[str, Any]) -> ImportBatch:
+    """The batch an import payload holds, validated without expanding it: the template's
+    records are validated whole (as any record), each row's values by their types, at once.
+    Its :meth:`ImportBatch.records` are then exactly what :func:`expand` and validating every
+    document would give, at a fraction of the cost (rebuild, replay, log import).
+
+    Raises ``ValueError``/``KeyError``/``TypeError`` (``ValidationError`` is a ``ValueError``)
+    on a malformed batch, like :func:`expand`.
+    """
+    if not isinstance(imports, Mapping) or not isinstance(imports.get("template"), Mapping):
+        raise ValueError("an import batch must be an object with a template object")
+    template = imports["template"]
+    binding_doc = template.get("binding")
+    made = NewBelief(
+        Claim.model_validate(template["claim"], strict=False),
+        EvidenceItem.model_validate(template["evidence"], strict=False),
+        Belief.model_validate(template["belief"], strict=False),
+    )
+    binding = (
+        None if binding_doc is None else StoreBinding.model_validate(binding_doc, strict=False)
+    )
+    batch = ImportBatch(made, binding, _AT.validate_python(imports["at"], strict=False))
+    if batch.now_text != imports["at"]:
+        raise ValueError(f"an import batch's time is not in its canonical form: {imports['at']!r}")
+    rows = imports["rows"]
+    if not isinstance(rows, list):
+        raise ValueError("an import batch's rows must be a list")
+    batch.rows = _ROWS.validate_python(rows, strict=False)
+    if binding is not None and any(row[8] is None for row in batch.rows):
+        raise ValueError("a binding import batch names each record's content hash")
+    return batch
 
 
 def _time_text(moment: datetime) -> str:
@@ -369,13 +424,20 @@ def expand(imports: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def record_docs(payload: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Every record document an event payload holds: its ``records`` and, for an import batch,
-    the expanded rows (an event holds one or the other)."""
+    """Every record document an event payload holds: its ``records``, for an import batch the
+    expanded rows, for a move batch the revisions it records (its belief versions are derived
+    from the previous ones, :func:`firewall.moves.resolve_moves`)."""
     imports = payload.get(IMPORTS)
+    moves = payload.get(MOVES)
+    records: dict[str, list[dict[str, Any]]] = payload.get("records") or {}
+    if moves is not None:
+        from firewall.moves import expand_moves
+
+        derived = expand_moves(moves)[1]
+        records = {**records, "revisions": [*records.get("revisions", ()), *derived]}
     if imports is None:
-        records: dict[str, list[dict[str, Any]]] = payload.get("records") or {}
         return records
-    return {**(payload.get("records") or {}), **expand(imports)}
+    return {**records, **expand(imports)}
 
 
 __all__ = [
@@ -391,3 +453,4 @@ __all__ = [
     "member_docs",
     "record_docs",
 ]
+__all__ = ["IMPORTS", "ROW_FIELDS", "ImportBatch", "expand", "read_batch", "record_docs"]

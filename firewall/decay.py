@@ -4,39 +4,46 @@ A belief is **expired** once its ``expires_at`` has passed, and **stale** once i
 (``last_verified_at``, else ``observed_at``) is older than the stale window: by default the
 ``max_age`` of the ``default`` ContextPolicy (P30D), so a belief goes stale exactly when the
 default policy stops admitting it by age. Every move is a gate transition on ``system``
-authority (the freshness table), recorded as a ``belief.decayed`` event; a stale belief leaves
-the default context because the default policy admits only ``fresh``.
+authority (the freshness table), recorded as a ``belief.decayed`` event carrying a compact move
+batch (:mod:`firewall.moves`: one entry per belief, nothing restated); a stale belief leaves the
+default context because the default policy admits only ``fresh``.
 
-Two ways it runs: **in bulk** (:func:`decay_all`, ``gnomon decay``), one event per chunk of
-beliefs, candidates found by the store's indexed :meth:`~firewall.store.base.Store.decay_candidates`
-pages; and **lazily on read** (:func:`decay_seen`), for the beliefs a recall rejected on age or
-expiry, so a store nobody ran ``gnomon decay`` on still records what decayed when it was read.
+Two ways it runs: **in bulk** (:func:`decay_all`, ``gnomon decay``), one event and transaction
+per chunk of beliefs, candidates found by the store's indexed
+:meth:`~firewall.store.base.Store.decay_rows` pages; and **lazily on read** (:func:`decay_read`,
+:func:`decay_seen`), for the beliefs a recall rejected on age or expiry, so a store nobody ran
+``gnomon decay`` on still records what decayed when it was read.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from firewall.chain import Belief, Revision
+from firewall.chain import Belief
 from firewall.durations import Duration
 from firewall.errors import InputError
-from firewall.events import Records
-from firewall.gate import Move, apply_moves
+from firewall.gate import Move
+from firewall.moves import MoveBatch
 from firewall.policy import ContextPolicy
 from firewall.states import Authority, Axis, FreshnessStatus
+from firewall.store.base import DecayRow
 
 if TYPE_CHECKING:
     from firewall.firewall import Firewall
 
 DECAY_KIND = "belief.decayed"
-CHUNK = 2000
+#: Beliefs per event and transaction in bulk: one compact event each (~100 B per belief).
+CHUNK = 50_000
 
 
+@functools.lru_cache(maxsize=1)
 def default_window() -> Duration:
-    """The stale window: the ``default`` policy's ``max_age`` (P30D)."""
+    """The stale window: the ``default`` policy's ``max_age`` (P30D), read once (the preset is
+    a file shipped in the package; a Duration is immutable)."""
     age = ContextPolicy.preset("default").freshness.max_age
     assert age is not None, "the default policy sets freshness.max_age"
     return age
@@ -44,11 +51,21 @@ def default_window() -> Duration:
 
 def due(belief: Belief, now: datetime, stale_before: datetime) -> FreshnessStatus | None:
     """The freshness state ``belief`` is due to move to, or ``None``."""
-    current = belief.freshness_status
-    if belief.expires_at is not None and belief.expires_at <= now:
-        return FreshnessStatus.EXPIRED if current != FreshnessStatus.EXPIRED else None
     anchor = belief.last_verified_at or belief.observed_at
-    if current == FreshnessStatus.FRESH and anchor < stale_before:
+    return due_state(
+        belief.freshness_status,
+        expired=belief.expires_at is not None and belief.expires_at <= now,
+        aged=anchor < stale_before,
+    )
+
+
+def due_state(current: FreshnessStatus, *, expired: bool, aged: bool) -> FreshnessStatus | None:
+    """The one decay rule, for a typed belief (:func:`due`) and a store's compact candidate
+    rows alike: past ``expires_at`` means expired; a fresh belief whose anchor is older than
+    the stale window goes stale; nothing else moves (stale never expires by age alone)."""
+    if expired:
+        return FreshnessStatus.EXPIRED if current != FreshnessStatus.EXPIRED else None
+    if current == FreshnessStatus.FRESH and aged:
         return FreshnessStatus.STALE
     return None
 
@@ -60,29 +77,35 @@ class DecayReport:
     events: int
 
 
+#: The reason an expired belief's revision gives (its own ``expires_at`` is in its versions).
+EXPIRED_REASON = "expires_at has passed"
+_STATES = frozenset(FreshnessStatus)
+
+
 def _commit(
-    wall: Firewall, beliefs: Iterable[Belief], now: datetime, window: Duration
+    wall: Firewall,
+    due_now: Iterable[tuple[str, int, FreshnessStatus, FreshnessStatus]],
+    now: datetime,
+    window: Duration,
 ) -> tuple[int, int]:
-    stale_before = window.before(now)
-    moved: list[Belief] = []
-    revisions: list[Revision] = []
+    """One ``belief.decayed`` move batch (:mod:`firewall.moves`) for ``(belief id, version,
+    from, to)`` moves: one event, one transaction, no belief restated."""
+    batch: MoveBatch | None = None  # built on the first due move: a read usually has none
+    stale_reason = f"not verified or observed within {window}"
     counts = {FreshnessStatus.STALE: 0, FreshnessStatus.EXPIRED: 0}
-    for belief in beliefs:
-        target = due(belief, now, stale_before)
-        if target is None:
-            continue
-        why = (
-            f"expires_at {belief.expires_at.isoformat()} has passed"
-            if target == FreshnessStatus.EXPIRED and belief.expires_at is not None
-            else f"not verified or observed within {window}"
-        )
-        updated, revs = apply_moves(
-            belief, [Move(Axis.FRESHNESS, target)], authority=Authority.SYSTEM, reason=why, now=now
-        )
-        moved.append(updated)
-        revisions.extend(revs)
-        counts[target] += 1
-    if moved:
+    for belief_id, version, current, target in due_now:
+        reason = EXPIRED_REASON if target == FreshnessStatus.EXPIRED else stale_reason
+        if batch is None:
+            batch = MoveBatch(Authority.SYSTEM, now)
+        if batch.add(
+            belief_id,
+            version,
+            {Axis.FRESHNESS: current},
+            [Move(Axis.FRESHNESS, target)],
+            reason=reason,
+        ):
+            counts[target] += 1
+    if batch is not None and batch:
         wall.commit(
             wall.draft(
                 DECAY_KIND,
@@ -93,10 +116,25 @@ def _commit(
                     "stale": counts[FreshnessStatus.STALE],
                     "expired": counts[FreshnessStatus.EXPIRED],
                 },
-                records=Records(beliefs=tuple(moved), revisions=tuple(revisions)),
+                moves=batch,
             )
         )
     return counts[FreshnessStatus.STALE], counts[FreshnessStatus.EXPIRED]
+
+
+def _due_rows(
+    rows: Iterable[DecayRow],
+) -> Iterable[tuple[str, int, FreshnessStatus, FreshnessStatus]]:
+    """The moves the store's candidate rows are due (a row whose stored document does not
+    read as a belief version, e.g. edited by hand, is not moved: a rebuild names it)."""
+    for row in rows:
+        if type(row.version) is not int or row.freshness not in _STATES:
+            continue
+        current = FreshnessStatus(row.freshness)
+        # a candidate that is not expired was found by its anchor: older than the window
+        target = due_state(current, expired=row.expired, aged=True)
+        if target is not None:
+            yield row.belief_id, row.version, current, target
 
 
 def _window(window: Duration | str | None) -> Duration:
@@ -124,24 +162,47 @@ def decay_all(
     stale = expired = events = 0
     after = ""
     while True:
-        page = wall.store.decay_candidates(
+        page = wall.store.decay_rows(
             stale_before=chosen.before(moment), now=moment, after=after, limit=chunk
         )
         if not page:
             return DecayReport(stale, expired, events)
-        s, e = _commit(wall, page, moment, chosen)
+        s, e = _commit(wall, _due_rows(page), moment, chosen)
         stale, expired, events = stale + s, expired + e, events + (1 if s or e else 0)
-        after = page[-1].id
+        after = page[-1].belief_id
 
 
 def decay_seen(
     wall: Firewall, belief_ids: Iterable[str], *, window: Duration | str | None = None
 ) -> int:
     """Lazily decay the given beliefs (what a read just saw); returns how many moved."""
-    chosen = _window(window)
     found = wall.store.get_beliefs(list(belief_ids))
-    s, e = _commit(wall, found.values(), wall.clock(), chosen)
+    return decay_read(wall, found.values(), window=window)
+
+
+def decay_read(
+    wall: Firewall, beliefs: Iterable[Belief], *, window: Duration | str | None = None
+) -> int:
+    """:func:`decay_seen` for beliefs the read already holds as stored (no second read):
+    nothing is written unless one of them is due."""
+    chosen = _window(window)
+    now = wall.clock()
+    stale_before = chosen.before(now)
+    moves = []
+    for belief in beliefs:
+        target = due(belief, now, stale_before)
+        if target is not None:
+            moves.append((belief.id, belief.version, belief.freshness_status, target))
+    s, e = _commit(wall, moves, now, chosen)
     return s + e
 
 
-__all__ = ["DECAY_KIND", "DecayReport", "decay_all", "decay_seen", "default_window", "due"]
+__all__ = [
+    "DECAY_KIND",
+    "DecayReport",
+    "decay_all",
+    "decay_read",
+    "decay_seen",
+    "default_window",
+    "due",
+]

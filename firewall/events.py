@@ -30,14 +30,16 @@ every projection can be rebuilt from the log alone with :func:`records_from_payl
 Schema versions: 1 is every event but an import batch, unchanged since the first release; 2 is
 the compact import batch, ``payload.imports`` (:mod:`firewall.batch`): one event for a whole
 batch, a shared template and one compact row per record, from which the records are derived, not
-restated. :data:`KNOWN_SCHEMAS` are read; a body of any other version is refused.
+restated; 3 is the compact move batch, ``payload.moves`` (:mod:`firewall.moves`): many belief
+moves by one authority, each new version derived from the previous one. :data:`KNOWN_SCHEMAS`
+are read; a body of any other version is refused.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -62,15 +64,20 @@ from firewall.errors import LogIntegrityError
 
 if TYPE_CHECKING:
     from firewall.batch import ImportBatch
+    from firewall.moves import BeliefMove, MoveBatch
 
 #: The newest event body schema: 2 is an import batch (``payload.imports``); every other event
 #: is written as schema 1, in the format earlier versions wrote.
 SCHEMA_VERSION = 2
+#: A move batch (``payload.moves``, :mod:`firewall.moves`).
+MOVES_SCHEMA = 3
 #: Event body schema versions this version of gnomon reads.
-KNOWN_SCHEMAS = frozenset({1, 2})
+KNOWN_SCHEMAS = frozenset({1, 2, 3})
 #: The payload key of an import batch (:mod:`firewall.batch`).
 IMPORTS = "imports"
 #: Hash version 1 (events written before hash version 2): the link covers the body's bytes.
+#: The payload key of a move batch (:mod:`firewall.moves`).
+MOVES = "moves"
 DOMAIN = b"gnomon.event.v1\x00"
 #: Hash version 2: the link covers the body's digest (:func:`body_digest`).
 DOMAIN_V2 = b"gnomon.event.v2\x00"
@@ -105,6 +112,9 @@ class Records:
     revisions: tuple[Revision, ...] = ()
     contradictions: tuple[Contradiction, ...] = ()
     bindings: tuple[StoreBinding, ...] = ()
+    #: Belief moves of a move batch (:mod:`firewall.moves`): each new version is derived from
+    #: the one the store holds, not restated. Never in :meth:`to_payload`.
+    moves: tuple[BeliefMove, ...] = ()
 
     def to_payload(self) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
@@ -128,6 +138,7 @@ class Records:
             or self.revisions
             or self.contradictions
             or self.bindings
+            or self.moves
         )
 
 
@@ -153,14 +164,27 @@ def records_from_payload(payload: Mapping[str, Any]) -> Records:
     """Rebuild typed records from an event payload (the inverse of :meth:`Records.to_payload`;
     an import batch's rows are expanded from its template first, :func:`firewall.batch.expand`).
     """
-    from firewall.batch import record_docs
+    from firewall.batch import read_batch, record_docs
 
-    raw = record_docs(payload)
+    imports = payload.get(IMPORTS)
+    raw = record_docs({k: v for k, v in payload.items() if k != IMPORTS} if imports else payload)
     parts: dict[str, tuple[ChainModel, ...]] = {}
     for name, model in RECORD_TYPES:
         items = raw.get(name)
         if items:
             parts[name] = tuple(model.model_validate(item, strict=False) for item in items)
+    if imports is not None:
+        # validated template, rows checked by type: the records expand() then validation give
+        batch = read_batch(imports).records()
+        for name in ("claims", "evidence", "beliefs", "bindings"):
+            derived = getattr(batch, name)
+            if derived:
+                parts[name] = (*parts.get(name, ()), *derived)
+    moves = payload.get(MOVES)
+    if moves is not None:
+        from firewall.moves import expand_moves
+
+        return Records(**parts, moves=tuple(expand_moves(moves)[0]))  # type: ignore[arg-type]
     return Records(**parts)  # type: ignore[arg-type]
 
 
@@ -180,6 +204,9 @@ class EventDraft:
     #: An import batch (schema 2): its records are derived from one template, see
     #: :mod:`firewall.batch`. A draft carries ``records`` or a batch, not both.
     batch: ImportBatch | None = None
+    #: A move batch (schema 3): belief moves derived from the versions the store holds, see
+    #: :mod:`firewall.moves`. May come with ``records`` (e.g. decisions it flags).
+    moves: MoveBatch | None = None
 
     def payload(self) -> dict[str, Any]:
         out = dict(self.data)
@@ -187,10 +214,20 @@ class EventDraft:
             out["records"] = self.records.to_payload()
         if self.batch is not None:
             out[IMPORTS] = self.batch.payload()
+        if self.moves is not None:
+            out[MOVES] = self.moves.payload()
         return out
 
     def typed_records(self) -> Records:
-        """Every record this draft writes, typed (an import batch builds them on first use)."""
+        """Every record this draft writes, typed (an import batch builds them on first use;
+        a move batch's moves stay moves, see :func:`firewall.moves.resolve_moves`)."""
+        if self.moves is not None:
+            moved = self.moves.records()
+            return replace(
+                self.records,
+                revisions=(*self.records.revisions, *moved.revisions),
+                moves=moved.moves,
+            )
         return self.records if self.batch is None else self.batch.records()
 
 
@@ -253,7 +290,7 @@ def _body(
     seq: int, draft: EventDraft, at: str, versions: dict[str, Any], payload: dict[str, Any]
 ) -> bytes:
     doc = {
-        "schema": SCHEMA_VERSION if IMPORTS in payload else 1,
+        "schema": MOVES_SCHEMA if MOVES in payload else SCHEMA_VERSION if IMPORTS in payload else 1,
         "seq": seq,
         "kind": draft.kind,
         "at": at,
@@ -417,6 +454,8 @@ __all__ = [
     "GENESIS_HASH",
     "IMPORTS",
     "KNOWN_SCHEMAS",
+    "MOVES",
+    "MOVES_SCHEMA",
     "RECORD_TYPES",
     "SCHEMA_VERSION",
     "Body",

@@ -67,6 +67,7 @@ from firewall.grants import (
     revalidated,
 )
 from firewall.ids import new_id
+from firewall.moves import MoveBatch
 from firewall.origin import Integrity, Origin
 from firewall.states import (
     Authority,
@@ -173,6 +174,7 @@ class Firewall:
         data: Mapping[str, Any] | None = None,
         records: Records | None = None,
         versions: Mapping[str, Any] | None = None,
+        moves: MoveBatch | None = None,
     ) -> EventDraft:
         return EventDraft(
             kind=kind,
@@ -184,6 +186,7 @@ class Firewall:
             versions=self.versions(versions),
             data=dict(data or {}),
             records=records or Records(),
+            moves=moves,
         )
 
     def commit(self, *drafts: EventDraft) -> list[Event]:
@@ -216,23 +219,19 @@ class Firewall:
         if not isinstance(reason, str) or not reason:
             raise InputError("flagging an origin needs a reason", hint="pass reason='...'")
         now = self.clock()
-        related = [alert_id] if alert_id else []
+        batch = MoveBatch(Authority.SENTINEL, now, related=[alert_id] if alert_id else [])
+        why = f"origin {origin_id} flagged: {reason}"
         moved: list[Belief] = []
-        revisions: list[Revision] = []
         flags: list[Decision] = []
         for belief in self.store.beliefs_with_origin(origin_id):
             if belief.security_status in (SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS):
                 continue
-            updated, revs = apply_moves(
-                belief,
-                [Move(Axis.SECURITY, SecurityStatus.QUARANTINED)],
-                authority=Authority.SENTINEL,
-                reason=f"origin {origin_id} flagged: {reason}",
-                now=now,
-                related_ids=related,
+            updated = batch.add_belief(
+                belief, [Move(Axis.SECURITY, SecurityStatus.QUARANTINED)], reason=why
             )
+            if updated is None:
+                continue
             moved.append(updated)
-            revisions.extend(revs)
             flags.extend(transition_flags(self.store, belief, updated))
         self.commit(
             self.draft(
@@ -245,9 +244,8 @@ class Firewall:
                     "alert_id": alert_id,
                     "quarantined": [b.id for b in moved],
                 },
-                records=Records(
-                    beliefs=tuple(moved), revisions=tuple(revisions), decisions=tuple(flags)
-                ),
+                records=Records(decisions=tuple(flags)),
+                moves=batch,
             )
         )
         return moved

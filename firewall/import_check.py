@@ -16,6 +16,8 @@ never re-implemented) before anything is written:
 * ``user`` and ``probe`` authority must name a grant id (the grant itself never enters the log,
   so its signature cannot be re-checked here: a pinned checkpoint, ``--key``, vouches for who
   wrote the log);
+* a move batch (:mod:`firewall.moves`) is first applied to the versions known so far (its
+  moves must start from them), and the versions it makes are then checked like any other;
 * whatever the revisions do not explain is refused: a status that differs from the replayed
   one, a revision without the belief version it produced, a changed origin, statement, claim or
   project, two versions of one belief in one event.
@@ -39,6 +41,7 @@ from firewall.errors import GateError, LogIntegrityError
 from firewall.events import Event
 from firewall.gate import Move, adoption_for, apply_moves
 from firewall.ids import id_prefix
+from firewall.moves import resolve_moves
 from firewall.states import (
     Authority,
     Axis,
@@ -91,6 +94,10 @@ class _Replay:
             return self.beliefs[belief_id]
         return self.store.get_belief(belief_id)
 
+    def known_many(self, belief_ids: list[str]) -> dict[str, Belief]:
+        found = {i: self.known(i) for i in belief_ids}
+        return {i: b for i, b in found.items() if b is not None}
+
     def evidence_for(self, claim_id: str) -> EvidenceSet:
         if claim_id not in self.evidence:
             self.evidence[claim_id] = list(self.store.get_evidence(claim_id).items)
@@ -101,6 +108,17 @@ class _Replay:
             rec = event.records()
         except (ValidationError, ValueError, TypeError, KeyError) as exc:
             raise LogIntegrityError(event.seq, f"its records do not validate ({exc})") from exc
+        if rec.moves:
+            # a move batch's versions are derived from the known ones, then checked like any
+            try:
+                rec = resolve_moves([rec], self.known_many)[0]
+            except ValueError as exc:
+                problem = f"its move batch does not apply ({exc})"
+                raise LogIntegrityError(event.seq, problem) from exc
+            except GateError as exc:
+                raise IllegalTransitionError(
+                    event.seq, "(move batch)", f"gate: {type(exc).__name__}", exc.message
+                ) from exc
         self.add_evidence(rec.evidence)
         by_belief: dict[str, list[Revision]] = {}
         for revision in rec.revisions:

@@ -370,9 +370,18 @@ class ContextPolicy(_PolicyModel):
         reports each one that fails. An empty list means the belief is accepted.
         """
         now = aware(now)
+        return self._rejections(belief, now, self.anchor_after(now))
+
+    def rejections(self, beliefs: Iterable[Belief], now: datetime) -> list[list[Reason]]:
+        """:meth:`rejection_reasons` of each belief, the age cutoff computed once for all."""
+        now = aware(now)
+        cutoff = self.anchor_after(now)
+        return [self._rejections(b, now, cutoff) for b in beliefs]
+
+    def _rejections(self, belief: Belief, now: datetime, cutoff: datetime | None) -> list[Reason]:
         return [
             *self._status_reasons(belief, self.truth, self.retrieval, self.security, "admits"),
-            *self._common_reasons(belief, now),
+            *self._common_reasons(belief, now, cutoff),
         ]
 
     def admits(self, belief: Belief, now: datetime) -> bool:
@@ -384,7 +393,8 @@ class ContextPolicy(_PolicyModel):
             return False
         q = self.quote
         in_quote_sets = not self._status_reasons(belief, q.truth, q.retrieval, q.security, "quotes")
-        return in_quote_sets and not self._common_reasons(belief, aware(now))
+        now = aware(now)
+        return in_quote_sets and not self._common_reasons(belief, now, self.anchor_after(now))
 
     def anchor_after(self, now: datetime) -> datetime | None:
         """The oldest admitted age anchor at ``now`` (``None``: no age limit).
@@ -490,7 +500,9 @@ class ContextPolicy(_PolicyModel):
                 )
         return reasons
 
-    def _common_reasons(self, belief: Belief, now: datetime) -> list[Reason]:
+    def _common_reasons(
+        self, belief: Belief, now: datetime, cutoff: datetime | None
+    ) -> list[Reason]:
         reasons = []
         ceiling = self.sensitivity_ceiling
         if belief.sensitivity.rank > ceiling.rank:
@@ -507,7 +519,6 @@ class ContextPolicy(_PolicyModel):
                 f"freshness is {belief.freshness_status.value}; policy {self.name!r} admits "
                 f"{_listing(self.freshness.allow, FreshnessStatus)}"
             )
-        cutoff = self.anchor_after(now)
         if cutoff is not None:
             field, anchor = (
                 ("last_verified_at", belief.last_verified_at)
@@ -552,6 +563,15 @@ def resolve(policy: ContextPolicy | str | Path) -> ContextPolicy:
             hint=f"check the path, or use a preset: {', '.join(available_presets())}",
         )
     return ContextPolicy.preset(policy)
+
+
+def resolve_with_digest(policy: ContextPolicy | str | Path) -> tuple[ContextPolicy, str]:
+    """:func:`resolve` and the resolved policy's :attr:`ContextPolicy.digest`, validated once:
+    a preset name costs one check of the cached object, an object its re-validation (cached)."""
+    if isinstance(policy, str) and not policy.endswith((".yaml", ".yml")):
+        chosen, _, digest = _validated(_preset_bytes(policy))
+        return chosen, digest
+    return revalidate_with_digest(resolve(policy))
 
 
 # -- re-validation ---------------------------------------------------------------------------
@@ -620,6 +640,8 @@ def _plain(value: object, where: str, depth: int) -> Any:
         return _duration_text(value, where)
     if kind in (frozenset, set):
         items = [_plain(v, where, depth + 1) for v in value]  # type: ignore[attr-defined]
+        if all(type(item) is str for item in items):
+            return sorted(items)  # the usual set of states: text sorts as itself
         return sorted(items, key=lambda item: orjson.dumps(item))
     if kind in (list, tuple):
         return [_plain(v, where, depth + 1) for v in value]  # type: ignore[attr-defined]
@@ -642,10 +664,16 @@ def _plain(value: object, where: str, depth: int) -> Any:
 def _duration_text(value: object, where: str) -> str:
     try:
         text = str(value)
-        Duration.parse(text)
+        _parsed_duration(text)
     except (PolicyError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:
         raise PolicyError(f"{where}: not a valid duration") from exc
     return text
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_duration(text: str) -> Duration:
+    """:meth:`Duration.parse`, cached by text (a pure function; only successes are cached)."""
+    return Duration.parse(text)
 
 
 _STATE_ENUMS: frozenset[type] = frozenset(
@@ -1046,9 +1074,18 @@ def _condition(states: frozenset[E], enum: type[E]) -> frozenset[E] | None:
 def _listing(
     states: Iterable[StrEnum], enum: type[StrEnum], empty: str = "nothing (empty list)"
 ) -> str:
+    if type(states) is frozenset and empty == "nothing (empty list)":
+        return _frozen_listing(states, enum)  # every rejection reason names its policy's sets
     chosen = set(states)
     names = [member.value for member in enum if member in chosen]
     return ", ".join(names) if names else empty
+
+
+@functools.lru_cache(maxsize=256)
+def _frozen_listing(states: frozenset[StrEnum], enum: type[StrEnum]) -> str:
+    """:func:`_listing` of a frozen set, cached (a pure function returning text)."""
+    names = [member.value for member in enum if member in states]
+    return ", ".join(names) if names else "nothing (empty list)"
 
 
 def _kind(value: Any) -> str:
@@ -1075,6 +1112,7 @@ __all__ = [
     "available_presets",
     "floor_reasons",
     "resolve",
+    "resolve_with_digest",
     "revalidate",
     "revalidate_with_digest",
 ]

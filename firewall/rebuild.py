@@ -38,6 +38,7 @@ from pydantic import ValidationError
 from firewall.chain import ChainModel
 from firewall.errors import LogIntegrityError
 from firewall.events import RECORD_TYPES
+from firewall.heap import cyclic_gc_paused
 from firewall.store.base import Store
 from firewall.store.memory import MemoryStore
 
@@ -170,6 +171,12 @@ def replay(store: Store, into: Store | None = None) -> Store:
     """``into`` (a fresh memory store by default) holding ``store``'s log, its projections
     rebuilt from it. An event that cannot be read is a :class:`LogIntegrityError`."""
     fresh = MemoryStore() if into is None else into
+    with cyclic_gc_paused():  # the whole log's records are held at once (firewall.heap)
+        _replay_into(store, fresh)
+    return fresh
+
+
+def _replay_into(store: Store, fresh: Store) -> None:
     batch = []
     seq = 0
     try:
@@ -185,7 +192,6 @@ def replay(store: Store, into: Store | None = None) -> Store:
         raise LogIntegrityError(
             seq + 1 if not batch else seq, f"the event cannot be read ({exc})"
         ) from exc
-    return fresh
 
 
 def _expected(store: Store) -> tuple[int, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:

@@ -14,6 +14,7 @@ one that fails is reported as rejected, with its reasons, instead.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from firewall.chain import Belief
@@ -41,13 +42,41 @@ def gather(
     now: datetime,
 ) -> RecallResult:
     """Run the policy's queries for ``query`` and sort the matches into the recall buckets."""
-    chosen, digest = revalidate_with_digest(chosen)
+    policy, digest = revalidate_with_digest(chosen)
+    return collect(
+        store, policy, digest, query=query, project=project, user=user, k=k, now=now
+    ).result
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    """A recall's result and, for the host side only, the stored beliefs it rejected on age or
+    expiry (what lazy decay moves). Never handed to the model: rejections carry no text."""
+
+    result: RecallResult
+    aged: tuple[Belief, ...]
+
+
+def collect(
+    store: Store,
+    chosen: ContextPolicy,
+    digest: str,
+    *,
+    query: str,
+    project: str,
+    user: str | None,
+    k: int,
+    now: datetime,
+) -> Gathered:
+    """:func:`gather` for a policy the caller has just re-validated
+    (:func:`firewall.policy.resolve_with_digest`), ``digest`` being that policy's."""
+    found = store.find_beliefs(
+        chosen.accept_filter(text=query, project=project, user=user, now=now, limit=k)
+    )
     accepted = [
         b
-        for b in store.find_beliefs(
-            chosen.accept_filter(text=query, project=project, user=user, now=now, limit=k)
-        )
-        if chosen.admits(b, now) and not floor_reasons(b)
+        for b, reasons in zip(found, chosen.rejections(found, now), strict=True)
+        if not reasons and not floor_reasons(b)
     ]
     taken = {b.id for b in accepted}
     quoted: list[Belief] = []
@@ -82,11 +111,18 @@ def gather(
     # not know is seen unverified; a reinstated fact the policy admits joins the accepted ones.
     reader = Reader(chosen, project, user, now)
     seen = as_seen_by(store, reader, others)
+    stored = {b.id: b for b in others}
     others = [seen.get(b.id, b) for b in others]
-    reinstated = [b for b in others if chosen.admits(b, now) and not floor_reasons(b)]
-    others = [b for b in others if b not in reinstated]
+    # Each other match is judged once: no reason at all (policy or floor) means it is admitted.
+    judged = [
+        (b, tuple(_with_floor(reasons, b)))
+        for b, reasons in zip(others, chosen.rejections(others, now), strict=True)
+    ]
+    reinstated = [b for b, reasons in judged if not reasons]
     accepted = [*accepted, *reinstated[: max(0, k - len(accepted))]]
-    rejected = [RejectedItem(b.id, tuple(_reasons(chosen, b, now)), b.origin) for b in others]
+    judged = [(b, reasons) for b, reasons in judged if reasons]
+    others = [b for b, _ in judged]
+    rejected = [RejectedItem(b.id, reasons, b.origin) for b, reasons in judged]
     uncertainties: list[Uncertainty] = []
     if chosen.surface_uncertainties:
         for b, r in zip(others, rejected, strict=True):
@@ -95,7 +131,7 @@ def gather(
     views: list[ContradictionView] = []
     if chosen.surface_contradictions:
         views = contradiction_views(store, reader, [*accepted, *quoted, *others], seen)
-    return RecallResult(
+    result = RecallResult(
         query=query,
         policy=chosen.name,
         policy_digest=digest,
@@ -105,11 +141,16 @@ def gather(
         contradictions=tuple(views),
         uncertainties=tuple(uncertainties),
     )
+    aged = tuple(stored[r.belief_id] for r in rejected if _AGED & set(r.codes))
+    return Gathered(result, aged)
 
 
-def _reasons(policy: ContextPolicy, belief: Belief, now: datetime) -> list[Reason]:
+#: Rejection codes lazy freshness decay acts on.
+_AGED = frozenset({"freshness", "expiry"})
+
+
+def _with_floor(reasons: list[Reason], belief: Belief) -> list[Reason]:
     """The policy's reasons, then any of the floor's it did not give (same code)."""
-    reasons = policy.rejection_reasons(belief, now)
     codes = {r.code for r in reasons}
     return reasons + [r for r in floor_reasons(belief) if r.code not in codes]
 
@@ -123,4 +164,4 @@ def _uncertain(belief: Belief, rejected: RejectedItem) -> bool:
     return belief.truth_status == TruthStatus.UNVERIFIED or "freshness" in rejected.codes
 
 
-__all__ = ["gather"]
+__all__ = ["Gathered", "collect", "gather"]

@@ -52,7 +52,7 @@ from firewall.content import (
     statement_text,
 )
 from firewall.contradictions import detect, detect_on_evidence
-from firewall.decay import decay_seen
+from firewall.decay import decay_read
 from firewall.errors import (
     InputError,
     MissingGrantError,
@@ -64,11 +64,17 @@ from firewall.grants import Grant
 from firewall.ids import new_id
 from firewall.logbook import withheld_read
 from firewall.origin import Origin, join_all
-from firewall.policy import ContextPolicy, floor_reasons, resolve
+from firewall.policy import (
+    ContextPolicy,
+    floor_reasons,
+    resolve,
+    resolve_with_digest,
+    revalidate_with_digest,
+)
 from firewall.recall import (
     RecallResult,
 )
-from firewall.retrieval import gather
+from firewall.retrieval import collect
 from firewall.states import (
     ClaimKind,
     EvidenceQuality,
@@ -636,28 +642,28 @@ class Session:
             raise InputError(f"query must be a string, got {type(query).__name__}")
         if not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise InputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
-        chosen = resolve(policy)
+        # validated once, digest included (cached): the queries and the log use this one
+        chosen, digest = resolve_with_digest(policy)
         if chosen.privileged:
             raise MissingGrantError(
                 f"policy {chosen.name!r} is privileged: recall through it is the audit path",
                 hint="use Firewall.audit(query, grant=wall.grant('auditor', ...))",
             )
         now = self._wall.clock()
-        result = gather(
+        gathered = collect(
             self._wall.store,
             chosen,
+            digest,
             query=query,
             project=self.project,
             user=self.user,
             k=k,
             now=now,
         )
-        # lazy freshness decay: what this read rejected on age or expiry is recorded as decayed
-        aged = [r.belief_id for r in result.rejected if {"freshness", "expiry"} & set(r.codes)]
-        if aged:
-            decay_seen(self._wall, aged)
-        # gather computed the digest of the policy it revalidated: log that one, not a second
-        return self._log_recall(result, chosen.name, result.policy_digest, k=k, now=now)
+        # lazy freshness decay: what this read rejected on age or expiry, as it read them
+        if gathered.aged:
+            decay_read(self._wall, gathered.aged)
+        return self._log_recall(gathered.result, chosen.name, digest, k=k, now=now)
 
     def log_recall(
         self,
@@ -673,8 +679,12 @@ class Session:
         :meth:`recall` calls this for the store's own recall; a memory-store adapter calls it
         for the hits it screened (``source`` names the store), so every read that reaches the
         model is one ``recall.performed`` event and taints the session the same way.
+
+        The policy named in the event is ``chosen`` re-validated (cached, with its digest), so
+        a subclass or an edited object cannot log another policy's name or digest.
         """
-        return self._log_recall(result, chosen.name, chosen.digest, k=k, now=now, source=source)
+        policy, digest = revalidate_with_digest(chosen)
+        return self._log_recall(result, policy.name, digest, k=k, now=now, source=source)
 
     def _log_recall(
         self,

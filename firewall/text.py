@@ -8,6 +8,7 @@ backend computes the same formula in Python).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -42,8 +43,11 @@ def query_terms(query: str) -> list[str]:
     return list(seen)[:MAX_QUERY_TERMS]
 
 
+@functools.lru_cache(maxsize=1024)
 def fts5_match(query: str) -> str | None:
-    """An FTS5 MATCH expression: the quoted terms OR'd together, or None if nothing to match."""
+    """An FTS5 MATCH expression: the quoted terms OR'd together, or None if nothing to match.
+
+    Cached by the query text (a pure function): one recall runs it for each of its queries."""
     terms = query_terms(query)
     if not terms:
         return None

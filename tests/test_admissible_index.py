@@ -162,3 +162,78 @@ def test_a_filter_reaching_past_the_admissible_states_searches_the_whole_index(
         assert fact in {b.id for b in store.find_beliefs(where)}
         clean_only = replace(where, security=frozenset({SecurityStatus.CLEAN}))
         assert fact not in {b.id for b in store.find_beliefs(clean_only)}
+
+
+def _reference(store: SQLiteStore, query: str, project: str, user: str) -> set[str]:
+    """What the default policy admits for ``query``, by a full scan: every text match through
+    the whole-corpus index, each judged on its document (policy and hard floor), no status
+    column or admissible index consulted."""
+    from firewall.policy import floor_reasons, resolve
+
+    policy = resolve("default")
+    matches = store.find_beliefs(BeliefFilter(text=query, project=project, user=user, limit=10_000))
+    return {b.id for b in matches if policy.admits(b, NOW) and not floor_reasons(b)}
+
+
+def test_the_admissible_index_and_a_full_scan_agree_after_moves_and_hand_edits(
+    tmp_path: Path,
+) -> None:
+    """Defence in depth, measured: for every query, what recall accepts through the admissible
+    index is exactly what a full scan of the documents admits, after sentinel quarantines,
+    a fan-out, decay, and after the store file was edited behind the log's back (a document
+    made quarantined under admissible columns; columns made admissible over an unverified
+    document). The index stays in step with the columns throughout."""
+    path = tmp_path / "g.db"
+    words = ["deploy", "review", "main", "release", "canary", "freeze", "rollback", "train"]
+    queries = [" ".join(words[i : i + 2]) for i in range(len(words) - 1)] + ["deploy main"]
+    with firewall.open(f"sqlite:///{path}", clock=lambda: NOW) as wall:
+        with wall.session(project="shop", actor="coder", user="alice") as s:
+            facts = [
+                observe_as(wall, s, Origin.user("alice"), tool="chat", content=f"{a} {b} note {i}")
+                .content[0]
+                .id
+                for i, (a, b) in enumerate(zip(words, reversed(words), strict=True))
+            ]
+            pages = [
+                s.observe(
+                    tool="fetch",
+                    content=f"{a} {b} page {i}",
+                    origin=Origin.external(f"web:site{i % 2}"),
+                )
+                .content[0]
+                .id
+                for i, (a, b) in enumerate(zip(words, words[1:] + words[:1], strict=True))
+            ]
+        wall.quarantine(facts[0], reason="poisoned", authority=Authority.SENTINEL)
+        wall.flag_origin("external:web:site1", reason="bad site")
+    edited_doc, edited_columns = facts[1], pages[0]
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "UPDATE beliefs SET doc = CAST(replace(replace(CAST(doc AS TEXT), "
+            '\'"security_status":"clean"\', \'"security_status":"quarantined"\'), '
+            '\'"retrieval_status":"normal"\', \'"retrieval_status":"privileged_only"\') '
+            "AS BLOB) WHERE id = ?",
+            (edited_doc,),
+        )
+        conn.execute(
+            "UPDATE beliefs SET truth = 'supported', retrieval = 'normal', security = 'clean' "
+            "WHERE id = ?",
+            (edited_columns,),
+        )
+    conn.close()
+    indexed, wanted = _admissible_rowids(path)
+    assert indexed == wanted, "the index follows the columns, edits included"
+    with SQLiteStore(path) as store:
+        expected = {q: _reference(store, q, "shop", "alice") for q in queries}
+    with (
+        firewall.open(f"sqlite:///{path}", clock=lambda: NOW) as wall,
+        wall.session(project="shop", actor="coder", user="alice") as s,
+    ):
+        for q in queries:
+            got = s.recall(q, k=50)
+            assert set(got.accepted_ids) == expected[q], q
+            assert edited_doc not in {b.id for b in got.shown()}
+            assert edited_columns not in {b.id for b in got.shown()}
+    assert any(expected.values()), "legitimate facts still come back"
+    assert facts[2] in set().union(*expected.values())

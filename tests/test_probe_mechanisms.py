@@ -534,7 +534,7 @@ def decay_never_due(mp: pytest.MonkeyPatch) -> None:
     """Nothing is ever due to decay: freshness stays as written."""
     import firewall.decay as decay
 
-    mp.setattr(decay, "due", lambda belief, now, stale_before: None)
+    mp.setattr(decay, "due_state", lambda current, *, expired, aged: None)
 
 
 def calibration_never_bad(mp: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from firewall.chain import (
     Action,
@@ -95,6 +95,17 @@ class BeliefFilter:
     limit: int = 10
     offset: int = 0
     unranked: bool = False
+
+
+class DecayRow(NamedTuple):
+    """A belief due for freshness decay, as :meth:`Store.decay_rows` returns it."""
+
+    belief_id: str
+    version: int
+    #: Its current freshness state.
+    freshness: str
+    #: True if its ``expires_at`` has passed (else it is due by age).
+    expired: bool
 
 
 class Store(ABC):
@@ -280,6 +291,24 @@ class Store(ABC):
                 found.append(belief)
         return sorted(found, key=lambda b: b.id)
 
+    def decay_rows(
+        self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
+    ) -> list[DecayRow]:
+        """:meth:`decay_candidates` as compact rows, in the same order: what bulk decay needs
+        to decide a move, without a typed belief (a backend may read them from its columns;
+        the move itself is checked against the stored version when it is applied)."""
+        return [
+            DecayRow(
+                b.id,
+                b.version,
+                b.freshness_status.value,
+                b.expires_at is not None and b.expires_at <= now,
+            )
+            for b in self.decay_candidates(
+                stale_before=stale_before, now=now, after=after, limit=limit
+            )
+        ]
+
     def decay_candidates(
         self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
     ) -> list[Belief]:
@@ -388,6 +417,7 @@ __all__ = [
     "EXECUTION_CLAIM_KIND",
     "REQUEST_KIND_PREFIXES",
     "BeliefFilter",
+    "DecayRow",
     "Store",
     "check_continues",
     "is_request_kind",

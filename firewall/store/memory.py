@@ -40,6 +40,7 @@ from firewall.chain import (
 )
 from firewall.errors import GnomonError, StoreError
 from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
+from firewall.moves import resolve_moves
 from firewall.states import Scope
 from firewall.store.base import (
     EXECUTION_CLAIM_KIND,
@@ -170,8 +171,8 @@ class MemoryStore(Store):
     def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
         with self._lock:
             self._check_open()
-            sealed, staged = self._prepare(drafts)
-            self._apply(sealed, [d.typed_records() for d in drafts], staged)
+            sealed, records, staged = self._prepare(drafts)
+            self._apply(sealed, records, staged)
             return sealed
 
     def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
@@ -189,18 +190,20 @@ class MemoryStore(Store):
             records, staged = self._check_sealed(events)
             self._apply(list(events), records, staged)
 
-    def _prepare(self, drafts: Sequence[EventDraft]) -> tuple[list[Event], list[_BeliefRow]]:
+    def _prepare(
+        self, drafts: Sequence[EventDraft]
+    ) -> tuple[list[Event], list[Records], list[_BeliefRow]]:
         """Seal and stage everything that can fail, before anything is mutated."""
         seq, prev = self._head()
         sealed: list[Event] = []
-        staged: list[_BeliefRow] = []
         try:
             for draft in drafts:
                 seq += 1
                 event = seal(seq, prev, draft)
                 prev = event.hash
                 sealed.append(event)
-                staged.extend(_stage_belief(b) for b in draft.typed_records().beliefs)
+            records = self._resolved([d.typed_records() for d in drafts])
+            staged = [_stage_belief(b) for rec in records for b in rec.beliefs]
         except GnomonError:
             raise
         except Exception as exc:
@@ -208,7 +211,13 @@ class MemoryStore(Store):
                 f"{self.url}: commit failed and was rolled back: {exc!r}",
                 hint="nothing was written; fix the draft that could not be stored",
             ) from exc
-        return sealed, staged
+        return sealed, records, staged
+
+    def _resolved(self, records: list[Records]) -> list[Records]:
+        """Move batches turned into the belief versions they make (:mod:`firewall.moves`)."""
+        if not any(rec.moves for rec in records):
+            return records
+        return resolve_moves(records, self.get_beliefs)
 
     def _check_sealed(self, events: Sequence[Event]) -> tuple[list[Records], list[_BeliefRow]]:
         """Check sealed events continue the chain and stage their records (no mutation)."""
@@ -217,8 +226,10 @@ class MemoryStore(Store):
             check_continues(event, seq, prev)
             seq, prev = event.seq, event.hash
         try:
-            records = [event.records() for event in events]
+            records = self._resolved([event.records() for event in events])
             staged = [_stage_belief(b) for rec in records for b in rec.beliefs]
+        except GnomonError:
+            raise
         except Exception as exc:
             raise StoreError(
                 f"{self.url}: the events' records could not be read: {exc!r}; nothing was written",

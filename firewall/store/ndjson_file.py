@@ -207,7 +207,7 @@ class FileLogStore(MemoryStore):
 
     def _append(self, drafts: Sequence[EventDraft]) -> list[Event]:
         """Seal, write, fsync, apply. The caller holds both locks and has caught up."""
-        sealed, staged = self._prepare(drafts)
+        sealed, records, staged = self._prepare(drafts)
         last = len(sealed) - 1
         data = b"".join(
             encode_line(e.seq, e.prev_hash, e.hash, e.body, more=i < last)
@@ -216,7 +216,7 @@ class FileLogStore(MemoryStore):
         self._write(data)
         self._offset += len(data)
         self._lines += len(sealed)
-        self._apply(sealed, [d.typed_records() for d in drafts], staged)
+        self._apply(sealed, records, staged)
         return sealed
 
     # -- the Store interface ----------------------------------------------------------------

@@ -87,6 +87,7 @@ from firewall.errors import (
     UnsupportedURLError,
 )
 from firewall.events import GENESIS_HASH, IMPORTS, Event, EventDraft, Records, seal
+from firewall.moves import resolve_moves
 from firewall.states import SENSITIVITY_RANK, Scope
 from firewall.store import postgres_schema as schema
 from firewall.store.base import BeliefFilter, Store, check_continues
@@ -714,10 +715,28 @@ class PostgresStore(Store):
             sealed.append(event)
             if draft.batch is not None:
                 batches.append((draft.batch, event))
-        # an import batch's rows are derived from its compact rows (no typed record is built)
-        records = [d.records if d.batch is None else Records() for d in drafts]
+        # an import batch's rows are derived from its compact rows (no typed record is built);
+        # a move batch's versions from the versions this transaction sees
+        records = self._resolved(
+            conn, [d.typed_records() if d.batch is None else Records() for d in drafts]
+        )
         self._store_events(conn, head, sealed, records, batches)
         return sealed
+
+    def _resolved(self, conn: psycopg.Connection[Any], records: list[Records]) -> list[Records]:
+        """Move batches turned into the belief versions they make (:mod:`firewall.moves`),
+        from the versions this transaction sees."""
+        if not any(rec.moves for rec in records):
+            return records
+
+        def load(ids: list[str]) -> dict[str, Belief]:
+            rows = conn.execute(
+                "SELECT doc FROM beliefs WHERE tenant = %s AND id = ANY(%s)", (self.tenant, ids)
+            ).fetchall()
+            found = [Belief.model_validate_json(bytes(doc), strict=False) for (doc,) in rows]
+            return {b.id: b for b in found}
+
+        return resolve_moves(records, load)
 
     def _write_sealed(self, conn: psycopg.Connection[Any], events: Sequence[Event]) -> None:
         head = self._lock_head(conn)
@@ -725,7 +744,8 @@ class PostgresStore(Store):
         for event in events:
             check_continues(event, seq, prev)
             seq, prev = event.seq, event.hash
-        self._store_events(conn, head, list(events), [e.records() for e in events])
+        records = self._resolved(conn, [e.records() for e in events])
+        self._store_events(conn, head, list(events), records)
 
     def _rebuild(self, conn: psycopg.Connection[Any]) -> int:
         tenant = self.tenant
@@ -748,7 +768,7 @@ class PostgresStore(Store):
             ]
             if not page:
                 break
-            rows = ProjectionRows.of(page, [e.records() for e in page])
+            rows = ProjectionRows.of(page, self._resolved(conn, [e.records() for e in page]))
             count_delta, token_delta = self._write_beliefs(cur, rows)
             self._write_projections(cur, rows)
             belief_count += count_delta

@@ -13,7 +13,7 @@ document: the four axes, the sensitivity rank, the time keys in integer microsec
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -183,12 +183,24 @@ class ProjectionRows:
             if not items:
                 continue
             table: dict[str, tuple[Any, bytes]] = getattr(self, name)
-            for item, doc in zip(items, payload[name], strict=True):
+            for item, doc in zip(items, with_moved(name, items, payload), strict=True):
                 # assignment to an existing key keeps its position: last version, first place
                 table[item.id] = (item, dumps(doc))  # type: ignore[attr-defined]
             if name == "beliefs":
                 last = {b.id: table[b.id] for b in items}  # type: ignore[attr-defined]
                 self.versions.extend(last.values())
+
+
+def with_moved(
+    name: str, items: Sequence[Any], payload: dict[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The payload's documents of table ``name``; for ``beliefs``, followed by the documents
+    of the versions a move batch made (:func:`firewall.moves.resolve_moves` appends them to
+    the records; the payload does not restate them)."""
+    docs = payload.get(name) or []
+    if name == "beliefs" and len(docs) < len(items):
+        return [*docs, *(b.to_json_dict() for b in items[len(docs) :])]
+    return docs
 
 
 def version_rows(
@@ -309,5 +321,6 @@ __all__ = [
     "derived_queries",
     "derived_row",
     "version_rows",
+    "with_moved",
     "within_admissible",
 ]

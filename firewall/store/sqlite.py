@@ -32,6 +32,7 @@ from firewall.batch import (
     belief_doc,
     binding_doc,
     member_docs,
+    read_batch,
     record_docs,
 )
 from firewall.chain import (
@@ -48,7 +49,16 @@ from firewall.chain import (
     StoreBinding,
 )
 from firewall.errors import GnomonError, StoreCorruptError, StoreError, StoreLockedError
-from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
+from firewall.events import (
+    GENESIS_HASH,
+    MOVES,
+    Event,
+    EventDraft,
+    Records,
+    records_from_payload,
+    seal,
+)
+from firewall.moves import resolve_moves
 from firewall.states import (
     SENSITIVITY_RANK,
     RetrievalStatus,
@@ -57,9 +67,10 @@ from firewall.states import (
     TruthStatus,
 )
 from firewall.store import sqlite_schema as schema
-from firewall.store.base import BeliefFilter, Store, check_continues
+from firewall.store.base import BeliefFilter, DecayRow, Store, check_continues
 from firewall.store.keys import index_tokens, micros
-from firewall.store.sql_common import PROJECTION_KEYS, derived_queries, derived_row
+from firewall.store.sql_common import PROJECTION_KEYS, derived_queries, derived_row, with_moved
+from firewall.store.sqlite_moves import apply_moves
 from firewall.text import fts5_match
 
 M = TypeVar("M", bound=ChainModel)
@@ -405,6 +416,11 @@ class SQLiteStore(Store):
                 rows.add(draft.records, event.payload["records"])
             if draft.batch is not None:
                 rows.add_batch(draft.batch, event.payload[IMPORTS], seq)
+            if draft.moves is not None:
+                # moves apply to what earlier drafts of this commit wrote: write those first
+                rows.write(conn, index_new_beliefs=not self._index_by_trigger)
+                rows = _Rows()
+                apply_moves(conn, draft.moves)
         self._insert_events(conn, sealed)
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
         return sealed
@@ -429,11 +445,41 @@ class SQLiteStore(Store):
 
     def _apply_events(self, conn: sqlite3.Connection, events: Sequence[Event]) -> None:
         rows = _Rows()
-        for event in events:
-            records = event.records()
+        if not any(MOVES in event.payload for event in events):
+            # an import batch's rows straight from its compact rows, as its commit writes them
+            # (one document per record; claims and evidence derived from this event on read)
+            for event in events:
+                payload = event.payload
+                imports = payload.get(IMPORTS)
+                rest = (
+                    payload if imports is None else {k: payload[k] for k in payload if k != IMPORTS}
+                )
+                records = records_from_payload(rest)
+                if records:
+                    rows.add(records, record_docs(rest))
+                if imports is not None:
+                    rows.add_batch(read_batch(imports), imports, event.seq)
+            rows.write(conn, index_new_beliefs=not self._index_by_trigger)
+            return
+        found = [event.records() for event in events]
+        if any(rec.moves for rec in found):
+            # a move applies to the version the log holds before it: write what came before
+            found = resolve_moves(found, lambda ids: self._stored_beliefs(conn, ids))
+        for event, records in zip(events, found, strict=True):
             if records:
                 rows.add(records, record_docs(event.payload))
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
+
+    def _stored_beliefs(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, Belief]:
+        """The stored versions of ``ids``, inside the caller's transaction."""
+        found: dict[str, Belief] = {}
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for (doc,) in conn.execute(f"SELECT doc FROM beliefs WHERE id IN ({marks})", chunk):
+                belief = Belief.model_validate_json(doc, strict=False)
+                found[belief.id] = belief
+        return found
 
     def _rebuild(self, conn: sqlite3.Connection) -> int:
         present = self._tables()
@@ -670,6 +716,33 @@ class SQLiteStore(Store):
             "(freshness = 'fresh' AND anchor_us < ?)) ORDER BY id LIMIT ?",
             [after, micros(now), micros(stale_before), limit],
         )
+
+    def beliefs_with_origin(self, origin_id: str) -> list[Belief]:
+        # The same answer as the generic pass, read from the beliefs table alone: SQLite tests
+        # each document's origin ids (the label, not any text that mentions the id).
+        return self._many(
+            Belief,
+            "SELECT doc FROM beliefs WHERE instr(doc, ?) > 0 AND EXISTS (SELECT 1 FROM "
+            "json_each(CAST(doc AS TEXT), '$.origin.origin_ids') WHERE value = ?) ORDER BY id",
+            (orjson.dumps(origin_id)[1:-1], origin_id),
+        )
+
+    def decay_rows(
+        self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
+    ) -> list[DecayRow]:
+        # Version and state from the document (what the move is checked against when it is
+        # applied, :mod:`firewall.store.sqlite_moves`); due-ness from the indexed columns.
+        now_us = micros(now)
+        with self._guard("reading decay candidates") as conn:
+            rows = conn.execute(
+                "SELECT id, json_extract(CAST(doc AS TEXT), '$.version'), "
+                "json_extract(CAST(doc AS TEXT), '$.freshness_status'), "
+                "expires_us IS NOT NULL AND expires_us <= ? FROM beliefs WHERE id > ? AND ("
+                "(freshness != 'expired' AND expires_us IS NOT NULL AND expires_us <= ?) OR "
+                "(freshness = 'fresh' AND anchor_us < ?)) ORDER BY id LIMIT ?",
+                [now_us, after, now_us, micros(stale_before), limit],
+            ).fetchall()
+        return [DecayRow(i, v, f, bool(e)) for i, v, f, e in rows]
 
     def find_beliefs(self, where: BeliefFilter) -> list[Belief]:
         query = self._belief_query(where, count=False)
@@ -1024,7 +1097,9 @@ class _Rows:
                 for e, d in zip(rec.evidence, payload["evidence"], strict=True)
             )
         in_event: dict[str, int] = {}
-        for belief, doc in zip(rec.beliefs, payload.get("beliefs", ()), strict=True):
+        for belief, doc in zip(
+            rec.beliefs, with_moved("beliefs", rec.beliefs, payload), strict=True
+        ):
             # Only the last version of a belief in one commit is written: each id then appears
             # once in the upsert, so a belief is either new (indexed after the upsert) or an
             # update of a row already indexed (re-indexed by its trigger), never both.

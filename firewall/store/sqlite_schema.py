@@ -56,9 +56,9 @@ claim id to its batch event and its row there, and reads derive both documents f
 (hash-chained) event, checking that the row they find names the claim asked for. A belief's
 first history version, when the batch writes it, holds an empty ``doc``: the open version is
 the belief's current document, which :data:`VERSION_DOC` reads in its place and
-:data:`CLOSE_VERSION` copies into the row when a newer version closes it. Every other write
-(and a replay of the log) still writes full rows; reads accept both. Opening an older file
-creates the table.
+:data:`CLOSE_VERSION` copies into the row when a newer version closes it. A replay writes an
+import batch the same way; every other write still writes full rows, and reads accept both.
+Opening an older file creates the table.
 
 Status facets are deliberately *not* in the FTS index. Pushing ``facets:(t_supported)`` into the
 MATCH expression was measured ~10x slower at 100k beliefs (p50 9.8 ms against 1.1 ms): FTS5's

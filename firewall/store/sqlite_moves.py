@@ -1,0 +1,131 @@
+"""SQLite's fast path for a move batch (:mod:`firewall.moves`): the moves applied in SQL.
+
+Each belief's new version is its stored document with the moved axes, the version and
+``updated_at`` replaced (``json_set``), exactly what :func:`firewall.moves.apply_move` derives
+from the same document in Python (a rebuild compares the two). No document is parsed into a
+record: at a million beliefs that parse alone would take longer than the target for the whole
+move.
+
+The move is checked against the stored **document**, not the axis columns: an ``UPDATE`` only
+matches the row whose document is at the version before and in every ``from`` state the batch
+names, and whose new version keeps the gate's cross-axis invariant (quarantined stays
+privileged-only or blocked); one row that does not match rolls the whole transaction back (a
+belief changed since the candidates were read, or a document edited behind the log's back).
+Each transition is checked against the gate's table here again (it was when the batch was
+built, :meth:`firewall.moves.MoveBatch.add`), and by every reader of the log.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import orjson
+
+from firewall.errors import StoreError
+from firewall.gate import PINNED_RETRIEVAL
+from firewall.moves import MoveBatch, check_change
+from firewall.states import Axis
+from firewall.store import sqlite_schema as schema
+from firewall.store.keys import micros
+
+#: The columns a new version row copies from the updated ``beliefs`` row, in
+#: :data:`~firewall.store.sqlite_schema.VERSION_COLUMNS` order after ``until_us``.
+_COPIED = ", ".join(schema.VERSION_COLUMNS[4:-1])
+
+_NEW_VERSION = (
+    f"INSERT INTO belief_versions ({', '.join(schema.VERSION_COLUMNS)}) "
+    f"SELECT id, ?, ?, NULL, {_COPIED}, doc FROM beliefs WHERE id = ?"
+)
+
+
+def _state(axis: Axis, axes: tuple[Axis, ...]) -> str:
+    """SQL for ``axis``'s state after the move: the moved value (the row's ``to`` parameter,
+    in ``sets`` order) or the document's own."""
+    if axis in axes:
+        return f"?{axes.index(axis) + 1}"
+    return f"json_extract(CAST(doc AS TEXT), '$.{axis.value}_status')"
+
+
+def _update_sql(axes: tuple[Axis, ...]) -> str:
+    """Numbered parameters: ``?1..?n`` the new states, then version, time, id, the version
+    before and the ``from`` states."""
+    n = len(axes)
+    sets = ", ".join(f"{a.value} = ?{i + 1}" for i, a in enumerate(axes))
+    paths = ", ".join(f"'$.{a.value}_status', ?{i + 1}" for i, a in enumerate(axes))
+    checks = " AND ".join(
+        f"json_extract(CAST(doc AS TEXT), '$.{a.value}_status') = ?{n + 5 + i}"
+        for i, a in enumerate(axes)
+    )
+    sql = (
+        f"UPDATE beliefs SET {sets}, doc = CAST(json_set(CAST(doc AS TEXT), {paths}, "
+        f"'$.version', ?{n + 1}, '$.updated_at', ?{n + 2}) AS BLOB) "
+        f"WHERE id = ?{n + 3} AND json_extract(CAST(doc AS TEXT), '$.version') = ?{n + 4} "
+        f"AND {checks}"
+    )
+    if Axis.SECURITY in axes or Axis.RETRIEVAL in axes:
+        # the gate's cross-axis invariant on the version the move makes
+        security, retrieval = _state(Axis.SECURITY, axes), _state(Axis.RETRIEVAL, axes)
+        for pinned, allowed in PINNED_RETRIEVAL.items():
+            listed = ", ".join(f"'{r}'" for r in sorted(allowed))
+            sql += f" AND NOT ({security} = '{pinned}' AND {retrieval} NOT IN ({listed}))"
+    return sql
+
+
+def apply_moves(conn: sqlite3.Connection, batch: MoveBatch) -> None:
+    """Apply ``batch`` inside the caller's transaction (see the module docstring)."""
+    at, at_us = batch.now_text, micros(batch.now)
+    groups: dict[tuple[Axis, ...], list[tuple[Any, ...]]] = {}
+    closes: list[tuple[int, str]] = []
+    versions: list[tuple[int, int, str]] = []
+    revisions: list[tuple[str, str, int, bytes]] = []
+    reasons = list(batch.reasons)
+    related = list(batch.related)
+    authority = batch.authority.value
+    dumps = orjson.dumps
+    for belief_id, version, index, changes in batch.rows:
+        for _, axis, before, after in changes:
+            # re-checked here too: the batch object is not trusted to be the one add() built
+            check_change(axis, before, after, batch.authority)
+        axes = tuple(axis for _, axis, _, _ in changes)
+        groups.setdefault(axes, []).append(
+            (
+                *(after for _, _, _, after in changes),
+                version,
+                at,
+                belief_id,
+                version - 1,
+                *(before for _, _, before, _ in changes),
+            )
+        )
+        closes.append((at_us, belief_id))
+        versions.append((version, at_us, belief_id))
+        for rev, axis, before, after in changes:
+            doc = {
+                "id": rev,
+                "belief_id": belief_id,
+                "axis": axis.value,
+                "from_state": before,
+                "to_state": after,
+                "authority": authority,
+                "reason": reasons[index],
+                "grant_id": None,
+                "related_ids": related,
+                "created_at": at,
+            }
+            revisions.append((rev, belief_id, at_us, dumps(doc)))
+    for axes, rows in groups.items():
+        cur = conn.executemany(_update_sql(axes), rows)
+        if cur.rowcount != len(rows):
+            raise StoreError(
+                f"a move batch expected {len(rows)} beliefs at their recorded version and states, "
+                f"found {cur.rowcount}: a belief moved since it was read, or its stored document "
+                "was edited; nothing was written",
+                hint="run the move again (it re-reads the beliefs); `gnomon rebuild` shows edits",
+            )
+    conn.executemany(schema.CLOSE_VERSION, closes)
+    conn.executemany(_NEW_VERSION, versions)
+    conn.executemany(schema.UPSERT_REVISION, revisions)
+
+
+__all__ = ["apply_moves"]
