@@ -270,6 +270,8 @@ def gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
 #: The types of a compact row, as the records they become hold them (one validation call
 #: checks every row of a batch: what differs between records; the template is validated whole).
 _ROWS: TypeAdapter[

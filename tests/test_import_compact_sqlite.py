@@ -152,8 +152,18 @@ def test_a_version_7_file_migrates_and_reads_old_and_new_rows(tmp_path: Path) ->
     source.import_records(_items(4, "old"), store_name="mem0", project="p")
     path = tmp_path / "v7.db"
     with SQLiteStore(path) as store:
-        store.append_sealed(list(source.store.events()))  # the full-row apply path
+        store.append_sealed(list(source.store.events()))
+        # a version 7 file held a full claim and evidence row for every imported record
+        claims = [store.get_claim(b.claim_id) for b in store.find_beliefs(BeliefFilter(limit=9))]
+        full = [(c.id, c.model_dump_json().encode()) for c in claims if c is not None]
+        items = [i for c in claims if c is not None for i in store.get_evidence(c.id).items]
+    assert len(full) == len(items) == 4
     with sqlite3.connect(path) as conn:
+        conn.executemany("INSERT INTO claims (id, doc) VALUES (?, ?)", full)
+        conn.executemany(
+            "INSERT INTO evidence (id, claim_id, doc) VALUES (?, ?, ?)",
+            [(i.id, i.claim_id, i.model_dump_json().encode()) for i in items],
+        )
         conn.execute("DROP TABLE batch_members")
         conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
     conn.close()

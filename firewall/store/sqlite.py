@@ -458,7 +458,13 @@ class SQLiteStore(Store):
                 if records:
                     rows.add(records, record_docs(rest))
                 if imports is not None:
+                    # a batch's beliefs are plain inserts: write what came before, then the
+                    # batch, so that a later move of one of them (in this page) finds it
+                    rows.write(conn, index_new_beliefs=not self._index_by_trigger)
+                    rows = _Rows()
                     rows.add_batch(read_batch(imports), imports, event.seq)
+                    rows.write(conn, index_new_beliefs=not self._index_by_trigger)
+                    rows = _Rows()
             rows.write(conn, index_new_beliefs=not self._index_by_trigger)
             return
         found = [event.records() for event in events]
