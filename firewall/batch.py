@@ -34,9 +34,7 @@ template (a ``supported`` belief, a changed origin) is refused by the same check
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -258,20 +256,6 @@ class ImportBatch:
         )
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a batch is built and committed: its thousands of
-    short-lived containers hold no cycles, and collecting them cost ~20% of an import's CPU.
-    The previous state is restored (a caller that disabled the collector keeps it off)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 #: The types of a compact row, as the records they become hold them (one validation call
 #: checks every row of a batch: what differs between records; the template is validated whole).
 _ROWS: TypeAdapter[
@@ -451,7 +435,6 @@ __all__ = [
     "claim_doc",
     "evidence_doc",
     "expand",
-    "gc_paused",
     "member_docs",
     "record_docs",
 ]

@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from firewall import __about__
 from firewall.adoption import Adopter, Context
 from firewall.arguments import check_value, checked_call, checked_streaming
-from firewall.batch import ImportBatch, gc_paused
+from firewall.batch import ImportBatch
 from firewall.chain import (
     Belief,
     Contradiction,
@@ -66,6 +66,7 @@ from firewall.grants import (
     check_scope,
     revalidated,
 )
+from firewall.heap import cyclic_gc_paused
 from firewall.ids import new_id
 from firewall.moves import MoveBatch
 from firewall.origin import Integrity, Origin
@@ -768,7 +769,7 @@ class Firewall:
             if bind:
                 chunk = self._unbound(store_name, chunk)
             if chunk:
-                with gc_paused():
+                with cyclic_gc_paused():  # a batch's short-lived containers hold no cycles
                     draft = self._import_batch(
                         chunk, adopter, store_name, project, actor, versions, bind
                     )

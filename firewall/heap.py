@@ -2,7 +2,8 @@
 
 Replaying a log or building a report holds every record it reads at once; the cyclic collector
 would traverse that growing heap again and again (measured: a 10,000-event report took 3x longer
-with it on). Nothing they build forms reference cycles worth collecting early, and reference
+with it on); an import batch's thousands of short-lived containers cost ~20% of an import's CPU
+to collect. Nothing they build forms reference cycles worth collecting early, and reference
 counting still frees everything as usual.
 """
 

@@ -61,15 +61,18 @@ from firewall.events import (
 from firewall.moves import resolve_moves
 from firewall.states import (
     SENSITIVITY_RANK,
-    RetrievalStatus,
     Scope,
-    SecurityStatus,
-    TruthStatus,
 )
 from firewall.store import sqlite_schema as schema
 from firewall.store.base import BeliefFilter, DecayRow, Store, check_continues
 from firewall.store.keys import index_tokens, micros
-from firewall.store.sql_common import PROJECTION_KEYS, derived_queries, derived_row, with_moved
+from firewall.store.sql_common import (
+    PROJECTION_KEYS,
+    derived_queries,
+    derived_row,
+    with_moved,
+    within_admissible,
+)
 from firewall.store.sqlite_moves import apply_moves
 from firewall.text import fts5_match
 
@@ -879,7 +882,7 @@ class SQLiteStore(Store):
                 return None
             # The admissible index holds a superset of what such a filter can match (its
             # statuses lie inside the index's); every condition is still checked on the row.
-            index = "beliefs_fts_ok" if _within_admissible(where) else "beliefs_fts"
+            index = "beliefs_fts_ok" if within_admissible(where) else "beliefs_fts"
             sql = (
                 f"SELECT {select} FROM {index} CROSS JOIN beliefs b "
                 f"ON b.rid = {index}.rowid WHERE {index} MATCH ?"
@@ -1260,18 +1263,6 @@ def _conditions(where: BeliefFilter, *, id_column: str) -> tuple[list[str], list
         conds.append(f"+b.{id_column} NOT IN ({','.join('?' * len(where.exclude_ids))})")
         params.extend(sorted(where.exclude_ids))
     return conds, params
-
-
-def _within_admissible(where: BeliefFilter) -> bool:
-    """True when every belief ``where`` can match is in ``beliefs_fts_ok``."""
-    return (
-        where.truth is not None
-        and where.retrieval is not None
-        and where.security is not None
-        and where.truth <= {TruthStatus(schema.ADMISSIBLE_TRUTH)}
-        and where.retrieval <= {RetrievalStatus(schema.ADMISSIBLE_RETRIEVAL)}
-        and where.security <= {SecurityStatus(schema.ADMISSIBLE_SECURITY)}
-    )
 
 
 def _version_rows(

@@ -77,6 +77,11 @@ subject or a session use those indexes instead (see ``SQLiteStore._belief_query`
 from __future__ import annotations
 
 from firewall.store.base import REQUEST_KIND_PREFIXES
+from firewall.store.sql_common import (
+    ADMISSIBLE_RETRIEVAL,
+    ADMISSIBLE_SECURITY,
+    ADMISSIBLE_TRUTH,
+)
 
 SCHEMA_VERSION = 9
 APPLICATION = "gnomon"
@@ -239,13 +244,9 @@ CREATE TABLE contradiction_members (
 CREATE INDEX contradiction_members_contradiction ON contradiction_members (contradiction_id);
 """
 
-#: The states a belief must have to be in ``beliefs_fts_ok`` (as SQL on a ``beliefs`` row).
-ADMISSIBLE_TRUTH = "supported"
-ADMISSIBLE_RETRIEVAL = "normal"
-ADMISSIBLE_SECURITY = "clean"
-
 
 def _admissible(row: str) -> str:
+    """The states a belief must have to be in ``beliefs_fts_ok`` (as SQL on a ``beliefs`` row)."""
     return (
         f"{row}.truth = '{ADMISSIBLE_TRUTH}' AND {row}.retrieval = '{ADMISSIBLE_RETRIEVAL}' "
         f"AND {row}.security = '{ADMISSIBLE_SECURITY}'"
