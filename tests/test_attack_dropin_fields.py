@@ -66,7 +66,8 @@ def _mem0_add(wall: Firewall, metadata: dict[str, Any]) -> list[dict[str, Any]]:
 def test_a_credential_in_a_quoted_mem0_hits_metadata_is_never_returned(wall: Firewall) -> None:
     found = _mem0_add(wall, {"note": f"aws {KEY} secret {SECRET}"})
     for hit in found:
-        assert KEY not in json.dumps(hit, default=str) and SECRET not in json.dumps(hit, default=str)
+        shown = json.dumps(hit, default=str)
+        assert KEY not in shown and SECRET not in shown
 
 
 def test_a_breakout_in_a_quoted_mem0_hits_metadata_never_reaches_the_caller(
@@ -94,7 +95,7 @@ def _letta_blocks(wall: Firewall, descriptions: dict[str, str | None]) -> dict[s
     from adapters.letta import GuardedLetta
 
     server = FakeLettaServer()
-    agent = server.add_agent(blocks={label: "Deploy notes: rotate certs." for label in descriptions})
+    agent = server.add_agent(blocks=dict.fromkeys(descriptions, "Deploy notes: rotate certs."))
     for label, description in descriptions.items():
         server.agent_block(agent, label)["description"] = description
     letta = Letta(
