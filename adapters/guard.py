@@ -908,7 +908,7 @@ class Guard:
                 return Screened(item, belief, "rejected", reasons, note="cannot be shown quoted")
             if credential_kinds(item.text):  # its label may say "internal": the text decides
                 return Screened(item, belief, "rejected", reasons, note="holds a credential")
-            beside = beside_quote_problem(item.rendered)  # shown outside the marker, as stored
+            beside = beside_quote_problem(item)  # what it shows outside the marker, as stored
             if beside is not None:
                 return Screened(item, belief, "rejected", reasons, note=beside)
             return Screened(item, belief, "quoted", reasons)
