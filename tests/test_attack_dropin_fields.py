@@ -161,3 +161,34 @@ def test_a_zep_messages_name_or_metadata_beside_the_quote_is_checked_too(wall: F
     assert [m.gnomon["text"] for m in page] == ["Ticket 9 is ready."]
     (shown,) = page
     assert shown.content.startswith("<quoted-data ") and shown.name == "tickets"
+
+
+TOKEN = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+#: the token as a scanner reading the stored text would miss it, and as a reader still sees it
+OBFUSCATED = {
+    "zero-width": TOKEN[:6] + "\u200b" + TOKEN[6:],
+    "soft hyphen": TOKEN[:6] + "\u00ad" + TOKEN[6:],
+    "full-width": "".join(chr(ord(c) + 0xFEE0) for c in TOKEN),
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(OBFUSCATED))
+def test_a_credential_spelled_to_dodge_the_scanner_is_never_quoted(
+    wall: Firewall, spelling: str
+) -> None:
+    """The quote marker normalizes its text (NFKC, invisible characters dropped), which puts a
+    split or full-width key back together: the check must look at the text as it is shown."""
+    with wall.session(project="shop", actor="coder", user="alice") as session:
+        raw = offline_memory(tempfile.mkdtemp(dir=os.environ["MEM0_DIR"]))
+        memory = GuardedMemory(raw, wall, session=session)
+        memory.add(
+            [
+                {"role": "tool", "name": "web", "content": "Ticket 9 is ready for review."},
+                {"role": "tool", "name": "web", "content": f"deploy {OBFUSCATED[spelling]}"},
+            ],
+            user_id="alice",
+            infer=False,
+        )
+        found = memory.get_all(filters={"user_id": "alice"})["results"]
+    assert [r["gnomon"]["text"] for r in found] == ["Ticket 9 is ready for review."]
+    assert TOKEN not in json.dumps(found, ensure_ascii=False)
