@@ -20,6 +20,8 @@ never shown half-quoted.
 "shows field 'description' that could break out of its quote"
 >>> beside_quote_problem(StoreItem("s", "t", rendered={"metadata": '{"note":"a\\\\nb"}'}))
 "shows field 'metadata' that could break out of its quote"
+>>> beside_quote_problem(StoreItem("s", "t", raw=object(), text_field="text"))
+"shows field 'fields' that could break out of its quote"
 """
 
 from __future__ import annotations
@@ -59,16 +61,26 @@ def _decoded(text: str) -> Iterator[str]:
         yield decoded
 
 
+#: What an SDK object whose fields cannot be read shows: never inert, so the hit is withheld.
+_UNREADABLE = {"fields": "<unreadable>"}
+
+
 def _plain(raw: Any) -> Mapping[str, Any]:
-    """The SDK object's fields as plain values (a dict row, or a pydantic model)."""
+    """The SDK object's fields as plain values (a dict row, a pydantic model, an object's
+    attributes); an object whose fields cannot be read counts as not inert (fail closed)."""
+    if raw is None:
+        return {}
     if isinstance(raw, Mapping):
         return raw
     dump = getattr(raw, "model_dump", None)
     if callable(dump):
-        found = dump(mode="json")
-        if isinstance(found, Mapping):
-            return found
-    return {}
+        try:
+            found = dump(mode="json")
+        except Exception:  # any SDK model: an unreadable one is withheld, never raised
+            return _UNREADABLE
+        return found if isinstance(found, Mapping) else _UNREADABLE
+    fields = getattr(raw, "__dict__", None)
+    return fields if isinstance(fields, dict) else _UNREADABLE
 
 
 def _beside(item: StoreItem) -> Iterator[tuple[str, str]]:
