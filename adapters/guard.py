@@ -74,6 +74,7 @@ from firewall.tool_calls import ToolCall
 
 from . import conflicts
 from .base import StoreItem
+from .quoted_fields import beside_quote_problem
 from .withheld import Announcer, report
 
 Verdict = Literal["accepted", "quoted", "rejected", "dropped"]
@@ -907,6 +908,9 @@ class Guard:
                 return Screened(item, belief, "rejected", reasons, note="cannot be shown quoted")
             if credential_kinds(item.text):  # its label may say "internal": the text decides
                 return Screened(item, belief, "rejected", reasons, note="holds a credential")
+            beside = beside_quote_problem(item)  # what it shows outside the marker, as stored
+            if beside is not None:
+                return Screened(item, belief, "rejected", reasons, note=beside)
             return Screened(item, belief, "quoted", reasons)
         return Screened(item, belief, "rejected", reasons)
 

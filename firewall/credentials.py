@@ -38,6 +38,8 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
+from firewall.render import shown_text
+
 #: Gnomon's own patterns, applied with either engine: ``(kind, pattern)``.
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -119,7 +121,22 @@ def engine() -> str:
 
 
 def credential_kinds(text: str) -> tuple[str, ...]:
-    """The kinds of credential found in ``text`` (detector names, sorted), or ``()``."""
+    """The kinds of credential found in ``text`` (detector names, sorted), or ``()``: in the
+    text as stored and as it is shown (:func:`firewall.render.shown_text`), so a key split by a
+    zero-width character or spelled in full-width letters, which a renderer puts back
+    together, is found too.
+
+    >>> credential_kinds("token ghp_\u200bA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8")
+    ('GitHub Token',)
+    """
+    kinds = set(_kinds(text))
+    shown = shown_text(text)
+    if shown != text:
+        kinds.update(_kinds(shown))
+    return tuple(sorted(kinds))
+
+
+def _kinds(text: str) -> set[str]:
     kinds: set[str] = set()
     for kind, pattern in PATTERNS:
         if pattern.search(text):
@@ -131,7 +148,7 @@ def credential_kinds(text: str) -> tuple[str, ...]:
         for kind, detect in detectors:
             if kind not in kinds and any(True for _ in detect(line)):
                 kinds.add(kind)
-    return tuple(sorted(kinds))
+    return kinds
 
 
 __all__ = ["FALLBACK", "PATTERNS", "credential_kinds", "engine"]

@@ -64,6 +64,17 @@ def strip_invisible(text: str) -> str:
     return _map(text, None, "")
 
 
+def shown_text(text: str) -> str:
+    """``text`` as a reader sees it once shown: NFKC-normalized (full-width letters become
+    ASCII), invisible characters gone, line breaks kept. What a scanner must look at, since the
+    invisible characters that split a word for it are not there for the reader.
+
+    >>> shown_text("ghp_\u200bAB\uff23")
+    'ghp_ABC'
+    """
+    return _map(unicodedata.normalize("NFKC", text), "\n", " ")
+
+
 def model_line(text: str) -> str:
     """``text`` as one escaped line of a context block meant for a model."""
     return _map(unicodedata.normalize("NFKC", text), "\\n", " ").translate(_XML)
@@ -80,4 +91,4 @@ def terminal_text(text: str, *, multiline: bool = False) -> str:
     return _map(text, "\n" if multiline else " ", "\t" if multiline else " ")
 
 
-__all__ = ["model_attr", "model_line", "strip_invisible", "terminal_text"]
+__all__ = ["model_attr", "model_line", "shown_text", "strip_invisible", "terminal_text"]

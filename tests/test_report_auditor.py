@@ -189,3 +189,24 @@ def test_a_section_builder_plugs_in_and_reaches_every_format(wall: firewall.Fire
     assert "## Kernel (1)" in render_markdown(report)
     assert "<h2>Kernel (1)</h2>" in render_html(report)
     assert report_json(report)["sections"]["Kernel"] == [{"session": s.id, "beliefs": "1"}]
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        GITHUB_TOKEN[:6] + "\u200b" + GITHUB_TOKEN[6:],  # split by a zero-width space
+        "".join(chr(ord(c) + 0xFEE0) for c in GITHUB_TOKEN),  # full-width letters
+    ],
+)
+def test_a_credential_spelled_to_dodge_the_scanner_is_still_redacted(
+    wall: firewall.Firewall, spelled: str
+) -> None:
+    """Attack: the terminal and model renderers drop invisible characters (and the model's
+    NFKC-normalizes), which puts a split key back together; the scan looks at the text as it
+    is shown too."""
+    with wall.session(project="shop", actor="coder", user="alice") as s:
+        s.remember(f"note to self: {spelled}")
+    report = build_report(wall.store, s.id)
+    for text in (everything(report), render_markdown(report)):
+        assert GITHUB_TOKEN not in text and spelled not in text
+    assert "[redacted: credential (GitHub Token" in render_markdown(report)

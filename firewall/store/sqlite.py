@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
@@ -516,17 +516,28 @@ class SQLiteStore(Store):
             after = page[-1].seq
 
     def projection_docs(self) -> Iterator[tuple[str, str, bytes]]:
+        rowed: dict[str, set[str]] = {"claims": set(), "evidence": set()}
         for table, key in PROJECTION_KEYS:
             with self._guard("reading projections") as conn:
                 rows = conn.execute(f"SELECT {key}, doc FROM {table}").fetchall()
             for ident, doc in rows:
+                if table in rowed:
+                    rowed[table].add(str(ident))
                 yield table, ident, doc
-        yield from self._member_docs()
+        yield from self._member_docs(rowed)
 
-    def _member_docs(self) -> Iterator[tuple[str, str, bytes]]:
+    def _member_docs(
+        self, rowed: Mapping[str, set[str]] | None = None
+    ) -> Iterator[tuple[str, str, bytes]]:
         """The claim and evidence documents of import batch members (no row of their own),
         derived from their events one batch at a time; a member its event does not hold is
-        yielded as a document that is no valid record, so a check names it."""
+        yielded as a document that is no valid record, so a check names it.
+
+        A member with a row of its own in ``rowed`` (``{table: ids}``) is not yielded: reads
+        serve that row (:meth:`get_claim`, :meth:`get_evidence`), so the row is what a check
+        must compare with the log, and a row planted over a member is named, not hidden."""
+        rowed = rowed or {}
+        claim_rows, evidence_rows = rowed.get("claims", set()), rowed.get("evidence", set())
         with self._guard("reading batch members") as conn:
             if "batch_members" not in self._tables():
                 return
@@ -546,11 +557,15 @@ class SQLiteStore(Store):
                     claim, evidence = member_docs(imports, index)
                 except (IndexError, KeyError, TypeError, ValueError):
                     claim = evidence = {}
-                if claim.get("id") != claim_id:
+                if claim_id in claim_rows:
+                    pass  # its own row was yielded: reads serve that
+                elif claim.get("id") != claim_id:
                     yield "claims", claim_id, b"null"
                     continue
-                yield "claims", claim_id, _dumps(claim)
-                yield "evidence", str(evidence["id"]), _dumps(evidence)
+                else:
+                    yield "claims", claim_id, _dumps(claim)
+                if evidence and str(evidence.get("id")) not in evidence_rows:
+                    yield "evidence", str(evidence["id"]), _dumps(evidence)
 
     def derived_rows(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
         kept = ", ".join(f"b.{c}" for c in schema.VERSION_COLUMNS[:-1])
