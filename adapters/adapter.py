@@ -24,10 +24,10 @@ from typing import IO, Any, TypeVar
 from adapters.base import StoreBackend, StoreItem, merged_metadata
 from adapters.errors import AdapterError, StoreCallError
 from adapters.guard import AuditView, Guard, PendingWrite, Screened
-from firewall.arguments import checked_call
-from firewall.chain import StoreBinding
-from firewall.channels import WriteOrigin
-from firewall.grants import Grant
+from firewall.gate.grants import Grant
+from firewall.host.channels import WriteOrigin
+from firewall.model.arguments import checked_call
+from firewall.model.chain import StoreBinding
 
 T = TypeVar("T")
 

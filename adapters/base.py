@@ -36,7 +36,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from adapters.errors import StoreMetadataError
-from firewall.chain import Belief, content_hash
+from firewall.model.chain import Belief, content_hash
 
 #: Metadata keys the firewall writes; a caller may not set them.
 BELIEF_KEY = "gnomon_belief_id"
@@ -89,7 +89,7 @@ ITEM_HASH_DOMAIN = "gnomon.store-item.v1"
 
 def item_hash(text: str, rendered: Mapping[str, str] | None = None) -> str:
     """The hash a binding records for an item: its text alone when it renders nothing else
-    (so bindings of plain-text items keep their :func:`~firewall.chain.content_hash`),
+    (so bindings of plain-text items keep their :func:`~firewall.model.chain.content_hash`),
     otherwise the canonical JSON of the domain tag, the text and every rendered field.
 
     >>> item_hash("tea") == content_hash("tea")

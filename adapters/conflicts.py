@@ -1,8 +1,8 @@
 """The contradiction channel of every guarded client, written once for all stores.
 
 A read's hits and ``client.gnomon.contradictions(query=None, ids=None)`` both come here. Each
-entry is one :class:`~firewall.chain.Contradiction` as this client's reader may know it
-(:func:`firewall.contested.contradiction_views`: members the reader's policy may not see,
+entry is one :class:`~firewall.model.chain.Contradiction` as this client's reader may know it
+(:func:`firewall.gate.contested.contradiction_views`: members the reader's policy may not see,
 quarantined or above its ceiling or another tenant's, are left out without a trace, and an entry
 with fewer than two members left is not an entry), with each member's states and origins, the
 member the policy trusts (if any) and why, and the record's ``reason``, which names the store
@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from firewall.chain import Belief
-from firewall.contested import Reader, contradiction_views, in_scope
-from firewall.policy import ContextPolicy, resolve
-from firewall.recall import ContradictionView
+from firewall.gate.contested import Reader, contradiction_views, in_scope
+from firewall.gate.policy import ContextPolicy, resolve
+from firewall.gate.recall import ContradictionView
+from firewall.model.chain import Belief
 
 if TYPE_CHECKING:
     from adapters.guard import Guard

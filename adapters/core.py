@@ -35,16 +35,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from adapters.errors import AdapterError, BypassRefusedError, StoreCallError, refused_attribute
 from adapters.guard import DROP_IN_POLICY
 from adapters.withheld import attach, withheld_note
-from firewall.logbook import refused
+from firewall.model.logbook import refused
 
 if TYPE_CHECKING:
     from adapters.adapter import Adapter
     from adapters.base import StoreBackend, StoreItem
     from adapters.guard import Guard, Hits, PendingWrite, Screened
-    from firewall.channels import Channel
-    from firewall.firewall import Firewall
-    from firewall.policy import ContextPolicy
-    from firewall.session import Session
+    from firewall.gate.policy import ContextPolicy
+    from firewall.host.channels import Channel
+    from firewall.host.firewall import Firewall
+    from firewall.host.session import Session
 
 T = TypeVar("T")
 Converter = Callable[[str], AbstractContextManager[Any]]

@@ -1,6 +1,7 @@
 """The firewall side of every adapter: one :class:`Guard` per guarded client.
 
-A guard holds the :class:`~firewall.firewall.Firewall`, a :class:`~firewall.session.Session`
+A guard holds the :class:`~firewall.host.firewall.Firewall`, a
+:class:`~firewall.host.session.Session`
 (the agent run whose reads taint its writes), the store's name and the ContextPolicy. Each
 operation is split into phases so that sync and async SDK wrappers share them: the wrapper
 makes the raw call (``await`` or not) between two guard calls.
@@ -8,7 +9,8 @@ makes the raw call (``await`` or not) between two guard calls.
 **Write path.** :meth:`Guard.begin_write` records the memory with its origin: an agent's write
 is :meth:`Session.remember` (the agent joined with everything the session has read) unless the
 host passes an explicit ``origin``, recorded with :meth:`Session.observe`. Then a ``pending``
-:class:`~firewall.chain.StoreBinding`. The wrapper writes through with :func:`gnomon_metadata`;
+:class:`~firewall.model.chain.StoreBinding`. The wrapper writes through with
+:func:`gnomon_metadata`;
 :meth:`Guard.confirm_write` marks the binding ``written`` with the store's id. If the store
 fails, :meth:`Guard.fail_write` marks the binding ``failed`` (with the error) and moves the
 belief's retrieval to ``hidden`` with system authority, in one event: a memory the store does
@@ -34,7 +36,8 @@ write label (the host's ``origin``, else the agent joined with everything the se
 has lower integrity than a *supported* bound belief (a user's fact, rewritten by an agent that
 read a web page) is refused before the store is touched: the new text is recorded as an
 unverified candidate, linked to the protected belief by a
-:class:`~firewall.chain.Contradiction` (:func:`firewall.contradictions.contradiction_record`),
+:class:`~firewall.model.chain.Contradiction`
+(:func:`firewall.gate.contradictions.contradiction_record`),
 and :class:`~adapters.errors.ProtectedBeliefError` is raised. The trusted memory stays in the
 store and stays supported; the attempt surfaces as a contradiction. A write at least as trusted
 (the same user through the host's channel) revises as before. Where the store has already
@@ -54,23 +57,23 @@ from typing import Any, Literal
 
 from adapters.base import gnomon_metadata, item_hash
 from adapters.errors import AdapterError, ConflictingBeliefError, ProtectedBeliefError
-from firewall.chain import Belief, BindingState, Revision, StoreBinding, content_hash
-from firewall.channels import Channel, WriteOrigin, caller_origin
-from firewall.content import statement_text
-from firewall.contested import Reader, in_scope
-from firewall.contradictions import contradiction_record, linked, stands
-from firewall.credentials import credential_kinds
-from firewall.errors import MissingGrantError, UnknownIdError
-from firewall.events import Records
-from firewall.firewall import AuditEntry, Firewall
-from firewall.gate import Move, apply_moves
-from firewall.grants import Grant
-from firewall.origin import Origin, OriginClass
-from firewall.policy import ContextPolicy, Reason, floor_reasons, resolve, resolve_with_digest
-from firewall.recall import QuotedItem, RecallResult, RejectedItem
-from firewall.session import Session
-from firewall.states import Authority, Axis, RetrievalStatus, SecurityStatus, TruthStatus
-from firewall.tool_calls import ToolCall
+from firewall.audit.credentials import credential_kinds
+from firewall.gate.contested import Reader, in_scope
+from firewall.gate.contradictions import contradiction_record, linked, stands
+from firewall.gate.gate import Move, apply_moves
+from firewall.gate.grants import Grant
+from firewall.gate.policy import ContextPolicy, Reason, floor_reasons, resolve, resolve_with_digest
+from firewall.gate.recall import QuotedItem, RecallResult, RejectedItem
+from firewall.host.channels import Channel, WriteOrigin, caller_origin
+from firewall.host.firewall import AuditEntry, Firewall
+from firewall.host.session import Session
+from firewall.host.tool_calls import ToolCall
+from firewall.log.events import Records
+from firewall.model.chain import Belief, BindingState, Revision, StoreBinding, content_hash
+from firewall.model.content import statement_text
+from firewall.model.errors import MissingGrantError, UnknownIdError
+from firewall.model.origin import Origin, OriginClass
+from firewall.model.states import Authority, Axis, RetrievalStatus, SecurityStatus, TruthStatus
 
 from . import conflicts
 from .base import StoreItem
@@ -212,7 +215,7 @@ class Guard:
         self._own_session = session is None
         if session is None:
             if project is None:
-                from firewall.errors import InputError
+                from firewall.model.errors import InputError
 
                 raise InputError(
                     f"a guarded {store} client needs a session or a project",
@@ -273,7 +276,7 @@ class Guard:
         self, belief: Belief, moves: Sequence[Move], authority: Authority, reason: str
     ) -> tuple[Belief, list[Revision]]:
         """Apply the moves the gate allows from the belief's current states (others skipped)."""
-        from firewall.gate import TRANSITIONS
+        from firewall.gate.gate import TRANSITIONS
 
         allowed = [
             m
@@ -294,7 +297,7 @@ class Guard:
             return None
         checked = self.wall.attested_by(channel, project=self.session.project)
         if OriginClass.USER not in checked.origin.classes:
-            from firewall.errors import InputError
+            from firewall.model.errors import InputError
 
             raise InputError(
                 f"user_channel= must be a user channel, got one for {checked.origin.describe()}",
@@ -942,7 +945,7 @@ class Guard:
 
     def authorize_history(self, store_id: str, *, grant: Grant) -> None:
         """Check an auditor grant before a store's history is read, and log the read."""
-        from firewall.grants import GrantAuthority
+        from firewall.gate.grants import GrantAuthority
 
         s = self.session
         checked = self.wall.verifier.verify(

@@ -106,7 +106,7 @@ from adapters.letta_backend import (
     search_result_item,
 )
 from adapters.letta_loop import AgentMessages, LoopCore
-from firewall.channels import WriteOrigin
+from firewall.host.channels import WriteOrigin
 
 #: What a withheld block keeps: its shape, nothing of its text or what renders with it.
 BLANK_BLOCK = {"value": "", "description": None, "metadata": {}}

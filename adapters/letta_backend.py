@@ -384,7 +384,7 @@ def omit() -> Any:
 
 def rank(query: str, items: list[StoreItem]) -> list[StoreItem]:
     """Items sharing at least one word with the query, most shared first (stable)."""
-    from firewall.text import query_terms
+    from firewall.model.text import query_terms
 
     terms = set(query_terms(query))
     scored = [(len(terms & set(query_terms(i.text))), n, i) for n, i in enumerate(items)]

@@ -50,7 +50,7 @@ from adapters.errors import (
 from adapters.guard import Guard, Screened
 from adapters.letta_backend import STORE, block_item, converted, listed
 from adapters.withheld import Summary, report
-from firewall.chain import BindingState
+from firewall.model.chain import BindingState
 
 try:
     from letta_client.resources.agents import messages as sdk_messages

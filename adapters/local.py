@@ -23,11 +23,11 @@ from adapters.base import Page, StoreBackend, StoreItem
 from adapters.core import Constructed, Refusing
 from adapters.errors import BypassRefusedError, StoreCallError
 from adapters.guard import Screened, annotated, passed
-from firewall.chain import content_hash
-from firewall.channels import WriteOrigin
+from firewall.host.channels import WriteOrigin
+from firewall.model.chain import content_hash
+from firewall.model.text import query_terms
 from firewall.store.keys import index_tokens
 from firewall.store.memory import K1, B, bm25_idf
-from firewall.text import query_terms
 
 
 class LocalMemory:

@@ -78,9 +78,9 @@ from adapters.mem0_backend import (
     to_item,
 )
 from adapters.mem0_guard import _BIG, _Guarded, _scope
-from firewall.channels import WriteOrigin
-from firewall.firewall import Firewall
-from firewall.grants import Grant
+from firewall.gate.grants import Grant
+from firewall.host.channels import WriteOrigin
+from firewall.host.firewall import Firewall
 
 T = TypeVar("T")
 PLATFORM_SCOPE = ("user_id", "agent_id", "run_id", "app_id")

@@ -40,11 +40,11 @@ from adapters.errors import (
     status_hint,
 )
 from adapters.guard import Guard
-from firewall.channels import Channel
-from firewall.errors import InputError
-from firewall.firewall import Firewall
-from firewall.policy import ContextPolicy
-from firewall.session import Session
+from firewall.gate.policy import ContextPolicy
+from firewall.host.channels import Channel
+from firewall.host.firewall import Firewall
+from firewall.host.session import Session
+from firewall.model.errors import InputError
 
 STORE = "mem0"
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")

@@ -27,9 +27,9 @@ from adapters.mem0_backend import (
     to_item,
 )
 from adapters.withheld import attach
-from firewall.chain import Belief, BindingState
-from firewall.channels import WriteOrigin
-from firewall.grants import Grant
+from firewall.gate.grants import Grant
+from firewall.host.channels import WriteOrigin
+from firewall.model.chain import Belief, BindingState
 
 _UNSET: Any = object()
 _BIG = 1_000_000

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.errors import MissingSDKError
-from firewall.guard import GuardedTool
+from firewall.host.guard import GuardedTool
 
 try:
     from pydantic_ai import Tool

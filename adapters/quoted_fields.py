@@ -1,14 +1,15 @@
 """What a quoted hit shows beside its marker, and whether that may reach a caller.
 
 A hit the policy admits only as quoted data has its text field replaced by one escaped
-``<quoted-data>`` line (:meth:`firewall.recall.QuotedItem.render`). Every other field of the item
+``<quoted-data>`` line (:meth:`firewall.gate.recall.QuotedItem.render`). Every other field of the
+item
 reaches the caller as the store holds it, outside that marker: the fields the item renders
 (:attr:`adapters.base.StoreItem.rendered`: mem0's caller metadata, a Letta block's label and
 description, a Zep edge's name) and whatever else the SDK's object carries (a message's tool
 ``name`` and metadata, mem0's ``actor_id``, the origin id written into the metadata). So a
 quoted hit is returned only when each of those is *inert*: it holds no credential, and showing
 it to a model would change nothing (no markup that could close or open a marker, no line break,
-no invisible or bidi character: :func:`firewall.render.model_line` leaves it as it is; for a
+no invisible or bidi character: :func:`firewall.model.render.model_line` leaves it as it is; for a
 field rendered as JSON, every key and string inside it too). Otherwise the hit is withheld,
 never shown half-quoted.
 
@@ -31,8 +32,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from adapters.base import StoreItem
-from firewall.credentials import credential_kinds
-from firewall.render import model_line
+from firewall.audit.credentials import credential_kinds
+from firewall.model.render import model_line
 
 
 def _strings(value: Any) -> Iterator[str]:

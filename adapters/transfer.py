@@ -24,9 +24,9 @@ from typing import IO, TYPE_CHECKING
 import orjson
 
 from adapters.base import StoreItem
-from firewall.chain import BindingState
-from firewall.firewall import Firewall, ImportItem
-from firewall.policy import floor_reasons
+from firewall.gate.policy import floor_reasons
+from firewall.host.firewall import Firewall, ImportItem
+from firewall.model.chain import BindingState
 
 if TYPE_CHECKING:
     from collections.abc import Callable

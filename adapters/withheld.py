@@ -3,7 +3,8 @@
 A guarded read that drops hits must not look like an empty store. Every screened read yields a
 :func:`report` (a plain dict, no memory text), which each adapter puts beside its results: the
 ``gnomon`` key of mem0's dict, a ``gnomon`` attribute on Letta and Zep responses. The same
-counts go to the ``gnomon`` logger at INFO (formatted by :func:`firewall.logbook.withheld_read`,
+counts go to the ``gnomon`` logger at INFO (formatted by
+:func:`firewall.model.logbook.withheld_read`,
 as every refusal and withheld read is), and the first time a guarded client's read comes back
 empty *only* because of the policy, one WARNING names the commands that explain it.
 
@@ -18,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from firewall.logbook import withheld_read
+from firewall.model.logbook import withheld_read
 
 if TYPE_CHECKING:
     from adapters.guard import Screened

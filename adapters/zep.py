@@ -105,10 +105,10 @@ from adapters.fern_errors import fern_converted
 from adapters.guard import Hits, PendingWrite
 from adapters.withheld import Summary, attach
 from adapters.zep_context import render_context
-from firewall.chain import Belief, BindingState
-from firewall.channels import WriteOrigin
-from firewall.origin import Origin
-from firewall.states import SecurityStatus
+from firewall.host.channels import WriteOrigin
+from firewall.model.chain import Belief, BindingState
+from firewall.model.origin import Origin
+from firewall.model.states import SecurityStatus
 
 STORE = "zep"
 #: Zep: at most 10 metadata keys, scalar values or lists of scalars.

@@ -57,7 +57,7 @@ class Corpus:
 
     def query(self, rng: random.Random, low: int = 2, high: int = 4) -> str:
         # The 50 most frequent words play the part of stop words (which real queries drop, see
-        # firewall.text.STOP_WORDS): query words follow the same Zipf law over the rest.
+        # firewall.model.text.STOP_WORDS): query words follow the same Zipf law over the rest.
         count = rng.randint(low, high)
         skip = 50
         base = self.cum_weights[skip - 1]

@@ -3,7 +3,7 @@
 Builds a SQLite store of ``--beliefs`` imported memories (``Firewall.import_records``, cached
 under ``bench/.cache/``), copies it per measurement, then:
 
-* **decay**: ``firewall.decay.decay_all`` with the clock 60 days later, so every belief is due
+* **decay**: ``firewall.host.decay.decay_all`` with the clock 60 days later, so every belief is due
   (the worst case: every belief moves; one compact ``belief.decayed`` move batch per 50,000);
 * **fan-out**: ``Firewall.flag_origin`` on the origin every imported memory carries, so every
   belief is quarantined in ONE event and transaction;
@@ -30,9 +30,9 @@ from pathlib import Path
 import _common as common
 
 import firewall
-from firewall.decay import decay_all
-from firewall.firewall import ImportItem
-from firewall.sentinels import Sentinel
+from firewall.host.decay import decay_all
+from firewall.host.firewall import ImportItem
+from firewall.host.sentinels import Sentinel
 
 
 def build(path: Path, count: int) -> None:

@@ -9,7 +9,7 @@ directory:
   keep text findable, done the fast way.
 * **firewall**: ``wall.import_records(items, ...)``: every record validated, adopted as a claim,
   an evidence item and a belief, one chained event per batch (the compact import form,
-  ``firewall.batch``), committed with its projections.
+  ``firewall.log.batch``), committed with its projections.
 
 Each line also gives the bytes the store file holds per record after the run (database plus
 WAL, after close), for both.
@@ -30,7 +30,7 @@ from pathlib import Path
 import _common as common
 
 import firewall
-from firewall.firewall import ImportItem
+from firewall.host.firewall import ImportItem
 
 
 def file_bytes(path: Path) -> int:

@@ -19,12 +19,12 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import firewall
+from firewall.gate.policy import ContextPolicy
 from firewall.kernel import ApprovalSigner, ToolRegistry
 from firewall.kernel.actionpolicy import ActionPolicy
 from firewall.kernel.approvals import ApprovalRequest, check_approval
 from firewall.kernel.decide import decide
-from firewall.origin import Origin
-from firewall.policy import ContextPolicy
+from firewall.model.origin import Origin
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

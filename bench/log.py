@@ -20,7 +20,7 @@ from pathlib import Path
 
 import _common as common
 
-from firewall.events import EventDraft
+from firewall.log.events import EventDraft
 from firewall.store.sqlite import SQLiteStore
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

@@ -40,7 +40,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from firewall.grants import KeyPurpose, write_keypair
+from firewall.gate.grants import KeyPurpose, write_keypair
 from firewall.kernel.actionpolicy import preset_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,8 +121,8 @@ class _Canned:
 async def in_process(n: int, log: int) -> tuple[float, float]:
     """p50 wall and CPU milliseconds of one ``Proxy.call`` after ``log`` earlier calls."""
     import firewall
-    from firewall.mcp_config import load_proxy_config
-    from firewall.mcp_proxy import Proxy
+    from firewall.host.mcp_config import load_proxy_config
+    from firewall.host.mcp_proxy import Proxy
 
     config = load_proxy_config(setup(Path(tempfile.mkdtemp())))
     with firewall.open(config.store) as wall, wall.session(project="bench", actor="a") as s:

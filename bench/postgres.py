@@ -43,15 +43,16 @@ from urllib.parse import urlsplit, urlunsplit
 import _common as common
 import psycopg
 
-from firewall.adoption import Adopter, Context
-from firewall.batch import ImportBatch
-from firewall.chain import Belief
-from firewall.events import EventDraft, Records
-from firewall.firewall import ImportItem
-from firewall.ids import new_id
-from firewall.origin import Origin
-from firewall.policy import ContextPolicy
-from firewall.states import (
+from firewall.gate.adoption import Adopter, Context
+from firewall.gate.policy import ContextPolicy
+from firewall.host.firewall import ImportItem
+from firewall.log.batch import ImportBatch
+from firewall.log.events import EventDraft, Records
+from firewall.model.chain import Belief
+from firewall.model.filters import BeliefFilter
+from firewall.model.ids import new_id
+from firewall.model.origin import Origin
+from firewall.model.states import (
     Authority,
     ClaimKind,
     EvidenceQuality,
@@ -62,7 +63,6 @@ from firewall.states import (
     Sensitivity,
     TruthStatus,
 )
-from firewall.store.base import BeliefFilter
 from firewall.store.postgres import PostgresStore
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/gnomon_bench"
@@ -120,7 +120,7 @@ def _retrieval(trusted: bool, roll: float) -> RetrievalStatus:
 
 def batch_drafts(rng: random.Random, statements: list[str], size: int = 50) -> list[EventDraft]:
     """The same mix as :func:`make_beliefs`, written the way an import writes (one compact batch
-    event per ``size`` records, :mod:`firewall.batch`): each batch draws one project, scope and
+    event per ``size`` records, :mod:`firewall.log.batch`): each batch draws one project, scope and
     state combination, each record its own sensitivity and observation time. The states are set
     on the template directly (the benchmark plays the host, as ``drafts_for`` does)."""
     drafts = []

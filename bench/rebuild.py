@@ -8,9 +8,10 @@ per record, a record being a memory or a bare event). Then, per repetition:
 
 * **replay**: every event read from SQLite and appended sealed (``append_sealed``: hash re-check,
   record validation, projection apply) into a fresh ``MemoryStore``;
-* **rebuild check**: ``firewall.rebuild.rebuild`` (replay + canonical snapshot of both stores +
+* **rebuild check**: ``firewall.audit.rebuild.rebuild`` (replay + canonical snapshot of both stores
++
   record-by-record comparison), what ``gnomon rebuild`` runs;
-* **verify**: ``firewall.checkpoints.verify_log`` over the stored rows (the chain and the
+* **verify**: ``firewall.log.checkpoints.verify_log`` over the stored rows (the chain and the
   checkpoint scan ``gnomon log verify`` runs), for comparison with ``bench/log.py``;
 * **apply**: ``SQLiteStore.rebuild_projections`` (``gnomon rebuild --apply``: every projection
   table emptied and re-applied from the log in one transaction).
@@ -29,10 +30,10 @@ from pathlib import Path
 import _common as common
 
 import firewall
-from firewall.checkpoints import verify_log
-from firewall.events import EventDraft
-from firewall.firewall import ImportItem
-from firewall.rebuild import rebuild, replay
+from firewall.audit.rebuild import rebuild, replay
+from firewall.host.firewall import ImportItem
+from firewall.log.checkpoints import verify_log
+from firewall.log.events import EventDraft
 from firewall.store.sqlite import SQLiteStore
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)

@@ -34,13 +34,14 @@ from pathlib import Path
 import _common as common
 
 import firewall
-from firewall.adoption import Adopter, Context
-from firewall.chain import Belief
-from firewall.events import EventDraft, Records
-from firewall.ids import new_id
-from firewall.origin import Origin
-from firewall.policy import resolve
-from firewall.states import (
+from firewall.gate.adoption import Adopter, Context
+from firewall.gate.policy import resolve
+from firewall.log.events import EventDraft, Records
+from firewall.model.chain import Belief
+from firewall.model.filters import BeliefFilter
+from firewall.model.ids import new_id
+from firewall.model.origin import Origin
+from firewall.model.states import (
     ClaimKind,
     EvidenceQuality,
     ExtractionMethod,
@@ -49,7 +50,6 @@ from firewall.states import (
     Sensitivity,
     TruthStatus,
 )
-from firewall.store.base import BeliefFilter
 from firewall.store.sqlite import SQLiteStore
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)

@@ -46,8 +46,8 @@ os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="gnomon-bench-mem0-"))
 
 import firewall
 from firewall import Origin
-from firewall.firewall import Firewall
-from firewall.session import Session
+from firewall.host.firewall import Firewall
+from firewall.host.session import Session
 
 POLICIES = ("assistant", "default", "reference")  # "assistant": the drop-ins' default
 MARK = "<quoted-data "

@@ -9,11 +9,12 @@ events, so the history table holds ~1.35 versions per belief. Times (median of `
 repetitions of ``--queries`` queries each, per-query latency p50/p95):
 
 * **history by id**: ``store.belief_history(id)`` (one indexed query);
-* **as-of by id**: :func:`firewall.replay.version_at` at a random moment (the same query, then
+* **as-of by id**: :func:`firewall.audit.replay.version_at` at a random moment (the same query, then
   the choice of the version held);
 * **as-of by subject/predicate**: ``find_beliefs_as_of(BeliefFilter(subject, predicate), t)``;
 * **as-of by text**: ``find_beliefs_as_of(BeliefFilter(text=q, limit=10), t)`` (FTS5 + versions);
-* **why by id** and **why subject/predicate --at**: :func:`firewall.why.why` end to end (history,
+* **why by id** and **why subject/predicate --at**: :func:`firewall.audit.why.why` end to end
+(history,
   supersession, contradictions, sources re-hashed).
 
 The report part builds a session of ``--events`` events (observations, recalls, decisions with
@@ -36,16 +37,16 @@ import _common as common
 
 import firewall
 from firewall import Origin
-from firewall.adoption import Adopter, Context
-from firewall.chain import Belief
-from firewall.events import EventDraft, Records
-from firewall.ids import new_id
-from firewall.replay import version_at
-from firewall.report import build_report, render_html, render_markdown
-from firewall.states import ClaimKind, EvidenceQuality, ExtractionMethod, TruthStatus
-from firewall.store.base import BeliefFilter
+from firewall.audit.replay import version_at
+from firewall.audit.report import build_report, render_html, render_markdown
+from firewall.audit.why import why
+from firewall.gate.adoption import Adopter, Context
+from firewall.log.events import EventDraft, Records
+from firewall.model.chain import Belief
+from firewall.model.filters import BeliefFilter
+from firewall.model.ids import new_id
+from firewall.model.states import ClaimKind, EvidenceQuality, ExtractionMethod, TruthStatus
 from firewall.store.sqlite import SQLiteStore
-from firewall.why import why
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 START = NOW - timedelta(days=120)

@@ -15,7 +15,13 @@ YAML :class:`ContextPolicy`, and logs every step in a hash-chained event log.
 """
 
 from firewall.__about__ import __version__
-from firewall.chain import (
+from firewall.gate.grants import Grant, GrantAuthority, GrantSigner, GrantVerifier
+from firewall.gate.policy import ContextPolicy
+from firewall.gate.recall import RecallResult
+from firewall.host.firewall import AuditEntry, Firewall, ImportItem, open
+from firewall.host.session import Observed, Session
+from firewall.host.tool_calls import ToolCall
+from firewall.model.chain import (
     Action,
     Belief,
     Claim,
@@ -27,14 +33,9 @@ from firewall.chain import (
     Outcome,
     Revision,
 )
-from firewall.errors import GnomonError
-from firewall.firewall import AuditEntry, Firewall, ImportItem, open
-from firewall.grants import Grant, GrantAuthority, GrantSigner, GrantVerifier
-from firewall.origin import Integrity, Origin, OriginClass
-from firewall.policy import ContextPolicy
-from firewall.recall import RecallResult
-from firewall.session import Observed, Session
-from firewall.states import (
+from firewall.model.errors import GnomonError
+from firewall.model.origin import Integrity, Origin, OriginClass
+from firewall.model.states import (
     Authority,
     FreshnessStatus,
     RetrievalStatus,
@@ -42,7 +43,6 @@ from firewall.states import (
     Sensitivity,
     TruthStatus,
 )
-from firewall.tool_calls import ToolCall
 
 __all__ = [
     "Action",

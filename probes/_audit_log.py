@@ -16,8 +16,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from firewall import Origin
 from firewall import open as open_firewall
-from firewall.checkpoints import CHECKPOINT_KIND, CheckpointSigner, LogVerifyReport, verify_log
-from firewall.events import GENESIS_HASH, chain_hash
+from firewall.log.checkpoints import CHECKPOINT_KIND, CheckpointSigner, LogVerifyReport, verify_log
+from firewall.log.events import GENESIS_HASH, chain_hash
 from probes.runner import Checks, project_for
 
 Row = tuple[int, bytes, str, str]

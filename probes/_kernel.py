@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from firewall.firewall import Firewall
+from firewall.host.firewall import Firewall
 from firewall.kernel import ActionKernel, ApprovalSigner, PolicySigner, load_action_policy
 from firewall.kernel.actionpolicy import preset_bytes
 from firewall.kernel.approvals import ApprovalRequest

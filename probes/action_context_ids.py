@@ -14,9 +14,9 @@ carry ids (there is no such request: it is refused as ``wrong_request``).
 from __future__ import annotations
 
 from firewall import open as open_firewall
-from firewall.errors import ForgedApprovalError
 from firewall.kernel import ApprovalSigner
 from firewall.kernel.ledger import KINDS
+from firewall.model.errors import ForgedApprovalError
 from probes._kernel import host
 from probes.runner import Checks, ProbeResult, execute, project_for
 

@@ -18,7 +18,6 @@ tool under a misleading category is detected: the category is the host's declara
 from __future__ import annotations
 
 from firewall import open as open_firewall
-from firewall.errors import ContractError
 from firewall.kernel import (
     ActionContract,
     BlastRadius,
@@ -28,6 +27,7 @@ from firewall.kernel import (
     ToolRegistry,
 )
 from firewall.kernel.contracts import _model
+from firewall.model.errors import ContractError
 from probes._kernel import host
 from probes.runner import Checks, ProbeResult, execute, project_for
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from firewall.errors import UnsignedPolicyError
 from firewall.kernel import PolicySigner, load_action_policy
 from firewall.kernel.actionpolicy import preset_bytes
+from firewall.model.errors import UnsignedPolicyError
 from probes.runner import Checks, ProbeResult, execute
 
 NAME = "action_policy_signed"

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from firewall import open as open_firewall
-from firewall.errors import ActionPendingError
+from firewall.model.errors import ActionPendingError
 from probes._kernel import host
 from probes.runner import Checks, ProbeResult, execute, project_for
 

@@ -31,7 +31,7 @@ import httpx
 
 from adapters.errors import BypassRefusedError
 from firewall import open as open_firewall
-from firewall.firewall import Firewall
+from firewall.host.firewall import Firewall
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "adapter_bypass"

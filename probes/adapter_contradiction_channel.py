@@ -27,7 +27,7 @@ from adapters.errors import ConflictingBeliefError, ProtectedBeliefError
 from adapters.local import GuardedLocalMemory, LocalMemory
 from firewall import Origin
 from firewall import open as open_firewall
-from firewall.states import Authority
+from firewall.model.states import Authority
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "adapter_contradiction_channel"

@@ -25,8 +25,8 @@ from __future__ import annotations
 from adapters.local import GuardedLocalMemory, LocalMemory
 from firewall import Origin
 from firewall import open as open_firewall
-from firewall.chain import BindingState
-from firewall.states import SecurityStatus
+from firewall.model.chain import BindingState
+from firewall.model.states import SecurityStatus
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "adapter_sync_drift"

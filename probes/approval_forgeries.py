@@ -20,9 +20,9 @@ replayed.
 from __future__ import annotations
 
 from firewall import open as open_firewall
-from firewall.errors import ForgedApprovalError
 from firewall.kernel import ApprovalSigner
 from firewall.kernel.ledger import post_approval
+from firewall.model.errors import ForgedApprovalError
 from probes._kernel import host
 from probes.runner import Checks, ProbeResult, execute, project_for
 

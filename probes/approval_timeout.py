@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from firewall import open as open_firewall
-from firewall.errors import GnomonError
+from firewall.model.errors import GnomonError
 from probes._kernel import host
 from probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
 

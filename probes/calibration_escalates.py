@@ -26,9 +26,9 @@ from __future__ import annotations
 import dataclasses
 
 from firewall import Origin
-from firewall import calibration as cal
 from firewall import open as open_firewall
-from firewall.errors import LogIntegrityError
+from firewall.kernel import calibration as cal
+from firewall.model.errors import LogIntegrityError
 from probes._kernel import host
 from probes.runner import Checks, ProbeResult, execute, project_for
 

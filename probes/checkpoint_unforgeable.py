@@ -16,7 +16,7 @@ in-memory log, whatever URL it is given.
 
 from __future__ import annotations
 
-from firewall.checkpoints import CheckpointSigner, verify_log
+from firewall.log.checkpoints import CheckpointSigner, verify_log
 from probes._audit_log import build_log
 from probes.runner import Checks, ProbeResult, execute
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from firewall import Authority, Origin, Sensitivity, TruthStatus
 from firewall import open as open_firewall
-from firewall.recall import RecallResult
+from firewall.gate.recall import RecallResult
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "contradiction_fairness"

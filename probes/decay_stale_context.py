@@ -22,10 +22,10 @@ from datetime import timedelta
 
 from firewall import Authority, Origin
 from firewall import open as open_firewall
-from firewall.decay import DECAY_KIND, decay_all
-from firewall.errors import TransitionRefused
-from firewall.gate import Move
-from firewall.states import Axis, FreshnessStatus
+from firewall.gate.gate import Move
+from firewall.host.decay import DECAY_KIND, decay_all
+from firewall.model.errors import TransitionRefused
+from firewall.model.states import Axis, FreshnessStatus
 from probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
 
 NAME = "decay_stale_context"

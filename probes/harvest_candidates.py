@@ -22,8 +22,8 @@ from datetime import timedelta
 
 from firewall import Authority, Origin
 from firewall import open as open_firewall
-from firewall.errors import GrantScopeError, MissingGrantError
-from firewall.review import APPROVED_KIND, approve, harvest
+from firewall.host.review import APPROVED_KIND, approve, harvest
+from firewall.model.errors import GrantScopeError, MissingGrantError
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "harvest_candidates"

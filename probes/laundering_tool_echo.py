@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from firewall import Origin, RetrievalStatus, TruthStatus
 from firewall import open as open_firewall
-from firewall.errors import InputError
+from firewall.model.errors import InputError
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "laundering_tool_echo"

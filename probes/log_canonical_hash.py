@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 
-from firewall.events import (
+from firewall.log.events import (
     BODY_DOMAIN,
     DOMAIN,
     DOMAIN_V2,

@@ -34,7 +34,7 @@ import tempfile
 
 from firewall import Firewall, Integrity, Origin, TruthStatus
 from firewall import open as open_firewall
-from firewall.store.base import BeliefFilter
+from firewall.model.filters import BeliefFilter
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 TOOL_MESSAGE = "external:mem0:tool:tool"

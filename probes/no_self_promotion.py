@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from firewall import ContextPolicy, Origin, RetrievalStatus, TruthStatus
 from firewall import open as open_firewall
-from firewall.errors import SelfPromotionError
+from firewall.model.errors import SelfPromotionError
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "no_self_promotion"

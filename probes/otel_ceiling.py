@@ -17,8 +17,8 @@ labelled beliefs (queries, summaries, arguments) is exported at all: those leave
 from __future__ import annotations
 
 from firewall import open as open_firewall
-from firewall.chain import content_hash
-from firewall.states import Sensitivity
+from firewall.model.chain import content_hash
+from firewall.model.states import Sensitivity
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "otel_ceiling"
@@ -31,7 +31,7 @@ KEPT = "the deploy window is Tuesday"
 def check(url: str, c: Checks) -> None:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from firewall.otel import export_events
+    from firewall.host.otel import export_events
 
     project = project_for(NAME)
     with open_firewall(url) as wall:

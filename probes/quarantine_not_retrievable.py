@@ -39,14 +39,14 @@ from firewall import (
     SecurityStatus,
 )
 from firewall import open as open_firewall
-from firewall.errors import (
+from firewall.gate.gate import Move
+from firewall.model.errors import (
     ExpiredGrantError,
     ForgedGrantError,
     MissingGrantError,
     TransitionRefused,
 )
-from firewall.gate import Move
-from firewall.states import Axis
+from firewall.model.states import Axis
 from probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
 
 NAME = "quarantine_not_retrievable"

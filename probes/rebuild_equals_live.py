@@ -3,7 +3,8 @@ back is found.
 
 **Scenario.** An agent session writes beliefs (a user statement, an external document), a user
 grant promotes one and a sentinel quarantines another, so the projections hold several versions
-and revisions. The log is then replayed into a fresh store (``firewall.rebuild``). Then a store
+and revisions. The log is then replayed into a fresh store (``firewall.audit.rebuild``). Then a
+store
 writer changes one belief's truth status in the live projections without an event.
 
 **Asserts.**
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from firewall import Authority, Origin, TruthStatus
 from firewall import open as open_firewall
-from firewall.rebuild import rebuild
+from firewall.audit.rebuild import rebuild
 from firewall.store.memory import MemoryStore
 from probes.runner import Checks, ProbeResult, execute, project_for
 

@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from firewall import Authority, Origin
 from firewall import open as open_firewall
-from firewall.replay import replay
+from firewall.audit.replay import replay
 from probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
 
 NAME = "replay_stricter_policy"

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from firewall.errors import InputError
+from firewall.model.errors import InputError
 
 #: Probe modules, in the order they run and are reported.
 PROBE_MODULES: tuple[str, ...] = (
@@ -232,7 +232,7 @@ def run_one(name: str, url: str | None = None) -> ProbeResult:
 
     Probes write into a project of their own (``probe-<name>-<id>``), so running them against a
     real store (``url="sqlite:///./.gnomon/gnomon.db"``) does not mix with a team's memories.
-    An unknown name raises :class:`~firewall.errors.InputError`; anything else is a result.
+    An unknown name raises :class:`~firewall.model.errors.InputError`; anything else is a result.
     """
     return _run_name(name, url)
 

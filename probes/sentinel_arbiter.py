@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from firewall import Origin
 from firewall import open as open_firewall
-from firewall.sentinels import ALERT_KIND, SentinelArbiter
+from firewall.host.sentinels import ALERT_KIND, SentinelArbiter
 from probes._kernel import host
 from probes.runner import Checks, ProbeResult, execute, project_for
 

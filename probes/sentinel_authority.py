@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from firewall import Authority, Origin
 from firewall import open as open_firewall
-from firewall.errors import TransitionRefused
-from firewall.gate import Move
-from firewall.states import Axis, RetrievalStatus, SecurityStatus, TruthStatus
+from firewall.gate.gate import Move
+from firewall.model.errors import TransitionRefused
+from firewall.model.states import Axis, RetrievalStatus, SecurityStatus, TruthStatus
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "sentinel_authority"

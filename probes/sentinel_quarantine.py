@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from firewall import Origin
 from firewall import open as open_firewall
-from firewall.sentinels import ALERT_KIND, FLAG_KIND, Sentinel
-from firewall.states import RetrievalStatus, SecurityStatus, TruthStatus
+from firewall.host.sentinels import ALERT_KIND, FLAG_KIND, Sentinel
+from firewall.model.states import RetrievalStatus, SecurityStatus, TruthStatus
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "sentinel_quarantine"

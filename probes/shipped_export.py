@@ -23,11 +23,11 @@ import io
 import orjson
 
 from firewall import open as open_firewall
-from firewall.checkpoints import verify_log
-from firewall.events import body_digest
-from firewall.ndjson import parse
-from firewall.shipping import ship
-from firewall.states import Sensitivity
+from firewall.audit.shipping import ship
+from firewall.log.checkpoints import verify_log
+from firewall.log.events import body_digest
+from firewall.log.ndjson import parse
+from firewall.model.states import Sensitivity
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "shipped_export"

@@ -31,10 +31,10 @@ import anyio
 
 from firewall import Origin, TruthStatus
 from firewall import open as open_firewall
-from firewall.grants import KeyPurpose, write_keypair
+from firewall.gate.grants import KeyPurpose, write_keypair
 from firewall.kernel import PolicySigner
 from firewall.kernel.actionpolicy import preset_bytes
-from firewall.states import Authority
+from firewall.model.states import Authority
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "sidecar_boundary"
@@ -49,9 +49,9 @@ def check(url: str, c: Checks) -> None:
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations
 
-    from firewall.mcp_config import ProxyConfig, ToolSpec
-    from firewall.mcp_memory import MemoryServer
-    from firewall.mcp_proxy import Proxy
+    from firewall.host.mcp_config import ProxyConfig, ToolSpec
+    from firewall.host.mcp_memory import MemoryServer
+    from firewall.host.mcp_proxy import Proxy
 
     project = project_for(NAME)
     folder = Path(tempfile.mkdtemp(prefix="gnomon-probe-sidecar-"))

@@ -13,7 +13,7 @@ in the observation that says who said it), leaving every stored hash as it was.
 
 from __future__ import annotations
 
-from firewall.checkpoints import verify_log
+from firewall.log.checkpoints import verify_log
 from probes._audit_log import build_log, expect_intact, expect_refused
 from probes.runner import Checks, ProbeResult, execute
 

@@ -13,7 +13,7 @@ seq so the sequence numbers look monotonic.
 
 from __future__ import annotations
 
-from firewall.checkpoints import verify_log
+from firewall.log.checkpoints import verify_log
 from probes._audit_log import build_log, expect_intact, expect_refused
 from probes.runner import Checks, ProbeResult, execute
 

@@ -13,7 +13,7 @@ see ``tamper_whole_log_rewrite``); this probe runs on its own in-memory logs.
 
 from __future__ import annotations
 
-from firewall.checkpoints import verify_log
+from firewall.log.checkpoints import verify_log
 from probes._audit_log import build_log, expect_intact, expect_refused
 from probes.runner import Checks, ProbeResult, execute
 

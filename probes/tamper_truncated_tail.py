@@ -16,7 +16,7 @@ this probe runs on its own in-memory log, whatever URL it is given.
 
 from __future__ import annotations
 
-from firewall.checkpoints import verify_log
+from firewall.log.checkpoints import verify_log
 from probes._audit_log import build_log, expect_refused
 from probes.runner import Checks, ProbeResult, execute
 

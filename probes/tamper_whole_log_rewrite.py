@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from firewall.checkpoints import CHECKPOINT_KIND, CheckpointSigner, verify_log
-from firewall.events import EventDraft, seal
+from firewall.log.checkpoints import CHECKPOINT_KIND, CheckpointSigner, verify_log
+from firewall.log.events import EventDraft, seal
 from probes._audit_log import build_log, expect_intact, expect_refused, is_checkpoint, rechain
 from probes.runner import Checks, ProbeResult, execute
 

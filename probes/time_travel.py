@@ -24,8 +24,8 @@ from datetime import timedelta
 
 from firewall import Origin, TruthStatus
 from firewall import open as open_firewall
-from firewall.store.base import BeliefFilter
-from firewall.why import why
+from firewall.audit.why import why
+from firewall.model.filters import BeliefFilter
 from probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
 
 NAME = "time_travel"

@@ -30,7 +30,7 @@ import httpx
 
 from firewall import Origin
 from firewall import open as open_firewall
-from firewall.policy import ContextPolicy, resolve
+from firewall.gate.policy import ContextPolicy, resolve
 from probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "zep_context_leak"

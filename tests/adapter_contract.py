@@ -27,11 +27,11 @@ from adapters.adapter import Adapter
 from adapters.base import BELIEF_KEY, HASH_KEY
 from adapters.errors import AdapterError, ProtectedBeliefError, StoreMetadataError
 from firewall import Origin
-from firewall.chain import BindingState, content_hash
-from firewall.firewall import Firewall
-from firewall.origin import Integrity
-from firewall.policy import ContextPolicy, resolve
-from firewall.states import Authority, RetrievalStatus, SecurityStatus, TruthStatus
+from firewall.gate.policy import ContextPolicy, resolve
+from firewall.host.firewall import Firewall
+from firewall.model.chain import BindingState, content_hash
+from firewall.model.origin import Integrity
+from firewall.model.states import Authority, RetrievalStatus, SecurityStatus, TruthStatus
 from tests.attested import attested
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from firewall import Firewall, Origin
-from firewall.session import Observed, Session
+from firewall.host.session import Observed, Session
 
 
 def attested(wall: Firewall, origin: Origin, *, project: str | None = None) -> Any:

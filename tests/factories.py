@@ -6,7 +6,7 @@ fields a test cares about::
     belief = make_belief(statement="deploys go through ArgoCD", truth_status=TruthStatus.SUPPORTED)
     store.commit([make_draft(records=make_records(beliefs=[belief]))])
 
-Ids are fresh on every call (``firewall.ids.new_id``) unless given. Times default to ``T0``
+Ids are fresh on every call (``firewall.model.ids.new_id``) unless given. Times default to ``T0``
 (2025-01-01 UTC) so tests that compare times stay deterministic; use ``at(days=…)`` for offsets.
 """
 
@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from firewall.chain import (
+from firewall.log.events import EventDraft, Records
+from firewall.model.chain import (
     Action,
     Belief,
     BindingState,
@@ -30,10 +31,9 @@ from firewall.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.events import EventDraft, Records
-from firewall.ids import new_id
-from firewall.origin import Origin
-from firewall.states import (
+from firewall.model.ids import new_id
+from firewall.model.origin import Origin
+from firewall.model.states import (
     Authority,
     Axis,
     ClaimKind,

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import firewall
-from firewall.grants import KeyPurpose, load_public_key
+from firewall.gate.grants import KeyPurpose, load_public_key
 from firewall.kernel import ActionKernel, load_action_policy
 from firewall.kernel.ledger import read_ledger
 

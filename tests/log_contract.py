@@ -8,11 +8,12 @@ import dataclasses
 
 import pytest
 
-from firewall.errors import LogIntegrityError
-from firewall.events import Event
-from firewall.rebuild import rebuild, snapshot
-from firewall.states import TruthStatus
-from firewall.store.base import BeliefFilter, Store
+from firewall.audit.rebuild import rebuild, snapshot
+from firewall.log.events import Event
+from firewall.model.errors import LogIntegrityError
+from firewall.model.filters import BeliefFilter
+from firewall.model.states import TruthStatus
+from firewall.store.base import Store
 from firewall.store.memory import MemoryStore
 from tests.factories import (
     at,

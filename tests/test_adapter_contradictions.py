@@ -26,9 +26,9 @@ from adapters.errors import ConflictingBeliefError
 from adapters.fakes.mem0_platform import FakeMem0Platform
 from adapters.mem0 import GuardedMemoryClient
 from firewall import Origin
-from firewall.firewall import Firewall
-from firewall.states import Authority, TruthStatus
-from firewall.why import explain
+from firewall.audit.why import explain
+from firewall.host.firewall import Firewall
+from firewall.model.states import Authority, TruthStatus
 from tests.adapter_contract import FACT, POISON
 from tests.attested import attested
 from tests.test_adapter_mem0_platform import binding_of, mem0_routes, sync_client

@@ -25,8 +25,8 @@ from adapters.errors import ConflictingBeliefError
 from adapters.fakes.letta import FakeStep
 from adapters.letta import GuardedLetta
 from firewall import Origin
-from firewall.firewall import Firewall
-from firewall.states import Authority
+from firewall.host.firewall import Firewall
+from firewall.model.states import Authority
 from tests.fakes_letta import letta_routes, sync_client
 
 FACT = "Name: Alice. Drinks tea, never coffee."

@@ -26,8 +26,8 @@ import firewall
 from adapters.errors import ConflictingBeliefError
 from adapters.zep import GuardedAsyncZep, GuardedZep
 from firewall import Origin
-from firewall.firewall import Firewall
-from firewall.states import Authority, SecurityStatus, TruthStatus
+from firewall.host.firewall import Firewall
+from firewall.model.states import Authority, SecurityStatus, TruthStatus
 from tests.adapter_contract import quoting_policy
 from tests.attested import attested
 from tests.fakes_zep import async_client, sync_client, zep_routes

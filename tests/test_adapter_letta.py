@@ -11,7 +11,7 @@ if os.environ.get("CI") != "true":
     pytest.importorskip("letta_client")
 
 from adapters.letta import GuardedLetta
-from firewall.firewall import Firewall
+from firewall.host.firewall import Firewall
 from tests.adapter_contract import AdapterContract, Harness
 from tests.attested import attested
 from tests.fakes_letta import letta_routes, sync_client
@@ -58,7 +58,7 @@ from adapters.errors import (  # noqa: E402
 )
 from adapters.letta import GuardedAsyncLetta  # noqa: E402
 from firewall import Origin  # noqa: E402
-from firewall.chain import BindingState  # noqa: E402
+from firewall.model.chain import BindingState  # noqa: E402
 from tests.adapter_contract import FACT, POISON  # noqa: E402
 from tests.fakes_letta import async_client, request_json  # noqa: E402
 

@@ -8,7 +8,7 @@ import firewall
 from adapters.errors import BypassRefusedError
 from adapters.local import GuardedLocalMemory, LocalMemory
 from firewall import Origin
-from firewall.firewall import Firewall
+from firewall.host.firewall import Firewall
 from tests.adapter_contract import FACT, AdapterContract, Harness
 from tests.attested import attested
 

@@ -27,10 +27,10 @@ from adapters.errors import BypassRefusedError, StoreCallError  # noqa: E402
 from adapters.mem0 import GuardedMemory  # noqa: E402
 from adapters.testing import offline_memory  # noqa: E402
 from firewall import Origin  # noqa: E402
-from firewall.chain import BindingState  # noqa: E402
-from firewall.errors import GrantError  # noqa: E402
-from firewall.firewall import Firewall  # noqa: E402
-from firewall.origin import Integrity  # noqa: E402
+from firewall.host.firewall import Firewall  # noqa: E402
+from firewall.model.chain import BindingState  # noqa: E402
+from firewall.model.errors import GrantError  # noqa: E402
+from firewall.model.origin import Integrity  # noqa: E402
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness  # noqa: E402
 from tests.attested import attested  # noqa: E402
 

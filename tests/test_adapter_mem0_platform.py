@@ -43,10 +43,10 @@ from adapters.mem0 import (
 )
 from adapters.testing import HashEmbedder, offline_config
 from firewall import Origin
-from firewall.chain import BindingState, content_hash
-from firewall.firewall import Firewall
-from firewall.origin import Integrity
-from firewall.states import RetrievalStatus, TruthStatus
+from firewall.host.firewall import Firewall
+from firewall.model.chain import BindingState, content_hash
+from firewall.model.origin import Integrity
+from firewall.model.states import RetrievalStatus, TruthStatus
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness
 from tests.attested import attested
 

@@ -12,7 +12,7 @@ if os.environ.get("CI") != "true":
     pytest.importorskip("zep_cloud")
 
 from adapters.zep import GuardedZep
-from firewall.firewall import Firewall
+from firewall.host.firewall import Firewall
 from tests.adapter_contract import AdapterContract, Harness, quoting_policy
 from tests.attested import attested
 from tests.fakes_zep import sync_client, zep_routes
@@ -66,9 +66,9 @@ from adapters.errors import (  # noqa: E402
 )
 from adapters.zep import GuardedAsyncZep  # noqa: E402
 from firewall import Origin  # noqa: E402
-from firewall.chain import BindingState  # noqa: E402
-from firewall.origin import Integrity  # noqa: E402
-from firewall.states import TruthStatus  # noqa: E402
+from firewall.model.chain import BindingState  # noqa: E402
+from firewall.model.origin import Integrity  # noqa: E402
+from firewall.model.states import TruthStatus  # noqa: E402
 from tests.adapter_contract import FACT, POISON  # noqa: E402
 from tests.fakes_zep import async_client, request_json  # noqa: E402
 

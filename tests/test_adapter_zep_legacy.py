@@ -22,8 +22,8 @@ from adapters.errors import BypassRefusedError, MissingSDKError, StoreCallError
 from adapters.fakes.zep_legacy import FakeLegacyZepServer
 from adapters.zep_legacy import GuardedLegacyZep
 from firewall import Origin
-from firewall.chain import BindingState
-from firewall.firewall import Firewall
+from firewall.host.firewall import Firewall
+from firewall.model.chain import BindingState
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness
 from tests.attested import attested
 

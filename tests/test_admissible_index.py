@@ -19,10 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import firewall
-from firewall.origin import Origin
-from firewall.rebuild import rebuild
-from firewall.states import Authority, RetrievalStatus, SecurityStatus, TruthStatus
-from firewall.store.base import BeliefFilter
+from firewall.audit.rebuild import rebuild
+from firewall.model.filters import BeliefFilter
+from firewall.model.origin import Origin
+from firewall.model.states import Authority, RetrievalStatus, SecurityStatus, TruthStatus
 from firewall.store.sqlite import SQLiteStore
 from tests.attested import observe_as
 
@@ -168,7 +168,7 @@ def _reference(store: SQLiteStore, query: str, project: str, user: str) -> set[s
     """What the default policy admits for ``query``, by a full scan: every text match through
     the whole-corpus index, each judged on its document (policy and hard floor), no status
     column or admissible index consulted."""
-    from firewall.policy import floor_reasons, resolve
+    from firewall.gate.policy import floor_reasons, resolve
 
     policy = resolve("default")
     matches = store.find_beliefs(BeliefFilter(text=query, project=project, user=user, limit=10_000))

@@ -26,9 +26,12 @@ import pytest
 import firewall
 from adapters.local import GuardedLocalMemory, LocalMemory
 from firewall import Origin
-from firewall.channels import Channel
-from firewall.checkpoints import CheckpointSigner
-from firewall.errors import (
+from firewall.gate.grants import GrantSigner, GrantVerifier
+from firewall.host.channels import Channel
+from firewall.kernel import ActionKernel
+from firewall.kernel.approvals import ApprovalSigner
+from firewall.log.checkpoints import CheckpointSigner
+from firewall.model.errors import (
     ForgedChannelError,
     GnomonError,
     InputError,
@@ -37,11 +40,8 @@ from firewall.errors import (
     UnattestedOriginError,
     UnknownIdError,
 )
-from firewall.grants import GrantSigner, GrantVerifier
-from firewall.kernel import ActionKernel
-from firewall.kernel.approvals import ApprovalSigner
-from firewall.origin import Integrity
-from firewall.states import Authority, EvidenceRelation, TruthStatus
+from firewall.model.origin import Integrity
+from firewall.model.states import Authority, EvidenceRelation, TruthStatus
 from firewall.store.base import Store
 from probes._kernel import host
 
@@ -356,7 +356,7 @@ def _all_beliefs(wall: firewall.Firewall) -> list[firewall.Belief]:
 def test_a_label_built_without_validation_is_judged_by_what_it_is(
     wall: firewall.Firewall,
 ) -> None:
-    from firewall.origin import OriginClass
+    from firewall.model.origin import OriginClass
 
     elevated = Origin.model_construct(
         classes=frozenset({OriginClass.EXTERNAL}),

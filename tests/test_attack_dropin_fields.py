@@ -29,7 +29,7 @@ import firewall
 from adapters.mem0 import GuardedMemory
 from adapters.testing import offline_memory
 from firewall import Origin
-from firewall.firewall import Firewall
+from firewall.host.firewall import Firewall
 
 KEY = "AKIAIOSFODNN7EXAMPLE"
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

@@ -16,9 +16,9 @@ import pytest
 
 import firewall
 from firewall import Origin
-from firewall.errors import InputError, InvalidOriginError
-from firewall.firewall import ImportItem
-from firewall.session import Session
+from firewall.host.firewall import ImportItem
+from firewall.host.session import Session
+from firewall.model.errors import InputError, InvalidOriginError
 
 NAIVE = datetime(2026, 1, 1)
 AWARE = datetime(2026, 1, 1, tzinfo=UTC)

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from firewall.cli import cli
-from firewall.errors import PolicyError
-from firewall.policy import ContextPolicy
+from firewall.gate.policy import ContextPolicy
+from firewall.model.errors import PolicyError
 
 DEFAULT = (Path(__file__).resolve().parent.parent / "policies" / "default.yaml").read_text()
 LINE = re.compile(r"line \d+")

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 import firewall
 from firewall import ContextPolicy, Origin
 from firewall.cli import cli
-from firewall.errors import InputError
-from firewall.store.base import BeliefFilter
+from firewall.model.errors import InputError
+from firewall.model.filters import BeliefFilter
 from tests.attested import observe_as
 
 HEADERS = {

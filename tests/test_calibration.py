@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 import firewall
 from firewall import Origin
-from firewall import calibration as cal
 from firewall.cli import cli
+from firewall.kernel import calibration as cal
 from tests.attested import observe_as
 
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from firewall.checkpoints import (
+from firewall.log.checkpoints import (
     CHECKPOINT_KIND,
     Checkpoint,
     CheckpointSigner,
     verify_log,
     write_checkpoint,
 )
-from firewall.errors import CheckpointError, InputError, LogIntegrityError
-from firewall.events import GENESIS_HASH, EventDraft, chain_hash, seal
+from firewall.log.events import GENESIS_HASH, EventDraft, chain_hash, seal
+from firewall.model.errors import CheckpointError, InputError, LogIntegrityError
 from firewall.store.memory import MemoryStore
 from tests.factories import T0, at, make_draft
 
@@ -236,7 +236,7 @@ def test_other_events_mentioning_the_kind_are_not_checkpoints() -> None:
 def test_old_checkpoints_use_the_lookup(
     monkeypatch: pytest.MonkeyPatch, signer: CheckpointSigner
 ) -> None:
-    import firewall.checkpoints as cps
+    import firewall.log.checkpoints as cps
 
     monkeypatch.setattr(cps, "WINDOW", 4)
     store = MemoryStore()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import firewall
-from firewall.checkpoints import CHECKPOINT_KIND, CheckpointSigner, verify_log
-from firewall.errors import InputError, MissingGrantError
+from firewall.log.checkpoints import CHECKPOINT_KIND, CheckpointSigner, verify_log
+from firewall.model.errors import InputError, MissingGrantError
 from tests.factories import make_draft
 
 

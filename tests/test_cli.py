@@ -22,8 +22,8 @@ from click.testing import CliRunner, Result
 
 import firewall
 from firewall.cli import cli
-from firewall.demo import DemoResult, run_demo
-from firewall.policy import ContextPolicy
+from firewall.gate.policy import ContextPolicy
+from firewall.host.demo import DemoResult, run_demo
 
 REPO = Path(__file__).resolve().parent.parent
 

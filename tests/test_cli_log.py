@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from firewall.cli import cli
-from firewall.demo import run_demo
+from firewall.host.demo import run_demo
 
 
 @pytest.fixture(autouse=True)

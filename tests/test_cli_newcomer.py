@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 
 import firewall
 from firewall.cli import cli
-from firewall.demo import run_demo
+from firewall.host.demo import run_demo
 from tests.test_cli import _gnomon
 
 

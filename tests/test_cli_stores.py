@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner
 
 import firewall
-from firewall.chain import BindingState
 from firewall.cli import cli
 from firewall.cli.stores import CLIENT_HOOK, DRIFT_EXIT, STORES
-from firewall.states import SecurityStatus
+from firewall.model.chain import BindingState
+from firewall.model.states import SecurityStatus
 
 
 def _need(module: str, extra: str) -> None:

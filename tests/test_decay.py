@@ -13,10 +13,10 @@ from click.testing import CliRunner
 import firewall
 from firewall import Origin
 from firewall.cli import cli
-from firewall.decay import DECAY_KIND, decay_all, due
-from firewall.errors import GnomonError, TransitionRefused
-from firewall.gate import Move
-from firewall.states import Authority, Axis, FreshnessStatus
+from firewall.gate.gate import Move
+from firewall.host.decay import DECAY_KIND, decay_all, due
+from firewall.model.errors import GnomonError, TransitionRefused
+from firewall.model.states import Authority, Axis, FreshnessStatus
 from probes.runner import ProbeClock
 from tests.attested import observe_as
 

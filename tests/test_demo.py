@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import firewall
-import firewall.demo
-from firewall.demo import COPIES, DemoResult, run_demo
-from firewall.states import SecurityStatus, TruthStatus
+import firewall.host.demo
+from firewall.host.demo import COPIES, DemoResult, run_demo
+from firewall.model.states import SecurityStatus, TruthStatus
 
 
 @pytest.fixture(scope="module", params=["sqlite", "memory"])
@@ -113,5 +113,5 @@ def test_narration_is_reported(tmp_path: Path) -> None:
 
 
 def test_module_examples_run() -> None:
-    failures, tried = doctest.testmod(firewall.demo, optionflags=doctest.ELLIPSIS)
+    failures, tried = doctest.testmod(firewall.host.demo, optionflags=doctest.ELLIPSIS)
     assert tried > 0 and failures == 0

@@ -7,7 +7,13 @@ import importlib
 
 import pytest
 
-MODULES = ["firewall", "firewall.firewall", "firewall.origin", "firewall.grants", "firewall.guard"]
+MODULES = [
+    "firewall",
+    "firewall.host.firewall",
+    "firewall.model.origin",
+    "firewall.gate.grants",
+    "firewall.host.guard",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

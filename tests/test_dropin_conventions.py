@@ -36,7 +36,7 @@ from adapters.errors import (
 )
 from adapters.mem0 import AsyncGuardedMemory, GuardedMemory
 from adapters.testing import HashEmbedder, offline_config, offline_memory
-from firewall.firewall import Firewall
+from firewall.host.firewall import Firewall
 
 _MEM0_DIR = os.environ["MEM0_DIR"]
 

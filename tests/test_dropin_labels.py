@@ -29,9 +29,9 @@ import firewall
 from adapters.mem0 import GuardedMemory
 from adapters.testing import offline_config, offline_memory
 from firewall import Origin
-from firewall.errors import ForgedChannelError, GrantScopeError, InputError, SpentGrantError
-from firewall.firewall import Firewall
-from firewall.store_adoption import adopt_store
+from firewall.host.firewall import Firewall
+from firewall.host.store_adoption import adopt_store
+from firewall.model.errors import ForgedChannelError, GrantScopeError, InputError, SpentGrantError
 
 _MEM0_DIR = os.environ["MEM0_DIR"]
 USER_FACT = "Alice drinks tea, never coffee."

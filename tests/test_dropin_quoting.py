@@ -31,9 +31,9 @@ from adapters.guard import DROP_IN_POLICY, Guard, Screened
 from adapters.mem0 import GuardedMemory
 from adapters.testing import offline_memory
 from firewall import Origin
-from firewall.firewall import Firewall, ImportItem
-from firewall.policy import ContextPolicy
-from firewall.states import Authority, Sensitivity
+from firewall.gate.policy import ContextPolicy
+from firewall.host.firewall import Firewall, ImportItem
+from firewall.model.states import Authority, Sensitivity
 
 _MEM0_DIR = os.environ["MEM0_DIR"]
 USER_FACT = "Alice deploys through ArgoCD."
@@ -135,7 +135,7 @@ def test_mechanism_removal_unescaped_marker_lets_the_breakout_through(
     wall: Firewall, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without the escaping inside the marker, the same attack closes it early."""
-    import firewall.recall as recall
+    import firewall.gate.recall as recall
 
     monkeypatch.setattr(recall, "model_line", lambda text: text)
     with _written(wall) as memory:
@@ -188,8 +188,8 @@ def test_quarantined_suspicious_contradicted_secret_or_credential_content_is_nev
     bound = wall.store.bindings_by_store_id("notes", [sid for sid, _, _ in ITEMS])
     belief = {sid: b.belief_id for sid, b in bound.items()}
     wall.quarantine(belief["n-quarantined"], reason="injection", authority=Authority.SENTINEL)
-    from firewall.gate import Move
-    from firewall.states import Axis, SecurityStatus, TruthStatus
+    from firewall.gate.gate import Move
+    from firewall.model.states import Axis, SecurityStatus, TruthStatus
 
     wall.transition(
         belief["n-suspicious"],

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 WRITER = """
 import sys
 from datetime import UTC, datetime
-from firewall.events import EventDraft, Records
+from firewall.log.events import EventDraft, Records
 from firewall.store.registry import open_store
 from tests.factories import make_belief
 

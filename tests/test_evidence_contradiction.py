@@ -1,5 +1,5 @@
 """Evidence that contradicts counts against (issue 8, item 5), through
-:func:`firewall.contradictions.detect_on_evidence`, the function ``Session.corroborate`` calls.
+:func:`firewall.gate.contradictions.detect_on_evidence`, the function ``Session.corroborate`` calls.
 
 The direct tests build the evidence item the way ``corroborate`` does and commit the outcome the
 way its contract says (the item plus ``outcome.records`` in one event), on a real store. The last
@@ -14,13 +14,13 @@ import pytest
 
 import firewall
 from firewall import Origin
-from firewall.adoption import independence_group, quality_for
-from firewall.chain import Belief, EvidenceItem
-from firewall.contradictions import EvidenceOutcome, detect_on_evidence
-from firewall.events import Records
-from firewall.ids import new_id
-from firewall.session import Session
-from firewall.states import Authority, Axis, EvidenceRelation, TruthStatus
+from firewall.gate.adoption import independence_group, quality_for
+from firewall.gate.contradictions import EvidenceOutcome, detect_on_evidence
+from firewall.host.session import Session
+from firewall.log.events import Records
+from firewall.model.chain import Belief, EvidenceItem
+from firewall.model.ids import new_id
+from firewall.model.states import Authority, Axis, EvidenceRelation, TruthStatus
 from tests.attested import attested, observe_as
 
 SUBJECT = {"subject": "gecko-service", "predicate": "primary_region"}

@@ -3,7 +3,7 @@
 Each test draws, for every argument of one public entry, either a well-formed value or a hostile
 one (wrong types, lone surrogates, naive datetimes, enum values as plain strings, huge numbers,
 NaN, deep or self-referencing containers, arbitrary objects) and calls the entry. A refusal must
-be a :class:`~firewall.errors.GnomonError` subclass; anything else (``TypeError``,
+be a :class:`~firewall.model.errors.GnomonError` subclass; anything else (``TypeError``,
 ``ValidationError``, ``UnicodeEncodeError``, ``RecursionError``...) is a bug. No other exception
 is documented for these entries.
 """
@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 
 import firewall
 from firewall import ContextPolicy, Origin
-from firewall.errors import GnomonError
-from firewall.firewall import ImportItem
-from firewall.gate import Move
-from firewall.states import Axis, EvidenceRelation, Sensitivity, TruthStatus
+from firewall.gate.gate import Move
+from firewall.host.firewall import ImportItem
+from firewall.model.errors import GnomonError
+from firewall.model.states import Axis, EvidenceRelation, Sensitivity, TruthStatus
 
 FUZZ = settings(
     max_examples=int(os.environ.get("GNOMON_FUZZ_EXAMPLES", "300")),

@@ -35,18 +35,8 @@ from hypothesis.stateful import (
 
 import firewall
 from firewall import Authority, Origin
-from firewall.adoption import Context, adopt
-from firewall.chain import Belief, EvidenceItem, EvidenceSet
-from firewall.errors import (
-    GateError,
-    MissingGrantError,
-    ParallaxError,
-    SelfPromotionError,
-    TerminalStateError,
-    TransitionRefused,
-    UnknownIdError,
-)
-from firewall.gate import (
+from firewall.gate.adoption import Context, adopt
+from firewall.gate.gate import (
     TERMINAL,
     TRANSITIONS,
     Move,
@@ -55,10 +45,21 @@ from firewall.gate import (
     check_move,
     check_parallax,
 )
-from firewall.origin import Integrity
-from firewall.policy import floor_reasons
-from firewall.session import Session
-from firewall.states import (
+from firewall.gate.policy import floor_reasons
+from firewall.host.session import Session
+from firewall.model.chain import Belief, EvidenceItem, EvidenceSet
+from firewall.model.errors import (
+    GateError,
+    MissingGrantError,
+    ParallaxError,
+    SelfPromotionError,
+    TerminalStateError,
+    TransitionRefused,
+    UnknownIdError,
+)
+from firewall.model.filters import BeliefFilter
+from firewall.model.origin import Integrity
+from firewall.model.states import (
     AXIS_ENUM,
     AXIS_FIELD,
     READING_CLASS,
@@ -71,7 +72,6 @@ from firewall.states import (
     SecurityStatus,
     TruthStatus,
 )
-from firewall.store.base import BeliefFilter
 from tests.attested import attested
 
 PROJECT = "gate-props"
@@ -557,11 +557,11 @@ def test_the_machine_catches_a_broken_gate(monkeypatch: pytest.MonkeyPatch, brok
             lambda self, origin: len(self.items),
         )
     else:
-        import firewall.adoption
-        from firewall.gate import Adoption
+        import firewall.gate.adoption
+        from firewall.gate.gate import Adoption
 
         monkeypatch.setattr(
-            firewall.adoption,
+            firewall.gate.adoption,
             "adoption_for",
             lambda origin, quality: Adoption(
                 TruthStatus.SUPPORTED, RetrievalStatus.NORMAL, Authority.AUTO_OBSERVATION, "x"

@@ -19,21 +19,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 import firewall
-from firewall.chain import Belief
-from firewall.checkpoints import CHECKPOINT_DOMAIN, CheckpointSigner
-from firewall.errors import (
-    ExpiredGrantError,
-    ForgedGrantError,
-    GrantScopeError,
-    InputError,
-    KeyFileError,
-    MissingGrantError,
-    ParallaxError,
-    SpentGrantError,
-)
-from firewall.firewall import Firewall
-from firewall.gate import Move
-from firewall.grants import (
+from firewall.gate.gate import Move
+from firewall.gate.grants import (
     GRANT_DOMAIN,
     Grant,
     GrantAuthority,
@@ -44,8 +31,21 @@ from firewall.grants import (
     load_public_key,
     write_keypair,
 )
-from firewall.origin import Origin
-from firewall.states import Authority, Axis
+from firewall.host.firewall import Firewall
+from firewall.log.checkpoints import CHECKPOINT_DOMAIN, CheckpointSigner
+from firewall.model.chain import Belief
+from firewall.model.errors import (
+    ExpiredGrantError,
+    ForgedGrantError,
+    GrantScopeError,
+    InputError,
+    KeyFileError,
+    MissingGrantError,
+    ParallaxError,
+    SpentGrantError,
+)
+from firewall.model.origin import Origin
+from firewall.model.states import Authority, Axis
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -318,7 +318,7 @@ def test_a_spent_grant_stays_spent_in_another_process(tmp_path: Path) -> None:
     (tmp_path / "grant.json").write_text(grant.model_dump_json())
     script = (
         "import sys, firewall\n"
-        "from firewall.grants import Grant, load_public_key\n"
+        "from firewall.gate.grants import Grant, load_public_key\n"
         "g = Grant.model_validate_json(open(sys.argv[2]).read(), strict=False)\n"
         "with firewall.open(sys.argv[1], trusted_keys=[load_public_key(sys.argv[3])]) as w:\n"
         "    w.promote(sys.argv[4], grant=g, reason='alice checked')\n"
@@ -357,7 +357,7 @@ def test_a_store_grant_covers_only_that_stores_imports_in_its_project(wall: Fire
     """A store-scoped grant names the store and project inside the signature: it covers the
     memories imported from that store in that project, not an agent's note, not another
     store's import, not another project's."""
-    from firewall.firewall import ImportItem
+    from firewall.host.firewall import ImportItem
 
     def imported(store: str, project: str, text: str) -> str:
         wall.import_records(

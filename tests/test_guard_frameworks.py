@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import firewall
-from firewall.guard import GuardedTool, guard
+from firewall.host.guard import GuardedTool, guard
 from tests.guard_host import POISON, PUSH_ARGS, Host, build_host, poisoned_content
 
 IN_CI = os.environ.get("CI") == "true"
@@ -62,7 +62,7 @@ def test_the_core_guard_records_output_and_returns_holds_as_messages(host: Host)
         (unknown,) = guard(host.wall, host.kernel, s, ["rm_rf"])
         assert unknown({}).meta["verdict"] == "denied"  # no contract: fail closed
     _assert_held(host, held.text)
-    from firewall.states import TruthStatus
+    from firewall.model.states import TruthStatus
     from firewall.store.base import BeliefFilter
 
     envelopes = [
@@ -77,7 +77,7 @@ def test_the_core_guard_records_output_and_returns_holds_as_messages(host: Host)
 
 
 def test_a_host_cannot_declare_a_tool_output_trusted(host: Host) -> None:
-    from firewall.errors import UnattestedOriginError
+    from firewall.model.errors import UnattestedOriginError
 
     with (
         host.wall.session(project="shop", actor="coder") as s,

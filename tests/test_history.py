@@ -20,15 +20,15 @@ from click.testing import CliRunner, Result
 
 import firewall
 from firewall import Origin, Sensitivity, TruthStatus
+from firewall.audit.replay import replay
+from firewall.audit.report import build_report, render_html, render_markdown
+from firewall.audit.why import why, why_json
 from firewall.cli import cli
-from firewall.gate import adoption_rule
-from firewall.origin import Origin as _Origin
-from firewall.replay import replay
-from firewall.report import build_report, render_html, render_markdown
-from firewall.states import EvidenceQuality, RetrievalStatus
-from firewall.store.base import BeliefFilter
+from firewall.gate.gate import adoption_rule
+from firewall.model.filters import BeliefFilter
+from firewall.model.origin import Origin as _Origin
+from firewall.model.states import EvidenceQuality, RetrievalStatus
 from firewall.store.sqlite import SQLiteStore
-from firewall.why import why, why_json
 from tests.attested import attested
 
 T0 = datetime(2025, 4, 1, 9, 0, tzinfo=UTC)

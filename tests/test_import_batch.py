@@ -1,4 +1,4 @@
-"""The compact import batch (event schema 2, :mod:`firewall.batch`): one event per batch, and
+"""The compact import batch (event schema 2, :mod:`firewall.log.batch`): one event per batch, and
 the same guarantees as one event per record.
 
 * every store derives exactly what a replay of the log derives (``rebuild`` compares every
@@ -20,14 +20,15 @@ from typing import Any
 import pytest
 
 import firewall
-from firewall.batch import IMPORTS
-from firewall.errors import LogIntegrityError
-from firewall.events import EventDraft
-from firewall.firewall import ImportItem
-from firewall.import_check import IllegalTransitionError, check_transitions
-from firewall.rebuild import rebuild
-from firewall.states import Sensitivity
-from firewall.store.base import BeliefFilter, Store
+from firewall.audit.import_check import IllegalTransitionError, check_transitions
+from firewall.audit.rebuild import rebuild
+from firewall.host.firewall import ImportItem
+from firewall.log.batch import IMPORTS
+from firewall.log.events import EventDraft
+from firewall.model.errors import LogIntegrityError
+from firewall.model.filters import BeliefFilter
+from firewall.model.states import Sensitivity
+from firewall.store.base import Store
 from firewall.store.memory import MemoryStore
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 
 import firewall
-from firewall.batch import IMPORTS, expand
-from firewall.chain import Belief, Claim, EvidenceItem
-from firewall.errors import StoreCorruptError
-from firewall.firewall import Firewall, ImportItem
-from firewall.rebuild import rebuild
-from firewall.states import Authority, EvidenceQuality, EvidenceRelation, SecurityStatus
+from firewall.audit.rebuild import rebuild
+from firewall.host.firewall import Firewall, ImportItem
+from firewall.log.batch import IMPORTS, expand
+from firewall.model.chain import Belief, Claim, EvidenceItem
+from firewall.model.errors import StoreCorruptError
+from firewall.model.filters import BeliefFilter
+from firewall.model.states import Authority, EvidenceQuality, EvidenceRelation, SecurityStatus
 from firewall.store import sqlite_schema
-from firewall.store.base import BeliefFilter
 from firewall.store.sqlite import SQLiteStore
 from tests.factories import make_draft, make_origin, make_records
 

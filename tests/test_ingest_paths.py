@@ -1,7 +1,7 @@
 """The ingest fast paths keep their guarantees.
 
-* :class:`firewall.adoption.Adopter` (used by ``Firewall.import_records``) produces exactly the
-  records :func:`firewall.adoption.adopt` would, apart from the fresh ids, and falls back to it
+* :class:`firewall.gate.adoption.Adopter` (used by ``Firewall.import_records``) produces exactly the
+  records :func:`firewall.gate.adoption.adopt` would, apart from the fresh ids, and falls back to it
   (and to its errors) for anything it does not check itself.
 * The SQLite store (schema 2) indexes new beliefs from its write path instead of a row trigger:
   the FTS5 index must stay exact when a belief is inserted and updated in one commit, and a
@@ -19,12 +19,12 @@ import pytest
 from pydantic import ValidationError
 
 import firewall
-from firewall.adoption import Adopter, Context, adopt
-from firewall.errors import InputError
-from firewall.firewall import ImportItem
-from firewall.origin import Origin
-from firewall.states import ClaimKind, EvidenceQuality, ExtractionMethod, Sensitivity
-from firewall.store.base import BeliefFilter
+from firewall.gate.adoption import Adopter, Context, adopt
+from firewall.host.firewall import ImportItem
+from firewall.model.errors import InputError
+from firewall.model.filters import BeliefFilter
+from firewall.model.origin import Origin
+from firewall.model.states import ClaimKind, EvidenceQuality, ExtractionMethod, Sensitivity
 from firewall.store.sqlite import SQLiteStore
 from tests.factories import belief_draft, make_belief
 

@@ -4,7 +4,7 @@ The host (``__init__``, out of the agent's reach) opens a SQLite store and one m
 shared by two tenants: project ``bank`` (another tenant: two user-attested facts and one
 quarantined record, written through its own guarded client) and project ``shop`` (the agent's:
 user-attested facts stated through a host channel, and a poisoned web page the host quarantined).
-It then hands the agent only what agent-facing code holds: a :class:`~firewall.session.Session`
+It then hands the agent only what agent-facing code holds: a :class:`~firewall.host.session.Session`
 in ``shop``, a :class:`~adapters.local.GuardedLocalMemory` over that session, and whatever those
 return. Every rule is one move of the agent through those objects (and the public names reachable
 from them); the agent may also build any argument by hand (origins, forged channels, forged
@@ -21,10 +21,10 @@ After every step the host checks, from its own side:
   beliefs keep their states and ``bank`` gets no new belief;
 * the agent never obtained a Grant, Firewall, Store, signer, verifier, Channel, Guard or raw
   LocalMemory object (every object each rule returns is walked through its public attributes);
-* each of the agent's calls either worked or raised a :class:`~firewall.errors.GnomonError`.
+* each of the agent's calls either worked or raised a :class:`~firewall.model.errors.GnomonError`.
 
 A direct edit of the store file may break the first two only if the host can tell: the log no
-longer verifies, or :func:`firewall.rebuild.rebuild` reports a difference. At teardown an edit
+longer verifies, or :func:`firewall.audit.rebuild.rebuild` reports a difference. At teardown an edit
 must always be reported.
 
 ``test_machine_finds_unattested_user_origin`` removes one defence (the check of caller-asserted
@@ -57,19 +57,20 @@ from hypothesis.stateful import (
 from pydantic import BaseModel, ValidationError
 
 import firewall
-import firewall.session
+import firewall.host.session
 from adapters.guard import Guard
 from adapters.local import GuardedLocalMemory, LocalBackend, LocalMemory
 from firewall import Firewall, Origin
-from firewall.chain import Belief
-from firewall.channels import Channel
-from firewall.checkpoints import CheckpointSigner
-from firewall.errors import GnomonError
-from firewall.grants import Grant, GrantAuthority, GrantSigner, GrantVerifier
-from firewall.origin import Integrity, OriginClass
-from firewall.policy import ContextPolicy
-from firewall.rebuild import rebuild
-from firewall.states import (
+from firewall.audit.rebuild import rebuild
+from firewall.gate.grants import Grant, GrantAuthority, GrantSigner, GrantVerifier
+from firewall.gate.policy import ContextPolicy
+from firewall.host.channels import Channel
+from firewall.log.checkpoints import CheckpointSigner
+from firewall.model.chain import Belief
+from firewall.model.errors import GnomonError
+from firewall.model.filters import BeliefFilter
+from firewall.model.origin import Integrity, OriginClass
+from firewall.model.states import (
     Authority,
     EvidenceRelation,
     RetrievalStatus,
@@ -78,7 +79,7 @@ from firewall.states import (
     Sensitivity,
     TruthStatus,
 )
-from firewall.store.base import BeliefFilter, Store
+from firewall.store.base import Store
 from tests.attested import attested, observe_as
 
 #: Marker words only host-planted forbidden text contains; the agent never writes them.
@@ -383,7 +384,7 @@ class InjectedAgent(RuleBasedStateMachine):
             if isinstance(obj, Belief):
                 self.ids.add(obj.id)
                 self._check_shown(obj, accepted=False)
-            if isinstance(obj, firewall.session.Observed):
+            if isinstance(obj, firewall.host.session.Observed):
                 self.observed.append(obj)
         for item in _accepted(out):
             self._check_shown(item, accepted=True)
@@ -661,7 +662,7 @@ def _states(b: Belief) -> tuple[str, str, str]:
 def _accepted(out: object) -> list[Belief]:
     """What a result presents as trusted: recall's accepted beliefs, adapter hits not quoted."""
     from adapters.guard import Screened
-    from firewall.recall import RecallResult
+    from firewall.gate.recall import RecallResult
 
     if isinstance(out, RecallResult):
         return list(out.accepted)
@@ -688,7 +689,7 @@ def test_injected_agent_breaks_no_promise() -> None:
 def test_machine_finds_unattested_user_origin(monkeypatch: pytest.MonkeyPatch) -> None:
     """Mechanism removal: with caller-asserted origins passed through unchecked, the machine
     finds the agent's way to a supported belief (a user origin it asserted itself)."""
-    monkeypatch.setattr(firewall.session, "caller_origin", lambda origin, *, what: origin)
+    monkeypatch.setattr(firewall.host.session, "caller_origin", lambda origin, *, what: origin)
     quick = settings(
         SETTINGS, max_examples=150, derandomize=True, phases=[Phase.explicit, Phase.generate]
     )

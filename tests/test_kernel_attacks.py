@@ -12,15 +12,7 @@ from pathlib import Path
 import pytest
 
 import firewall
-from firewall.errors import (
-    ActionPendingError,
-    ContractError,
-    ForgedApprovalError,
-    InputError,
-    PolicyError,
-    UnsignedPolicyError,
-)
-from firewall.grants import GrantAuthority
+from firewall.gate.grants import GrantAuthority
 from firewall.kernel import (
     ActionContract,
     ActionKernel,
@@ -36,8 +28,16 @@ from firewall.kernel import (
 from firewall.kernel.actionpolicy import ActionPolicy, preset_bytes
 from firewall.kernel.contracts import _model
 from firewall.kernel.ledger import KINDS, read_ledger
-from firewall.origin import Origin
-from firewall.states import TruthStatus
+from firewall.model.errors import (
+    ActionPendingError,
+    ContractError,
+    ForgedApprovalError,
+    InputError,
+    PolicyError,
+    UnsignedPolicyError,
+)
+from firewall.model.origin import Origin
+from firewall.model.states import TruthStatus
 from probes._kernel import host
 from probes.runner import ProbeClock
 from tests.attested import observe_as

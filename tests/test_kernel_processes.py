@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import firewall
-from firewall.grants import KeyPurpose, write_keypair
+from firewall.gate.grants import KeyPurpose, write_keypair
 from firewall.kernel import PolicySigner
 from firewall.kernel.actionpolicy import preset_bytes
 

@@ -11,13 +11,13 @@ import jsonschema
 import yaml
 
 import firewall
-from firewall.errors import ForgedApprovalError
+from firewall.audit.report import build_report, render_markdown
+from firewall.host.action_demo import run_push_demo
 from firewall.kernel import ApprovalSigner
 from firewall.kernel.actionpolicy import ActionPolicy, preset_bytes
-from firewall.kernel.demo import run_push_demo
 from firewall.kernel.explain import explain_action
-from firewall.origin import Origin
-from firewall.report import build_report, render_markdown
+from firewall.model.errors import ForgedApprovalError
+from firewall.model.origin import Origin
 from probes._kernel import host
 
 ROOT = Path(__file__).resolve().parent.parent

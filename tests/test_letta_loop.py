@@ -27,8 +27,8 @@ from adapters.errors import BypassRefusedError
 from adapters.fakes.letta import FakeStep
 from adapters.letta import GuardedAsyncLetta, GuardedLetta
 from firewall import Origin
-from firewall.firewall import Firewall
-from firewall.store.base import BeliefFilter
+from firewall.host.firewall import Firewall
+from firewall.model.filters import BeliefFilter
 from tests.fakes_letta import async_client, letta_routes, sync_client
 
 FACT = "Name: Alice. Drinks tea, never coffee."
@@ -104,7 +104,7 @@ def test_an_agent_edit_of_the_users_block_is_written_back(env: Any) -> None:
 
 def _lax() -> Any:
     """A host policy that admits unverified, restricted memories (the agent's own notes)."""
-    from firewall.policy import resolve
+    from firewall.gate.policy import resolve
 
     return resolve("default").model_copy(
         update={

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from firewall.import_check import check_transitions
-from firewall.ndjson import read_events, read_file
-from firewall.rebuild import rebuild
-from firewall.store.base import BeliefFilter, Store
+from firewall.audit.import_check import check_transitions
+from firewall.audit.rebuild import rebuild
+from firewall.log.ndjson import read_events, read_file
+from firewall.model.filters import BeliefFilter
+from firewall.store.base import Store
 from firewall.store.memory import MemoryStore
 from firewall.store.sqlite import SQLiteStore
 

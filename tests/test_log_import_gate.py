@@ -12,15 +12,15 @@ import pytest
 from click.testing import CliRunner, Result
 
 import firewall
-from firewall.chain import Belief
-from firewall.checkpoints import CheckpointSigner, write_checkpoint
+from firewall.audit.import_check import IllegalTransitionError, check_transitions
 from firewall.cli import cli
-from firewall.errors import LogIntegrityError
-from firewall.grants import write_keypair
-from firewall.import_check import IllegalTransitionError, check_transitions
-from firewall.ndjson import export_to_file
-from firewall.origin import Origin
-from firewall.states import (
+from firewall.gate.grants import write_keypair
+from firewall.log.checkpoints import CheckpointSigner, write_checkpoint
+from firewall.log.ndjson import export_to_file
+from firewall.model.chain import Belief
+from firewall.model.errors import LogIntegrityError
+from firewall.model.origin import Origin
+from firewall.model.states import (
     Authority,
     Axis,
     EvidenceQuality,

@@ -13,9 +13,9 @@ import pytest
 
 import firewall
 from firewall import Authority
-from firewall.errors import InputError, TransitionRefused
-from firewall.gate import Move
-from firewall.states import Axis, SecurityStatus, Sensitivity
+from firewall.gate.gate import Move
+from firewall.model.errors import InputError, TransitionRefused
+from firewall.model.states import Axis, SecurityStatus, Sensitivity
 from probes._kernel import host
 
 SECRET = "sk-live-51HwombatSECRETkey"

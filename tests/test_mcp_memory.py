@@ -20,7 +20,7 @@ import pytest
 
 import firewall
 from firewall import Origin
-from firewall.states import Authority, TruthStatus
+from firewall.model.states import Authority, TruthStatus
 from tests.attested import observe_as
 
 if os.environ.get("CI") != "true":
@@ -136,8 +136,8 @@ def test_the_memory_server_refuses_to_serve_the_audit_policy(tmp_path: Path) -> 
 def test_why_forgets_a_belief_quarantined_after_it_was_shown() -> None:
     """The connection was shown a note, then a sentinel quarantined it: why must not return
     its text any more (quarantined memories leave only through the audit path)."""
-    from firewall.mcp_memory import MemoryServer
-    from firewall.states import Authority
+    from firewall.host.mcp_memory import MemoryServer
+    from firewall.model.states import Authority
 
     wall = firewall.open("memory://")
     with wall.session(project="shop", actor="mcp") as s:

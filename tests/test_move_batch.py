@@ -21,14 +21,14 @@ import pytest
 
 import firewall
 from firewall import Origin
-from firewall.decay import DECAY_KIND, decay_all
-from firewall.errors import GateError, GnomonError, LogIntegrityError, StoreError
-from firewall.events import MOVES, MOVES_SCHEMA, Event, EventDraft, seal
-from firewall.gate import Move
-from firewall.import_check import check_transitions
-from firewall.moves import MoveBatch
-from firewall.rebuild import rebuild, replay, snapshot
-from firewall.states import (
+from firewall.audit.import_check import check_transitions
+from firewall.audit.rebuild import rebuild, replay, snapshot
+from firewall.gate.gate import Move
+from firewall.host.decay import DECAY_KIND, decay_all
+from firewall.log.events import MOVES, MOVES_SCHEMA, Event, EventDraft, seal
+from firewall.log.moves import MoveBatch
+from firewall.model.errors import GateError, GnomonError, LogIntegrityError, StoreError
+from firewall.model.states import (
     Authority,
     Axis,
     FreshnessStatus,
@@ -251,7 +251,7 @@ def _chained_with(events: list[Event], payload_moves: dict) -> list[Event]:  # t
     body["schema"] = MOVES_SCHEMA
     body["payload"] = {MOVES: payload_moves}
     raw = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
-    from firewall.events import chain_hash
+    from firewall.log.events import chain_hash
 
     return [
         *events,
@@ -282,7 +282,7 @@ def test_a_log_carrying_a_forged_move_batch_is_refused_by_import_and_replay(atta
         "rows": rows,
     }
     log = _chained_with(events, moves)
-    assert firewall.events.verify_chain((e.seq, e.body, e.prev_hash, e.hash) for e in log).ok
+    assert firewall.log.events.verify_chain((e.seq, e.body, e.prev_hash, e.hash) for e in log).ok
     with pytest.raises(LogIntegrityError):
         check_transitions(MemoryStore(), log)
     source = MemoryStore()

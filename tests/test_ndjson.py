@@ -8,14 +8,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from firewall.errors import LogFormatError, LogIntegrityError
-from firewall.ndjson import (
+from firewall.audit.rebuild import snapshot
+from firewall.log.ndjson import (
     export_to_file,
     header_line,
     parse,
     read_events,
 )
-from firewall.rebuild import snapshot
+from firewall.model.errors import LogFormatError, LogIntegrityError
 from firewall.store.memory import MemoryStore
 from firewall.store.ndjson_file import TORN_KIND, FileLogStore
 from firewall.store.registry import open_store
@@ -139,8 +139,8 @@ def test_unknown_schema_version(tmp_path: Path) -> None:
     store.commit([make_draft()])
     ((_, body, prev, digest),) = store.chain_rows()
     future = body.replace(b'"schema":1', b'"schema":99')
-    from firewall.events import chain_hash
-    from firewall.ndjson import encode_line
+    from firewall.log.events import chain_hash
+    from firewall.log.ndjson import encode_line
 
     data = header_line() + encode_line(1, prev, chain_hash(1, prev, future), future)
     _fails(data, "line 2", "seq 1", "unknown event schema version 99")

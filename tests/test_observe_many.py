@@ -21,16 +21,16 @@ import pytest
 
 import firewall
 from firewall import Origin, ToolCall
-from firewall.channels import Channel
-from firewall.errors import (
+from firewall.audit.import_check import check_transitions
+from firewall.audit.rebuild import rebuild
+from firewall.host.channels import Channel
+from firewall.host.firewall import Firewall
+from firewall.model.errors import (
     ForgedChannelError,
     InputError,
     UnattestedOriginError,
 )
-from firewall.firewall import Firewall
-from firewall.import_check import check_transitions
-from firewall.rebuild import rebuild
-from firewall.states import RetrievalStatus, TruthStatus
+from firewall.model.states import RetrievalStatus, TruthStatus
 from firewall.store.memory import MemoryStore
 
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from firewall import Integrity, Origin, OriginClass
-from firewall.errors import InvalidOriginError
+from firewall.model.errors import InvalidOriginError
 
 CONSTRUCTORS = {
     "user": (Origin.user, Integrity.ATTESTED),

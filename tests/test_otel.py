@@ -13,10 +13,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import firewall
-from firewall.chain import content_hash
 from firewall.cli import cli
-from firewall.otel import OtelSubscriber, export_events, session_span_id, trace_id
-from firewall.states import Sensitivity
+from firewall.host.otel import OtelSubscriber, export_events, session_span_id, trace_id
+from firewall.model.chain import content_hash
+from firewall.model.states import Sensitivity
 from probes._kernel import host
 
 SECRET = "the prod database password is Tr0ub4dor-wombat"

@@ -22,10 +22,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from firewall.chain import Belief
-from firewall.durations import Duration
-from firewall.errors import InputError, PolicyError
-from firewall.policy import (
+from firewall.gate.policy import (
     PRIVILEGED_RETRIEVAL,
     PRIVILEGED_SECURITY,
     ContextPolicy,
@@ -33,14 +30,17 @@ from firewall.policy import (
     ReasonCode,
     resolve,
 )
-from firewall.states import (
+from firewall.model.chain import Belief
+from firewall.model.durations import Duration
+from firewall.model.errors import InputError, PolicyError
+from firewall.model.filters import BeliefFilter
+from firewall.model.states import (
     FreshnessStatus,
     RetrievalStatus,
     SecurityStatus,
     Sensitivity,
     TruthStatus,
 )
-from firewall.store.base import BeliefFilter
 from tests.factories import T0, belief_draft, make_belief
 
 PRESETS = ["assistant", "audit", "default", "planner", "reference"]
@@ -188,7 +188,7 @@ def test_unknown_preset_lists_the_available_ones() -> None:
 def test_committed_schema_is_the_generated_schema() -> None:
     generated = json.dumps(ContextPolicy.json_schema(), indent=2, sort_keys=True) + "\n"
     assert SCHEMA_FILE.read_text("utf-8") == generated, (
-        'regenerate with: .venv/bin/python -c "import json; from firewall.policy import '
+        'regenerate with: .venv/bin/python -c "import json; from firewall.gate.policy import '
         "ContextPolicy; open('policies/context-policy.schema.json', 'w').write(json.dumps("
         "ContextPolicy.json_schema(), indent=2, sort_keys=True) + '\\n')\""
     )
@@ -802,5 +802,5 @@ def test_docstring_examples_run() -> None:
     import doctest
     import importlib
 
-    failures, tried = doctest.testmod(importlib.import_module("firewall.policy"))
+    failures, tried = doctest.testmod(importlib.import_module("firewall.gate.policy"))
     assert tried > 0 and failures == 0

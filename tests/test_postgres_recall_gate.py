@@ -19,15 +19,16 @@ import pytest
 from click.testing import CliRunner
 
 import firewall
-from firewall.adoption import Adopter, Context
-from firewall.batch import ImportBatch
+from firewall.audit.rebuild import rebuild
 from firewall.cli import cli
-from firewall.errors import StoreError
-from firewall.events import EventDraft
-from firewall.firewall import ImportItem
-from firewall.origin import Origin
-from firewall.rebuild import rebuild
-from firewall.states import (
+from firewall.gate.adoption import Adopter, Context
+from firewall.host.firewall import ImportItem
+from firewall.log.batch import ImportBatch
+from firewall.log.events import EventDraft
+from firewall.model.errors import StoreError
+from firewall.model.filters import BeliefFilter
+from firewall.model.origin import Origin
+from firewall.model.states import (
     ClaimKind,
     EvidenceQuality,
     ExtractionMethod,
@@ -37,7 +38,6 @@ from firewall.states import (
     TruthStatus,
 )
 from firewall.store import postgres_schema as schema
-from firewall.store.base import BeliefFilter
 from firewall.store.postgres import PostgresStore
 from tests.factories import T0, belief_draft, make_belief
 

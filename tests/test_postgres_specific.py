@@ -22,10 +22,15 @@ from click.testing import CliRunner
 import firewall
 from firewall import Integrity, Origin, TruthStatus
 from firewall.cli import cli
-from firewall.errors import StoreCorruptError, StoreError, StoreLockedError, UnsupportedURLError
-from firewall.states import Authority
+from firewall.model.errors import (
+    StoreCorruptError,
+    StoreError,
+    StoreLockedError,
+    UnsupportedURLError,
+)
+from firewall.model.filters import BeliefFilter
+from firewall.model.states import Authority
 from firewall.store import postgres_schema as schema
-from firewall.store.base import BeliefFilter
 from firewall.store.memory import MemoryStore
 from firewall.store.postgres import PostgresStore, upgrade_url
 from firewall.store.registry import open_store

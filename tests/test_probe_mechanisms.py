@@ -14,17 +14,17 @@ from typing import Any
 import orjson
 import pytest
 
-import firewall.adoption
-import firewall.checkpoints
-import firewall.content
-import firewall.contradictions
-import firewall.session
-from firewall.chain import EvidenceSet
-from firewall.gate import TRANSITIONS, Adoption
-from firewall.grants import Grant, GrantVerifier
-from firewall.origin import Integrity, Origin
-from firewall.session import Session
-from firewall.states import (
+import firewall.gate.adoption
+import firewall.gate.contradictions
+import firewall.host.session
+import firewall.log.checkpoints
+import firewall.model.content
+from firewall.gate.gate import TRANSITIONS, Adoption
+from firewall.gate.grants import Grant, GrantVerifier
+from firewall.host.session import Session
+from firewall.model.chain import EvidenceSet
+from firewall.model.origin import Integrity, Origin
+from firewall.model.states import (
     READING_CLASS,
     Authority,
     Axis,
@@ -43,14 +43,14 @@ Patch = Callable[[pytest.MonkeyPatch], None]
 
 def nothing_above_the_ceiling(mp: pytest.MonkeyPatch) -> None:
     """Shipping judges every event public: nothing is redacted."""
-    import firewall.shipping as shipping
+    import firewall.audit.shipping as shipping
 
     mp.setattr(shipping, "event_sensitivity", lambda body: shipping.Sensitivity.PUBLIC)
 
 
 def otel_ignores_the_ceiling(mp: pytest.MonkeyPatch) -> None:
     """OpenTelemetry export puts every belief's text in its span event."""
-    import firewall.otel as otel
+    import firewall.host.otel as otel
 
     real = otel.SpanBuilder.belief_attributes
 
@@ -66,14 +66,14 @@ def otel_random_ids(mp: pytest.MonkeyPatch) -> None:
     """Span ids come from a random source instead of the log."""
     import os
 
-    import firewall.otel as otel
+    import firewall.host.otel as otel
 
     mp.setattr(otel, "event_span_id", lambda event: int.from_bytes(os.urandom(8), "big") or 1)
 
 
 def harvest_checks_truth_only(mp: pytest.MonkeyPatch) -> None:
     """The review harvest takes every supported belief as a candidate."""
-    import firewall.review as review
+    import firewall.host.review as review
 
     mp.setattr(
         review,
@@ -89,8 +89,8 @@ def approval_grant_unchecked(mp: pytest.MonkeyPatch) -> None:
 
 def redacted_links_unchecked(mp: pytest.MonkeyPatch) -> None:
     """A redacted event's digest is taken on trust: its link is never recomputed."""
-    import firewall.checkpoints as checkpoints
-    import firewall.events as events
+    import firewall.log.checkpoints as checkpoints
+    import firewall.log.events as events
 
     def link_checker() -> Callable[..., bool]:
         real = events.link_checker()
@@ -110,7 +110,7 @@ def adopt_everything_trusted(mp: pytest.MonkeyPatch) -> None:
         )
 
     # adoption.py imports adoption_for by name: patch it where it is looked up.
-    mp.setattr(firewall.adoption, "adoption_for", adoption_for)
+    mp.setattr(firewall.gate.adoption, "adoption_for", adoption_for)
 
 
 def join_keeps_first_label(mp: pytest.MonkeyPatch) -> None:
@@ -129,24 +129,24 @@ def envelope_inlines_arguments(mp: pytest.MonkeyPatch) -> None:
     def render_args(args: Mapping[str, Any], shown: frozenset[str] = frozenset()) -> str:
         return ", ".join(f"{k}={v}" for k, v in sorted(args.items()))
 
-    mp.setattr(firewall.session, "render_args", render_args)
+    mp.setattr(firewall.host.session, "render_args", render_args)
 
 
 def envelope_inlines_short_arguments(mp: pytest.MonkeyPatch) -> None:
     """The allowlist is ignored: every short single-line value is inlined (the old rule)."""
-    original = firewall.session.render_args
+    original = firewall.host.session.render_args
     old_rule = re.compile(r"^[^\x00-\x1f\x7f]{0,80}$")
 
     def render_args(args: Mapping[str, Any], shown: frozenset[str] = frozenset()) -> str:
         return original(args, frozenset(k for k in args if old_rule.match(k)))
 
-    mp.setattr(firewall.content, "_SHOWN_VALUE", old_rule)
-    mp.setattr(firewall.session, "render_args", render_args)
+    mp.setattr(firewall.model.content, "_SHOWN_VALUE", old_rule)
+    mp.setattr(firewall.host.session, "render_args", render_args)
 
 
 def tool_names_unchecked(mp: pytest.MonkeyPatch) -> None:
     """observe() takes any tool name: no identifier check."""
-    mp.setattr(firewall.session, "checked_tool", lambda value: value)
+    mp.setattr(firewall.host.session, "checked_tool", lambda value: value)
 
 
 def reading_counts_and_copies_count(mp: pytest.MonkeyPatch) -> None:
@@ -192,7 +192,7 @@ def signatures_not_checked(mp: pytest.MonkeyPatch) -> None:
 
     def verify(self: GrantVerifier, grant: Grant | None, required: Any, **kw: Any) -> Grant | None:
         if grant is None or grant.authority not in frozenset(required):
-            from firewall.errors import MissingGrantError
+            from firewall.model.errors import MissingGrantError
 
             raise MissingGrantError("patched: missing")
         return grant
@@ -202,41 +202,41 @@ def signatures_not_checked(mp: pytest.MonkeyPatch) -> None:
 
 def untrusted_notes_demote(mp: pytest.MonkeyPatch) -> None:
     """Any conflict demotes every member, so a planted note knocks a true fact out."""
-    mp.setattr(firewall.contradictions, "to_demote", lambda members: list(members))
+    mp.setattr(firewall.gate.contradictions, "to_demote", lambda members: list(members))
 
 
 def no_contradiction_detection(mp: pytest.MonkeyPatch) -> None:
     """Conflicting subject/predicate statements are not compared at all."""
-    mp.setattr(firewall.contradictions, "conflicting", lambda new, existing: [])
+    mp.setattr(firewall.gate.contradictions, "conflicting", lambda new, existing: [])
 
 
 def hostile_peers_demote(mp: pytest.MonkeyPatch) -> None:
     """Every member weighs in a contradiction, quarantined or malicious ones included."""
-    mp.setattr(firewall.contradictions, "stands", lambda belief: True)
+    mp.setattr(firewall.gate.contradictions, "stands", lambda belief: True)
 
 
 def readers_see_stored_truth(mp: pytest.MonkeyPatch) -> None:
     """Recall shows every belief's stored truth: no reader's view of contradictions."""
-    import firewall.retrieval
+    import firewall.gate.retrieval
 
-    mp.setattr(firewall.retrieval, "as_seen_by", lambda store, reader, beliefs: {})
+    mp.setattr(firewall.gate.retrieval, "as_seen_by", lambda store, reader, beliefs: {})
 
 
 def readers_know_every_peer(mp: pytest.MonkeyPatch) -> None:
     """Contradiction views list every member, whatever the reader may see."""
-    from firewall.contested import Reader
+    from firewall.gate.contested import Reader
 
     mp.setattr(Reader, "may_know", lambda self, belief: True)
 
 
 def checkpoint_signatures_trusted(mp: pytest.MonkeyPatch) -> None:
     """Every checkpoint counts as signed by a pinned key, whoever signed it."""
-    mp.setattr(firewall.checkpoints.Checkpoint, "verify_signature", lambda self, keys: None)
+    mp.setattr(firewall.log.checkpoints.Checkpoint, "verify_signature", lambda self, keys: None)
 
 
 def checkpoints_ignored(mp: pytest.MonkeyPatch) -> None:
     """The verifier no longer recognises log.checkpoint events (only the hash chain is left)."""
-    mp.setattr(firewall.checkpoints, "_checkpoint_in", lambda body: None)
+    mp.setattr(firewall.log.checkpoints, "_checkpoint_in", lambda body: None)
 
 
 def mem0_passes_unknown_methods_through(mp: pytest.MonkeyPatch) -> None:
@@ -283,7 +283,7 @@ def trusted_rivals_supersede(mp: pytest.MonkeyPatch) -> None:
 
 def channel_reveals_hidden_members(mp: pytest.MonkeyPatch) -> None:
     """The channel forgets the reader's visibility: quarantined members are named."""
-    from firewall.contested import Reader
+    from firewall.gate.contested import Reader
 
     mp.setattr(Reader, "may_know", lambda self, belief: True)
 
@@ -423,8 +423,8 @@ def holds_never_expire(mp: pytest.MonkeyPatch) -> None:
 def why_explains_any_id(mp: pytest.MonkeyPatch) -> None:
     """The MCP memory server explains any id it is asked about, not only what recall showed
     (and no longer re-checks the privileged states, which would still hide a quarantined one)."""
-    import firewall.mcp_memory
-    from firewall.mcp_memory import MemoryServer
+    import firewall.host.mcp_memory
+    from firewall.host.mcp_memory import MemoryServer
 
     original = MemoryServer._why
 
@@ -433,7 +433,7 @@ def why_explains_any_id(mp: pytest.MonkeyPatch) -> None:
         return original(self, args)
 
     mp.setattr(MemoryServer, "_why", explain_all)
-    mp.setattr(firewall.mcp_memory, "floor_reasons", lambda belief: [])
+    mp.setattr(firewall.host.mcp_memory, "floor_reasons", lambda belief: [])
 
 
 def proxy_hold_never_times_out(mp: pytest.MonkeyPatch) -> None:
@@ -482,7 +482,7 @@ def origin_fanout_finds_nothing(mp: pytest.MonkeyPatch) -> None:
 
 def fanout_one_event_per_belief(mp: pytest.MonkeyPatch) -> None:
     """Flagging an origin quarantines belief by belief, one event (transaction) each."""
-    from firewall.firewall import Firewall
+    from firewall.host.firewall import Firewall
 
     def flag(self: Firewall, origin_id: str, *, reason: str, **kw: Any) -> list[Any]:
         moved = [
@@ -498,7 +498,7 @@ def fanout_one_event_per_belief(mp: pytest.MonkeyPatch) -> None:
 
 def content_signal_silent(mp: pytest.MonkeyPatch) -> None:
     """The content signal never matches."""
-    import firewall.sentinels.sentinel as sentinel
+    import firewall.host.sentinels.sentinel as sentinel
 
     mp.setattr(sentinel, "looks_injected", lambda text: None)
 
@@ -519,7 +519,7 @@ def arbiters_ignored(mp: pytest.MonkeyPatch) -> None:
 
 def flags_not_learned(mp: pytest.MonkeyPatch) -> None:
     """Sentinel state forgets origin.flagged events (the arbiter never hears of a flag)."""
-    from firewall.sentinels.sentinel import FLAG_KIND, SentinelState
+    from firewall.host.sentinels.sentinel import FLAG_KIND, SentinelState
 
     original = SentinelState.learn
 
@@ -532,21 +532,21 @@ def flags_not_learned(mp: pytest.MonkeyPatch) -> None:
 
 def decay_never_due(mp: pytest.MonkeyPatch) -> None:
     """Nothing is ever due to decay: freshness stays as written."""
-    import firewall.decay as decay
+    import firewall.host.decay as decay
 
     mp.setattr(decay, "due_state", lambda current, *, expired, aged: None)
 
 
 def calibration_never_bad(mp: pytest.MonkeyPatch) -> None:
     """The calibration arbiter never finds a class badly calibrated."""
-    import firewall.calibration as cal
+    import firewall.kernel.calibration as cal
 
     mp.setattr(cal.CalibrationArbiter, "_catch_up", lambda self: None)
 
 
 def calibration_events_not_checked(mp: pytest.MonkeyPatch) -> None:
     """Replay returns what the event says instead of recomputing it."""
-    import firewall.calibration as cal
+    import firewall.kernel.calibration as cal
 
     mp.setattr(
         cal,
@@ -642,7 +642,7 @@ def test_the_inlining_patch_really_inlines() -> None:
     mp = pytest.MonkeyPatch()
     try:
         envelope_inlines_arguments(mp)
-        rendered = getattr(firewall.session, "render_args")({"pattern": "a\nb"})  # noqa: B009
+        rendered = getattr(firewall.host.session, "render_args")({"pattern": "a\nb"})  # noqa: B009
     finally:
         mp.undo()
     assert "a\nb" in rendered

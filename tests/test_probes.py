@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from firewall.errors import InputError
+from firewall.model.errors import InputError
 from probes import runner
 from probes.runner import Checks, ProbeResult, execute, run_all, run_one
 

@@ -50,7 +50,7 @@ def test_all_is_sorted_and_pinned() -> None:
 
 
 def test_error_root() -> None:
-    from firewall import errors
+    from firewall.model import errors
 
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.GnomonError), name

@@ -28,21 +28,21 @@ import pytest
 import firewall
 from adapters.base import StoreItem
 from adapters.guard import Guard
-from firewall.chain import Belief, BindingState, StoreBinding, content_hash
-from firewall.errors import PolicyError
-from firewall.firewall import ImportItem
-from firewall.origin import Origin
-from firewall.policy import ContextPolicy, QuoteRule
-from firewall.replay import replay
-from firewall.retrieval import gather
-from firewall.states import (
+from firewall.audit.replay import replay
+from firewall.gate.policy import ContextPolicy, QuoteRule
+from firewall.gate.retrieval import gather
+from firewall.host.firewall import ImportItem
+from firewall.model.chain import Belief, BindingState, StoreBinding, content_hash
+from firewall.model.errors import PolicyError
+from firewall.model.filters import BeliefFilter
+from firewall.model.origin import Origin
+from firewall.model.states import (
     Authority,
     RetrievalStatus,
     SecurityStatus,
     Sensitivity,
     TruthStatus,
 )
-from firewall.store.base import BeliefFilter
 from tests.attested import observe_as
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -301,6 +301,6 @@ def test_the_floor_holds_even_under_a_policy_admitting_everything(
         audit, StoreItem("n-9", POISON), (binding, wall.require_belief(page.id)), NOW
     )
     assert verdict.verdict == "rejected" and "security" in {r.code for r in verdict.reasons}
-    with pytest.raises(firewall.errors.MissingGrantError):
+    with pytest.raises(firewall.model.errors.MissingGrantError):
         Guard(wall, "notes", project="shop", policy="audit").screen([], query=QUERY, k=1)
     guard.close()

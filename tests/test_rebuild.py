@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from firewall.rebuild import rebuild, replay, snapshot
+from firewall.audit.rebuild import rebuild, replay, snapshot
 from firewall.store.sqlite import SQLiteStore
 from tests.log_contract import populated_source
 

@@ -13,10 +13,11 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
+from firewall.audit.rebuild import rebuild
 from firewall.cli import cli
-from firewall.rebuild import rebuild
-from firewall.states import TruthStatus
-from firewall.store.base import BeliefFilter, Store
+from firewall.model.filters import BeliefFilter
+from firewall.model.states import TruthStatus
+from firewall.store.base import Store
 from firewall.store.postgres import PostgresStore
 from firewall.store.sqlite import SQLiteStore
 from tests.log_contract import populated_source

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import firewall
-from firewall import Origin, credentials
-from firewall.content import block_hash
-from firewall.report import (
+from firewall import Origin
+from firewall.audit import credentials
+from firewall.audit.report import (
     SECTIONS,
     ReportContext,
     Table,
@@ -29,7 +29,8 @@ from firewall.report import (
     render_markdown,
     report_json,
 )
-from firewall.states import Authority
+from firewall.model.content import block_hash
+from firewall.model.states import Authority
 from tests.attested import observe_as
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"

@@ -11,10 +11,10 @@ import pytest
 
 import firewall
 from firewall import Origin
-from firewall.gate import Move
-from firewall.report import _decision_sensitivity, build_report, render_html, render_markdown
-from firewall.session import Session
-from firewall.states import Authority, Axis, Sensitivity, TruthStatus
+from firewall.audit.report import _decision_sensitivity, build_report, render_html, render_markdown
+from firewall.gate.gate import Move
+from firewall.host.session import Session
+from firewall.model.states import Authority, Axis, Sensitivity, TruthStatus
 from tests.attested import observe_as
 
 SUBJECT = {"subject": "gecko-service", "predicate": "primary_region"}

@@ -18,11 +18,11 @@ import pytest
 
 import firewall
 from firewall import Origin
-from firewall.report import SECTIONS, build_report, render_html
+from firewall.audit.report import SECTIONS, build_report, render_html
 from tests.attested import attested
 
 WIDTH, HEIGHT = 1280, 900
-RED = (0xCF, 0x22, 0x2E)  # .verdict.red in firewall/report_render.py
+RED = (0xCF, 0x22, 0x2E)  # .verdict.red in firewall/audit/report_render.py
 GREEN = (0x1A, 0x7F, 0x37)
 BLUE = (0x05, 0x50, 0xAE)  # .blue: contained
 PILL_BAD = (0xFF, 0xEB, 0xE9)  # .bad state pill (quarantined), also the warning box
@@ -166,7 +166,7 @@ def test_a_contained_session_gets_the_blue_banner_and_coloured_states(tmp_path: 
     The banner is blue (contained, not clean), the states are coloured pills, the page is no
     wider than the window, and the live token is not on it. (Looked at by eye when written:
     tests/test_report_screenshot.py keeps the PNG in its tmp_path.)"""
-    from firewall.demo import run_demo
+    from firewall.host.demo import run_demo
 
     chromium()
     url = f"sqlite:///{tmp_path / 'demo.db'}"

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 import firewall
 from firewall import Origin
 from firewall.cli import cli
-from firewall.config import pinned_keys
-from firewall.errors import ForgedGrantError, GrantScopeError, MissingGrantError
-from firewall.grants import GrantSigner
-from firewall.review import APPROVED_KIND, NotACandidateError, approve, harvest
+from firewall.gate.grants import GrantSigner
+from firewall.host.config import pinned_keys
+from firewall.host.review import APPROVED_KIND, NotACandidateError, approve, harvest
+from firewall.model.errors import ForgedGrantError, GrantScopeError, MissingGrantError
 
 PROJECT = "shop"
 

@@ -10,10 +10,10 @@ import pytest
 
 import firewall
 from firewall import Authority, Origin
-from firewall.errors import InputError, TransitionRefused
-from firewall.gate import Move
-from firewall.sentinels import ALERT_KIND, FLAG_KIND, Sentinel, SentinelArbiter
-from firewall.states import Axis, RetrievalStatus, SecurityStatus, TruthStatus
+from firewall.gate.gate import Move
+from firewall.host.sentinels import ALERT_KIND, FLAG_KIND, Sentinel, SentinelArbiter
+from firewall.model.errors import InputError, TransitionRefused
+from firewall.model.states import Axis, RetrievalStatus, SecurityStatus, TruthStatus
 from probes._kernel import host
 from tests.attested import observe_as
 

@@ -10,7 +10,7 @@ import pytest
 
 import firewall
 from firewall import Origin, Sensitivity
-from firewall.errors import (
+from firewall.model.errors import (
     ExpiredGrantError,
     ForgedGrantError,
     InputError,
@@ -21,7 +21,7 @@ from firewall.errors import (
     TransitionRefused,
     UnknownIdError,
 )
-from firewall.states import Authority
+from firewall.model.states import Authority
 from tests.attested import attested
 
 
@@ -178,7 +178,7 @@ def test_quarantine_is_one_way_and_malicious_terminal(wall: firewall.Firewall) -
     with pytest.raises(TransitionRefused, match="security move quarantined -> clean"):
         wall.transition(
             fact.id,
-            [firewall.gate.Move(firewall.gate.Axis.SECURITY, "clean")],
+            [firewall.gate.gate.Move(firewall.gate.gate.Axis.SECURITY, "clean")],
             reason="agent wants it back",
             authority=Authority.SENTINEL,
         )
@@ -296,7 +296,7 @@ def test_promoting_a_quarantined_belief_needs_clearance_first(wall: firewall.Fir
         note = s.observe(tool="read", content="Cache TTL is 60s").content[0]
     wall.quarantine(note.id, reason="sentinel", authority=Authority.SENTINEL)
     head = wall.store.head()
-    with pytest.raises(firewall.errors.GateError, match="clear the security state first"):
+    with pytest.raises(firewall.model.errors.GateError, match="clear the security state first"):
         wall.promote(
             note.id, grant=wall.grant("user", "alice", beliefs=[note.id]), reason="looks fine"
         )

@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 import firewall
+from firewall.audit.shipping import ship_to_file, verify_file
 from firewall.cli import cli
-from firewall.errors import LogFormatError, RedactionError
-from firewall.events import body_digest
-from firewall.ndjson import read_events, read_file
-from firewall.shipping import ship_to_file, verify_file
-from firewall.states import Sensitivity
+from firewall.log.events import body_digest
+from firewall.log.ndjson import read_events, read_file
+from firewall.model.errors import LogFormatError, RedactionError
+from firewall.model.states import Sensitivity
 
 SECRET = "the vault root token is s.QxZ81-do-not-ship"
 FIXTURE = Path(__file__).parent / "fixtures" / "log_schema1.ndjson"
@@ -196,7 +196,7 @@ def test_attack_a_secret_inside_an_import_batch_is_redacted(tmp_path: Path) -> N
 def test_a_shipped_export_keeps_its_signed_checkpoints(tmp_path: Path) -> None:
     """The checkpoint signed over the full log verifies on the shipped one: it signs the chain
     head, and the chain is the same whatever was redacted."""
-    from firewall.checkpoints import CheckpointSigner, write_checkpoint
+    from firewall.log.checkpoints import CheckpointSigner, write_checkpoint
 
     url = _store(tmp_path)
     signer = CheckpointSigner.generate()

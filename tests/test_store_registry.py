@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from firewall.errors import UnsupportedURLError
+from firewall.model.errors import UnsupportedURLError
 from firewall.store.memory import MemoryStore
 from firewall.store.registry import DEFAULT_URL, default_url, open_store
 from firewall.store.sqlite import SQLiteStore

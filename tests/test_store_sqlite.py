@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from firewall.errors import StoreCorruptError, StoreError, StoreLockedError
-from firewall.store.base import BeliefFilter, Store
+from firewall.model.errors import StoreCorruptError, StoreError, StoreLockedError
+from firewall.model.filters import BeliefFilter
+from firewall.store.base import Store
 from firewall.store.memory import MemoryStore
 from firewall.store.sqlite import SQLiteStore
 from tests.factories import belief_draft, make_belief, make_decision, make_draft, make_records

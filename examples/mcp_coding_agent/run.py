@@ -40,7 +40,7 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from firewall.grants import KeyPurpose, write_keypair
+from firewall.gate.grants import KeyPurpose, write_keypair
 from firewall.kernel.actionpolicy import preset_bytes
 
 HERE = Path(__file__).resolve().parent

@@ -31,7 +31,7 @@
     gnomon mcp proxy --config F -- CMD  an MCP server behind the action kernel (stdio, --http)
     gnomon mcp serve --project P        a firewalled memory as MCP tools (stdio)
 
-Every :class:`~firewall.errors.GnomonError` is caught once, at the root group, and printed as
+Every :class:`~firewall.model.errors.GnomonError` is caught once, at the root group, and printed as
 ``error:`` / ``hint:`` lines on stderr with exit status 1 (and as JSON on stdout under
 ``--json``, which every command takes). Exit statuses: 0 ok, 1 error or failed check, 2 usage,
 3 findings (``sync``); see :mod:`firewall.cli.common`.

@@ -8,7 +8,6 @@ from typing import Any
 import click
 from rich.table import Table
 
-from firewall import config
 from firewall.cli.common import (
     console,
     echo_json,
@@ -19,10 +18,11 @@ from firewall.cli.common import (
 )
 from firewall.cli.logcmd import log_checkpoint, log_export, log_import, log_verify
 from firewall.cli.render import policy_summary
-from firewall.demo import DemoResult, run_demo
-from firewall.errors import GnomonError, KeyFileError, StoreError
-from firewall.grants import write_keypair
-from firewall.policy import ContextPolicy
+from firewall.gate.grants import write_keypair
+from firewall.gate.policy import ContextPolicy
+from firewall.host import config
+from firewall.host.demo import DemoResult, run_demo
+from firewall.model.errors import GnomonError, KeyFileError, StoreError
 
 # -- demo -----------------------------------------------------------------------------------
 
@@ -233,7 +233,7 @@ def keys_grant(
     from datetime import timedelta
     from pathlib import Path
 
-    from firewall.grants import GrantSigner
+    from firewall.gate.grants import GrantSigner
 
     grant = GrantSigner.from_file(key).issue(
         "user",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 import firewall
-from firewall import calibration as cal
 from firewall.cli.common import echo, echo_json, json_option, resolve_url, url_option
+from firewall.kernel import calibration as cal
 
 
 @click.command("calibration")

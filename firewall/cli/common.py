@@ -1,6 +1,6 @@
 """Plumbing every command shares: the error boundary, store options, output helpers.
 
-Errors: every :class:`~firewall.errors.GnomonError` raised anywhere below the root group is
+Errors: every :class:`~firewall.model.errors.GnomonError` raised anywhere below the root group is
 caught once, in :class:`GnomonGroup`, and printed as ``error: …`` / ``hint: …`` on stderr with
 exit status 1; when the command was given ``--json``, the same error is also printed on stdout
 as one JSON object (``{"error": {"type", "message", "hint"}, "exit_code": 1}``), so a script
@@ -17,7 +17,7 @@ Exit statuses, one meaning each (the README's command table lists them)::
 Output: what the CLI prints comes from memories, i.e. from callers. Every rich renderer goes
 through :class:`SafeConsole` and every plain line through :func:`echo`, both of which strip
 terminal escape sequences, carriage returns, bidi and zero-width characters
-(:func:`firewall.render.terminal_text`), so a stored statement cannot rewrite the screen. JSON
+(:func:`firewall.model.render.terminal_text`), so a stored statement cannot rewrite the screen. JSON
 output escapes them instead (``json.dumps`` with ``ensure_ascii``).
 """
 
@@ -37,10 +37,10 @@ import click
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-from firewall import config
-from firewall.errors import GnomonError, InputError
-from firewall.grants import Grant
-from firewall.render import terminal_text
+from firewall.gate.grants import Grant
+from firewall.host import config
+from firewall.model.errors import GnomonError, InputError
+from firewall.model.render import terminal_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -120,7 +120,7 @@ def ceiling_option(
     help: str, *, default: str | None = "internal", dest: str = "ceiling"
 ) -> Callable[[F], F]:
     """``--sensitivity-ceiling LEVEL``: one of the sensitivity levels, validated by click."""
-    from firewall.states import Sensitivity
+    from firewall.model.states import Sensitivity
 
     return click.option(
         "--sensitivity-ceiling",

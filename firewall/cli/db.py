@@ -19,9 +19,9 @@ from typing import Any
 
 import click
 
-from firewall import config
 from firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
-from firewall.errors import StoreError, UnsupportedURLError
+from firewall.host import config
+from firewall.model.errors import StoreError, UnsupportedURLError
 from firewall.store.registry import open_store
 
 

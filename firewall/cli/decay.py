@@ -6,7 +6,7 @@ import click
 
 import firewall
 from firewall.cli.common import echo, echo_json, json_option, resolve_url, url_option
-from firewall.decay import decay_all
+from firewall.host.decay import decay_all
 
 
 @click.command("decay")

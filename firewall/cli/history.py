@@ -1,8 +1,9 @@
 """Commands over the record: ``why``, ``replay``, ``report`` and the belief-history subcommands
 of ``beliefs`` (``history``, ``supersede``, ``export``, ``verify``).
 
-Each parses its arguments, calls one library function (:mod:`firewall.why`,
-:mod:`firewall.replay`, :mod:`firewall.report`) and renders. Dates on the command line are ISO
+Each parses its arguments, calls one library function (:mod:`firewall.audit.why`,
+:mod:`firewall.audit.replay`, :mod:`firewall.audit.report`) and renders. Dates on the command line
+are ISO
 8601 (``2025-04-01`` or ``2025-04-01T12:00:00+02:00``); a date or time without an offset is UTC.
 """
 
@@ -17,7 +18,18 @@ from datetime import UTC, datetime
 import click
 
 import firewall
-from firewall.chain import Belief
+from firewall.audit.replay import ReplayResult, replay, replay_json
+from firewall.audit.report import build_report, render_html, render_markdown, report_json
+from firewall.audit.why import (
+    BeliefWhy,
+    WhyResult,
+    belief_brief,
+    check_sources,
+    history_of,
+    version_json,
+    why,
+    why_json,
+)
 from firewall.cli.common import (
     ceiling_option,
     echo,
@@ -37,24 +49,14 @@ from firewall.cli.memory import (
     reason_option,
     subject_option,
 )
-from firewall.errors import InputError, UnknownIdError
-from firewall.gate import ADOPTION_RULES
-from firewall.ids import id_prefix
-from firewall.render import terminal_text
-from firewall.replay import ReplayResult, replay, replay_json
-from firewall.report import build_report, render_html, render_markdown, report_json
-from firewall.states import Sensitivity
-from firewall.store.base import BeliefFilter, Store
-from firewall.why import (
-    BeliefWhy,
-    WhyResult,
-    belief_brief,
-    check_sources,
-    history_of,
-    version_json,
-    why,
-    why_json,
-)
+from firewall.gate.gate import ADOPTION_RULES
+from firewall.model.chain import Belief
+from firewall.model.errors import InputError, UnknownIdError
+from firewall.model.filters import BeliefFilter
+from firewall.model.ids import id_prefix
+from firewall.model.render import terminal_text
+from firewall.model.states import Sensitivity
+from firewall.store.base import Store
 
 PAGE = 1000
 

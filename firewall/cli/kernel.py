@@ -16,11 +16,11 @@ import click
 import firewall
 from firewall.cli.admin import policy
 from firewall.cli.common import console, echo, echo_json, json_option, resolve_url, url_option
-from firewall.errors import InputError, UnknownIdError
-from firewall.grants import KeyPurpose, load_public_key
+from firewall.gate.grants import KeyPurpose, load_public_key
 from firewall.kernel.approvals import ApprovalSigner
 from firewall.kernel.ledger import post_approval, read_ledger, read_request
 from firewall.kernel.signing import PolicySigner, load_action_policy
+from firewall.model.errors import InputError, UnknownIdError
 
 
 @policy.command("sign")
@@ -151,9 +151,9 @@ def _resolution_command(decision: Literal["approve", "deny"]) -> click.Command:
 
 def push_demo(url: str, as_json: bool) -> None:
     """``gnomon demo --story push``: the poisoned README, the summary, the HELD push."""
-    from firewall import config
-    from firewall.errors import GnomonError
-    from firewall.kernel.demo import run_push_demo
+    from firewall.host import config
+    from firewall.host.action_demo import run_push_demo
+    from firewall.model.errors import GnomonError
 
     if url == config.DEMO_URL:
         config.reset_sqlite_file(url)

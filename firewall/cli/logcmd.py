@@ -1,7 +1,7 @@
 """The audit trail's commands: ``log verify | checkpoint | export | import`` and ``rebuild``.
 
-Each parses its options, calls one library function (:mod:`firewall.checkpoints`,
-:mod:`firewall.ndjson`, :mod:`firewall.rebuild`) and renders the result.
+Each parses its options, calls one library function (:mod:`firewall.log.checkpoints`,
+:mod:`firewall.log.ndjson`, :mod:`firewall.audit.rebuild`) and renders the result.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from contextlib import nullcontext
 
 import click
 
-from firewall.checkpoints import Checkpoint, CheckpointSigner, verify_log, write_checkpoint
+from firewall.audit.import_check import check_transitions
+from firewall.audit.rebuild import rebuild as rebuild_store
+from firewall.audit.shipping import ship, ship_to_file, verify_file
 from firewall.cli.common import (
     ceiling_option,
     console,
@@ -23,13 +25,11 @@ from firewall.cli.common import (
     url_option,
 )
 from firewall.cli.common import with_progress as progress
-from firewall.errors import GnomonError
-from firewall.grants import load_public_key
-from firewall.import_check import check_transitions
-from firewall.ndjson import export_to_file, read_events, read_file, write_export
-from firewall.rebuild import rebuild as rebuild_store
-from firewall.shipping import ship, ship_to_file, verify_file
-from firewall.states import Sensitivity
+from firewall.gate.grants import load_public_key
+from firewall.log.checkpoints import Checkpoint, CheckpointSigner, verify_log, write_checkpoint
+from firewall.log.ndjson import export_to_file, read_events, read_file, write_export
+from firewall.model.errors import GnomonError
+from firewall.model.states import Sensitivity
 from firewall.store.base import Store
 from firewall.store.registry import open_store
 

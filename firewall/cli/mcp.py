@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from firewall.cli.common import json_option
-from firewall.errors import InputError
+from firewall.model.errors import InputError
 
 
 @click.group("mcp")
@@ -42,13 +42,13 @@ def proxy_command(
     try:
         import anyio
 
-        from firewall.mcp_proxy import parse_listen, run_proxy
+        from firewall.host.mcp_proxy import parse_listen, run_proxy
     except ImportError as exc:
         raise InputError(
             f"the MCP proxy needs the mcp package ({exc.name} is not installed)",
             hint="pip install 'gnomon[mcp]'",
         ) from None
-    from firewall.mcp_config import load_proxy_config
+    from firewall.host.mcp_config import load_proxy_config
 
     http = parse_listen(listen) if listen is not None else None
     config = load_proxy_config(config_path)
@@ -79,7 +79,7 @@ def serve_command(
     try:
         import anyio
 
-        from firewall.mcp_memory import serve_memory
+        from firewall.host.mcp_memory import serve_memory
     except ImportError as exc:
         raise InputError(
             f"the MCP memory server needs the mcp package ({exc.name} is not installed)",

@@ -13,7 +13,6 @@ from pathlib import Path
 import click
 
 import firewall
-from firewall import config
 from firewall.cli.common import (
     console,
     echo_json,
@@ -31,9 +30,10 @@ from firewall.cli.render import (
     recall_tables,
     section,
 )
-from firewall.grants import GrantSigner
-from firewall.states import Authority, SecurityStatus, TruthStatus
-from firewall.store.base import BeliefFilter
+from firewall.gate.grants import GrantSigner
+from firewall.host import config
+from firewall.model.filters import BeliefFilter
+from firewall.model.states import Authority, SecurityStatus, TruthStatus
 
 CLI_ACTOR = "cli"
 

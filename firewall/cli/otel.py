@@ -2,7 +2,7 @@
 
 No collector is needed: spans are written with the SDK's console exporter to a file or stdout
 (one span per line, the SDK's own JSON form). A team with a collector uses
-:class:`firewall.otel.OtelSubscriber` or :func:`firewall.otel.export_events` with its own
+:class:`firewall.host.otel.OtelSubscriber` or :func:`firewall.host.otel.export_events` with its own
 exporter. Needs ``pip install 'gnomon[otel]'``.
 """
 
@@ -21,7 +21,7 @@ from firewall.cli.common import (
     staged_file,
     url_option,
 )
-from firewall.states import Sensitivity
+from firewall.model.states import Sensitivity
 from firewall.store.registry import open_store
 
 
@@ -47,7 +47,7 @@ def otel_export(
 ) -> None:
     """Export the whole log as spans (ids derived from the log: the same log gives the same
     ids). With --out and --json, the summary is a JSON object on stdout."""
-    from firewall.otel import JsonLinesExporter, export_events
+    from firewall.host.otel import JsonLinesExporter, export_events
 
     level = Sensitivity(ceiling)
     with open_store(resolve_url(ctx, url)) as store:

@@ -16,9 +16,9 @@ from firewall.cli.common import (
     url_option,
 )
 from firewall.cli.memory import _granted_wall, _subject, key_option, reason_option, subject_option
-from firewall.errors import InputError
-from firewall.render import terminal_text
-from firewall.review import approve, harvest
+from firewall.host.review import approve, harvest
+from firewall.model.errors import InputError
+from firewall.model.render import terminal_text
 
 
 @click.group("review", invoke_without_command=True)

@@ -6,8 +6,8 @@ import click
 
 import firewall
 from firewall.cli.common import echo, echo_json, json_option, resolve_url, url_option
-from firewall.render import terminal_text
-from firewall.sentinels import Sentinel
+from firewall.host.sentinels import Sentinel
+from firewall.model.render import terminal_text
 
 
 @click.group("origins")

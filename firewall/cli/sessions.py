@@ -8,9 +8,9 @@ from rich.markup import escape
 from rich.table import Table
 
 import firewall
+from firewall.audit.session_list import list_sessions
 from firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
 from firewall.cli.render import section
-from firewall.session_list import list_sessions
 
 
 @click.group()

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 import firewall
-from firewall import config
 from firewall.cli.common import (
     EXIT_FINDINGS,
     console,
@@ -48,12 +47,13 @@ from firewall.cli.common import (
     staged_file,
     url_option,
 )
-from firewall.errors import InputError
+from firewall.host import config
+from firewall.model.errors import InputError
 
 if TYPE_CHECKING:
     from adapters.adapter import Adapter
-    from firewall.firewall import Firewall
-    from firewall.grants import Grant
+    from firewall.gate.grants import Grant
+    from firewall.host.firewall import Firewall
 
 CLI_ACTOR = "cli"
 #: ``module:function`` returning the SDK client, called as ``function(store, options)``.
@@ -437,7 +437,7 @@ def _import_command(spec: StoreSpec) -> click.Command:
                 conn.close()
             adopted = None
             if grant is not None:
-                from firewall.store_adoption import adopt_store
+                from firewall.host.store_adoption import adopt_store
 
                 adopted = adopt_store(
                     wall,

@@ -1,6 +1,6 @@
 """The action policy: a YAML document of ordered first-match rules giving allow, hold or deny.
 
-Kept apart from :class:`~firewall.policy.ContextPolicy` (which decides what reaches the model):
+Kept apart from :class:`~firewall.gate.policy.ContextPolicy` (which decides what reaches the model):
 an :class:`ActionPolicy` decides what an agent may *do*. It is parsed as strictly as a
 ContextPolicy (safe loader, duplicate keys, aliases and oversized documents refused, every
 problem named by line), and a JSON Schema for editors is published as
@@ -43,10 +43,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from firewall.durations import Duration
-from firewall.errors import PolicyError
+from firewall.gate.policy import MAX_POLICY_BYTES, _decode, _load_yaml, _where
 from firewall.kernel.contracts import BlastRadius, Level
-from firewall.policy import MAX_POLICY_BYTES, _decode, _load_yaml, _where
+from firewall.model.durations import Duration
+from firewall.model.errors import PolicyError
 
 SCHEMA_ID = "urn:gnomon:action-policy:v1"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"

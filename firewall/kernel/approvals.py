@@ -11,7 +11,8 @@ arguments (:func:`inputs_digest`). So an approval for ``git push origin release`
 ``git push origin main``, one made under another policy never runs under this one, and one
 copied onto another request is refused.
 
-:func:`check_approval` refuses with :class:`~firewall.errors.ForgedApprovalError` whose ``kind``
+:func:`check_approval` refuses with :class:`~firewall.model.errors.ForgedApprovalError` whose
+``kind``
 is one of ``forged`` (bad signature or object), ``wrong_key`` (no pinned key), ``expired``,
 ``wrong_request``, ``wrong_digest`` (inputs or policy) and, checked by the kernel against the
 log, ``replayed`` (a nonce already used). None of them executes, and the kernel records each as
@@ -44,9 +45,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import AwareDatetime, BaseModel, ConfigDict, StrictStr, ValidationError
 
-from firewall.clock import iso, utcnow
-from firewall.errors import ForgedApprovalError
-from firewall.grants import KeyPurpose, key_id_of, load_private_key
+from firewall.gate.grants import KeyPurpose, key_id_of, load_private_key
+from firewall.model.clock import iso, utcnow
+from firewall.model.errors import ForgedApprovalError
 
 APPROVAL_DOMAIN = b"gnomon.approval.v1\x00"
 INPUTS_DOMAIN = b"gnomon.action-inputs.v1\x00"

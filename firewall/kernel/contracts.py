@@ -6,7 +6,7 @@ external or shared (push, deploy, network, credentials, spend, publish, sign), L
 
 A tool's *category* gives it its own minimum level, a floor no contract can go below: a contract
 that declares ``git_push`` (category ``push``) at L2 is refused with
-:class:`~firewall.errors.ContractError`, so a mistaken or hostile contract cannot lower a push
+:class:`~firewall.model.errors.ContractError`, so a mistaken or hostile contract cannot lower a push
 below L4. A tool no contract names is unknown, and the kernel denies it (fail closed).
 
 >>> registry = ToolRegistry.builtin()
@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
-from firewall.errors import ContractError, InputError
-from firewall.states import Sensitivity
+from firewall.model.errors import ContractError, InputError
+from firewall.model.states import Sensitivity
 
 
 class Level(IntEnum):

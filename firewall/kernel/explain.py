@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from firewall.kernel.ledger import read_ledger, read_request
-from firewall.origin import Origin
+from firewall.model.origin import Origin
 from firewall.store.base import Store
 
 

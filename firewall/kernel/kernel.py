@@ -30,17 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from firewall.arguments import checked_call
-from firewall.chain import Action, Decision, Outcome
-from firewall.content import checked_args
-from firewall.errors import (
-    ActionPendingError,
-    ForgedApprovalError,
-    InputError,
-    UnknownIdError,
-)
-from firewall.events import Records
-from firewall.ids import new_id
+from firewall.gate.policy import ContextPolicy
 from firewall.kernel import ledger as L
 from firewall.kernel.actionpolicy import Outcome as Verdict
 from firewall.kernel.approvals import Approval, ApprovalRequest, check_approval, inputs_digest
@@ -48,13 +38,23 @@ from firewall.kernel.contracts import ToolRegistry
 from firewall.kernel.decide import Arbiter, Case, Ruling, arbitrate, decide
 from firewall.kernel.preconditions import Snapshot, capture, revalidate
 from firewall.kernel.signing import SignedPolicy, reverify
-from firewall.logbook import kernel_ruling
-from firewall.policy import ContextPolicy
-from firewall.states import TruthStatus
+from firewall.log.events import Records
+from firewall.model.arguments import checked_call
+from firewall.model.chain import Action, Decision, Outcome
+from firewall.model.content import checked_args
+from firewall.model.errors import (
+    ActionPendingError,
+    ForgedApprovalError,
+    InputError,
+    UnknownIdError,
+)
+from firewall.model.ids import new_id
+from firewall.model.logbook import kernel_ruling
+from firewall.model.states import TruthStatus
 
 if TYPE_CHECKING:
-    from firewall.firewall import Firewall
-    from firewall.session import Session
+    from firewall.host.firewall import Firewall
+    from firewall.host.session import Session
 
 Executor = Callable[[dict[str, Any]], object]
 #: Kernel events after the ruling that are refusals, logged by :func:`kernel_ruling`.
@@ -97,7 +97,7 @@ class ActionKernel:
         arbiters: Sequence[Arbiter] = (),
     ) -> None:
         self._wall = wall
-        # The arbitration hook: host-side arbiters (e.g. firewall.sentinels.SentinelArbiter)
+        # The arbitration hook: host-side arbiters (e.g. firewall.host.sentinels.SentinelArbiter)
         # run after the policy's ruling on every proposal and can only make it stricter.
         self._arbiters = tuple(arbiters)
         self._policy = reverify(policy, list(operator_keys), allow_unsigned=allow_unsigned)
@@ -563,7 +563,7 @@ class ActionHandle:
         cites: Sequence[str] = (),
     ) -> ActionResult:
         """Propose ``tool(args)``, citing the beliefs it rests on. Returns a verdict the agent
-        can re-plan on; raises only :class:`~firewall.errors.GnomonError` on bad input."""
+        can re-plan on; raises only :class:`~firewall.model.errors.GnomonError` on bad input."""
         return self._kernel._propose(self._session, tool, args, cites)
 
     @checked_call

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from firewall.errors import UnknownIdError
-from firewall.events import Event, EventDraft
 from firewall.kernel.approvals import Approval, ApprovalRequest
+from firewall.log.events import Event, EventDraft
+from firewall.model.errors import UnknownIdError
 from firewall.store.base import EXECUTION_CLAIM_KIND, Store
 
 PROPOSED = "action.proposed"

@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from firewall.gate.policy import ContextPolicy, floor_reasons
 from firewall.kernel.contracts import ActionContract, PreconditionKind
-from firewall.policy import ContextPolicy, floor_reasons
 from firewall.store.base import Store
 
 BELIEF_CLEAN = "belief_clean"

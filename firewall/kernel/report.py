@@ -1,7 +1,8 @@
 """The trust report's action sections: actions, holds, approvals and forgeries of one session,
 and how they move the verdict.
 
-:func:`firewall.report.build_report` calls :func:`action_sections` with the verdict it computed;
+:func:`firewall.audit.report.build_report` calls :func:`action_sections` with the verdict it
+computed;
 this module adds its tables and returns the verdict made stricter where the kernel's log says so:
 any approval forgery makes it red; an action executed on an approval, or a hold still waiting,
 makes a green verdict amber (a human was needed).
@@ -16,11 +17,11 @@ from firewall.kernel.ledger import ACCEPTED, read_ledger
 from firewall.store.base import Store
 
 if TYPE_CHECKING:
-    from firewall.report import Table, Verdict
+    from firewall.audit.report import Table, Verdict
 
 
 def action_sections(store: Store, session_id: str, verdict: Verdict) -> tuple[list[Table], Verdict]:
-    from firewall.report import AMBER, GREEN, RED, Table
+    from firewall.audit.report import AMBER, GREEN, RED, Table
 
     ledger = read_ledger(store, events=store.session_events(session_id))
     states = [s for s in ledger.requests.values() if s.session_id == session_id]

@@ -4,7 +4,8 @@
 signing key's id and the signature over :meth:`ActionPolicy.canonical_bytes` (domain tag
 ``gnomon.action-policy.v1``, then canonical JSON of the *validated* document, so what is signed
 is what is enforced). :func:`load_action_policy` refuses, with
-:class:`~firewall.errors.UnsignedPolicyError`, a policy with no signature file, one edited after
+:class:`~firewall.model.errors.UnsignedPolicyError`, a policy with no signature file, one edited
+after
 signing, or one signed by a key nobody pinned, unless the host passes the explicit development
 flag ``allow_unsigned=True`` (and the kernel then logs that it runs an unsigned policy).
 
@@ -24,9 +25,9 @@ import orjson
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from firewall.errors import UnsignedPolicyError
-from firewall.grants import KeyPurpose, key_id_of, load_private_key
+from firewall.gate.grants import KeyPurpose, key_id_of, load_private_key
 from firewall.kernel.actionpolicy import ActionPolicy, read_policy_file
+from firewall.model.errors import UnsignedPolicyError
 
 SIGNATURE_SUFFIX = ".sig"
 

@@ -4,9 +4,10 @@ A store holds two things that must never disagree: the append-only, hash-chained
 the projections (sessions, observations, claims, evidence, beliefs, decisions, …) derived from it.
 :meth:`Store.commit` writes both in one transaction; there is no other write path.
 
-Policy filters arrive as a :class:`BeliefFilter` and must be answered by an indexed query, so the
+Policy filters arrive as a :class:`~firewall.model.filters.BeliefFilter` and must be answered by an
+indexed query, so the
 cost of a recall grows with the number of results and not with the number of stored beliefs.
-Backends convert their driver errors into :mod:`firewall.errors` types at their own edge.
+Backends convert their driver errors into :mod:`firewall.model.errors` types at their own edge.
 
 One contract test suite (``tests/store_contract.py``) runs against every backend.
 """
@@ -15,11 +16,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from firewall.chain import (
+from firewall.log.events import Event, EventDraft, VerifyReport, link_holds, verify_chain
+from firewall.model.chain import (
     Action,
     Belief,
     Claim,
@@ -31,14 +32,10 @@ from firewall.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.errors import LogIntegrityError
-from firewall.events import Event, EventDraft, VerifyReport, link_holds, verify_chain
-from firewall.states import (
+from firewall.model.errors import LogIntegrityError
+from firewall.model.filters import BeliefFilter
+from firewall.model.states import (
     FreshnessStatus,
-    RetrievalStatus,
-    SecurityStatus,
-    Sensitivity,
-    TruthStatus,
 )
 
 #: The kind of the event an execution claim commits (the action kernel writes it).
@@ -52,49 +49,6 @@ REQUEST_KIND_PREFIXES = ("action.", "approval.")
 def is_request_kind(kind: str) -> bool:
     """Whether events of ``kind`` are indexed by request id (:data:`REQUEST_KIND_PREFIXES`)."""
     return kind.startswith(REQUEST_KIND_PREFIXES)
-
-
-@dataclass(frozen=True, slots=True)
-class BeliefFilter:
-    """A conjunction of conditions on beliefs. ``None`` means "no condition on this field".
-
-    ``text`` matches if any query term (``firewall.text.query_terms``) occurs in the statement;
-    results are then ordered by BM25 relevance (best first), otherwise by ``observed_at``
-    descending then id. Time conditions:
-
-    * ``anchor_after``: ``coalesce(last_verified_at, observed_at) >= anchor_after`` (freshness);
-    * ``not_expired_at``: ``expires_at IS NULL OR expires_at > not_expired_at``;
-
-    ``unranked``: with ``text``, return any ``limit`` matches (newest written first where the
-    backend can say so) instead of the best-ranked ones, so the query stops at the limit instead
-    of ranking every match: what recall uses for its rejected and uncertain buckets.
-
-    ``subject_prefix`` matches beliefs whose subject starts with it (a topic, see
-    :mod:`firewall.why`). Belief history (:meth:`Store.find_belief_versions`) takes the same
-    filter and evaluates it on each past version.
-
-    Scoping: when ``project`` is set, a belief matches if its project equals it or its scope is
-    ``global``; when ``user`` is set, beliefs with scope ``user`` must belong to that user.
-    """
-
-    text: str | None = None
-    truth: frozenset[TruthStatus] | None = None
-    retrieval: frozenset[RetrievalStatus] | None = None
-    security: frozenset[SecurityStatus] | None = None
-    freshness: frozenset[FreshnessStatus] | None = None
-    max_sensitivity: Sensitivity | None = None
-    anchor_after: datetime | None = None
-    not_expired_at: datetime | None = None
-    project: str | None = None
-    user: str | None = None
-    subject: str | None = None
-    subject_prefix: str | None = None
-    predicate: str | None = None
-    session_id: str | None = None
-    exclude_ids: frozenset[str] = field(default_factory=frozenset)
-    limit: int = 10
-    offset: int = 0
-    unranked: bool = False
 
 
 class DecayRow(NamedTuple):
@@ -130,7 +84,7 @@ class Store(ABC):
         their records, in one transaction. Nothing is re-sealed: inside the transaction the
         store checks that the events continue its own head, seq by seq, and that each hash
         recomputes from its body (:func:`check_continues`); otherwise it raises
-        :class:`~firewall.errors.LogIntegrityError` naming the seq and writes nothing.
+        :class:`~firewall.model.errors.LogIntegrityError` naming the seq and writes nothing.
         """
 
     @abstractmethod
@@ -141,7 +95,7 @@ class Store(ABC):
     @abstractmethod
     def projection_docs(self) -> Iterator[tuple[str, str, bytes]]:
         """``(table, id, JSON document)`` for every projection row (tables named as in
-        :data:`firewall.events.RECORD_TYPES`), in no particular order: what ``gnomon rebuild``
+        :data:`firewall.log.events.RECORD_TYPES`), in no particular order: what ``gnomon rebuild``
         compares against a replay of the log."""
 
     def derived_rows(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
@@ -312,7 +266,7 @@ class Store(ABC):
     def decay_candidates(
         self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
     ) -> list[Belief]:
-        """Beliefs whose freshness is due to move (:mod:`firewall.decay`), ordered by id, with
+        """Beliefs whose freshness is due to move (:mod:`firewall.host.decay`), ordered by id, with
         ``id > after`` (keyset pages): not yet ``expired`` and ``expires_at <= now``, or
         ``fresh`` and anchored (``coalesce(last_verified_at, observed_at)``) before
         ``stale_before``. SQL backends answer it with one query per page; this fallback scans
@@ -397,7 +351,8 @@ class Store(ABC):
 
 
 def check_continues(event: Event, seq: int, prev: str) -> None:
-    """Raise :class:`~firewall.errors.LogIntegrityError` unless ``event`` is the next link after
+    """Raise :class:`~firewall.model.errors.LogIntegrityError` unless ``event`` is the next link
+    after
     ``(seq, prev)`` and its hash recomputes from its body."""
     if event.seq != seq + 1:
         raise LogIntegrityError(

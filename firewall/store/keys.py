@@ -1,7 +1,7 @@
 """Values every backend derives from a record the same way: time keys and index tokens.
 
 Times are compared as integer microseconds since the epoch (exact, timezone-proof, and cheap to
-index); statements are indexed as :func:`firewall.text.tokens` produces them, with a fast path
+index); statements are indexed as :func:`firewall.model.text.tokens` produces them, with a fast path
 for ASCII text (where NFKD is the identity and ``casefold`` is ``lower``) because tokenizing is
 on the ingest hot path.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from firewall.text import tokens
+from firewall.model.text import tokens
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -29,7 +29,7 @@ def micros(moment: datetime) -> int:
 
 
 def index_tokens(statement: str) -> list[str]:
-    """Exactly ``firewall.text.tokens(statement)``, faster for ASCII text."""
+    """Exactly ``firewall.model.text.tokens(statement)``, faster for ASCII text."""
     if statement.isascii():
         return _ASCII_WORD.findall(statement.lower())
     return tokens(statement)

@@ -23,7 +23,9 @@ from datetime import datetime
 
 import orjson
 
-from firewall.chain import (
+from firewall.log.events import GENESIS_HASH, Event, EventDraft, Records, seal
+from firewall.log.moves import resolve_moves
+from firewall.model.chain import (
     Action,
     Belief,
     ChainModel,
@@ -38,10 +40,9 @@ from firewall.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.errors import GnomonError, StoreError
-from firewall.events import GENESIS_HASH, Event, EventDraft, Records, seal
-from firewall.moves import resolve_moves
-from firewall.states import Scope
+from firewall.model.errors import GnomonError, StoreError
+from firewall.model.states import Scope
+from firewall.model.text import query_terms
 from firewall.store.base import (
     EXECUTION_CLAIM_KIND,
     BeliefFilter,
@@ -50,7 +51,6 @@ from firewall.store.base import (
     is_request_kind,
 )
 from firewall.store.keys import index_tokens, micros
-from firewall.text import query_terms
 
 K1 = 1.2
 B = 0.75
@@ -214,7 +214,7 @@ class MemoryStore(Store):
         return sealed, records, staged
 
     def _resolved(self, records: list[Records]) -> list[Records]:
-        """Move batches turned into the belief versions they make (:mod:`firewall.moves`)."""
+        """Move batches turned into the belief versions they make (:mod:`firewall.log.moves`)."""
         if not any(rec.moves for rec in records):
             return records
         return resolve_moves(records, self.get_beliefs)

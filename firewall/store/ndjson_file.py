@@ -2,7 +2,8 @@
 
 The projections live in memory exactly as in ``memory://`` (this class *is* a
 :class:`~firewall.store.memory.MemoryStore`); the log lives in a file in the portable NDJSON format
-(:mod:`firewall.ndjson`), so a store survives its process and ``gnomon log import`` reads the file
+(:mod:`firewall.log.ndjson`), so a store survives its process and ``gnomon log import`` reads the
+file
 as it is. URLs follow the SQLite convention: ``memory:///rel/log.ndjson`` is relative to the
 working directory, ``memory:////abs/log.ndjson`` absolute.
 
@@ -42,10 +43,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from firewall.clock import utcnow
-from firewall.errors import StoreError
-from firewall.events import Event, EventDraft
-from firewall.ndjson import encode_line, header_line, parse, verify_lines
+from firewall.log.events import Event, EventDraft
+from firewall.log.ndjson import encode_line, header_line, parse, verify_lines
+from firewall.model.clock import utcnow
+from firewall.model.errors import StoreError
 from firewall.store.memory import MemoryStore
 
 log = logging.getLogger("gnomon.store")

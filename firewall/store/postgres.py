@@ -11,7 +11,7 @@ gap-free hash chain.
 projections, updates the BM25 statistics and moves the head, all in one transaction: writers of
 one tenant queue on that row whatever process or machine they run in, and nothing is visible
 until everything is. Serialization failures and deadlocks are retried a bounded number of times
-and then reported as :class:`~firewall.errors.StoreLockedError`; they are never swallowed.
+and then reported as :class:`~firewall.model.errors.StoreLockedError`; they are never swallowed.
 
 **Schema.** Versioned migrations (:mod:`firewall.store.postgres_schema`). Opening a database
 with *no* Gnomon schema creates the current one (under an advisory lock, so concurrent first
@@ -20,13 +20,14 @@ migrated implicitly: an older one asks for ``gnomon db upgrade``, a newer one fo
 Pass ``create=False`` to refuse to create a schema at all.
 
 **Errors.** Every driver error is converted here: an unreachable server or a connection lost
-mid-commit becomes a :class:`~firewall.errors.StoreError` naming ``host:port/dbname`` (never the
+mid-commit becomes a :class:`~firewall.model.errors.StoreError` naming ``host:port/dbname`` (never
+the
 password), and the transaction is rolled back by the server, so nothing is half-written. The
 connection pool checks each connection before lending it, so a store keeps working after the
 server (or a terminated backend) comes back.
 
 **Recall.** Policy filters are SQL conditions on indexed columns. Text search uses a ``tsvector``
-of :func:`firewall.text.tokens` with a GIN index, and ranks with the same BM25 formula and
+of :func:`firewall.model.text.tokens` with a GIN index, and ranks with the same BM25 formula and
 constants as the memory backend (and SQLite's FTS5), so every backend orders results alike. The
 index also holds each row's *gate* (:data:`~firewall.store.postgres_schema.GATE_EXPRESSION`):
 a text query intersects the term postings with the reader's project, and the accept query with
@@ -40,7 +41,7 @@ every returned row against the policy and the read floor.
 restarted server) is dropped and the read, or the unit of work that had sent nothing but its
 ``BEGIN``, runs again on another.
 
-**Import batches** (:mod:`firewall.batch`) are written by COPY of rows derived straight from the
+**Import batches** (:mod:`firewall.log.batch`) are written by COPY of rows derived straight from the
 compact batch rows (:func:`~firewall.store.sql_common.batch_rows`), with no typed record built.
 """
 
@@ -64,8 +65,10 @@ from psycopg import sql as pgsql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from firewall.batch import ImportBatch, expand
-from firewall.chain import (
+from firewall.log.batch import ImportBatch, expand
+from firewall.log.events import GENESIS_HASH, IMPORTS, Event, EventDraft, Records, seal
+from firewall.log.moves import resolve_moves
+from firewall.model.chain import (
     Action,
     Belief,
     ChainModel,
@@ -79,18 +82,18 @@ from firewall.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.errors import (
+from firewall.model.errors import (
     GnomonError,
     StoreCorruptError,
     StoreError,
     StoreLockedError,
     UnsupportedURLError,
 )
-from firewall.events import GENESIS_HASH, IMPORTS, Event, EventDraft, Records, seal
-from firewall.moves import resolve_moves
-from firewall.states import SENSITIVITY_RANK, Scope
+from firewall.model.filters import BeliefFilter
+from firewall.model.states import SENSITIVITY_RANK, Scope
+from firewall.model.text import query_terms
 from firewall.store import postgres_schema as schema
-from firewall.store.base import BeliefFilter, Store, check_continues
+from firewall.store.base import Store, check_continues
 from firewall.store.keys import index_tokens, micros
 from firewall.store.memory import K1, B
 from firewall.store.sql_common import (
@@ -104,7 +107,6 @@ from firewall.store.sql_common import (
     version_rows,
     within_admissible,
 )
-from firewall.text import query_terms
 
 M = TypeVar("M", bound=ChainModel)
 R = TypeVar("R")
@@ -251,7 +253,8 @@ def gate_query(tenant: str, where: BeliefFilter) -> str | None:
     :data:`firewall.store.postgres_schema.GATE_EXPRESSION`, which derives the lexemes), or None
     when ``where`` pins neither a project nor the admissible states.
 
-    >>> from firewall.states import TruthStatus as T, RetrievalStatus as R, SecurityStatus as S
+    >>> from firewall.model.states import (
+    ...     TruthStatus as T, RetrievalStatus as R, SecurityStatus as S)
     >>> gate_query("acme", BeliefFilter(project="web"))
     "'p:acme:web' | 'g:acme'"
     >>> gate_query("acme", BeliefFilter(truth=frozenset({T.SUPPORTED}),
@@ -724,7 +727,7 @@ class PostgresStore(Store):
         return sealed
 
     def _resolved(self, conn: psycopg.Connection[Any], records: list[Records]) -> list[Records]:
-        """Move batches turned into the belief versions they make (:mod:`firewall.moves`),
+        """Move batches turned into the belief versions they make (:mod:`firewall.log.moves`),
         from the versions this transaction sees."""
         if not any(rec.moves for rec in records):
             return records

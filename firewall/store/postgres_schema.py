@@ -13,7 +13,8 @@ use starts with the tenant and no read can reach another tenant's rows by accide
 * ``term_stats`` holds each tenant's document frequency per index token, kept in step by the
   commit that holds the head lock: the IDF of a query term is one primary-key lookup instead of a
   count over the term's whole posting list.
-* ``beliefs.tsv`` is a ``tsvector`` built from the tokens :func:`firewall.text.tokens` produces
+* ``beliefs.tsv`` is a ``tsvector`` built from the tokens :func:`firewall.model.text.tokens`
+produces
   (not from PostgreSQL's parser, which splits words differently), one position per occurrence so
   that the term frequency is the length of a lexeme's position list; a GIN index serves
   ``tsv @@ 'a' | 'b'``. Ranking is BM25 with the memory backend's constants (see
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from firewall.states import Scope
+from firewall.model.states import Scope
 from firewall.store.sql_common import ADMISSIBLE_RETRIEVAL, ADMISSIBLE_SECURITY, ADMISSIBLE_TRUTH
 
 GLOBAL_SCOPE = Scope.GLOBAL.value

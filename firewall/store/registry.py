@@ -18,7 +18,7 @@ import importlib
 import os
 from typing import Any
 
-from firewall.errors import UnsupportedURLError
+from firewall.model.errors import UnsupportedURLError
 from firewall.store.base import Store
 
 DEFAULT_URL = "sqlite:///./.gnomon/gnomon.db"

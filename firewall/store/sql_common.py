@@ -20,8 +20,9 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from firewall.batch import ImportBatch, record_docs
-from firewall.chain import (
+from firewall.log.batch import ImportBatch, record_docs
+from firewall.log.events import RECORD_TYPES, Event
+from firewall.model.chain import (
     Action,
     Belief,
     ChainModel,
@@ -35,9 +36,8 @@ from firewall.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.events import RECORD_TYPES, Event
-from firewall.states import SENSITIVITY_RANK, RetrievalStatus, SecurityStatus, TruthStatus
-from firewall.store.base import BeliefFilter
+from firewall.model.filters import BeliefFilter
+from firewall.model.states import SENSITIVITY_RANK, RetrievalStatus, SecurityStatus, TruthStatus
 from firewall.store.keys import micros
 
 #: The states a belief must hold for a policy to be able to admit it into trusted context: what
@@ -116,7 +116,7 @@ class BatchRow(NamedTuple):
 
 def batch_rows(batch: ImportBatch, docs: dict[str, list[dict[str, Any]]]) -> Iterator[BatchRow]:
     """The rows of an import batch, straight from its compact rows and its expanded documents
-    (:func:`firewall.batch.expand` of the sealed payload): no typed record is built. The keys
+    (:func:`firewall.log.batch.expand` of the sealed payload): no typed record is built. The keys
     are what :func:`belief_keys` gives the record the batch would build."""
     t = batch.template.belief
     now = micros(batch.now)
@@ -169,7 +169,7 @@ class ProjectionRows:
 
     @classmethod
     def of(cls, events: list[Event], records: list[Any]) -> ProjectionRows:
-        """Collect ``records[i]`` (a :class:`~firewall.events.Records`) sealed as ``events[i]``."""
+        """Collect the records (:class:`~firewall.log.events.Records`) sealed as ``events``."""
         rows = cls()
         for event, rec in zip(events, records, strict=True):
             if rec:
@@ -195,7 +195,7 @@ def with_moved(
     name: str, items: Sequence[Any], payload: dict[str, list[dict[str, Any]]]
 ) -> list[dict[str, Any]]:
     """The payload's documents of table ``name``; for ``beliefs``, followed by the documents
-    of the versions a move batch made (:func:`firewall.moves.resolve_moves` appends them to
+    of the versions a move batch made (:func:`firewall.log.moves.resolve_moves` appends them to
     the records; the payload does not restate them)."""
     docs = payload.get(name) or []
     if name == "beliefs" and len(docs) < len(items):

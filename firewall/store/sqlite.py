@@ -4,8 +4,9 @@ One connection per store, shared by threads behind a lock. Every write goes thro
 :meth:`SQLiteStore.commit`, which takes SQLite's write lock with ``BEGIN IMMEDIATE`` *before*
 reading the chain head: several processes appending to one file therefore queue on that lock and
 keep one gap-free chain. Every :mod:`sqlite3` exception is converted at this module's edge into
-:class:`~firewall.errors.StoreLockedError`, :class:`~firewall.errors.StoreCorruptError` or
-:class:`~firewall.errors.StoreError`, each naming the file.
+:class:`~firewall.model.errors.StoreLockedError`, :class:`~firewall.model.errors.StoreCorruptError`
+or
+:class:`~firewall.model.errors.StoreError`, each naming the file.
 
 >>> from firewall.store.sqlite import SQLiteStore
 >>> with SQLiteStore(":memory:") as store:
@@ -26,7 +27,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from firewall.batch import (
+from firewall.log.batch import (
     IMPORTS,
     ImportBatch,
     belief_doc,
@@ -35,7 +36,17 @@ from firewall.batch import (
     read_batch,
     record_docs,
 )
-from firewall.chain import (
+from firewall.log.events import (
+    GENESIS_HASH,
+    MOVES,
+    Event,
+    EventDraft,
+    Records,
+    records_from_payload,
+    seal,
+)
+from firewall.log.moves import resolve_moves
+from firewall.model.chain import (
     Belief,
     ChainModel,
     Claim,
@@ -48,23 +59,15 @@ from firewall.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.errors import GnomonError, StoreCorruptError, StoreError, StoreLockedError
-from firewall.events import (
-    GENESIS_HASH,
-    MOVES,
-    Event,
-    EventDraft,
-    Records,
-    records_from_payload,
-    seal,
-)
-from firewall.moves import resolve_moves
-from firewall.states import (
+from firewall.model.errors import GnomonError, StoreCorruptError, StoreError, StoreLockedError
+from firewall.model.filters import BeliefFilter
+from firewall.model.states import (
     SENSITIVITY_RANK,
     Scope,
 )
+from firewall.model.text import fts5_match
 from firewall.store import sqlite_schema as schema
-from firewall.store.base import BeliefFilter, DecayRow, Store, check_continues
+from firewall.store.base import DecayRow, Store, check_continues
 from firewall.store.keys import index_tokens, micros
 from firewall.store.sql_common import (
     PROJECTION_KEYS,
@@ -74,7 +77,6 @@ from firewall.store.sql_common import (
     within_admissible,
 )
 from firewall.store.sqlite_moves import apply_moves
-from firewall.text import fts5_match
 
 M = TypeVar("M", bound=ChainModel)
 R = TypeVar("R")

@@ -1,7 +1,7 @@
-"""SQLite's fast path for a move batch (:mod:`firewall.moves`): the moves applied in SQL.
+"""SQLite's fast path for a move batch (:mod:`firewall.log.moves`): the moves applied in SQL.
 
 Each belief's new version is its stored document with the moved axes, the version and
-``updated_at`` replaced (``json_set``), exactly what :func:`firewall.moves.apply_move` derives
+``updated_at`` replaced (``json_set``), exactly what :func:`firewall.log.moves.apply_move` derives
 from the same document in Python (a rebuild compares the two). No document is parsed into a
 record: at a million beliefs that parse alone would take longer than the target for the whole
 move.
@@ -12,7 +12,7 @@ names, and whose new version keeps the gate's cross-axis invariant (quarantined 
 privileged-only or blocked); one row that does not match rolls the whole transaction back (a
 belief changed since the candidates were read, or a document edited behind the log's back).
 Each transition is checked against the gate's table here again (it was when the batch was
-built, :meth:`firewall.moves.MoveBatch.add`), and by every reader of the log.
+built, :meth:`firewall.log.moves.MoveBatch.add`), and by every reader of the log.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from typing import Any
 
 import orjson
 
-from firewall.errors import StoreError
-from firewall.gate import PINNED_RETRIEVAL
-from firewall.moves import MoveBatch, check_change
-from firewall.states import Axis
+from firewall.gate.gate import PINNED_RETRIEVAL
+from firewall.log.moves import MoveBatch, check_change
+from firewall.model.errors import StoreError
+from firewall.model.states import Axis
 from firewall.store import sqlite_schema as schema
 from firewall.store.keys import micros
 

@@ -5,7 +5,8 @@ columns that filters and indexes need. Times used for filtering or ordering are 
 microseconds since the epoch, so comparisons are exact and timezone-proof.
 
 Full-text search is an external-content FTS5 table over ``beliefs.terms``, which holds
-``" ".join(firewall.text.tokens(statement))``: Python tokenizes, FTS5 only splits on the spaces, so
+``" ".join(firewall.model.text.tokens(statement))``: Python tokenizes, FTS5 only splits on the
+spaces, so
 SQLite matches exactly the tokens the memory backend matches and FTS5's ``bm25()`` computes the same
 score the memory backend computes.
 
@@ -18,7 +19,8 @@ is deleted. A version 1 file keeps its insert trigger and is written in that mod
 (``SQLiteStore`` checks for the trigger when it opens), so old and new files both stay exact.
 
 Version 3 adds ``bindings`` (beliefs written through to an external memory store, see
-:class:`~firewall.chain.StoreBinding`). Opening a version 1 or 2 file adds the table under the write
+:class:`~firewall.model.chain.StoreBinding`). Opening a version 1 or 2 file adds the table under
+the write
 lock (:data:`BINDINGS_DDL` is idempotent) and records version 3; nothing else changes.
 
 Version 4 adds ``belief_versions``, the belief history: one row per version an event wrote, with
@@ -50,7 +52,7 @@ Version 8 adds ``events_request``, a partial index of the action kernel's events
 kernel reads one request's state from that request's events instead of folding the whole log.
 Opening an older file creates it.
 
-Version 9 stores an import batch (:mod:`firewall.batch`) with one document per record. The
+Version 9 stores an import batch (:mod:`firewall.log.batch`) with one document per record. The
 claims and evidence items of a batch get no row of their own: ``batch_members`` maps each
 claim id to its batch event and its row there, and reads derive both documents from that
 (hash-chained) event, checking that the row they find names the claim asked for. A belief's

@@ -1,0 +1,234 @@
+"""Imported logs go through the gate: every state a belief takes must be one the gate allows.
+
+A hash chain proves a log was not edited *after* it was sealed; it says nothing about whether the
+events were ever legal. Whoever holds an export can edit a belief to ``supported``, re-chain every
+later hash and hand over a log that verifies perfectly. :func:`check_transitions` therefore
+replays each imported event's records through the gate's own rules (:mod:`firewall.gate.gate`,
+called,
+never re-implemented) before anything is written:
+
+* a belief seen for the first time starts where :func:`~firewall.gate.gate.adoption_for` puts it,
+from
+  its origin and the strongest evidence recorded for its claim so far (none counts as external
+  reading: fail closed), clean and fresh;
+* each later state comes from the revisions of the same event, grouped as one gate call (same
+  authority, grant, reason and time) and re-applied with :func:`~firewall.gate.gate.apply_moves`,
+  which checks the transition tables, terminal states, parallax against the evidence recorded so
+  far, and the cross-axis invariants; the moves it makes must be the ones the revisions record;
+* ``user`` and ``probe`` authority must name a grant id (the grant itself never enters the log,
+  so its signature cannot be re-checked here: a pinned checkpoint, ``--key``, vouches for who
+  wrote the log);
+* a move batch (:mod:`firewall.log.moves`) is first applied to the versions known so far (its
+  moves must start from them), and the versions it makes are then checked like any other;
+* whatever the revisions do not explain is refused: a status that differs from the replayed
+  one, a revision without the belief version it produced, a changed origin, statement, claim or
+  project, two versions of one belief in one event.
+
+The first violation raises :class:`IllegalTransitionError` naming the event's seq, the belief and
+the rule; the caller imports nothing (``gnomon log import`` is all or nothing).
+
+What this does not claim: an attested origin (a user statement) in an imported log is taken as
+recorded; only a pinned checkpoint says the log came from a host that held the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import groupby
+
+from pydantic import ValidationError
+
+from firewall.gate.gate import Move, adoption_for, apply_moves
+from firewall.log.events import Event
+from firewall.log.moves import resolve_moves
+from firewall.model.chain import Belief, EvidenceItem, EvidenceSet, Revision
+from firewall.model.errors import GateError, LogIntegrityError
+from firewall.model.ids import id_prefix
+from firewall.model.states import (
+    Authority,
+    Axis,
+    EvidenceQuality,
+    FreshnessStatus,
+    SecurityStatus,
+)
+from firewall.store.base import Store
+
+#: Fields a belief keeps for life: a new version that changes one was not made by the gate.
+IMMUTABLE = ("claim_id", "statement", "origin", "project", "kind", "created_at")
+_GRANTED = frozenset({Authority.USER, Authority.PROBE})
+
+
+class IllegalTransitionError(LogIntegrityError):
+    """An imported event carries a belief state the gate would have refused."""
+
+    def __init__(self, seq: int, belief_id: str, rule: str, problem: str) -> None:
+        super().__init__(seq, f"belief {belief_id}: {problem} [{rule}]")
+        self.hint = (
+            "nothing was imported; the log holds a state change the gate refuses, so it was "
+            "edited (and re-chained) or written by a tool that bypassed the gate"
+        )
+        self.belief_id = belief_id
+        self.rule = rule
+
+
+def _statuses(belief: Belief) -> tuple[str, str, str, str]:
+    return (
+        belief.truth_status,
+        belief.retrieval_status,
+        belief.security_status,
+        belief.freshness_status,
+    )
+
+
+def _call(revision: Revision) -> tuple[str, str | None, str, str]:
+    """Revisions one gate call produced share these (see :func:`firewall.gate.gate.apply_moves`)."""
+    return (revision.authority, revision.grant_id, revision.reason, revision.created_at.isoformat())
+
+
+class _Replay:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.beliefs: dict[str, Belief] = {}
+        self.evidence: dict[str, list[EvidenceItem]] = {}
+
+    def known(self, belief_id: str) -> Belief | None:
+        if belief_id in self.beliefs:
+            return self.beliefs[belief_id]
+        return self.store.get_belief(belief_id)
+
+    def known_many(self, belief_ids: list[str]) -> dict[str, Belief]:
+        found = {i: self.known(i) for i in belief_ids}
+        return {i: b for i, b in found.items() if b is not None}
+
+    def evidence_for(self, claim_id: str) -> EvidenceSet:
+        if claim_id not in self.evidence:
+            self.evidence[claim_id] = list(self.store.get_evidence(claim_id).items)
+        return EvidenceSet(claim_id=claim_id, items=list(self.evidence[claim_id]))
+
+    def event(self, event: Event) -> None:
+        try:
+            rec = event.records()
+        except (ValidationError, ValueError, TypeError, KeyError) as exc:
+            raise LogIntegrityError(event.seq, f"its records do not validate ({exc})") from exc
+        if rec.moves:
+            # a move batch's versions are derived from the known ones, then checked like any
+            try:
+                rec = resolve_moves([rec], self.known_many)[0]
+            except ValueError as exc:
+                problem = f"its move batch does not apply ({exc})"
+                raise LogIntegrityError(event.seq, problem) from exc
+            except GateError as exc:
+                raise IllegalTransitionError(
+                    event.seq, "(move batch)", f"gate: {type(exc).__name__}", exc.message
+                ) from exc
+        self.add_evidence(rec.evidence)
+        by_belief: dict[str, list[Revision]] = {}
+        for revision in rec.revisions:
+            by_belief.setdefault(revision.belief_id, []).append(revision)
+        written = [b.id for b in rec.beliefs]
+        for belief_id in by_belief:
+            if belief_id not in written:
+                raise IllegalTransitionError(
+                    event.seq,
+                    belief_id,
+                    "revision-without-version",
+                    "a revision without the belief version it produced",
+                )
+        if len(set(written)) != len(written):
+            dup = next(i for i in written if written.count(i) > 1)
+            raise IllegalTransitionError(
+                event.seq, dup, "one-version-per-event", "two versions of one belief in one event"
+            )
+        for belief in rec.beliefs:
+            self.belief(event.seq, belief, by_belief.get(belief.id, []))
+            self.beliefs[belief.id] = belief
+
+    def add_evidence(self, items: Sequence[EvidenceItem]) -> None:
+        for item in items:
+            self.evidence_for(item.claim_id)
+            self.evidence[item.claim_id].append(item)
+
+    def baseline(self, seq: int, belief: Belief) -> Belief:
+        """The version the revisions start from: the last one, or the gate's adoption."""
+        before = self.known(belief.id)
+        if before is not None:
+            for name in IMMUTABLE:
+                if getattr(before, name) != getattr(belief, name):
+                    raise IllegalTransitionError(
+                        seq, belief.id, "immutable-field", f"its {name} changed"
+                    )
+            return before
+        strongest = self.evidence_for(belief.claim_id).strongest()
+        decided = adoption_for(belief.origin, strongest or EvidenceQuality.EXTERNAL_DOCUMENT)
+        return belief.model_copy(
+            update={
+                "truth_status": decided.truth,
+                "retrieval_status": decided.retrieval,
+                "security_status": SecurityStatus.CLEAN,
+                "freshness_status": FreshnessStatus.FRESH,
+            }
+        )
+
+    def belief(self, seq: int, belief: Belief, revisions: list[Revision]) -> None:
+        current = self.baseline(seq, belief)
+        for _key, group in groupby(revisions, key=_call):
+            calls = list(group)
+            first = calls[0]
+            authority = Authority(first.authority)
+            if authority in _GRANTED and (
+                first.grant_id is None or id_prefix(first.grant_id) != "grt"
+            ):
+                raise IllegalTransitionError(
+                    seq,
+                    belief.id,
+                    "grant-required",
+                    f"a {authority.value}-authority revision without a grant id",
+                )
+            moves = [Move(r.axis, r.to_state) for r in calls if r.axis and r.to_state]
+            if len(moves) != len(calls):
+                raise IllegalTransitionError(
+                    seq, belief.id, "revision-mismatch", "a revision that names no axis move"
+                )
+            try:
+                current, made = apply_moves(
+                    current,
+                    moves,
+                    authority=authority,
+                    reason=first.reason,
+                    now=first.created_at,
+                    grant_id=first.grant_id,
+                    evidence=self.evidence_for(belief.claim_id),
+                )
+            except GateError as exc:
+                raise IllegalTransitionError(
+                    seq, belief.id, f"gate: {type(exc).__name__}", exc.message
+                ) from exc
+            recorded = [(r.axis, r.from_state, r.to_state) for r in calls]
+            replayed = [(r.axis, r.from_state, r.to_state) for r in made]
+            if recorded != replayed:
+                raise IllegalTransitionError(
+                    seq,
+                    belief.id,
+                    "revision-mismatch",
+                    f"the revisions record {recorded}, the gate makes {replayed}",
+                )
+        for axis, want, have in zip(Axis, _statuses(current), _statuses(belief), strict=True):
+            if want != have:
+                raise IllegalTransitionError(
+                    seq,
+                    belief.id,
+                    "unexplained-move",
+                    f"its {axis.value} status is {have} but the gate, from the recorded "
+                    f"adoption and revisions, leaves it {want}",
+                )
+
+
+def check_transitions(store: Store, events: Sequence[Event]) -> None:
+    """Refuse (:class:`IllegalTransitionError`) unless every belief state ``events`` write is
+    one the gate allows, starting from what ``store`` already holds."""
+    replay = _Replay(store)
+    for event in events:
+        replay.event(event)
+
+
+__all__ = ["IMMUTABLE", "IllegalTransitionError", "check_transitions"]

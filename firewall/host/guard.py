@@ -1,0 +1,176 @@
+"""The guard: one way to put an in-process agent's toolset behind the action kernel.
+
+The host builds the :class:`~firewall.kernel.ActionKernel` with its tools as executors, then
+hands the agent the *guarded* tools :func:`guard` returns. Each guarded call:
+
+1. goes through the kernel (``kernel.handle(session).request``): contract, policy, holds,
+   approvals and two-phase execution all apply, and an unknown tool is denied;
+2. when the tool ran, its output is recorded through a host **tool channel** as an envelope
+   claim (host-observed) plus content claims labelled external
+   (``Origin.external("tool:<name>")``): a tool's output is someone else's text, and reading
+   it taints the session, so a later L3+ action is held;
+3. when the kernel held, denied or refused the call, the agent gets an ordinary tool message
+   (not an exception) naming the verdict, the rule and the request id, so it can re-plan.
+
+The framework integrations (``firewall.integrations.langchain``, ``.openai_agents``,
+``.pydantic_ai``) are thin shells over :class:`GuardedTool`.
+
+>>> import firewall
+>>> from firewall.kernel import ActionKernel
+>>> from firewall.kernel.actionpolicy import ActionPolicy
+>>> from firewall.kernel.signing import SignedPolicy
+>>> wall = firewall.open("memory://")
+>>> policy = ActionPolicy.preset("default")
+>>> kernel = ActionKernel(wall, SignedPolicy(policy, policy.digest, None, None, "default"),
+...                       allow_unsigned=True, executors={"read_file": lambda a: "hello"})
+>>> with wall.session(project="shop", actor="coder") as s:
+...     (read,) = guard(wall, kernel, s, ["read_file"])
+...     read({"path": "README.md"}).text
+'hello'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from firewall.host.channels import Channel
+from firewall.kernel import ledger as L
+from firewall.model.errors import GnomonError
+from firewall.model.origin import Origin
+
+if TYPE_CHECKING:
+    from firewall.host.firewall import Firewall
+    from firewall.host.session import Session
+    from firewall.kernel.contracts import ActionContract
+    from firewall.kernel.kernel import ActionHandle, ActionKernel, ActionResult
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReply:
+    """What a guarded call returns to the agent: the text a tool message carries, and whether it
+    is an error (held, denied, refused, bad arguments) with its structured verdict."""
+
+    text: str
+    is_error: bool = False
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    #: the tool's own return value when it ran (``None`` otherwise)
+    output: object = None
+
+
+class GuardedTool:
+    """One tool behind the kernel. Agent-facing: nothing public on it leads to the kernel, the
+    firewall or a channel (the host objects sit in private slots)."""
+
+    __slots__ = ("__weakref__", "_channel", "_contract", "_handle", "_text_of", "_wall", "name")
+
+    name: str
+
+    def __init__(
+        self,
+        name: str,
+        wall: Firewall,
+        handle: ActionHandle,
+        channel: Channel,
+        contract: ActionContract | None,
+        text_of: Callable[[object], str] = str,
+    ) -> None:
+        self.name = name
+        self._text_of = text_of
+        self._wall = wall
+        self._handle = handle
+        self._channel = channel
+        self._contract = contract
+
+    @property
+    def description(self) -> str:
+        contract = self._contract
+        if contract is None:
+            return f"{self.name} (no contract: every call is denied)"
+        return f"{self.name} ({contract.category.value}, {contract.required_level.name})"
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema of the contract's inputs (an empty object when unknown)."""
+        if self._contract is None:
+            return {"type": "object", "properties": {}}
+        return self._contract.inputs.model_json_schema()
+
+    @property
+    def inputs_model(self) -> Any:
+        """The pydantic model of the contract's inputs, or ``None`` for an unknown tool."""
+        return self._contract.inputs if self._contract is not None else None
+
+    def __call__(self, args: Mapping[str, Any] | None = None) -> ToolReply:
+        try:
+            result = self._handle.request(self.name, dict(args or {}))
+        except GnomonError as exc:
+            # bad arguments are the agent's to fix: a tool message, not a crash of its loop
+            invalid = {"verdict": "invalid", "rule": None, "request_id": None}
+            return ToolReply(f"gnomon: {self.name} was not run: {exc}", True, invalid)
+        return self._reply(result)
+
+    def _reply(self, result: ActionResult) -> ToolReply:
+        """Host side: the reply for a kernel result (recording the output of one that ran).
+        Private: an agent that could hand in its own result would forge a host observation."""
+        if result.status != "executed":
+            meta: dict[str, Any] = {
+                "verdict": result.status,
+                "rule": _rule_of(self._wall, result.request_id),
+                "request_id": result.request_id,
+                "reasons": list(result.reasons),
+            }
+            why = "; ".join(result.reasons) or result.status
+            text = (
+                f"gnomon: {self.name} {result.status} (rule {meta['rule']}, request "
+                f"{result.request_id}): {why}"
+            )
+            return ToolReply(text, True, meta)
+        text = "" if result.output is None else self._text_of(result.output)
+        session = self._handle._session
+        session.observe(tool=self.name, content=text or "(no output)", origin=self._channel)
+        meta = {"verdict": "executed", "request_id": result.request_id}
+        return ToolReply(text, False, meta, result.output)
+
+    def __repr__(self) -> str:
+        return f"GuardedTool({self.name})"
+
+
+def _rule_of(wall: Firewall, request_id: str) -> str | None:
+    state = L.read_request(wall.store, request_id)
+    if state is None:
+        return None
+    rule = state.proposal.get("rule")
+    return str(rule) if rule is not None else None
+
+
+def guard(
+    wall: Firewall,
+    kernel: ActionKernel,
+    session: Session,
+    tools: Iterable[str],
+    *,
+    origins: Mapping[str, Origin] | None = None,
+    text_of: Callable[[object], str] = str,
+) -> list[GuardedTool]:
+    """Host-side: the guarded form of ``tools`` (names of the kernel's executors) for
+    ``session``. Each tool's output is labelled ``origins[name]`` when the host declares one
+    (it may only be an external, imported or agent origin: a tool's *output* is never the
+    host's authority), else ``Origin.external("tool:<name>")``."""
+    from firewall.host.channels import caller_origin
+
+    handle = kernel.handle(session)
+    registry = kernel._registry
+    out = []
+    for name in tools:
+        declared = (origins or {}).get(name)
+        origin = caller_origin(declared, what=f"origins[{name!r}]") or Origin.external(
+            f"tool:{name}"
+        )
+        channel = wall.channel(origin, project=session.project)
+        out.append(GuardedTool(name, wall, handle, channel, registry.lookup(name), text_of))
+    return out
+
+
+__all__ = ["GuardedTool", "ToolReply", "guard"]

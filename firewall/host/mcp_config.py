@@ -1,0 +1,185 @@
+"""The MCP proxy's configuration: which store, which signed action policy, and the operator's
+contract for each tool of the server behind the proxy.
+
+The operator declares every tool's category and level; the server's own annotations
+(``readOnlyHint`` and the like) are never read, so a server cannot lower a tool's level by
+calling it read-only. A tool the config does not list follows ``unlisted``: ``deny`` (the
+default: no contract, so the kernel denies it) or a level the operator names.
+
+One proxy can front several servers (``servers``): the agent then has one session over all its
+tools, so what it read through one server holds a consequential call to another (two proxies
+would be two sessions, and the taint would not cross). A tool name two servers both offer is
+refused at startup.
+
+.. code-block:: yaml
+
+    server: git                    # the server after `--`: results labelled "mcp:git/<tool>"
+    servers:                       # more servers behind the same proxy (optional)
+      push: {command: [python, push_server.py]}    # or {url: http://127.0.0.1:8000/mcp}
+    store: sqlite:///.gnomon/gnomon.db
+    project: shop
+    actor: coder
+    user: alice
+    policy: actions.yaml           # signed (actions.yaml.sig); paths relative to this file
+    operator_keys: [operator.pub]
+    approver_keys: [approver.pub]
+    hold_timeout: 30               # seconds a held call waits for `gnomon approve`
+    unlisted: deny                 # or L0..L5
+    tools:
+      git_status: {category: read, level: L0}
+      push: {category: push, level: L4}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from firewall.kernel.contracts import (
+    ActionContract,
+    BlastRadius,
+    Category,
+    Level,
+    Reversibility,
+    ToolRegistry,
+)
+from firewall.model.errors import InputError
+
+#: The category an unlisted tool gets at each level the operator may name for it.
+_UNLISTED_CATEGORY = {
+    Level.L0: Category.READ,
+    Level.L1: Category.SUGGEST,
+    Level.L2: Category.ARTIFACT,
+    Level.L3: Category.LOCAL_WRITE,
+    Level.L4: Category.NETWORK,
+    Level.L5: Category.LOCAL_WRITE,
+}
+
+
+class AnyArgs(BaseModel):
+    """Inputs of a proxied tool: the server validates its own schema; the kernel digests and
+    records whatever the agent sent."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class ToolSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    category: Category
+    level: Literal["L0", "L1", "L2", "L3", "L4", "L5"]
+    blast_radius: BlastRadius = BlastRadius.PROJECT
+    reversibility: Reversibility = Reversibility.REVERSIBLE
+
+
+class UpstreamSpec(BaseModel):
+    """One more server behind the proxy: a command line (stdio) or a streamable HTTP URL."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: list[str] | None = Field(default=None, min_length=1)
+    url: str | None = Field(default=None, pattern=r"^https?://")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> UpstreamSpec:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of command (a list) or url")
+        return self
+
+
+class ProxyConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    server: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    servers: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")], UpstreamSpec] = Field(
+        default_factory=dict
+    )
+    store: str
+    project: str
+    actor: str = "agent"
+    user: str | None = None
+    policy: Path
+    operator_keys: list[Path] = Field(min_length=1)
+    approver_keys: list[Path] = Field(default_factory=list)
+    hold_timeout: float = Field(default=30.0, ge=0, le=86400)
+    poll_interval: float = Field(default=0.2, gt=0, le=60)
+    unlisted: Literal["deny", "L0", "L1", "L2", "L3", "L4", "L5"] = "deny"
+    tools: dict[str, ToolSpec] = Field(default_factory=dict)
+
+    def contract_for(self, tool: str) -> ActionContract | None:
+        """The operator's contract for ``tool``; ``None`` (denied) when unlisted under deny."""
+        spec = self.tools.get(tool)
+        if spec is None:
+            if self.unlisted == "deny":
+                return None
+            level = Level.parse(self.unlisted)
+            spec = ToolSpec(category=_UNLISTED_CATEGORY[level], level=self.unlisted)
+        return ActionContract(
+            tool=tool,
+            category=spec.category,
+            required_level=Level.parse(spec.level),
+            blast_radius=spec.blast_radius,
+            reversibility=spec.reversibility,
+            inputs=AnyArgs,
+        )
+
+    def registry(self, tools: list[str]) -> ToolRegistry:
+        """Contracts for the server's ``tools`` (a name no contract can hold: left out, denied)."""
+        contracts = []
+        for name in tools:
+            try:
+                contract = self.contract_for(name)
+            except ValidationError:
+                contract = None  # a name the kernel cannot hold a contract for: denied
+            if contract is not None:
+                contracts.append(contract)
+        return ToolRegistry(contracts)
+
+
+def load_proxy_config(path: str | Path) -> ProxyConfig:
+    """Parse ``path`` into a :class:`ProxyConfig` (relative paths resolved against its folder),
+    or raise :class:`~firewall.model.errors.InputError` saying what is wrong."""
+    where = Path(path)
+    try:
+        doc: Any = yaml.safe_load(where.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read the proxy config {where}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{where} is not valid YAML: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{where} must be a YAML mapping", hint="see firewall/host/mcp_config.py")
+    try:
+        config = ProxyConfig.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "config"
+        raise InputError(
+            f"{where}: {field}: {err['msg']}", hint="see the example in firewall/host/mcp_config.py"
+        ) from None
+    for name, spec in config.tools.items():
+        if Level.parse(spec.level) < _floor(spec.category):
+            raise InputError(
+                f"{where}: tools.{name} declares {spec.level}, below the "
+                f"{spec.category.value} floor",
+                hint="a contract can raise a tool's level, never lower it",
+            )
+    base = where.parent
+    return config.model_copy(
+        update={
+            "policy": base / config.policy,
+            "operator_keys": [base / p for p in config.operator_keys],
+            "approver_keys": [base / p for p in config.approver_keys],
+        }
+    )
+
+
+def _floor(category: Category) -> Level:
+    from firewall.kernel.contracts import FLOORS
+
+    return FLOORS[category]
+
+
+__all__ = ["AnyArgs", "ProxyConfig", "ToolSpec", "UpstreamSpec", "load_proxy_config"]

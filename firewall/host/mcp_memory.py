@@ -1,0 +1,152 @@
+"""``gnomon mcp serve``: a firewalled memory for any MCP client (``pip install 'gnomon[mcp]'``).
+
+Three tools, all on one host-side :class:`~firewall.Session` the client never touches:
+
+* ``recall(query, k)``: a recall through the server's (non-privileged) context policy, rendered
+  as the model-bound block of :meth:`~firewall.gate.recall.RecallResult.render` (trusted facts, then
+  quoted untrusted data, then caveats); quarantined and rejected memories never reach the client;
+* ``why(belief_id)``: the provenance of a belief this connection was *shown* by ``recall`` (any
+  other id, and one quarantined since it was shown, is answered "not shown to you");
+* ``remember(statement)``: an agent-authored write, adopted unverified and labelled with
+  everything the session has read (it can never be stored as the user's or a tool's word).
+
+There is no audit tool, no grant, no approval and no policy switch over MCP: the privileged
+paths stay with the host's command line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+
+import firewall
+from firewall.audit.why import why
+from firewall.gate.policy import floor_reasons
+from firewall.host.session import Session
+from firewall.model.errors import GnomonError
+from firewall.model.render import model_line
+
+TOOLS = [
+    types.Tool(
+        name="recall",
+        description="Recall memories about QUERY, filtered by the firewall's context policy.",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string"},
+                "k": {"type": "integer", "minimum": 1, "maximum": 50},
+            },
+            "required": ["query"],
+        },
+    ),
+    types.Tool(
+        name="why",
+        description="Why a recalled memory is believed: its origin, truth status and evidence.",
+        input_schema={
+            "type": "object",
+            "properties": {"belief_id": {"type": "string"}},
+            "required": ["belief_id"],
+        },
+    ),
+    types.Tool(
+        name="remember",
+        description="Remember a statement (stored as your own, unverified, note).",
+        input_schema={
+            "type": "object",
+            "properties": {"statement": {"type": "string"}},
+            "required": ["statement"],
+        },
+    ),
+]
+
+
+class MemoryServer:
+    """Host-side: the session behind one MCP connection, and the ids it was shown."""
+
+    def __init__(self, wall: firewall.Firewall, session: Session, policy: str) -> None:
+        self._wall = wall
+        self._session = session
+        self._policy = policy
+        self._shown: set[str] = set()
+
+    def call(self, name: str, args: dict[str, Any]) -> tuple[str, bool]:
+        """``(text, is_error)`` for one tool call; bad input is an error result, not a crash."""
+        try:
+            if name == "recall":
+                return self._recall(args), False
+            if name == "why":
+                return self._why(args), False
+            if name == "remember":
+                belief = self._session.remember(_str(args, "statement"))
+                return f"remembered {belief.id} (unverified, your own note)", False
+        except GnomonError as exc:
+            return f"gnomon: {exc}", True
+        return f"gnomon: no tool {model_line(name)!s} (tools: recall, why, remember)", True
+
+    def _recall(self, args: dict[str, Any]) -> str:
+        k = args.get("k", 10)
+        result = self._session.recall(_str(args, "query"), policy=self._policy, k=k)
+        self._shown.update(b.id for b in result.shown())
+        return result.render()
+
+    def _why(self, args: dict[str, Any]) -> str:
+        belief_id = _str(args, "belief_id")
+        if belief_id not in self._shown:
+            return f"{model_line(belief_id)}: not shown to you by recall on this connection"
+        (entry,) = why(self._wall.store, belief_id, limit=1).entries
+        b = entry.belief
+        if floor_reasons(b):  # quarantined (or hidden, blocked) since it was shown
+            return f"{model_line(belief_id)}: not shown to you by recall on this connection"
+        return "\n".join(
+            [
+                f"belief {b.id}: {model_line(b.statement)}",
+                f"truth: {b.truth_status}; origin: {model_line(b.origin.describe())}",
+                f"verified against its source: {entry.verified_against_source}",
+            ]
+        )
+
+    def server(self) -> Server[Any]:
+        async def list_tools(
+            _ctx: Any, _params: types.PaginatedRequestParams | None
+        ) -> types.ListToolsResult:
+            return types.ListToolsResult(tools=TOOLS)
+
+        async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            text, is_error = self.call(params.name, dict(params.arguments or {}))
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=is_error)
+
+        return Server("gnomon-memory", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _str(args: dict[str, Any], key: str) -> str:
+    from firewall.model.errors import InputError
+
+    value = args.get(key)
+    if not isinstance(value, str):
+        raise InputError(f"{key} must be a string", hint=f"call with {{'{key}': '...'}}")
+    return value
+
+
+async def serve_memory(
+    url: str, *, project: str, actor: str, user: str | None, policy: str = "default"
+) -> None:
+    """Serve the memory tools over this process's stdio until the client disconnects."""
+    from firewall.gate.policy import resolve
+
+    if resolve(policy).privileged:
+        from firewall.model.errors import MissingGrantError
+
+        raise MissingGrantError(
+            f"policy {policy!r} is privileged: the audit path is never served over MCP",
+            hint="use gnomon recall/why on the host for audits",
+        )
+    with firewall.open(url) as wall, wall.session(project=project, actor=actor, user=user) as s:
+        server = MemoryServer(wall, s, policy).server()
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+__all__ = ["TOOLS", "MemoryServer", "serve_memory"]

@@ -1,0 +1,286 @@
+"""The MCP proxy: an MCP server in front of another MCP server, with the action kernel between.
+
+``gnomon mcp proxy --config proxy.yaml -- <server command>`` starts the real server as a
+subprocess (stdio), lists its tools, and serves the same tools over its own stdio; the config's
+``servers:`` puts more servers behind the same proxy, in one session (what the agent read
+through one holds a consequential call to another). Each call:
+
+* goes through the kernel under the operator's contract for that tool
+(:mod:`firewall.host.mcp_config`);
+  the server's annotations never raise trust, and an unlisted tool is denied (or gets the level
+  the config names);
+* when it runs, its result is recorded through a host channel as an envelope claim plus content
+  claims labelled ``Origin.external("mcp:<server>/<tool>")``, so whatever the server returned
+  (a README, a web page) taints the session and holds a later L3+ action;
+* the kernel's arbiters include the sentinel arbiter: once an operator or a sentinel flags an
+  origin the session read (``gnomon origins flag external:mcp:<server>/<tool>``), every later
+  call of that session is held, whatever its level (issue 11, the arbiter on the proxy path);
+* when it is denied, held or refused, the client gets an ordinary tool result with
+  ``isError: true`` and ``_meta`` ``{verdict, rule, request_id}``, so the agent can re-plan. A held
+  call waits up to ``hold_timeout`` seconds for ``gnomon approve`` (another process, through the
+  store); when none comes, the hold is withdrawn and the call is a denial (a later approval
+  never runs it).
+
+The agent's process holds only its MCP connection: no key, store handle or firewall object.
+In front, the proxy serves stdio, or streamable HTTP at ``http://HOST:PORT/mcp`` with
+``--http HOST:PORT`` (the SDK's DNS-rebinding protection is on for a loopback host). Every
+HTTP client shares the proxy's one session, so what any of them read taints the next L3+ call
+of all of them (the conservative join). Behind it, the server is a command (stdio) or, when the
+command is one ``http(s)://`` URL, a server already running over streamable HTTP.
+``pip install 'gnomon[mcp]'``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+import mcp_types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+
+import firewall
+from firewall.gate.grants import KeyPurpose, load_public_key
+from firewall.host.guard import GuardedTool, ToolReply, guard
+from firewall.host.mcp_config import ProxyConfig
+from firewall.host.sentinels import SentinelArbiter
+from firewall.host.session import Session
+from firewall.kernel import ActionKernel, load_action_policy
+from firewall.kernel.kernel import ActionResult
+from firewall.model.errors import GnomonError, InputError
+from firewall.model.origin import Origin
+
+
+def result_text(output: object) -> str:
+    """The text of an MCP tool result, as recorded (non-text blocks by their type)."""
+    if not isinstance(output, types.CallToolResult):
+        return str(output)
+    parts = []
+    for block in output.content:
+        parts.append(block.text if isinstance(block, types.TextContent) else f"[{block.type}]")
+    return "\n".join(parts)
+
+
+class Proxy:
+    """Host-side: the kernel, the session and the guarded tools of one proxied server."""
+
+    def __init__(
+        self,
+        config: ProxyConfig,
+        wall: firewall.Firewall,
+        session: Session,
+        upstream: Client | Mapping[str, Client],
+    ) -> None:
+        self._config = config
+        self._wall = wall
+        self._session = session
+        # server name -> its client; one client is the server named ``config.server``
+        self._upstreams = (
+            {config.server: upstream} if isinstance(upstream, Client) else dict(upstream)
+        )
+        self._served_by: dict[str, str] = {}  # tool name -> the server that offers it
+        self._lock = threading.Lock()  # one kernel operation at a time (worker threads)
+        self._tools: list[types.Tool] = []
+        self._guarded: dict[str, GuardedTool] = {}
+        self._kernel: ActionKernel | None = None
+
+    async def start(self) -> None:
+        for server, client in self._upstreams.items():
+            for tool in (await client.list_tools()).tools:
+                other = self._served_by.setdefault(tool.name, server)
+                if other != server:
+                    raise InputError(
+                        f"servers {other!r} and {server!r} both offer a tool {tool.name!r}",
+                        hint="put them behind two proxies, or drop one from servers:",
+                    )
+                self._tools.append(tool)
+        names = [t.name for t in self._tools]
+        config = self._config
+        operator = [load_public_key(p, purpose=KeyPurpose.POLICY) for p in config.operator_keys]
+        approver = [load_public_key(p, purpose=KeyPurpose.APPROVAL) for p in config.approver_keys]
+        self._kernel = ActionKernel(
+            self._wall,
+            load_action_policy(config.policy, keys=operator),
+            operator_keys=operator,
+            approver_keys=approver,
+            registry=config.registry(names),
+            executors={name: self._executor(name) for name in names},
+            # alerts and flagged origins any process wrote (`gnomon origins flag`, a sentinel
+            # following the store) hold a call whose session read from them, at any level
+            arbiters=[SentinelArbiter(self._wall.store)],
+        )
+
+    def _executor(self, name: str) -> Any:
+        def run(args: dict[str, Any]) -> types.CallToolResult:
+            # runs in a worker thread (the kernel is synchronous): call back into the loop
+            client = self._upstreams[self._served_by[name]]
+            return anyio.from_thread.run(client.call_tool, name, args)
+
+        return run
+
+    def _tool(self, name: str) -> GuardedTool:
+        tool = self._guarded.get(name)
+        if tool is None:
+            assert self._kernel is not None
+            server = self._served_by.get(name, self._config.server)
+            origin = Origin.external(f"mcp:{server}/{name}")
+            (tool,) = guard(
+                self._wall,
+                self._kernel,
+                self._session,
+                [name],
+                origins={name: origin},
+                text_of=result_text,
+            )
+            self._guarded[name] = tool
+        return tool
+
+    def call(self, name: str, args: dict[str, Any]) -> ToolReply:
+        """One call, synchronously (in a worker thread): propose, then wait out a hold."""
+        try:
+            with self._lock:
+                tool = self._tool(name)
+                reply = tool(args)
+        except GnomonError as exc:  # a tool name no label or contract can hold
+            meta = {"verdict": "denied", "rule": None, "request_id": None}
+            return ToolReply(f"gnomon: {name} was not run: {exc}", True, meta)
+        if reply.meta.get("verdict") != "held":
+            return reply
+        return self._wait(tool, str(reply.meta["request_id"]), reply)
+
+    def _wait(self, tool: GuardedTool, request_id: str, held: ToolReply) -> ToolReply:
+        kernel = self._kernel
+        assert kernel is not None
+        deadline = time.monotonic() + self._config.hold_timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                for outcome in kernel.process_submitted():
+                    if isinstance(outcome, ActionResult) and outcome.request_id == request_id:
+                        return tool._reply(outcome)
+                status = kernel.status(request_id)
+                if status.status != "held":
+                    return tool._reply(status)
+            time.sleep(self._config.poll_interval)
+        with self._lock:
+            reason = (
+                f"approval timed out: no approval within {self._config.hold_timeout:g}s "
+                "(denied; a later approval does not run it)"
+            )
+            return tool._reply(kernel.withdraw(request_id, reason))
+
+    # -- the MCP server in front ------------------------------------------------------------
+
+    def server(self) -> Server[Any]:
+        async def list_tools(
+            _ctx: Any, _params: types.PaginatedRequestParams | None
+        ) -> types.ListToolsResult:
+            return types.ListToolsResult(tools=self._tools)
+
+        async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            reply = await anyio.to_thread.run_sync(self.call, params.name, params.arguments or {})
+            return to_result(reply)
+
+        return Server("gnomon-mcp-proxy", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def to_result(reply: ToolReply) -> types.CallToolResult:
+    """The MCP result for a guarded reply: the server's own result when the tool ran, else an
+    ``isError`` result whose ``_meta`` says verdict, rule and request id."""
+    if not reply.is_error and isinstance(reply.output, types.CallToolResult):
+        return reply.output
+    meta = {k: reply.meta.get(k) for k in ("verdict", "rule", "request_id")}
+    return types.CallToolResult(
+        content=[types.TextContent(text=reply.text)],
+        is_error=reply.is_error,
+        _meta=meta,
+    )
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) for ``--http``, or a typed error.
+
+    >>> parse_listen("127.0.0.1:8765")
+    ('127.0.0.1', 8765)
+    """
+    host, sep, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(
+            f"--http takes HOST:PORT, got {text!r}",
+            hint="gnomon mcp proxy --config proxy.yaml --http 127.0.0.1:8765 -- <server command>",
+        )
+    return host, int(port)
+
+
+def _target(command: list[str]) -> str | StdioServerParameters:
+    """One streamable HTTP URL (a server already running), or a command line (stdio)."""
+    if len(command) == 1 and command[0].startswith(("http://", "https://")):
+        return command[0]
+    return StdioServerParameters(command=command[0], args=command[1:])
+
+
+async def _serve_http(server: Server[Any], host: str, port: int) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+
+
+async def run_proxy(
+    config: ProxyConfig, command: Sequence[str], *, http: tuple[str, int] | None = None
+) -> None:
+    """Serve ``command``'s MCP server (a command line, or one streamable HTTP URL) behind the
+    kernel, over this process's stdio or, with ``http=(host, port)``, over streamable HTTP at
+    ``http://host:port/mcp``."""
+    targets: dict[str, str | StdioServerParameters] = {}
+    if command:
+        targets[config.server] = _target(list(command))
+    for name, spec in config.servers.items():
+        if name in targets:
+            raise InputError(
+                f"servers.{name} has the name of the server after --",
+                hint="give it another name, or drop the command after --",
+            )
+        targets[name] = spec.url if spec.url is not None else _target(spec.command or [])
+    if not targets:
+        raise InputError(
+            "no server command given",
+            hint="gnomon mcp proxy --config proxy.yaml -- <server command> (or servers: in it)",
+        )
+    problem: GnomonError | None = None
+    async with AsyncExitStack() as stack:
+        upstreams = {
+            name: await stack.enter_async_context(Client(target))
+            for name, target in targets.items()
+        }
+        wall = stack.enter_context(firewall.open(config.store))
+        session = stack.enter_context(
+            wall.session(project=config.project, actor=config.actor, user=config.user)
+        )
+        proxy = Proxy(config, wall, session, upstreams)
+        try:
+            await proxy.start()
+        except GnomonError as exc:
+            # raised after the clients close: inside them it would reach the CLI wrapped in
+            # their task groups' exception group, not as the typed error it is
+            problem = exc
+        else:
+            server = proxy.server()
+            if http is not None:
+                await _serve_http(server, *http)
+            else:
+                read, write = await stack.enter_async_context(stdio_server())
+                await server.run(read, write, server.create_initialization_options())
+    if problem is not None:
+        raise problem
+
+
+__all__ = ["Proxy", "parse_listen", "result_text", "run_proxy", "to_result"]

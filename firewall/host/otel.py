@@ -1,0 +1,422 @@
+"""OpenTelemetry export: sessions, recalls, decisions, actions, holds and alerts as spans.
+
+Teams already run a tracing backend; this puts the firewall's log into it with
+``opentelemetry-sdk`` (``pip install 'gnomon[otel]'``). The spans are built from the event log,
+so exporting the same log twice gives the same spans, ids included:
+
+* a **session** is one span (``invoke_agent {actor}``, GenAI conventions: ``gen_ai.operation.name``,
+  ``gen_ai.agent.name``, ``gen_ai.conversation.id``), trace id and span id derived from the
+  session id; what the session wrote (beliefs) are span events on it;
+* a **recall** (``retrieval``), a **decision** and an **action** (``execute_tool {name}``,
+  ``gen_ai.tool.name``, ``gen_ai.tool.call.id``) are child spans of their session; the action's
+  span id is derived from the action id, so its **hold**, denial, approval and execution spans
+  (later events, maybe in another process) are its children;
+* a **sentinel alert** and an **origin flag** are spans too (in their session's trace, or a trace
+  of their own).
+
+Ids are SHA-256 of a domain tag and the session, action or event id (the event's chain hash), so
+they are the same for the same log and different for different logs. Everything else is an
+attribute under ``gnomon.*``.
+
+**Redaction.** The text of a belief is exported only when its sensitivity is at or below the
+ceiling (``internal`` by default); above it the span event carries the belief's content hash
+(``gnomon.belief.content_hash``) and never the text. Observation blocks, action arguments,
+recall queries and decision summaries are exported as hashes only: they carry no label of their
+own to decide by.
+
+Two ways in: :func:`export_events` for a log read from a store (``gnomon otel export``), and
+:class:`OtelSubscriber`, a :meth:`Firewall.subscribe <firewall.Firewall.subscribe>` subscriber
+for live export (a session's span leaves when the session ends).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from firewall.model.errors import InputError
+
+try:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import Event as SpanEvent
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+    from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise InputError(
+        f"OpenTelemetry export needs opentelemetry-sdk ({exc.name} is not installed)",
+        hint="pip install 'gnomon[otel]'",
+    ) from None
+
+from firewall import __about__
+from firewall.log.events import Event
+from firewall.model.chain import Belief, content_hash
+from firewall.model.states import Sensitivity
+
+#: The default ceiling: belief text above it leaves as its hash only.
+DEFAULT_CEILING = Sensitivity.INTERNAL
+SCOPE = InstrumentationScope("gnomon", __about__.__version__)
+RESOURCE = Resource({"service.name": "gnomon", "service.version": __about__.__version__})
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+#: Kernel events about a request, exported as children of the action's span.
+LIFECYCLE = frozenset(
+    {
+        "action.held",
+        "action.denied",
+        "action.expired",
+        "action.executing",
+        "action.executed",
+        "action.refused",
+        "approval.submitted",
+        "approval.accepted",
+        "approval.forgery",
+    }
+)
+_FAILED = frozenset({"action.denied", "action.expired", "action.refused", "approval.forgery"})
+
+
+def _derive(tag: str, key: str, size: int) -> int:
+    digest = hashlib.sha256(b"gnomon.otel." + tag.encode() + b"\x00" + key.encode()).digest()
+    return int.from_bytes(digest[:size], "big") or 1  # 0 is the invalid id
+
+
+def trace_id(session_id: str) -> int:
+    """The trace of a session: the same for the same session id."""
+    return _derive("trace", session_id, 16)
+
+
+def session_span_id(session_id: str) -> int:
+    return _derive("session", session_id, 8)
+
+
+def action_span_id(action_id: str) -> int:
+    return _derive("action", action_id, 8)
+
+
+def event_span_id(event: Event) -> int:
+    return _derive("event", event.hash, 8)
+
+
+def _ns(moment: str | datetime) -> int:
+    when = datetime.fromisoformat(moment) if isinstance(moment, str) else moment
+    return ((when - _EPOCH) // _MICRO) * 1000
+
+
+_MICRO = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - _EPOCH
+
+
+def _sha(text: str) -> str:
+    return content_hash(text)
+
+
+@dataclass(slots=True)
+class _Session:
+    id: str
+    start: int
+    actor: str
+    project: str | None
+    model: str | None = None
+    end: int | None = None
+    events: list[SpanEvent] = field(default_factory=list)
+
+
+class SpanBuilder:
+    """Turns events, in log order, into finished spans. Keeps what it needs across events:
+    open sessions, the sensitivity of every belief seen (a belief never seen counts as above
+    the ceiling), and which action each kernel request is about."""
+
+    def __init__(self, ceiling: Sensitivity = DEFAULT_CEILING) -> None:
+        self.ceiling = ceiling
+        self._sessions: dict[str, _Session] = {}
+        self._requests: dict[str, str] = {}
+
+    # -- attributes -----------------------------------------------------------------------------
+
+    def belief_attributes(self, belief: Belief) -> dict[str, Any]:
+        """A belief as span-event attributes: its text only at or below the ceiling."""
+        out: dict[str, Any] = {
+            "gnomon.belief.id": belief.id,
+            "gnomon.belief.sensitivity": belief.sensitivity.value,
+            "gnomon.belief.truth": belief.truth_status.value,
+            "gnomon.belief.security": belief.security_status.value,
+            "gnomon.belief.origin": sorted(belief.origin.origin_ids),
+            "gnomon.belief.content_hash": content_hash(belief.statement),
+        }
+        if belief.sensitivity.rank <= self.ceiling.rank:
+            out["gnomon.belief.statement"] = belief.statement
+        else:
+            out["gnomon.belief.redacted"] = True
+        return out
+
+    # -- spans ------------------------------------------------------------------------------------
+
+    def _context(self, trace: int, span: int) -> SpanContext:
+        return SpanContext(trace, span, is_remote=False, trace_flags=_SAMPLED)
+
+    def _span(
+        self,
+        event: Event,
+        name: str,
+        attributes: Mapping[str, Any],
+        *,
+        span_id: int | None = None,
+        parent_id: int | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        failed: str | None = None,
+        events: Sequence[SpanEvent] = (),
+    ) -> ReadableSpan:
+        session = event.session_id
+        trace = trace_id(session) if session else _derive("trace", event.hash, 16)
+        if parent_id is None and session:
+            parent_id = session_span_id(session)
+        at = _ns(event.at)
+        attrs = {"gnomon.event.seq": event.seq, "gnomon.event.kind": event.kind, **attributes}
+        if event.project:
+            attrs.setdefault("gnomon.project", event.project)
+        return ReadableSpan(
+            name=name,
+            context=self._context(trace, span_id or event_span_id(event)),
+            parent=self._context(trace, parent_id) if parent_id else None,
+            resource=RESOURCE,
+            attributes=attrs,
+            events=tuple(events),
+            kind=kind,
+            status=Status(StatusCode.ERROR, failed) if failed else Status(StatusCode.UNSET),
+            start_time=at,
+            end_time=at,
+            instrumentation_scope=SCOPE,
+        )
+
+    def _session_span(self, state: _Session, end: int) -> ReadableSpan:
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": state.actor,
+            "gen_ai.conversation.id": state.id,
+            "gnomon.session.id": state.id,
+        }
+        if state.project:
+            attrs["gnomon.project"] = state.project
+        if state.model:
+            attrs["gen_ai.request.model"] = state.model
+        trace = trace_id(state.id)
+        return ReadableSpan(
+            name=f"invoke_agent {state.actor}",
+            context=self._context(trace, session_span_id(state.id)),
+            parent=None,
+            resource=RESOURCE,
+            attributes=attrs,
+            events=tuple(state.events),
+            kind=SpanKind.INTERNAL,
+            status=Status(StatusCode.UNSET),
+            start_time=state.start,
+            end_time=max(end, state.start),
+            instrumentation_scope=SCOPE,
+        )
+
+    # -- feeding ----------------------------------------------------------------------------------
+
+    def feed(self, event: Event) -> list[ReadableSpan]:
+        """The spans ``event`` finishes (a session's span leaves with its ``session.ended``)."""
+        records = event.records() if "records" in event.payload else None
+        out: list[ReadableSpan] = []
+        kind, data = event.kind, event.payload
+        if kind == "session.started" and records is not None:
+            for info in records.sessions:
+                self._sessions[info.id] = _Session(
+                    info.id, _ns(info.started_at), info.actor, info.project, info.model_id
+                )
+        state = self._sessions.get(event.session_id or "")
+        if state is not None and records is not None:
+            for belief in records.beliefs:
+                state.events.append(
+                    SpanEvent(
+                        "gnomon.belief", self.belief_attributes(belief), timestamp=_ns(event.at)
+                    )
+                )
+        if kind == "recall.performed":
+            out.append(self._recall(event, data))
+        elif kind == "decision.recorded" and records is not None:
+            out.extend(self._decision(event, d.id, d.depends_on) for d in records.decisions)
+        elif kind in ("action.proposed", "action.taken") and records is not None:
+            out.extend(self._decision(event, d.id, d.depends_on) for d in records.decisions)
+            out.extend(self._action(event, a.id, a.name, data) for a in records.actions)
+        elif kind in LIFECYCLE or kind == "outcome.recorded":
+            out.append(self._lifecycle(event, data, records))
+        elif kind in ("sentinel.alert", "origin.flagged"):
+            out.append(self._alert(event, data))
+        if kind == "session.ended" and state is not None:
+            out.append(self._session_span(self._sessions.pop(state.id), _ns(event.at)))
+        return out
+
+    def flush(self, at: datetime | None = None) -> list[ReadableSpan]:
+        """Spans of sessions still open (ending now, or at ``at``)."""
+        end = _ns(at or datetime.now(UTC))
+        spans = [self._session_span(s, end) for s in self._sessions.values()]
+        self._sessions.clear()
+        return spans
+
+    def _recall(self, event: Event, data: Mapping[str, Any]) -> ReadableSpan:
+        rejected: Mapping[str, Sequence[str]] = data.get("rejected") or {}
+        at = _ns(event.at)
+        withheld = [
+            SpanEvent(
+                "gnomon.recall.withheld",
+                {"gnomon.belief.id": belief_id, "gnomon.reasons": list(reasons)},
+                timestamp=at,
+            )
+            for belief_id, reasons in sorted(rejected.items())
+        ]
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "retrieval",
+            "gnomon.recall.accepted": list(data.get("accepted") or []),
+            "gnomon.recall.quoted": list(data.get("quoted") or []),
+            "gnomon.recall.withheld": len(rejected),
+            "gnomon.recall.contradictions": len(data.get("contradictions") or []),
+        }
+        if event.project:
+            attrs["gen_ai.data_source.id"] = event.project
+        if isinstance(data.get("query"), str):
+            attrs["gnomon.recall.query_hash"] = _sha(data["query"])
+        policy = event.versions.get("policy")
+        if isinstance(policy, str):
+            attrs["gnomon.policy"] = policy
+        return self._span(event, "retrieval gnomon", attrs, events=withheld)
+
+    def _decision(self, event: Event, decision_id: str, depends_on: list[str]) -> ReadableSpan:
+        attrs = {"gnomon.decision.id": decision_id, "gnomon.decision.depends_on": depends_on}
+        return self._span(
+            event, "gnomon.decision", attrs, span_id=_derive("decision", decision_id, 8)
+        )
+
+    def _action(
+        self, event: Event, action_id: str, name: str, data: Mapping[str, Any]
+    ) -> ReadableSpan:
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": action_id,
+        }
+        for key in ("level", "outcome", "inputs_digest"):
+            if isinstance(data.get(key), str):
+                attrs[f"gnomon.action.{key}"] = data[key]
+        if data.get("cites"):
+            attrs["gnomon.action.cites"] = list(data["cites"])
+        failed = "denied" if data.get("outcome") == "deny" else None
+        return self._span(
+            event,
+            f"execute_tool {name}",
+            attrs,
+            span_id=action_span_id(action_id),
+            failed=failed,
+        )
+
+    def _lifecycle(self, event: Event, data: Mapping[str, Any], records: Any) -> ReadableSpan:
+        found = data.get("request")
+        request: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        request_id = data.get("request_id") or request.get("id")
+        action_id = request.get("action_id") or (
+            self._requests.get(request_id) if isinstance(request_id, str) else None
+        )
+        if records is not None and records.outcomes:
+            action_id = records.outcomes[0].action_id
+        if isinstance(request_id, str) and isinstance(action_id, str):
+            self._requests[request_id] = action_id
+        attrs: dict[str, Any] = {}
+        if isinstance(request_id, str):
+            attrs["gnomon.request.id"] = request_id
+        if isinstance(action_id, str):
+            attrs["gen_ai.tool.call.id"] = action_id
+        reasons = request.get("reasons") or data.get("reasons")
+        if isinstance(reasons, list):
+            attrs["gnomon.reasons"] = [str(r) for r in reasons]
+        if isinstance(data.get("success"), bool):
+            attrs["gnomon.action.success"] = data["success"]
+        return self._span(
+            event,
+            f"gnomon.{event.kind}",
+            attrs,
+            parent_id=action_span_id(action_id) if isinstance(action_id, str) else None,
+            failed=event.kind.split(".", 1)[1] if event.kind in _FAILED else None,
+        )
+
+    def _alert(self, event: Event, data: Mapping[str, Any]) -> ReadableSpan:
+        attrs: dict[str, Any] = {}
+        for key in ("alert_id", "sentinel", "reason", "origin_id", "act"):
+            if isinstance(data.get(key), str):
+                attrs[f"gnomon.alert.{key}"] = data[key]
+        if data.get("belief_ids"):
+            attrs["gnomon.alert.belief_ids"] = [str(b) for b in data["belief_ids"]]
+        return self._span(event, f"gnomon.{event.kind}", attrs)
+
+
+def export_events(
+    events: Iterable[Event],
+    exporter: SpanExporter,
+    *,
+    ceiling: Sensitivity = DEFAULT_CEILING,
+    batch: int = 512,
+) -> int:
+    """Export a log's events as spans; returns how many spans were exported. Sessions still
+    open at the end of the log end at their last event."""
+    builder = SpanBuilder(ceiling)
+    pending: list[ReadableSpan] = []
+    count = 0
+    last: datetime | None = None
+    for event in events:
+        last = datetime.fromisoformat(event.at)
+        pending.extend(builder.feed(event))
+        if len(pending) >= batch:
+            exporter.export(pending)
+            count += len(pending)
+            pending = []
+    pending.extend(builder.flush(last))
+    if pending:
+        exporter.export(pending)
+        count += len(pending)
+    return count
+
+
+class JsonLinesExporter(SpanExporter):
+    """A collector-free exporter: each span as one line of the SDK's JSON form, handed to
+    ``write`` as UTF-8 bytes (a file, stdout's buffer)."""
+
+    def __init__(self, write: Callable[[bytes], object]) -> None:
+        self._write = write
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self._write(b"".join((span.to_json(indent=None) + "\n").encode() for span in spans))
+        return SpanExportResult.SUCCESS
+
+
+class OtelSubscriber:
+    """Live export: ``wall.subscribe(OtelSubscriber(exporter))``. Each commit's finished spans
+    go to ``exporter`` after the commit is durable."""
+
+    def __init__(self, exporter: SpanExporter, *, ceiling: Sensitivity = DEFAULT_CEILING) -> None:
+        self.exporter = exporter
+        self.builder = SpanBuilder(ceiling)
+
+    def __call__(self, events: list[Event]) -> None:
+        spans = [span for event in events for span in self.builder.feed(event)]
+        if spans:
+            self.exporter.export(spans)
+
+
+__all__ = [
+    "DEFAULT_CEILING",
+    "LIFECYCLE",
+    "JsonLinesExporter",
+    "OtelSubscriber",
+    "SpanBuilder",
+    "action_span_id",
+    "event_span_id",
+    "export_events",
+    "session_span_id",
+    "trace_id",
+]

@@ -1,0 +1,228 @@
+"""The sentinel: watches events, raises alerts (events), quarantines within its authority."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from firewall.host.sentinels.detectors import looks_injected
+from firewall.log.events import Event
+from firewall.model.ids import new_id
+from firewall.model.origin import Integrity
+from firewall.model.states import Authority, SecurityStatus
+from firewall.store.base import Store
+
+if TYPE_CHECKING:
+    from firewall.host.firewall import Firewall
+
+ALERT_KIND = "sentinel.alert"
+FLAG_KIND = "origin.flagged"
+#: An action rests on low confidence if a cited belief's confidence is below this.
+LOW_CONFIDENCE = 0.3
+#: An action at or above this level after an untrusted read is an anomalous sequence (L3).
+SEQUENCE_LEVELS = frozenset({"L3", "L4", "L5"})
+
+
+@dataclass
+class SentinelState:
+    """What the log says so far: flagged origins, alerted beliefs, sessions that read untrusted
+    content. Rebuilt from events alone, so any process can catch up by tailing the store."""
+
+    seq: int = 0
+    flagged_origins: set[str] = field(default_factory=set)
+    alerted_beliefs: set[str] = field(default_factory=set)
+    untrusted_sessions: set[str] = field(default_factory=set)
+
+    def learn(self, event: Event) -> None:
+        self.seq = max(self.seq, event.seq)
+        data = event.payload
+        if event.kind == FLAG_KIND:
+            self.flagged_origins.add(str(data["origin_id"]))
+        elif event.kind == ALERT_KIND:
+            self.alerted_beliefs.update(data.get("belief_ids", []))
+            self.flagged_origins.update(data.get("flag_origins", []))
+
+    def catch_up(self, store: Store) -> list[Event]:
+        """Read the events after the last one seen (an indexed tail read) and learn them."""
+        fresh = list(store.events(after=self.seq))
+        for event in fresh:
+            self.learn(event)
+        return fresh
+
+
+def _alert(sentinel: str, reason: str, event: Event, **data: Any) -> dict[str, Any]:
+    return {
+        "alert_id": new_id("alr"),
+        "sentinel": sentinel,
+        "reason": reason,
+        "source_seq": event.seq,
+        "belief_ids": [],
+        **data,
+    }
+
+
+class Sentinel:
+    """Host-side. ``attach()`` watches in process; ``follow()`` tails the store."""
+
+    def __init__(self, wall: Firewall, *, low_confidence: float = LOW_CONFIDENCE) -> None:
+        self._wall = wall
+        self._low = low_confidence
+        self.state = SentinelState()
+        # Our own commits (alerts, quarantines) come back through the hook on this thread:
+        # skip them there; other threads wait for the lock.
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self.alerts: list[dict[str, Any]] = []
+
+    def attach(self) -> Sentinel:
+        """Watch every later commit of this firewall, in process (after what is already
+        in the log: the state catches up first)."""
+        self.state.catch_up(self._wall.store)
+        self._wall.subscribe(self.observe)
+        return self
+
+    def follow(self, *, once: bool = False, interval: float = 0.5) -> int:
+        """Tail the store (another process writes it); returns how many events were seen."""
+        seen = 0
+        while True:
+            fresh = list(self._wall.store.events(after=self.state.seq))
+            self.observe(fresh)
+            seen += len(fresh)
+            if once:
+                return seen
+            time.sleep(interval)
+
+    def observe(self, events: Iterable[Event]) -> None:
+        if getattr(self._local, "busy", False):  # our own alerts and quarantines
+            return
+        with self._lock:
+            self._local.busy = True
+            try:
+                for event in events:
+                    if event.seq <= self.state.seq:
+                        continue
+                    self.state.learn(event)
+                    for alert in self._detect(event):
+                        self._raise(alert, event)
+            finally:
+                self._local.busy = False
+
+    # -- detectors ------------------------------------------------------------------------
+
+    def _detect(self, event: Event) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if event.kind in (ALERT_KIND, FLAG_KIND):
+            return out
+        records = event.records()
+        for obs in records.observations:
+            if obs.session_id and obs.origin.integrity < Integrity.OBSERVED:
+                self.state.untrusted_sessions.add(obs.session_id)
+        for belief in records.beliefs:
+            if belief.security_status in (SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS):
+                continue
+            hit = sorted(belief.origin.origin_ids & self.state.flagged_origins)
+            if hit:
+                out.append(
+                    _alert(
+                        "suspicious_origin",
+                        f"belief derives from flagged origin(s) {', '.join(hit)}",
+                        event,
+                        belief_ids=[belief.id],
+                        act="quarantine",
+                    )
+                )
+            elif belief.version == 1 and belief.origin.integrity < Integrity.OBSERVED:
+                pattern = looks_injected(belief.statement)
+                if pattern and belief.security_status == SecurityStatus.CLEAN:
+                    out.append(
+                        _alert(
+                            "content_signal",
+                            f"injection-like text (pattern {pattern!r})",
+                            event,
+                            belief_ids=[belief.id],
+                            act="suspect",
+                        )
+                    )
+        if event.kind == "action.proposed":
+            out.extend(self._action(event))
+        return out
+
+    def _action(self, event: Event) -> list[dict[str, Any]]:
+        data = event.payload
+        out = []
+        if event.session_id in self.state.untrusted_sessions and data.get("level") in (
+            SEQUENCE_LEVELS
+        ):
+            out.append(
+                _alert(
+                    "tool_sequence",
+                    f"untrusted content read, then {data.get('tool')} ({data.get('level')}) "
+                    "requested in the same session",
+                    event,
+                    request_id=data.get("request_id"),
+                    session=event.session_id,
+                )
+            )
+        cites = [str(c) for c in data.get("cites", [])]
+        found = self._wall.store.get_beliefs(cites)
+        low = sorted(i for i, b in found.items() if b.confidence < self._low)
+        if low:
+            out.append(
+                _alert(
+                    "low_confidence",
+                    f"{data.get('tool')} rests on belief(s) below confidence {self._low}",
+                    event,
+                    belief_ids=low,
+                    request_id=data.get("request_id"),
+                )
+            )
+        return out
+
+    # -- acting ---------------------------------------------------------------------------
+
+    def _raise(self, alert: dict[str, Any], event: Event) -> None:
+        act = alert.pop("act", None)
+        wall = self._wall
+        wall.commit(
+            wall.draft(
+                ALERT_KIND,
+                actor=f"sentinel:{alert['sentinel']}",
+                now=wall.clock(),
+                session_id=event.session_id,
+                project=event.project,
+                data=alert,
+            )
+        )
+        self.alerts.append(alert)
+        self.state.alerted_beliefs.update(alert["belief_ids"])
+        target = SecurityStatus.QUARANTINED if act == "quarantine" else SecurityStatus.SUSPICIOUS
+        if act is None:
+            return
+        from firewall.gate.gate import Move
+        from firewall.model.states import Axis
+
+        for belief_id in alert["belief_ids"]:
+            wall.transition(
+                belief_id,
+                [Move(Axis.SECURITY, target)],
+                reason=f"sentinel alert {alert['alert_id']}: {alert['reason']}",
+                authority=Authority.SENTINEL,
+                kind="belief.quarantined" if act == "quarantine" else "belief.suspected",
+                related_ids=[alert["alert_id"]],
+            )
+
+    def flag_origin(self, origin_id: str, *, reason: str) -> list[str]:
+        """Raise an alert flagging ``origin_id`` and quarantine everything derived from it
+        (one transaction, :meth:`Firewall.flag_origin`)."""
+        alert_id = new_id("alr")
+        moved = self._wall.flag_origin(
+            origin_id, reason=reason, actor="sentinel:suspicious_origin", alert_id=alert_id
+        )
+        self.state.flagged_origins.add(origin_id)
+        return [b.id for b in moved]
+
+
+__all__ = ["ALERT_KIND", "FLAG_KIND", "Sentinel", "SentinelState"]
