@@ -6,8 +6,8 @@ around each raw call, the audit path, and import / export / sync (:mod:`adapters
 SDK-shaped wrappers (``GuardedMemory``…) translate their SDK's signatures onto it, and the one
 adapter contract suite (``tests/adapter_contract.py``) runs against it for every store.
 
->>> import firewall
->>> from adapters.local import LocalMemory, GuardedLocalMemory
+>>> from gnomon import firewall
+>>> from gnomon.adapters.local import LocalMemory, GuardedLocalMemory
 >>> wall = firewall.open("memory://")
 >>> memory = GuardedLocalMemory(LocalMemory(), wall, project="shop", actor="coder")
 >>> item, binding = memory.gnomon.write("deploys go through ArgoCD", scope={"user_id": "u"})
@@ -21,13 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from adapters.base import StoreBackend, StoreItem, merged_metadata
-from adapters.errors import AdapterError, StoreCallError
-from adapters.guard import AuditView, Guard, PendingWrite, Screened
-from firewall.gate.grants import Grant
-from firewall.host.channels import WriteOrigin
-from firewall.model.arguments import checked_call
-from firewall.model.chain import StoreBinding
+from gnomon.adapters.base import StoreBackend, StoreItem, merged_metadata
+from gnomon.adapters.errors import AdapterError, StoreCallError
+from gnomon.adapters.guard import AuditView, Guard, PendingWrite, Screened
+from gnomon.firewall.gate.grants import Grant
+from gnomon.firewall.host.channels import WriteOrigin
+from gnomon.firewall.model.arguments import checked_call
+from gnomon.firewall.model.chain import StoreBinding
 
 T = TypeVar("T")
 
@@ -149,7 +149,7 @@ class Adapter:
         store's memories that this client's reader may know of. ``ids``: belief ids or this
         store's item ids to ask about (default: every memory bound in this store); ``query``:
         keep the entries where a visible member's text contains every word of it."""
-        from adapters.conflicts import all_bound, bound_to, matching
+        from gnomon.adapters.conflicts import all_bound, bound_to, matching
 
         guard = self._guard
         if ids is None:
@@ -174,19 +174,19 @@ class Adapter:
         progress: bool | None = None,
     ) -> Any:
         """Import what ``scope`` holds in the store into this client's project (unverified)."""
-        from adapters.transfer import import_store
+        from gnomon.adapters.transfer import import_store
 
         return import_store(
             self, scope, batch_size=batch_size, page_size=page_size, progress=progress
         )
 
     def export(self, out: IO[str] | str | Path, **options: Any) -> int:
-        from adapters.transfer import export_store
+        from gnomon.adapters.transfer import export_store
 
         return export_store(self, out, **options)
 
     def sync(self, scope: Mapping[str, str], **options: Any) -> Any:
-        from adapters.transfer import sync_store
+        from gnomon.adapters.transfer import sync_store
 
         return sync_store(self, scope, **options)
 

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
-from adapters.errors import StoreMetadataError
-from firewall.model.chain import Belief, content_hash
+from gnomon.adapters.errors import StoreMetadataError
+from gnomon.firewall.model.chain import Belief, content_hash
 
 #: Metadata keys the firewall writes; a caller may not set them.
 BELIEF_KEY = "gnomon_belief_id"

@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from firewall.gate.contested import Reader, contradiction_views, in_scope
-from firewall.gate.policy import ContextPolicy, resolve
-from firewall.gate.recall import ContradictionView
-from firewall.model.chain import Belief
+from gnomon.firewall.gate.contested import Reader, contradiction_views, in_scope
+from gnomon.firewall.gate.policy import ContextPolicy, resolve
+from gnomon.firewall.gate.recall import ContradictionView
+from gnomon.firewall.model.chain import Belief
 
 if TYPE_CHECKING:
-    from adapters.guard import Guard
+    from gnomon.adapters.guard import Guard
 
 
 def member(belief: Belief, trusted: bool) -> dict[str, Any]:

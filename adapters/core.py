@@ -32,19 +32,24 @@ from dataclasses import dataclass
 from types import MethodType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from adapters.errors import AdapterError, BypassRefusedError, StoreCallError, refused_attribute
-from adapters.guard import DROP_IN_POLICY
-from adapters.withheld import attach, withheld_note
-from firewall.model.logbook import refused
+from gnomon.adapters.errors import (
+    AdapterError,
+    BypassRefusedError,
+    StoreCallError,
+    refused_attribute,
+)
+from gnomon.adapters.guard import DROP_IN_POLICY
+from gnomon.adapters.withheld import attach, withheld_note
+from gnomon.firewall.model.logbook import refused
 
 if TYPE_CHECKING:
-    from adapters.adapter import Adapter
-    from adapters.base import StoreBackend, StoreItem
-    from adapters.guard import Guard, Hits, PendingWrite, Screened
-    from firewall.gate.policy import ContextPolicy
-    from firewall.host.channels import Channel
-    from firewall.host.firewall import Firewall
-    from firewall.host.session import Session
+    from gnomon.adapters.adapter import Adapter
+    from gnomon.adapters.base import StoreBackend, StoreItem
+    from gnomon.adapters.guard import Guard, Hits, PendingWrite, Screened
+    from gnomon.firewall.gate.policy import ContextPolicy
+    from gnomon.firewall.host.channels import Channel
+    from gnomon.firewall.host.firewall import Firewall
+    from gnomon.firewall.host.session import Session
 
 T = TypeVar("T")
 Converter = Callable[[str], AbstractContextManager[Any]]
@@ -438,8 +443,8 @@ class Constructed:
         user_channel: Channel | None = None,
         sync_client: Any = None,
     ) -> None:
-        from adapters.adapter import Adapter
-        from adapters.guard import Guard
+        from gnomon.adapters.adapter import Adapter
+        from gnomon.adapters.guard import Guard
 
         self._check_client(client)
         guard = Guard(

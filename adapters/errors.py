@@ -20,7 +20,7 @@ The SDK's own exception is kept as ``__cause__`` (``raise … from exc``).
 
 from __future__ import annotations
 
-from firewall.model.errors import GnomonError
+from gnomon.firewall.model.errors import GnomonError
 
 
 class AdapterError(GnomonError):

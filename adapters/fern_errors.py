@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import httpx
 
-from adapters.errors import (
+from gnomon.adapters.errors import (
     AdapterError,
     StoreCallError,
     StoreResponseError,

@@ -55,25 +55,37 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from adapters.base import gnomon_metadata, item_hash
-from adapters.errors import AdapterError, ConflictingBeliefError, ProtectedBeliefError
-from firewall.audit.credentials import credential_kinds
-from firewall.gate.contested import Reader, in_scope
-from firewall.gate.contradictions import contradiction_record, linked, stands
-from firewall.gate.gate import Move, apply_moves
-from firewall.gate.grants import Grant
-from firewall.gate.policy import ContextPolicy, Reason, floor_reasons, resolve, resolve_with_digest
-from firewall.gate.recall import QuotedItem, RecallResult, RejectedItem
-from firewall.host.channels import Channel, WriteOrigin, caller_origin
-from firewall.host.firewall import AuditEntry, Firewall
-from firewall.host.session import Session
-from firewall.host.tool_calls import ToolCall
-from firewall.log.events import Records
-from firewall.model.chain import Belief, BindingState, Revision, StoreBinding, content_hash
-from firewall.model.content import statement_text
-from firewall.model.errors import MissingGrantError, UnknownIdError
-from firewall.model.origin import Origin, OriginClass
-from firewall.model.states import Authority, Axis, RetrievalStatus, SecurityStatus, TruthStatus
+from gnomon.adapters.base import gnomon_metadata, item_hash
+from gnomon.adapters.errors import AdapterError, ConflictingBeliefError, ProtectedBeliefError
+from gnomon.firewall.audit.credentials import credential_kinds
+from gnomon.firewall.gate.contested import Reader, in_scope
+from gnomon.firewall.gate.contradictions import contradiction_record, linked, stands
+from gnomon.firewall.gate.gate import Move, apply_moves
+from gnomon.firewall.gate.grants import Grant
+from gnomon.firewall.gate.policy import (
+    ContextPolicy,
+    Reason,
+    floor_reasons,
+    resolve,
+    resolve_with_digest,
+)
+from gnomon.firewall.gate.recall import QuotedItem, RecallResult, RejectedItem
+from gnomon.firewall.host.channels import Channel, WriteOrigin, caller_origin
+from gnomon.firewall.host.firewall import AuditEntry, Firewall
+from gnomon.firewall.host.session import Session
+from gnomon.firewall.host.tool_calls import ToolCall
+from gnomon.firewall.log.events import Records
+from gnomon.firewall.model.chain import Belief, BindingState, Revision, StoreBinding, content_hash
+from gnomon.firewall.model.content import statement_text
+from gnomon.firewall.model.errors import MissingGrantError, UnknownIdError
+from gnomon.firewall.model.origin import Origin, OriginClass
+from gnomon.firewall.model.states import (
+    Authority,
+    Axis,
+    RetrievalStatus,
+    SecurityStatus,
+    TruthStatus,
+)
 
 from . import conflicts
 from .base import StoreItem
@@ -215,7 +227,7 @@ class Guard:
         self._own_session = session is None
         if session is None:
             if project is None:
-                from firewall.model.errors import InputError
+                from gnomon.firewall.model.errors import InputError
 
                 raise InputError(
                     f"a guarded {store} client needs a session or a project",
@@ -276,7 +288,7 @@ class Guard:
         self, belief: Belief, moves: Sequence[Move], authority: Authority, reason: str
     ) -> tuple[Belief, list[Revision]]:
         """Apply the moves the gate allows from the belief's current states (others skipped)."""
-        from firewall.gate.gate import TRANSITIONS
+        from gnomon.firewall.gate.gate import TRANSITIONS
 
         allowed = [
             m
@@ -297,7 +309,7 @@ class Guard:
             return None
         checked = self.wall.attested_by(channel, project=self.session.project)
         if OriginClass.USER not in checked.origin.classes:
-            from firewall.model.errors import InputError
+            from gnomon.firewall.model.errors import InputError
 
             raise InputError(
                 f"user_channel= must be a user channel, got one for {checked.origin.describe()}",
@@ -945,7 +957,7 @@ class Guard:
 
     def authorize_history(self, store_id: str, *, grant: Grant) -> None:
         """Check an auditor grant before a store's history is read, and log the read."""
-        from firewall.gate.grants import GrantAuthority
+        from gnomon.firewall.gate.grants import GrantAuthority
 
         s = self.session
         checked = self.wall.verifier.verify(

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.errors import MissingSDKError
-from firewall.host.guard import GuardedTool
+from gnomon.adapters.errors import MissingSDKError
+from gnomon.firewall.host.guard import GuardedTool
 
 try:
     from langchain_core.tools import StructuredTool

@@ -61,7 +61,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, ClassVar
 
-from adapters.errors import MissingSDKError
+from gnomon.adapters.errors import MissingSDKError
 
 try:
     from letta_client import AsyncLetta, Letta
@@ -75,8 +75,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
     raise MissingSDKError("letta", "letta", "letta-client") from exc
 
-from adapters.base import GNOMON_KEYS, MetadataLimits, StoreItem, merged_metadata
-from adapters.core import (
+from gnomon.adapters.base import GNOMON_KEYS, MetadataLimits, StoreItem, merged_metadata
+from gnomon.adapters.core import (
     WRITE,
     Args,
     Call,
@@ -87,9 +87,9 @@ from adapters.core import (
     guarded,
     sdk_pair,
 )
-from adapters.errors import StoreCallError
-from adapters.guard import PendingWrite
-from adapters.letta_backend import (
+from gnomon.adapters.errors import StoreCallError
+from gnomon.adapters.guard import PendingWrite
+from gnomon.adapters.letta_backend import (
     STORE,
     TAG_PREFIX,
     LettaBackend,
@@ -105,8 +105,8 @@ from adapters.letta_backend import (
     screened_page,
     search_result_item,
 )
-from adapters.letta_loop import AgentMessages, LoopCore
-from firewall.host.channels import WriteOrigin
+from gnomon.adapters.letta_loop import AgentMessages, LoopCore
+from gnomon.firewall.host.channels import WriteOrigin
 
 #: What a withheld block keeps: its shape, nothing of its text or what renders with it.
 BLANK_BLOCK = {"value": "", "description": None, "metadata": {}}

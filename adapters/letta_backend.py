@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from adapters.errors import MissingSDKError
+from gnomon.adapters.errors import MissingSDKError
 
 try:
     import letta_client
@@ -20,7 +20,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
     raise MissingSDKError("letta", "letta", "letta-client") from exc
 
-from adapters.base import (
+from gnomon.adapters.base import (
     BELIEF_KEY,
     MetadataLimits,
     Page,
@@ -28,7 +28,7 @@ from adapters.base import (
     StoreItem,
     rendered_value,
 )
-from adapters.errors import (
+from gnomon.adapters.errors import (
     AdapterError,
     StoreCallError,
     StoreResponseError,
@@ -36,7 +36,7 @@ from adapters.errors import (
     malformed,
     status_hint,
 )
-from adapters.withheld import attach
+from gnomon.adapters.withheld import attach
 
 STORE = "letta"
 TAG_PREFIX = "gnomon:"
@@ -384,7 +384,7 @@ def omit() -> Any:
 
 def rank(query: str, items: list[StoreItem]) -> list[StoreItem]:
     """Items sharing at least one word with the query, most shared first (stable)."""
-    from firewall.model.text import query_terms
+    from gnomon.firewall.model.text import query_terms
 
     terms = set(query_terms(query))
     scored = [(len(terms & set(query_terms(i.text))), n, i) for n, i in enumerate(items)]

@@ -38,24 +38,24 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from adapters.base import StoreItem, rendered_value
-from adapters.conflicts import bound_to
-from adapters.core import WRITE, Args, Call, Flow, Resource, guarded
-from adapters.errors import (
+from gnomon.adapters.base import StoreItem, rendered_value
+from gnomon.adapters.conflicts import bound_to
+from gnomon.adapters.core import WRITE, Args, Call, Flow, Resource, guarded
+from gnomon.adapters.errors import (
     AdapterError,
     BypassRefusedError,
     ProtectedBeliefError,
     StoreCallError,
 )
-from adapters.guard import Guard, Screened
-from adapters.letta_backend import STORE, block_item, converted, listed
-from adapters.withheld import Summary, report
-from firewall.model.chain import BindingState
+from gnomon.adapters.guard import Guard, Screened
+from gnomon.adapters.letta_backend import STORE, block_item, converted, listed
+from gnomon.adapters.withheld import Summary, report
+from gnomon.firewall.model.chain import BindingState
 
 try:
     from letta_client.resources.agents import messages as sdk_messages
 except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
-    from adapters.errors import MissingSDKError
+    from gnomon.adapters.errors import MissingSDKError
 
     raise MissingSDKError("letta", "letta", "letta-client") from exc
 

@@ -19,15 +19,15 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from adapters.base import Page, StoreBackend, StoreItem
-from adapters.core import Constructed, Refusing
-from adapters.errors import BypassRefusedError, StoreCallError
-from adapters.guard import Screened, annotated, passed
-from firewall.host.channels import WriteOrigin
-from firewall.model.chain import content_hash
-from firewall.model.text import query_terms
-from firewall.store.keys import index_tokens
-from firewall.store.memory import K1, B, bm25_idf
+from gnomon.adapters.base import Page, StoreBackend, StoreItem
+from gnomon.adapters.core import Constructed, Refusing
+from gnomon.adapters.errors import BypassRefusedError, StoreCallError
+from gnomon.adapters.guard import Screened, annotated, passed
+from gnomon.firewall.host.channels import WriteOrigin
+from gnomon.firewall.model.chain import content_hash
+from gnomon.firewall.model.text import query_terms
+from gnomon.firewall.store.keys import index_tokens
+from gnomon.firewall.store.memory import K1, B, bm25_idf
 
 
 class LocalMemory:

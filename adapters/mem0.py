@@ -58,18 +58,23 @@ from collections.abc import Mapping
 from concurrent.futures import Executor
 from typing import Any, Self, TypeVar
 
-from adapters.errors import MissingSDKError
+from gnomon.adapters.errors import MissingSDKError
 
 try:
     from mem0 import AsyncMemory, AsyncMemoryClient, Memory, MemoryClient
 except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
     raise MissingSDKError("mem0", "mem0", "mem0ai") from exc
 
-from adapters.base import merged_metadata
-from adapters.core import WRITE, Args, Flow, guarded
-from adapters.core import Call as _Call
-from adapters.errors import AdapterError, BypassRefusedError, StoreCallError, StoreResponseError
-from adapters.mem0_backend import (
+from gnomon.adapters.base import merged_metadata
+from gnomon.adapters.core import WRITE, Args, Flow, guarded
+from gnomon.adapters.core import Call as _Call
+from gnomon.adapters.errors import (
+    AdapterError,
+    BypassRefusedError,
+    StoreCallError,
+    StoreResponseError,
+)
+from gnomon.adapters.mem0_backend import (
     STORE,
     SyncView,
     call_converting,
@@ -77,10 +82,10 @@ from adapters.mem0_backend import (
     results_of,
     to_item,
 )
-from adapters.mem0_guard import _BIG, _Guarded, _scope
-from firewall.gate.grants import Grant
-from firewall.host.channels import WriteOrigin
-from firewall.host.firewall import Firewall
+from gnomon.adapters.mem0_guard import _BIG, _Guarded, _scope
+from gnomon.firewall.gate.grants import Grant
+from gnomon.firewall.host.channels import WriteOrigin
+from gnomon.firewall.host.firewall import Firewall
 
 T = TypeVar("T")
 PLATFORM_SCOPE = ("user_id", "agent_id", "run_id", "app_id")

@@ -19,12 +19,12 @@ try:
     import httpx
     from mem0.exceptions import MemoryError as Mem0Error
 except ImportError as exc:  # the SDK (or its httpx) is missing
-    from adapters.errors import MissingSDKError
+    from gnomon.adapters.errors import MissingSDKError
 
     raise MissingSDKError("mem0", "mem0", "mem0ai") from exc
 
-from adapters.adapter import Adapter
-from adapters.base import (
+from gnomon.adapters.adapter import Adapter
+from gnomon.adapters.base import (
     MetadataLimits,
     Page,
     StoreBackend,
@@ -32,19 +32,19 @@ from adapters.base import (
     rendered_metadata,
     rendered_value,
 )
-from adapters.errors import (
+from gnomon.adapters.errors import (
     AdapterError,
     StoreCallError,
     StoreResponseError,
     StoreTimeoutError,
     status_hint,
 )
-from adapters.guard import Guard
-from firewall.gate.policy import ContextPolicy
-from firewall.host.channels import Channel
-from firewall.host.firewall import Firewall
-from firewall.host.session import Session
-from firewall.model.errors import InputError
+from gnomon.adapters.guard import Guard
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.host.channels import Channel
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.host.session import Session
+from gnomon.firewall.model.errors import InputError
 
 STORE = "mem0"
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")

@@ -7,17 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from adapters.base import (
+from gnomon.adapters.base import (
     INTEGRITY_KEY,
     ORIGIN_KEY,
     StoreBackend,
     merged_metadata,
     rendered_metadata,
 )
-from adapters.core import Constructed, Refusing
-from adapters.errors import AdapterError, BypassRefusedError, StoreResponseError
-from adapters.guard import PendingWrite, annotated, outranks, passed
-from adapters.mem0_backend import (
+from gnomon.adapters.core import Constructed, Refusing
+from gnomon.adapters.errors import AdapterError, BypassRefusedError, StoreResponseError
+from gnomon.adapters.guard import PendingWrite, annotated, outranks, passed
+from gnomon.adapters.mem0_backend import (
     STORE,
     backend_for,
     content_of,
@@ -26,10 +26,10 @@ from adapters.mem0_backend import (
     results_of,
     to_item,
 )
-from adapters.withheld import attach
-from firewall.gate.grants import Grant
-from firewall.host.channels import WriteOrigin
-from firewall.model.chain import Belief, BindingState
+from gnomon.adapters.withheld import attach
+from gnomon.firewall.gate.grants import Grant
+from gnomon.firewall.host.channels import WriteOrigin
+from gnomon.firewall.model.chain import Belief, BindingState
 
 _UNSET: Any = object()
 _BIG = 1_000_000

@@ -11,8 +11,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from adapters.errors import MissingSDKError
-from firewall.host.guard import GuardedTool
+from gnomon.adapters.errors import MissingSDKError
+from gnomon.firewall.host.guard import GuardedTool
 
 try:
     from agents import FunctionTool

@@ -13,7 +13,7 @@ no invisible or bidi character: :func:`firewall.model.render.model_line` leaves 
 field rendered as JSON, every key and string inside it too). Otherwise the hit is withheld,
 never shown half-quoted.
 
->>> from adapters.base import StoreItem
+>>> from gnomon.adapters.base import StoreItem
 >>> def item(**raw): return StoreItem("s", "t", raw={"memory": "t", **raw}, text_field="memory")
 >>> beside_quote_problem(item(label="notes", description="Deploy notes"))
 >>> beside_quote_problem(item(memory="ok</quoted-data>"))  # the text field itself is quoted
@@ -31,9 +31,9 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from adapters.base import StoreItem
-from firewall.audit.credentials import credential_kinds
-from firewall.model.render import model_line
+from gnomon.adapters.base import StoreItem
+from gnomon.firewall.audit.credentials import credential_kinds
+from gnomon.firewall.model.render import model_line
 
 
 def _strings(value: Any) -> Iterator[str]:

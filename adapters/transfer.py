@@ -23,15 +23,15 @@ from typing import IO, TYPE_CHECKING
 
 import orjson
 
-from adapters.base import StoreItem
-from firewall.gate.policy import floor_reasons
-from firewall.host.firewall import Firewall, ImportItem
-from firewall.model.chain import BindingState
+from gnomon.adapters.base import StoreItem
+from gnomon.firewall.gate.policy import floor_reasons
+from gnomon.firewall.host.firewall import Firewall, ImportItem
+from gnomon.firewall.model.chain import BindingState
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from adapters.adapter import Adapter
+    from gnomon.adapters.adapter import Adapter
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,10 +19,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from firewall.model.logbook import withheld_read
+from gnomon.firewall.model.logbook import withheld_read
 
 if TYPE_CHECKING:
-    from adapters.guard import Screened
+    from gnomon.adapters.guard import Screened
 
 log = logging.getLogger("gnomon")
 

@@ -59,7 +59,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
-from adapters.errors import MissingSDKError
+from gnomon.adapters.errors import MissingSDKError
 
 try:
     import pydantic
@@ -81,7 +81,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
     raise MissingSDKError("zep", "zep", "zep-cloud") from exc
 
-from adapters.base import (
+from gnomon.adapters.base import (
     MetadataLimits,
     Page,
     StoreBackend,
@@ -89,7 +89,7 @@ from adapters.base import (
     merged_metadata,
     rendered_value,
 )
-from adapters.core import (
+from gnomon.adapters.core import (
     WRITE,
     Args,
     Call,
@@ -100,15 +100,15 @@ from adapters.core import (
     guarded,
     sdk_pair,
 )
-from adapters.errors import StoreCallError, StoreResponseError, malformed
-from adapters.fern_errors import fern_converted
-from adapters.guard import Hits, PendingWrite
-from adapters.withheld import Summary, attach
-from adapters.zep_context import render_context
-from firewall.host.channels import WriteOrigin
-from firewall.model.chain import Belief, BindingState
-from firewall.model.origin import Origin
-from firewall.model.states import SecurityStatus
+from gnomon.adapters.errors import StoreCallError, StoreResponseError, malformed
+from gnomon.adapters.fern_errors import fern_converted
+from gnomon.adapters.guard import Hits, PendingWrite
+from gnomon.adapters.withheld import Summary, attach
+from gnomon.adapters.zep_context import render_context
+from gnomon.firewall.host.channels import WriteOrigin
+from gnomon.firewall.model.chain import Belief, BindingState
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import SecurityStatus
 
 STORE = "zep"
 #: Zep: at most 10 metadata keys, scalar values or lists of scalars.

@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
-from adapters.errors import MissingSDKError
+from gnomon.adapters.errors import MissingSDKError
 
 try:
     from pydantic import v1 as pydantic_v1
@@ -66,17 +66,17 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
     raise MissingSDKError("zep-legacy", "zep-legacy", "zep-python") from exc
 
-from adapters.base import BELIEF_KEY, MetadataLimits, Page, StoreBackend, StoreItem
-from adapters.base import merged_metadata as _merged
-from adapters.core import WRITE, Args, Call, Core, Flow, GuardedClient, Resource, guarded
-from adapters.errors import (
+from gnomon.adapters.base import BELIEF_KEY, MetadataLimits, Page, StoreBackend, StoreItem
+from gnomon.adapters.base import merged_metadata as _merged
+from gnomon.adapters.core import WRITE, Args, Call, Core, Flow, GuardedClient, Resource, guarded
+from gnomon.adapters.errors import (
     StoreCallError,
     StoreMetadataError,
     StoreResponseError,
     malformed,
 )
-from adapters.fern_errors import fern_converted
-from adapters.guard import PendingWrite, Screened
+from gnomon.adapters.fern_errors import fern_converted
+from gnomon.adapters.guard import PendingWrite, Screened
 
 STORE = "zep-legacy"
 #: Zep v2 message metadata is a free JSON object; nesting is allowed.

@@ -29,10 +29,10 @@ from _common import Corpus, machine
 os.environ["MEM0_TELEMETRY"] = "false"
 os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="gnomon-bench-mem0-"))
 
-import firewall
-from adapters.base import StoreItem
-from adapters.local import GuardedLocalMemory, LocalMemory
-from adapters.transfer import import_items
+from gnomon import firewall
+from gnomon.adapters.base import StoreItem
+from gnomon.adapters.local import GuardedLocalMemory, LocalMemory
+from gnomon.adapters.transfer import import_items
 
 
 def overhead(raw_search: Any, guarded_search: Any, queries: list[str]) -> dict[str, float]:
@@ -62,8 +62,8 @@ def overhead(raw_search: Any, guarded_search: Any, queries: list[str]) -> dict[s
 def bench_mem0(
     sentences: list[str], queries: list[str]
 ) -> tuple[dict[str, float], dict[str, float]]:
-    from adapters.mem0 import GuardedMemory
-    from adapters.testing import offline_memory
+    from gnomon.adapters.mem0 import GuardedMemory
+    from gnomon.adapters.testing import offline_memory
 
     raw = offline_memory(tempfile.mkdtemp())
     start = time.perf_counter()

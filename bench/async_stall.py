@@ -28,9 +28,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from _common import machine
 
-import firewall
-from adapters.mem0 import AsyncGuardedMemory
-from adapters.testing import HashEmbedder, offline_config
+from gnomon import firewall
+from gnomon.adapters.mem0 import AsyncGuardedMemory
+from gnomon.adapters.testing import HashEmbedder, offline_config
 
 TICK = 0.001
 

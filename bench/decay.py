@@ -29,10 +29,10 @@ from pathlib import Path
 
 import _common as common
 
-import firewall
-from firewall.host.decay import decay_all
-from firewall.host.firewall import ImportItem
-from firewall.host.sentinels import Sentinel
+from gnomon import firewall
+from gnomon.firewall.host.decay import decay_all
+from gnomon.firewall.host.firewall import ImportItem
+from gnomon.firewall.host.sentinels import Sentinel
 
 
 def build(path: Path, count: int) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import _common as common
 
-from firewall.log.events import GENESIS_HASH, chain_hash, chain_hash_v1, link_checker
+from gnomon.firewall.log.events import GENESIS_HASH, chain_hash, chain_hash_v1, link_checker
 
 
 def chain(

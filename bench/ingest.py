@@ -29,8 +29,8 @@ from pathlib import Path
 
 import _common as common
 
-import firewall
-from firewall.host.firewall import ImportItem
+from gnomon import firewall
+from gnomon.firewall.host.firewall import ImportItem
 
 
 def file_bytes(path: Path) -> int:

@@ -18,13 +18,13 @@ import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
-import firewall
-from firewall.gate.policy import ContextPolicy
-from firewall.kernel import ApprovalSigner, ToolRegistry
-from firewall.kernel.actionpolicy import ActionPolicy
-from firewall.kernel.approvals import ApprovalRequest, check_approval
-from firewall.kernel.decide import decide
-from firewall.model.origin import Origin
+from gnomon import firewall
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.kernel import ApprovalSigner, ToolRegistry
+from gnomon.firewall.kernel.actionpolicy import ActionPolicy
+from gnomon.firewall.kernel.approvals import ApprovalRequest, check_approval
+from gnomon.firewall.kernel.decide import decide
+from gnomon.firewall.model.origin import Origin
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

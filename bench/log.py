@@ -20,8 +20,8 @@ from pathlib import Path
 
 import _common as common
 
-from firewall.log.events import EventDraft
-from firewall.store.sqlite import SQLiteStore
+from gnomon.firewall.log.events import EventDraft
+from gnomon.firewall.store.sqlite import SQLiteStore
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 VERSIONS = {"package": "bench", "schema": 1, "gate": "1"}

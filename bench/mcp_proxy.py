@@ -40,8 +40,8 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from firewall.gate.grants import KeyPurpose, write_keypair
-from firewall.kernel.actionpolicy import preset_bytes
+from gnomon.firewall.gate.grants import KeyPurpose, write_keypair
+from gnomon.firewall.kernel.actionpolicy import preset_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = [sys.executable, str(ROOT / "tests" / "fixtures" / "mcp_push_server.py")]
@@ -51,7 +51,14 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 def setup(folder: Path) -> Path:
     (folder / "actions.yaml").write_bytes(preset_bytes("default"))
     key, _ = write_keypair(folder, "operator", purpose=KeyPurpose.POLICY)
-    sign = [sys.executable, "-m", "firewall.cli", "policy", "sign", str(folder / "actions.yaml")]
+    sign = [
+        sys.executable,
+        "-m",
+        "gnomon.firewall.cli",
+        "policy",
+        "sign",
+        str(folder / "actions.yaml"),
+    ]
     subprocess.run([*sign, "--key", str(key)], check=True, env=ENV, capture_output=True)
     config = folder / "proxy.yaml"
     config.write_text(
@@ -120,9 +127,9 @@ class _Canned:
 
 async def in_process(n: int, log: int) -> tuple[float, float]:
     """p50 wall and CPU milliseconds of one ``Proxy.call`` after ``log`` earlier calls."""
-    import firewall
-    from firewall.host.mcp_config import load_proxy_config
-    from firewall.host.mcp_proxy import Proxy
+    from gnomon import firewall
+    from gnomon.firewall.host.mcp_config import load_proxy_config
+    from gnomon.firewall.host.mcp_proxy import Proxy
 
     config = load_proxy_config(setup(Path(tempfile.mkdtemp())))
     with firewall.open(config.store) as wall, wall.session(project="bench", actor="a") as s:
@@ -164,7 +171,16 @@ def main() -> None:
         relayed = StdioServerParameters(
             command=sys.executable, args=[__file__, "--relay", *server], env=ENV
         )
-        gnomon = ["-m", "firewall.cli", "mcp", "proxy", "--config", str(config), "--", *server]
+        gnomon = [
+            "-m",
+            "gnomon.firewall.cli",
+            "mcp",
+            "proxy",
+            "--config",
+            str(config),
+            "--",
+            *server,
+        ]
         proxied = StdioServerParameters(command=sys.executable, args=gnomon, env=ENV)
         d, r, p = (
             statistics.median(t) * 1e3 for t in anyio.run(timed, [direct, relayed, proxied], args.n)

@@ -31,9 +31,9 @@ from typing import Any
 import _common as common
 from ingest import file_bytes, raw_import
 
-import firewall
-from adapters.mem0_backend import to_item
-from adapters.transfer import import_items
+from gnomon import firewall
+from gnomon.adapters.mem0_backend import to_item
+from gnomon.adapters.transfer import import_items
 
 
 def mem0_rows(texts: list[str]) -> list[dict[str, Any]]:

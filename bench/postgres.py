@@ -43,16 +43,16 @@ from urllib.parse import urlsplit, urlunsplit
 import _common as common
 import psycopg
 
-from firewall.gate.adoption import Adopter, Context
-from firewall.gate.policy import ContextPolicy
-from firewall.host.firewall import ImportItem
-from firewall.log.batch import ImportBatch
-from firewall.log.events import EventDraft, Records
-from firewall.model.chain import Belief
-from firewall.model.filters import BeliefFilter
-from firewall.model.ids import new_id
-from firewall.model.origin import Origin
-from firewall.model.states import (
+from gnomon.firewall.gate.adoption import Adopter, Context
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.host.firewall import ImportItem
+from gnomon.firewall.log.batch import ImportBatch
+from gnomon.firewall.log.events import EventDraft, Records
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import (
     Authority,
     ClaimKind,
     EvidenceQuality,
@@ -63,7 +63,7 @@ from firewall.model.states import (
     Sensitivity,
     TruthStatus,
 )
-from firewall.store.postgres import PostgresStore
+from gnomon.firewall.store.postgres import PostgresStore
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/gnomon_bench"
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -228,7 +228,7 @@ def ingest_section(url: str, corpus: common.Corpus, batch: int, sample: int) -> 
     statements = [corpus.sentence(rng) for _ in range(sample)]
     tenant = f"bench_ingest_{secrets.token_hex(4)}"
     rates: dict[str, float] = {}
-    import firewall
+    from gnomon import firewall
 
     # Firewall.import_records end to end: adoption, one compact batch event per batch_size
     # records, the store's fast path (COPY of rows derived from the compact rows)
@@ -333,7 +333,7 @@ def recall_section(
                     print(f"  EXPLAIN ANALYZE, {name}:")
                     for (line,) in plan:
                         print(f"    {line}")
-    import firewall
+    from gnomon import firewall
 
     # the same recall committed without waiting for the WAL flush: the durability SQLite's
     # synchronous=NORMAL gives every commit (a crash may lose the last events, never a link)

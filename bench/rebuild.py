@@ -29,12 +29,12 @@ from pathlib import Path
 
 import _common as common
 
-import firewall
-from firewall.audit.rebuild import rebuild, replay
-from firewall.host.firewall import ImportItem
-from firewall.log.checkpoints import verify_log
-from firewall.log.events import EventDraft
-from firewall.store.sqlite import SQLiteStore
+from gnomon import firewall
+from gnomon.firewall.audit.rebuild import rebuild, replay
+from gnomon.firewall.host.firewall import ImportItem
+from gnomon.firewall.log.checkpoints import verify_log
+from gnomon.firewall.log.events import EventDraft
+from gnomon.firewall.store.sqlite import SQLiteStore
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

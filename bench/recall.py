@@ -33,15 +33,15 @@ from pathlib import Path
 
 import _common as common
 
-import firewall
-from firewall.gate.adoption import Adopter, Context
-from firewall.gate.policy import resolve
-from firewall.log.events import EventDraft, Records
-from firewall.model.chain import Belief
-from firewall.model.filters import BeliefFilter
-from firewall.model.ids import new_id
-from firewall.model.origin import Origin
-from firewall.model.states import (
+from gnomon import firewall
+from gnomon.firewall.gate.adoption import Adopter, Context
+from gnomon.firewall.gate.policy import resolve
+from gnomon.firewall.log.events import EventDraft, Records
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import (
     ClaimKind,
     EvidenceQuality,
     ExtractionMethod,
@@ -50,7 +50,7 @@ from firewall.model.states import (
     Sensitivity,
     TruthStatus,
 )
-from firewall.store.sqlite import SQLiteStore
+from gnomon.firewall.store.sqlite import SQLiteStore
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 PROJECT = "bench"

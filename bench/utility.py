@@ -44,10 +44,10 @@ from typing import Any
 os.environ.setdefault("MEM0_TELEMETRY", "false")
 os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="gnomon-bench-mem0-"))
 
-import firewall
-from firewall import Origin
-from firewall.host.firewall import Firewall
-from firewall.host.session import Session
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.host.session import Session
 
 POLICIES = ("assistant", "default", "reference")  # "assistant": the drop-ins' default
 MARK = "<quoted-data "
@@ -129,8 +129,8 @@ def _policy(policy: str) -> dict[str, str]:
 
 
 def measure_mem0(policy: str, n: int) -> Tally:
-    from adapters.mem0 import GuardedMemory
-    from adapters.testing import offline_memory
+    from gnomon.adapters.mem0 import GuardedMemory
+    from gnomon.adapters.testing import offline_memory
 
     tally = Tally("mem0", policy)
     raw = offline_memory(tempfile.mkdtemp(prefix="gnomon-bench-"))
@@ -152,8 +152,8 @@ def measure_letta(policy: str, n: int) -> Tally:
     import httpx
     from letta_client import Letta
 
-    from adapters.fakes.letta import FakeLettaServer, FakeStep
-    from adapters.letta import GuardedLetta
+    from gnomon.adapters.fakes.letta import FakeLettaServer, FakeStep
+    from gnomon.adapters.letta import GuardedLetta
 
     tally = Tally("letta", policy)
     server = FakeLettaServer()
@@ -190,8 +190,8 @@ def measure_zep(policy: str, n: int) -> Tally:
     from zep_cloud import AddMessage
     from zep_cloud.client import Zep
 
-    from adapters.fakes.zep import FakeZepServer
-    from adapters.zep import GuardedZep
+    from gnomon.adapters.fakes.zep import FakeZepServer
+    from gnomon.adapters.zep import GuardedZep
 
     tally = Tally("zep", policy)
     server = FakeZepServer()

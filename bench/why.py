@@ -35,18 +35,18 @@ from pathlib import Path
 
 import _common as common
 
-import firewall
-from firewall import Origin
-from firewall.audit.replay import version_at
-from firewall.audit.report import build_report, render_html, render_markdown
-from firewall.audit.why import why
-from firewall.gate.adoption import Adopter, Context
-from firewall.log.events import EventDraft, Records
-from firewall.model.chain import Belief
-from firewall.model.filters import BeliefFilter
-from firewall.model.ids import new_id
-from firewall.model.states import ClaimKind, EvidenceQuality, ExtractionMethod, TruthStatus
-from firewall.store.sqlite import SQLiteStore
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.audit.replay import version_at
+from gnomon.firewall.audit.report import build_report, render_html, render_markdown
+from gnomon.firewall.audit.why import why
+from gnomon.firewall.gate.adoption import Adopter, Context
+from gnomon.firewall.log.events import EventDraft, Records
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.states import ClaimKind, EvidenceQuality, ExtractionMethod, TruthStatus
+from gnomon.firewall.store.sqlite import SQLiteStore
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 START = NOW - timedelta(days=120)

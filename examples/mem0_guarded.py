@@ -28,10 +28,10 @@ def main() -> None:
         os.environ["MEM0_TELEMETRY"] = "false"
         os.environ["MEM0_DIR"] = tmp
 
-        import firewall
-        from adapters.mem0 import GuardedMemory
-        from adapters.testing import offline_memory
-        from firewall import Origin
+        from gnomon import firewall
+        from gnomon.adapters.mem0 import GuardedMemory
+        from gnomon.adapters.testing import offline_memory
+        from gnomon.firewall import Origin
 
         wall = firewall.open(f"sqlite:///{tmp}/gnomon.db")
         mem0_memory = offline_memory(tmp)  # in production: Memory.from_config(your_config)

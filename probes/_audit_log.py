@@ -14,11 +14,16 @@ from dataclasses import dataclass
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from firewall import Origin
-from firewall import open as open_firewall
-from firewall.log.checkpoints import CHECKPOINT_KIND, CheckpointSigner, LogVerifyReport, verify_log
-from firewall.log.events import GENESIS_HASH, chain_hash
-from probes.runner import Checks, project_for
+from gnomon.firewall import Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.log.checkpoints import (
+    CHECKPOINT_KIND,
+    CheckpointSigner,
+    LogVerifyReport,
+    verify_log,
+)
+from gnomon.firewall.log.events import GENESIS_HASH, chain_hash
+from gnomon.probes.runner import Checks, project_for
 
 Row = tuple[int, bytes, str, str]
 

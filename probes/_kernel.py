@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from firewall.host.firewall import Firewall
-from firewall.kernel import ActionKernel, ApprovalSigner, PolicySigner, load_action_policy
-from firewall.kernel.actionpolicy import preset_bytes
-from firewall.kernel.approvals import ApprovalRequest
-from firewall.kernel.decide import Arbiter
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.kernel import ActionKernel, ApprovalSigner, PolicySigner, load_action_policy
+from gnomon.firewall.kernel.actionpolicy import preset_bytes
+from gnomon.firewall.kernel.approvals import ApprovalRequest
+from gnomon.firewall.kernel.decide import Arbiter
 
 
 @dataclass

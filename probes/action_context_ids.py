@@ -13,12 +13,12 @@ carry ids (there is no such request: it is refused as ``wrong_request``).
 
 from __future__ import annotations
 
-from firewall import open as open_firewall
-from firewall.kernel import ApprovalSigner
-from firewall.kernel.ledger import KINDS
-from firewall.model.errors import ForgedApprovalError
-from probes._kernel import host
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.kernel import ApprovalSigner
+from gnomon.firewall.kernel.ledger import KINDS
+from gnomon.firewall.model.errors import ForgedApprovalError
+from gnomon.probes._kernel import host
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "action_context_ids"
 TITLE = "Every action event carries its session's context ids"

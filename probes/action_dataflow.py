@@ -22,10 +22,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from firewall import Origin
-from firewall import open as open_firewall
-from probes._kernel import host
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.probes._kernel import host
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "action_dataflow"
 TITLE = "A tainted session or an untrusted citation holds an L3+ action, with or without citing"

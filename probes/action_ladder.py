@@ -17,8 +17,8 @@ tool under a misleading category is detected: the category is the host's declara
 
 from __future__ import annotations
 
-from firewall import open as open_firewall
-from firewall.kernel import (
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.kernel import (
     ActionContract,
     BlastRadius,
     Category,
@@ -26,10 +26,10 @@ from firewall.kernel import (
     Reversibility,
     ToolRegistry,
 )
-from firewall.kernel.contracts import _model
-from firewall.model.errors import ContractError
-from probes._kernel import host
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall.kernel.contracts import _model
+from gnomon.firewall.model.errors import ContractError
+from gnomon.probes._kernel import host
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "action_ladder"
 TITLE = "L4 is held and L5 denied whatever the rules say; floors, stricter rules and no-match hold"

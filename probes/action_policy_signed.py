@@ -18,10 +18,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from firewall.kernel import PolicySigner, load_action_policy
-from firewall.kernel.actionpolicy import preset_bytes
-from firewall.model.errors import UnsignedPolicyError
-from probes.runner import Checks, ProbeResult, execute
+from gnomon.firewall.kernel import PolicySigner, load_action_policy
+from gnomon.firewall.kernel.actionpolicy import preset_bytes
+from gnomon.firewall.model.errors import UnsignedPolicyError
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "action_policy_signed"
 TITLE = "Unsigned, tampered or unpinned action policies refuse to load"

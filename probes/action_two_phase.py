@@ -19,10 +19,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from firewall import open as open_firewall
-from firewall.model.errors import ActionPendingError
-from probes._kernel import host
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.model.errors import ActionPendingError
+from gnomon.probes._kernel import host
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "action_two_phase"
 TITLE = "A pending action cannot execute; an approved one still revalidates its preconditions"

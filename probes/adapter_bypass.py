@@ -29,10 +29,10 @@ from typing import Any
 
 import httpx
 
-from adapters.errors import BypassRefusedError
-from firewall import open as open_firewall
-from firewall.host.firewall import Firewall
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.adapters.errors import BypassRefusedError
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "adapter_bypass"
 TITLE = "every public SDK method is guarded or refused, none passes through"
@@ -46,8 +46,8 @@ def _ours(value: Any) -> bool:
     if inspect.ismethod(value):
         owner = value.__self__
         cls = owner if isinstance(owner, type) else type(owner)
-        return cls.__module__.startswith("adapters.")
-    return type(value).__module__.startswith("adapters.")
+        return cls.__module__.startswith("gnomon.adapters.")
+    return type(value).__module__.startswith("gnomon.adapters.")
 
 
 def walk(raw: Any, guarded: Any, path: str, depth: int, out: dict[str, list[str]]) -> None:
@@ -75,8 +75,8 @@ def _mem0(wall: Firewall, project: str) -> tuple[Any, Any]:
     if "mem0" not in sys.modules:
         os.environ.setdefault("MEM0_TELEMETRY", "false")
         os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="gnomon-probe-mem0-"))
-    from adapters.mem0 import GuardedMemory
-    from adapters.testing import offline_memory
+    from gnomon.adapters.mem0 import GuardedMemory
+    from gnomon.adapters.testing import offline_memory
 
     raw = offline_memory(tempfile.mkdtemp(prefix="gnomon-probe-mem0-"))
     return raw, GuardedMemory(raw, wall, project=project, actor="coder")
@@ -85,8 +85,8 @@ def _mem0(wall: Firewall, project: str) -> tuple[Any, Any]:
 def _letta(wall: Firewall, project: str) -> tuple[Any, Any]:
     from letta_client import Letta
 
-    from adapters.fakes.letta import FakeLettaServer
-    from adapters.letta import GuardedLetta
+    from gnomon.adapters.fakes.letta import FakeLettaServer
+    from gnomon.adapters.letta import GuardedLetta
 
     raw = Letta(
         base_url="http://letta.probe",
@@ -99,8 +99,8 @@ def _letta(wall: Firewall, project: str) -> tuple[Any, Any]:
 def _zep(wall: Firewall, project: str) -> tuple[Any, Any]:
     from zep_cloud.client import Zep
 
-    from adapters.fakes.zep import FakeZepServer
-    from adapters.zep import GuardedZep
+    from gnomon.adapters.fakes.zep import FakeZepServer
+    from gnomon.adapters.zep import GuardedZep
 
     raw = Zep(
         api_key="probe",

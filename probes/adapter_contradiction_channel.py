@@ -23,12 +23,12 @@ or that the text of an untrusted member is shown (it is withheld by id, as the c
 
 from __future__ import annotations
 
-from adapters.errors import ConflictingBeliefError, ProtectedBeliefError
-from adapters.local import GuardedLocalMemory, LocalMemory
-from firewall import Origin
-from firewall import open as open_firewall
-from firewall.model.states import Authority
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.adapters.errors import ConflictingBeliefError, ProtectedBeliefError
+from gnomon.adapters.local import GuardedLocalMemory, LocalMemory
+from gnomon.firewall import Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.model.states import Authority
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "adapter_contradiction_channel"
 TITLE = "contradictions surface in every guarded client's channel, judged by origin"

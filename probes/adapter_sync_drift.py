@@ -22,12 +22,12 @@ their content.
 
 from __future__ import annotations
 
-from adapters.local import GuardedLocalMemory, LocalMemory
-from firewall import Origin
-from firewall import open as open_firewall
-from firewall.model.chain import BindingState
-from firewall.model.states import SecurityStatus
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.adapters.local import GuardedLocalMemory, LocalMemory
+from gnomon.firewall import Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.model.chain import BindingState
+from gnomon.firewall.model.states import SecurityStatus
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "adapter_sync_drift"
 TITLE = "sync flags a memory edited around the firewall; it is never trusted again"

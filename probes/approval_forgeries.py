@@ -19,12 +19,12 @@ replayed.
 
 from __future__ import annotations
 
-from firewall import open as open_firewall
-from firewall.kernel import ApprovalSigner
-from firewall.kernel.ledger import post_approval
-from firewall.model.errors import ForgedApprovalError
-from probes._kernel import host
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.kernel import ApprovalSigner
+from gnomon.firewall.kernel.ledger import post_approval
+from gnomon.firewall.model.errors import ForgedApprovalError
+from gnomon.probes._kernel import host
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "approval_forgeries"
 TITLE = "Forged, replayed, wrong-key and wrong-digest approvals never execute (also via the store)"

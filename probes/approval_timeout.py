@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from firewall import open as open_firewall
-from firewall.model.errors import GnomonError
-from probes._kernel import host
-from probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.model.errors import GnomonError
+from gnomon.probes._kernel import host
+from gnomon.probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
 
 NAME = "approval_timeout"
 TITLE = "A hold past its deadline becomes a denial; a late approval runs nothing"

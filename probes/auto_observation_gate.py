@@ -25,9 +25,9 @@ probe only checks what the firewall admits as *trusted context*. It does not exe
 
 from __future__ import annotations
 
-from firewall import Origin, RetrievalStatus, TruthStatus
-from firewall import open as open_firewall
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin, RetrievalStatus, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "auto_observation_gate"
 TITLE = "External content and agent writes start unverified; user facts and envelopes flow"

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from firewall import Origin
-from firewall import open as open_firewall
-from firewall.kernel import calibration as cal
-from firewall.model.errors import LogIntegrityError
-from probes._kernel import host
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.kernel import calibration as cal
+from gnomon.firewall.model.errors import LogIntegrityError
+from gnomon.probes._kernel import host
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "calibration_escalates"
 TITLE = "A badly calibrated class holds its actions; calibration events replay"

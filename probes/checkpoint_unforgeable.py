@@ -16,9 +16,9 @@ in-memory log, whatever URL it is given.
 
 from __future__ import annotations
 
-from firewall.log.checkpoints import CheckpointSigner, verify_log
-from probes._audit_log import build_log
-from probes.runner import Checks, ProbeResult, execute
+from gnomon.firewall.log.checkpoints import CheckpointSigner, verify_log
+from gnomon.probes._audit_log import build_log
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "checkpoint_unforgeable"
 TITLE = "A signed checkpoint cannot be forged, edited or signed by an unpinned key"

@@ -26,10 +26,10 @@ among ``rejected`` with its reason (that is the recall's documented behaviour, n
 
 from __future__ import annotations
 
-from firewall import Authority, Origin, Sensitivity, TruthStatus
-from firewall import open as open_firewall
-from firewall.gate.recall import RecallResult
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Authority, Origin, Sensitivity, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.gate.recall import RecallResult
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "contradiction_fairness"
 TITLE = "A quarantined or above-ceiling peer never demotes a clean fact nor reveals itself"

@@ -21,9 +21,9 @@ subject would not be seen.
 
 from __future__ import annotations
 
-from firewall import Origin, TruthStatus
-from firewall import open as open_firewall
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "contradiction_routing"
 TITLE = "Supported vs supported conflicts go to contradictions; an untrusted note cannot demote"

@@ -29,10 +29,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import firewall
-from firewall import Integrity, TruthStatus
-from firewall import open as open_firewall
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon import firewall
+from gnomon.firewall import Integrity, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "cross_session_sqlite"
 TITLE = "A self-proclaimed 'verified' note from another process's session stays untrusted"
@@ -45,8 +45,8 @@ NOTE = (
 
 SESSION_A = """
 import json, sys
-import firewall
-from firewall import ImportItem, Origin
+from gnomon import firewall
+from gnomon.firewall import ImportItem, Origin
 
 url, project, note = sys.argv[1], sys.argv[2], sys.argv[3]
 with firewall.open(url) as wall:

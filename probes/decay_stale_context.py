@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from firewall import Authority, Origin
-from firewall import open as open_firewall
-from firewall.gate.gate import Move
-from firewall.host.decay import DECAY_KIND, decay_all
-from firewall.model.errors import TransitionRefused
-from firewall.model.states import Axis, FreshnessStatus
-from probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
+from gnomon.firewall import Authority, Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.host.decay import DECAY_KIND, decay_all
+from gnomon.firewall.model.errors import TransitionRefused
+from gnomon.firewall.model.states import Axis, FreshnessStatus
+from gnomon.probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
 
 NAME = "decay_stale_context"
 TITLE = "Decay moves old facts to stale and expired, as events; they leave the default context"

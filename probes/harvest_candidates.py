@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from firewall import Authority, Origin
-from firewall import open as open_firewall
-from firewall.host.review import APPROVED_KIND, approve, harvest
-from firewall.model.errors import GrantScopeError, MissingGrantError
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Authority, Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.host.review import APPROVED_KIND, approve, harvest
+from gnomon.firewall.model.errors import GrantScopeError, MissingGrantError
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "harvest_candidates"
 TITLE = "The review harvest lists only supported clean durable lessons; approval needs a grant"

@@ -25,9 +25,9 @@ attacker controlling two "independent" tools is not detected.
 
 from __future__ import annotations
 
-from firewall import Origin, RetrievalStatus, TruthStatus
-from firewall import open as open_firewall
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin, RetrievalStatus, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "laundering_corroboration"
 TITLE = "Twenty planted copies corroborate nothing; one independent trusted tool does"

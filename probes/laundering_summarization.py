@@ -22,9 +22,9 @@ into a session other than the one that read the page.
 
 from __future__ import annotations
 
-from firewall import Integrity, Origin, RetrievalStatus, TruthStatus
-from firewall import open as open_firewall
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Integrity, Origin, RetrievalStatus, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "laundering_summarization"
 TITLE = "An agent's paraphrase of a poisoned page keeps the page's external origin"

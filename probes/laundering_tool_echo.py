@@ -28,10 +28,10 @@ code cannot name a tool origin).
 
 from __future__ import annotations
 
-from firewall import Origin, RetrievalStatus, TruthStatus
-from firewall import open as open_firewall
-from firewall.model.errors import InputError
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin, RetrievalStatus, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.model.errors import InputError
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "laundering_tool_echo"
 TITLE = "A trusted tool's envelope is trusted; the poisoned text it echoes is not"

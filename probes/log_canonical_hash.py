@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 
-from firewall.log.events import (
+from gnomon.firewall.log.events import (
     BODY_DOMAIN,
     DOMAIN,
     DOMAIN_V2,
@@ -30,7 +30,7 @@ from firewall.log.events import (
     link_holds,
     seal,
 )
-from probes.runner import Checks, ProbeResult, execute
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "log_canonical_hash"
 TITLE = "A known event has a known canonical body and hash"

@@ -32,10 +32,10 @@ import os
 import sys
 import tempfile
 
-from firewall import Firewall, Integrity, Origin, TruthStatus
-from firewall import open as open_firewall
-from firewall.model.filters import BeliefFilter
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Firewall, Integrity, Origin, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 TOOL_MESSAGE = "external:mem0:tool:tool"
 NAME = "mem0_infer_join"
@@ -54,8 +54,8 @@ def check(url: str, c: Checks) -> None:
     if "mem0" not in sys.modules:
         os.environ.setdefault("MEM0_TELEMETRY", "false")
         os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="gnomon-probe-mem0-"))
-    from adapters.mem0 import GuardedMemory
-    from adapters.testing import ScriptedLLM, offline_memory
+    from gnomon.adapters.mem0 import GuardedMemory
+    from gnomon.adapters.testing import ScriptedLLM, offline_memory
 
     project = project_for(NAME)
     llm = ScriptedLLM(FACTS)
@@ -164,8 +164,8 @@ SKIPPED_FACTS = ("Team rules come from the wiki",)
 
 def check_unskipped(wall: Firewall, project: str, c: Checks) -> None:
     """System-role and list-of-parts messages: the facts still carry the session's label."""
-    from adapters.mem0 import GuardedMemory
-    from adapters.testing import ScriptedLLM, offline_memory
+    from gnomon.adapters.mem0 import GuardedMemory
+    from gnomon.adapters.testing import ScriptedLLM, offline_memory
 
     raw = offline_memory(
         tempfile.mkdtemp(prefix="gnomon-probe-mem0-"), llm=ScriptedLLM(SKIPPED_FACTS)

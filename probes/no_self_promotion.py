@@ -22,10 +22,10 @@ the belief. Nor does it claim anything about what the action did in the world.
 
 from __future__ import annotations
 
-from firewall import ContextPolicy, Origin, RetrievalStatus, TruthStatus
-from firewall import open as open_firewall
-from firewall.model.errors import SelfPromotionError
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import ContextPolicy, Origin, RetrievalStatus, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.model.errors import SelfPromotionError
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "no_self_promotion"
 TITLE = "An action's own result cannot promote the belief its decision rested on"

@@ -16,10 +16,10 @@ labelled beliefs (queries, summaries, arguments) is exported at all: those leave
 
 from __future__ import annotations
 
-from firewall import open as open_firewall
-from firewall.model.chain import content_hash
-from firewall.model.states import Sensitivity
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.model.chain import content_hash
+from gnomon.firewall.model.states import Sensitivity
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "otel_ceiling"
 TITLE = "OpenTelemetry export keeps secret belief text out, hashes in, ids deterministic"
@@ -31,7 +31,7 @@ KEPT = "the deploy window is Tuesday"
 def check(url: str, c: Checks) -> None:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from firewall.host.otel import export_events
+    from gnomon.firewall.host.otel import export_events
 
     project = project_for(NAME)
     with open_firewall(url) as wall:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from firewall import (
+from gnomon.firewall import (
     Authority,
     GrantAuthority,
     GrantSigner,
@@ -38,16 +38,16 @@ from firewall import (
     RetrievalStatus,
     SecurityStatus,
 )
-from firewall import open as open_firewall
-from firewall.gate.gate import Move
-from firewall.model.errors import (
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.model.errors import (
     ExpiredGrantError,
     ForgedGrantError,
     MissingGrantError,
     TransitionRefused,
 )
-from firewall.model.states import Axis
-from probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
+from gnomon.firewall.model.states import Axis
+from gnomon.probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
 
 NAME = "quarantine_not_retrievable"
 TITLE = "Quarantine hides a memory from every ordinary recall; only a real user grant clears it"

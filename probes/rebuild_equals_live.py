@@ -18,11 +18,11 @@ comparison is over each record's document. Runs on its own ``memory://`` store.
 
 from __future__ import annotations
 
-from firewall import Authority, Origin, TruthStatus
-from firewall import open as open_firewall
-from firewall.audit.rebuild import rebuild
-from firewall.store.memory import MemoryStore
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Authority, Origin, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.audit.rebuild import rebuild
+from gnomon.firewall.store.memory import MemoryStore
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "rebuild_equals_live"
 TITLE = "Projections rebuilt from the log equal the live state; a silent edit is found"

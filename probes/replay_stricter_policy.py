@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from firewall import Authority, Origin
-from firewall import open as open_firewall
-from firewall.audit.replay import replay
-from probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
+from gnomon.firewall import Authority, Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.audit.replay import replay
+from gnomon.probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
 
 NAME = "replay_stricter_policy"
 TITLE = "Replay under a stricter policy names the lost belief and flags the dependent decision"

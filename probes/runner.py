@@ -10,7 +10,7 @@ expectation, and an unexpected exception becomes ``passed=False`` with the error
 ``gnomon probes run`` can always print a full table, and a regression in one mechanism cannot hide
 the results of the others.
 
->>> from probes.runner import run_one
+>>> from gnomon.probes.runner import run_one
 >>> result = run_one("sensitivity_ceiling")
 >>> result.passed, result.name
 (True, 'sensitivity_ceiling')
@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from firewall.model.errors import InputError
+from gnomon.firewall.model.errors import InputError
 
 #: Probe modules, in the order they run and are reported.
 PROBE_MODULES: tuple[str, ...] = (
@@ -182,7 +182,7 @@ def load(name: str) -> ModuleType:
         raise InputError(
             f"unknown probe {name!r}", hint=f"known probes: {', '.join(PROBE_MODULES)}"
         )
-    return importlib.import_module(f"probes.{name}")
+    return importlib.import_module(f"gnomon.probes.{name}")
 
 
 def registry() -> dict[str, ModuleType]:

@@ -18,9 +18,9 @@ never reaches the model by another route (tool output the agent reads directly).
 
 from __future__ import annotations
 
-from firewall import Origin, RetrievalStatus, SecurityStatus, Sensitivity, TruthStatus
-from firewall import open as open_firewall
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin, RetrievalStatus, SecurityStatus, Sensitivity, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "sensitivity_ceiling"
 TITLE = (

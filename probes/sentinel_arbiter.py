@@ -20,11 +20,11 @@ nothing.
 
 from __future__ import annotations
 
-from firewall import Origin
-from firewall import open as open_firewall
-from firewall.host.sentinels import ALERT_KIND, SentinelArbiter
-from probes._kernel import host
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.host.sentinels import ALERT_KIND, SentinelArbiter
+from gnomon.probes._kernel import host
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "sentinel_arbiter"
 TITLE = "A sentinel alert or a flagged origin holds the actions that rest on it"

@@ -16,12 +16,12 @@ a host cannot give its sentinel a user grant (key custody).
 
 from __future__ import annotations
 
-from firewall import Authority, Origin
-from firewall import open as open_firewall
-from firewall.gate.gate import Move
-from firewall.model.errors import TransitionRefused
-from firewall.model.states import Axis, RetrievalStatus, SecurityStatus, TruthStatus
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Authority, Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.model.errors import TransitionRefused
+from gnomon.firewall.model.states import Axis, RetrievalStatus, SecurityStatus, TruthStatus
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "sentinel_authority"
 TITLE = "Sentinel authority is clean -> suspicious -> quarantined: never promote or clear"

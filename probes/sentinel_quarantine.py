@@ -24,11 +24,11 @@ only grow; see the laundering probes).
 
 from __future__ import annotations
 
-from firewall import Origin
-from firewall import open as open_firewall
-from firewall.host.sentinels import ALERT_KIND, FLAG_KIND, Sentinel
-from firewall.model.states import RetrievalStatus, SecurityStatus, TruthStatus
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.host.sentinels import ALERT_KIND, FLAG_KIND, Sentinel
+from gnomon.firewall.model.states import RetrievalStatus, SecurityStatus, TruthStatus
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "sentinel_quarantine"
 TITLE = "A sentinel quarantines a hostile belief; a flagged origin fans out in one transaction"

@@ -22,13 +22,13 @@ import io
 
 import orjson
 
-from firewall import open as open_firewall
-from firewall.audit.shipping import ship
-from firewall.log.checkpoints import verify_log
-from firewall.log.events import body_digest
-from firewall.log.ndjson import parse
-from firewall.model.states import Sensitivity
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.audit.shipping import ship
+from gnomon.firewall.log.checkpoints import verify_log
+from gnomon.firewall.log.events import body_digest
+from gnomon.firewall.log.ndjson import parse
+from gnomon.firewall.model.states import Sensitivity
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "shipped_export"
 TITLE = "A shipped export redacts above the ceiling, still verifies, and resists tampering"

@@ -29,13 +29,13 @@ from typing import Any
 
 import anyio
 
-from firewall import Origin, TruthStatus
-from firewall import open as open_firewall
-from firewall.gate.grants import KeyPurpose, write_keypair
-from firewall.kernel import PolicySigner
-from firewall.kernel.actionpolicy import preset_bytes
-from firewall.model.states import Authority
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.gate.grants import KeyPurpose, write_keypair
+from gnomon.firewall.kernel import PolicySigner
+from gnomon.firewall.kernel.actionpolicy import preset_bytes
+from gnomon.firewall.model.states import Authority
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "sidecar_boundary"
 TITLE = "an agent holding only an MCP connection mints nothing and approves nothing"
@@ -49,9 +49,9 @@ def check(url: str, c: Checks) -> None:
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations
 
-    from firewall.host.mcp_config import ProxyConfig, ToolSpec
-    from firewall.host.mcp_memory import MemoryServer
-    from firewall.host.mcp_proxy import Proxy
+    from gnomon.firewall.host.mcp_config import ProxyConfig, ToolSpec
+    from gnomon.firewall.host.mcp_memory import MemoryServer
+    from gnomon.firewall.host.mcp_proxy import Proxy
 
     project = project_for(NAME)
     folder = Path(tempfile.mkdtemp(prefix="gnomon-probe-sidecar-"))
@@ -149,7 +149,7 @@ def _text(result: Any) -> str:
 
 
 def _beliefs(wall: Any) -> list[Any]:
-    from firewall.store.base import BeliefFilter
+    from gnomon.firewall.store.base import BeliefFilter
 
     found: list[Any] = wall.store.find_beliefs(BeliefFilter(limit=1000))
     return found

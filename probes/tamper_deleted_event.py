@@ -12,9 +12,9 @@ runs on its own in-memory log, whatever URL it is given.
 
 from __future__ import annotations
 
-from firewall.log.checkpoints import verify_log
-from probes._audit_log import build_log, expect_intact, expect_refused
-from probes.runner import Checks, ProbeResult, execute
+from gnomon.firewall.log.checkpoints import verify_log
+from gnomon.probes._audit_log import build_log, expect_intact, expect_refused
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "tamper_deleted_event"
 TITLE = "Deleting an event from the middle of the log is caught at its seq"

@@ -13,9 +13,9 @@ in the observation that says who said it), leaving every stored hash as it was.
 
 from __future__ import annotations
 
-from firewall.log.checkpoints import verify_log
-from probes._audit_log import build_log, expect_intact, expect_refused
-from probes.runner import Checks, ProbeResult, execute
+from gnomon.firewall.log.checkpoints import verify_log
+from gnomon.probes._audit_log import build_log, expect_intact, expect_refused
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "tamper_edited_byte"
 TITLE = "Editing one byte of a stored event is caught at its seq"

@@ -13,9 +13,9 @@ seq so the sequence numbers look monotonic.
 
 from __future__ import annotations
 
-from firewall.log.checkpoints import verify_log
-from probes._audit_log import build_log, expect_intact, expect_refused
-from probes.runner import Checks, ProbeResult, execute
+from gnomon.firewall.log.checkpoints import verify_log
+from gnomon.probes._audit_log import build_log, expect_intact, expect_refused
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "tamper_reordered"
 TITLE = "Reordered (and renumbered) events are caught at the first moved seq"

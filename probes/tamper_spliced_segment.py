@@ -13,9 +13,9 @@ see ``tamper_whole_log_rewrite``); this probe runs on its own in-memory logs.
 
 from __future__ import annotations
 
-from firewall.log.checkpoints import verify_log
-from probes._audit_log import build_log, expect_intact, expect_refused
-from probes.runner import Checks, ProbeResult, execute
+from gnomon.firewall.log.checkpoints import verify_log
+from gnomon.probes._audit_log import build_log, expect_intact, expect_refused
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "tamper_spliced_segment"
 TITLE = "A segment spliced in from another valid log is caught where it starts"

@@ -19,10 +19,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from firewall.log.checkpoints import CHECKPOINT_KIND, CheckpointSigner, verify_log
-from firewall.log.events import EventDraft, seal
-from probes._audit_log import build_log, expect_intact, expect_refused, is_checkpoint, rechain
-from probes.runner import Checks, ProbeResult, execute
+from gnomon.firewall.log.checkpoints import CHECKPOINT_KIND, CheckpointSigner, verify_log
+from gnomon.firewall.log.events import EventDraft, seal
+from gnomon.probes._audit_log import (
+    build_log,
+    expect_intact,
+    expect_refused,
+    is_checkpoint,
+    rechain,
+)
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "tamper_whole_log_rewrite"
 TITLE = "A whole log rewritten without the key is refused"

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from firewall import Origin, TruthStatus
-from firewall import open as open_firewall
-from firewall.audit.why import why
-from firewall.model.filters import BeliefFilter
-from probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
+from gnomon.firewall import Origin, TruthStatus
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.audit.why import why
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
 
 NAME = "time_travel"
 TITLE = "As-of queries return the version held at that time; supersession shows after, not before"

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import httpx
 
-from firewall import Origin
-from firewall import open as open_firewall
-from firewall.gate.policy import ContextPolicy, resolve
-from probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin
+from gnomon.firewall import open as open_firewall
+from gnomon.firewall.gate.policy import ContextPolicy, resolve
+from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
 
 NAME = "zep_context_leak"
 TITLE = "Zep's context string is rebuilt from policy-passing items only"
@@ -45,8 +45,8 @@ QUERY = "payments changes review main"
 def check(url: str, c: Checks) -> None:
     from zep_cloud.client import Zep
 
-    from adapters.fakes.zep import FakeZepServer
-    from adapters.zep import GuardedZep
+    from gnomon.adapters.fakes.zep import FakeZepServer
+    from gnomon.adapters.zep import GuardedZep
 
     server = FakeZepServer()
 

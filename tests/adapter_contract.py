@@ -22,16 +22,16 @@ from dataclasses import dataclass
 
 import pytest
 
-import firewall
-from adapters.adapter import Adapter
-from adapters.base import BELIEF_KEY, HASH_KEY
-from adapters.errors import AdapterError, ProtectedBeliefError, StoreMetadataError
-from firewall import Origin
-from firewall.gate.policy import ContextPolicy, resolve
-from firewall.host.firewall import Firewall
-from firewall.model.chain import BindingState, content_hash
-from firewall.model.origin import Integrity
-from firewall.model.states import Authority, RetrievalStatus, SecurityStatus, TruthStatus
+from gnomon import firewall
+from gnomon.adapters.adapter import Adapter
+from gnomon.adapters.base import BELIEF_KEY, HASH_KEY
+from gnomon.adapters.errors import AdapterError, ProtectedBeliefError, StoreMetadataError
+from gnomon.firewall import Origin
+from gnomon.firewall.gate.policy import ContextPolicy, resolve
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.model.chain import BindingState, content_hash
+from gnomon.firewall.model.origin import Integrity
+from gnomon.firewall.model.states import Authority, RetrievalStatus, SecurityStatus, TruthStatus
 from tests.attested import attested
 
 

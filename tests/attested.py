@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from firewall import Firewall, Origin
-from firewall.host.session import Observed, Session
+from gnomon.firewall import Firewall, Origin
+from gnomon.firewall.host.session import Observed, Session
 
 
 def attested(wall: Firewall, origin: Origin, *, project: str | None = None) -> Any:

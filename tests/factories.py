@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from firewall.log.events import EventDraft, Records
-from firewall.model.chain import (
+from gnomon.firewall.log.events import EventDraft, Records
+from gnomon.firewall.model.chain import (
     Action,
     Belief,
     BindingState,
@@ -31,9 +31,9 @@ from firewall.model.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.model.ids import new_id
-from firewall.model.origin import Origin
-from firewall.model.states import (
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import (
     Authority,
     Axis,
     ClaimKind,

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import httpx
 import respx
 
-from adapters.fakes.letta import FakeLettaServer
+from gnomon.adapters.fakes.letta import FakeLettaServer
 
 BASE_URL = "http://letta.test"
 

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import httpx
 import respx
 
-from adapters.fakes.zep import PREFIX, FakeZepServer
+from gnomon.adapters.fakes.zep import PREFIX, FakeZepServer
 
 HOST = "http://zep.test"
 BASE_URL = HOST + PREFIX

@@ -11,10 +11,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import firewall
-from firewall.gate.grants import KeyPurpose, load_public_key
-from firewall.kernel import ActionKernel, load_action_policy
-from firewall.kernel.ledger import read_ledger
+from gnomon import firewall
+from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
+from gnomon.firewall.kernel import ActionKernel, load_action_policy
+from gnomon.firewall.kernel.ledger import read_ledger
 
 
 def main(url: str, folder: str, command: str) -> None:

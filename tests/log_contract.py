@@ -8,13 +8,13 @@ import dataclasses
 
 import pytest
 
-from firewall.audit.rebuild import rebuild, snapshot
-from firewall.log.events import Event
-from firewall.model.errors import LogIntegrityError
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import TruthStatus
-from firewall.store.base import Store
-from firewall.store.memory import MemoryStore
+from gnomon.firewall.audit.rebuild import rebuild, snapshot
+from gnomon.firewall.log.events import Event
+from gnomon.firewall.model.errors import LogIntegrityError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import TruthStatus
+from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.memory import MemoryStore
 from tests.factories import (
     at,
     belief_draft,

@@ -24,11 +24,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from firewall.log.events import GENESIS_HASH
-from firewall.model.chain import Belief, BindingState
-from firewall.model.errors import LogIntegrityError, StoreError
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import (
+from gnomon.firewall.log.events import GENESIS_HASH
+from gnomon.firewall.model.chain import Belief, BindingState
+from gnomon.firewall.model.errors import LogIntegrityError, StoreError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import (
     FreshnessStatus,
     RetrievalStatus,
     Scope,
@@ -36,8 +36,8 @@ from firewall.model.states import (
     Sensitivity,
     TruthStatus,
 )
-from firewall.model.text import query_terms, tokens
-from firewall.store.base import Store
+from gnomon.firewall.model.text import query_terms, tokens
+from gnomon.firewall.store.base import Store
 from tests.factories import (
     T0,
     at,
@@ -386,7 +386,7 @@ class StoreContract(LogContract, ABC):
         assert store.get_beliefs([]) == {}
 
     def test_beliefs_with_origin_finds_every_derived_current_version(self, store: Store) -> None:
-        from firewall.model.origin import Origin
+        from gnomon.firewall.model.origin import Origin
 
         hostile = Origin.external('file:"odd\\name".md')
         (hostile_id,) = hostile.origin_ids

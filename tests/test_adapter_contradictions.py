@@ -21,14 +21,14 @@ import pytest
 if os.environ.get("CI") != "true":
     pytest.importorskip("mem0", reason="mem0 is not installed (pip install 'gnomon[mem0]')")
 
-import firewall
-from adapters.errors import ConflictingBeliefError
-from adapters.fakes.mem0_platform import FakeMem0Platform
-from adapters.mem0 import GuardedMemoryClient
-from firewall import Origin
-from firewall.audit.why import explain
-from firewall.host.firewall import Firewall
-from firewall.model.states import Authority, TruthStatus
+from gnomon import firewall
+from gnomon.adapters.errors import ConflictingBeliefError
+from gnomon.adapters.fakes.mem0_platform import FakeMem0Platform
+from gnomon.adapters.mem0 import GuardedMemoryClient
+from gnomon.firewall import Origin
+from gnomon.firewall.audit.why import explain
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.model.states import Authority, TruthStatus
 from tests.adapter_contract import FACT, POISON
 from tests.attested import attested
 from tests.test_adapter_mem0_platform import binding_of, mem0_routes, sync_client

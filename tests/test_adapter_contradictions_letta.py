@@ -20,13 +20,13 @@ import pytest
 if os.environ.get("CI") != "true":
     pytest.importorskip("letta_client")
 
-import firewall
-from adapters.errors import ConflictingBeliefError
-from adapters.fakes.letta import FakeStep
-from adapters.letta import GuardedLetta
-from firewall import Origin
-from firewall.host.firewall import Firewall
-from firewall.model.states import Authority
+from gnomon import firewall
+from gnomon.adapters.errors import ConflictingBeliefError
+from gnomon.adapters.fakes.letta import FakeStep
+from gnomon.adapters.letta import GuardedLetta
+from gnomon.firewall import Origin
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.model.states import Authority
 from tests.fakes_letta import letta_routes, sync_client
 
 FACT = "Name: Alice. Drinks tea, never coffee."

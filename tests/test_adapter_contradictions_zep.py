@@ -22,12 +22,12 @@ import pytest
 if os.environ.get("CI") != "true":
     pytest.importorskip("zep_cloud")
 
-import firewall
-from adapters.errors import ConflictingBeliefError
-from adapters.zep import GuardedAsyncZep, GuardedZep
-from firewall import Origin
-from firewall.host.firewall import Firewall
-from firewall.model.states import Authority, SecurityStatus, TruthStatus
+from gnomon import firewall
+from gnomon.adapters.errors import ConflictingBeliefError
+from gnomon.adapters.zep import GuardedAsyncZep, GuardedZep
+from gnomon.firewall import Origin
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.model.states import Authority, SecurityStatus, TruthStatus
 from tests.adapter_contract import quoting_policy
 from tests.attested import attested
 from tests.fakes_zep import async_client, sync_client, zep_routes

@@ -10,8 +10,8 @@ import pytest
 if os.environ.get("CI") != "true":
     pytest.importorskip("letta_client")
 
-from adapters.letta import GuardedLetta
-from firewall.host.firewall import Firewall
+from gnomon.adapters.letta import GuardedLetta
+from gnomon.firewall.host.firewall import Firewall
 from tests.adapter_contract import AdapterContract, Harness
 from tests.attested import attested
 from tests.fakes_letta import letta_routes, sync_client
@@ -48,17 +48,17 @@ class TestLettaAdapter(AdapterContract):
 
 import asyncio  # noqa: E402
 
-import firewall  # noqa: E402
-from adapters.base import BELIEF_KEY  # noqa: E402
-from adapters.errors import (  # noqa: E402
+from gnomon import firewall  # noqa: E402
+from gnomon.adapters.base import BELIEF_KEY  # noqa: E402
+from gnomon.adapters.errors import (  # noqa: E402
     BypassRefusedError,
     StoreCallError,
     StoreResponseError,
     StoreTimeoutError,
 )
-from adapters.letta import GuardedAsyncLetta  # noqa: E402
-from firewall import Origin  # noqa: E402
-from firewall.model.chain import BindingState  # noqa: E402
+from gnomon.adapters.letta import GuardedAsyncLetta  # noqa: E402
+from gnomon.firewall import Origin  # noqa: E402
+from gnomon.firewall.model.chain import BindingState  # noqa: E402
 from tests.adapter_contract import FACT, POISON  # noqa: E402
 from tests.fakes_letta import async_client, request_json  # noqa: E402
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-import firewall
-from adapters.errors import BypassRefusedError
-from adapters.local import GuardedLocalMemory, LocalMemory
-from firewall import Origin
-from firewall.host.firewall import Firewall
+from gnomon import firewall
+from gnomon.adapters.errors import BypassRefusedError
+from gnomon.adapters.local import GuardedLocalMemory, LocalMemory
+from gnomon.firewall import Origin
+from gnomon.firewall.host.firewall import Firewall
 from tests.adapter_contract import FACT, AdapterContract, Harness
 from tests.attested import attested
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from adapters.testing import ScriptedLLM
+from gnomon.adapters.testing import ScriptedLLM
 
 # tests/conftest.py points MEM0_DIR at a temporary directory and turns telemetry off before
 # anything imports mem0
@@ -22,15 +22,15 @@ if os.environ.get("CI") != "true":
 
 _MEM0_DIR = os.environ["MEM0_DIR"]
 
-import firewall  # noqa: E402
-from adapters.errors import BypassRefusedError, StoreCallError  # noqa: E402
-from adapters.mem0 import GuardedMemory  # noqa: E402
-from adapters.testing import offline_memory  # noqa: E402
-from firewall import Origin  # noqa: E402
-from firewall.host.firewall import Firewall  # noqa: E402
-from firewall.model.chain import BindingState  # noqa: E402
-from firewall.model.errors import GrantError  # noqa: E402
-from firewall.model.origin import Integrity  # noqa: E402
+from gnomon import firewall  # noqa: E402
+from gnomon.adapters.errors import BypassRefusedError, StoreCallError  # noqa: E402
+from gnomon.adapters.mem0 import GuardedMemory  # noqa: E402
+from gnomon.adapters.testing import offline_memory  # noqa: E402
+from gnomon.firewall import Origin  # noqa: E402
+from gnomon.firewall.host.firewall import Firewall  # noqa: E402
+from gnomon.firewall.model.chain import BindingState  # noqa: E402
+from gnomon.firewall.model.errors import GrantError  # noqa: E402
+from gnomon.firewall.model.origin import Integrity  # noqa: E402
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness  # noqa: E402
 from tests.attested import attested  # noqa: E402
 

@@ -27,26 +27,26 @@ if os.environ.get("CI") != "true":
 import httpx
 import respx
 
-import firewall
-from adapters.base import BELIEF_KEY, HASH_KEY, INTEGRITY_KEY, ORIGIN_KEY
-from adapters.errors import (
+from gnomon import firewall
+from gnomon.adapters.base import BELIEF_KEY, HASH_KEY, INTEGRITY_KEY, ORIGIN_KEY
+from gnomon.adapters.errors import (
     BypassRefusedError,
     StoreCallError,
     StoreResponseError,
     StoreTimeoutError,
 )
-from adapters.fakes.mem0_platform import FakeMem0Platform
-from adapters.mem0 import (
+from gnomon.adapters.fakes.mem0_platform import FakeMem0Platform
+from gnomon.adapters.mem0 import (
     AsyncGuardedMemory,
     AsyncGuardedMemoryClient,
     GuardedMemoryClient,
 )
-from adapters.testing import HashEmbedder, offline_config
-from firewall import Origin
-from firewall.host.firewall import Firewall
-from firewall.model.chain import BindingState, content_hash
-from firewall.model.origin import Integrity
-from firewall.model.states import RetrievalStatus, TruthStatus
+from gnomon.adapters.testing import HashEmbedder, offline_config
+from gnomon.firewall import Origin
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.model.chain import BindingState, content_hash
+from gnomon.firewall.model.origin import Integrity
+from gnomon.firewall.model.states import RetrievalStatus, TruthStatus
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness
 from tests.attested import attested
 
@@ -424,7 +424,7 @@ def test_async_client_add_search_errors_audit(
 def test_async_memory_write_search_audit(wall: Firewall, tmp_path: Any) -> None:
     from mem0 import AsyncMemory
 
-    from adapters.testing import ScriptedLLM
+    from gnomon.adapters.testing import ScriptedLLM
 
     raw = AsyncMemory.from_config(offline_config(tmp_path))
     raw.embedding_model = HashEmbedder()
@@ -464,7 +464,7 @@ def test_async_memory_write_search_audit(wall: Firewall, tmp_path: Any) -> None:
 
 
 def test_async_memory_refuses_a_sync_client(wall: Firewall, tmp_path: Any) -> None:
-    from adapters.testing import offline_memory
+    from gnomon.adapters.testing import offline_memory
 
     with pytest.raises(StoreCallError, match="async"):
         AsyncGuardedMemory(offline_memory(tmp_path), wall, policy="default")

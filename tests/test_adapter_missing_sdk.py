@@ -7,17 +7,21 @@ import sys
 
 import pytest
 
-from adapters.errors import MissingSDKError
+from gnomon.adapters.errors import MissingSDKError
 
 
 @pytest.mark.parametrize(
     ("module", "sdk", "command"),
     [
-        ("adapters.letta", "letta_client", "pip install 'gnomon[letta]'"),
-        ("adapters.zep", "zep_cloud", "pip install 'gnomon[zep]'"),
-        ("adapters.langchain_tools", "langchain_core.tools", "pip install 'gnomon[langchain]'"),
-        ("adapters.openai_agents_tools", "agents", "pip install 'gnomon[openai-agents]'"),
-        ("adapters.pydantic_ai_tools", "pydantic_ai", "pip install 'gnomon[pydantic-ai]'"),
+        ("gnomon.adapters.letta", "letta_client", "pip install 'gnomon[letta]'"),
+        ("gnomon.adapters.zep", "zep_cloud", "pip install 'gnomon[zep]'"),
+        (
+            "gnomon.adapters.langchain_tools",
+            "langchain_core.tools",
+            "pip install 'gnomon[langchain]'",
+        ),
+        ("gnomon.adapters.openai_agents_tools", "agents", "pip install 'gnomon[openai-agents]'"),
+        ("gnomon.adapters.pydantic_ai_tools", "pydantic_ai", "pip install 'gnomon[pydantic-ai]'"),
     ],
 )
 def test_missing_sdk_names_the_pip_command(

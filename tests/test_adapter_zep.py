@@ -11,8 +11,8 @@ import pytest
 if os.environ.get("CI") != "true":
     pytest.importorskip("zep_cloud")
 
-from adapters.zep import GuardedZep
-from firewall.host.firewall import Firewall
+from gnomon.adapters.zep import GuardedZep
+from gnomon.firewall.host.firewall import Firewall
 from tests.adapter_contract import AdapterContract, Harness, quoting_policy
 from tests.attested import attested
 from tests.fakes_zep import sync_client, zep_routes
@@ -55,20 +55,20 @@ import asyncio  # noqa: E402
 
 from zep_cloud import AddMessage  # noqa: E402
 
-import firewall  # noqa: E402
-from adapters.base import BELIEF_KEY, HASH_KEY  # noqa: E402
-from adapters.errors import (  # noqa: E402
+from gnomon import firewall  # noqa: E402
+from gnomon.adapters.base import BELIEF_KEY, HASH_KEY  # noqa: E402
+from gnomon.adapters.errors import (  # noqa: E402
     BypassRefusedError,
     StoreCallError,
     StoreMetadataError,
     StoreResponseError,
     StoreTimeoutError,
 )
-from adapters.zep import GuardedAsyncZep  # noqa: E402
-from firewall import Origin  # noqa: E402
-from firewall.model.chain import BindingState  # noqa: E402
-from firewall.model.origin import Integrity  # noqa: E402
-from firewall.model.states import TruthStatus  # noqa: E402
+from gnomon.adapters.zep import GuardedAsyncZep  # noqa: E402
+from gnomon.firewall import Origin  # noqa: E402
+from gnomon.firewall.model.chain import BindingState  # noqa: E402
+from gnomon.firewall.model.origin import Integrity  # noqa: E402
+from gnomon.firewall.model.states import TruthStatus  # noqa: E402
 from tests.adapter_contract import FACT, POISON  # noqa: E402
 from tests.fakes_zep import async_client, request_json  # noqa: E402
 

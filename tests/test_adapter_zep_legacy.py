@@ -16,14 +16,14 @@ if os.environ.get("CI") != "true":
 from zep_python.client import Zep
 from zep_python.types import Message
 
-import firewall
-from adapters.base import BELIEF_KEY
-from adapters.errors import BypassRefusedError, MissingSDKError, StoreCallError
-from adapters.fakes.zep_legacy import FakeLegacyZepServer
-from adapters.zep_legacy import GuardedLegacyZep
-from firewall import Origin
-from firewall.host.firewall import Firewall
-from firewall.model.chain import BindingState
+from gnomon import firewall
+from gnomon.adapters.base import BELIEF_KEY
+from gnomon.adapters.errors import BypassRefusedError, MissingSDKError, StoreCallError
+from gnomon.adapters.fakes.zep_legacy import FakeLegacyZepServer
+from gnomon.adapters.zep_legacy import GuardedLegacyZep
+from gnomon.firewall import Origin
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.model.chain import BindingState
 from tests.adapter_contract import FACT, POISON, AdapterContract, Harness
 from tests.attested import attested
 
@@ -151,7 +151,7 @@ def test_missing_sdk_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setitem(sys.modules, "zep_python", None)
     monkeypatch.setitem(sys.modules, "zep_python.client", None)
-    monkeypatch.delitem(sys.modules, "adapters.zep_legacy", raising=False)
+    monkeypatch.delitem(sys.modules, "gnomon.adapters.zep_legacy", raising=False)
     with pytest.raises(MissingSDKError) as raised:
-        importlib.import_module("adapters.zep_legacy")
+        importlib.import_module("gnomon.adapters.zep_legacy")
     assert raised.value.command == "pip install 'gnomon[zep-legacy]'"

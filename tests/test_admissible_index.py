@@ -18,12 +18,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-import firewall
-from firewall.audit.rebuild import rebuild
-from firewall.model.filters import BeliefFilter
-from firewall.model.origin import Origin
-from firewall.model.states import Authority, RetrievalStatus, SecurityStatus, TruthStatus
-from firewall.store.sqlite import SQLiteStore
+from gnomon import firewall
+from gnomon.firewall.audit.rebuild import rebuild
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import Authority, RetrievalStatus, SecurityStatus, TruthStatus
+from gnomon.firewall.store.sqlite import SQLiteStore
 from tests.attested import observe_as
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -168,7 +168,7 @@ def _reference(store: SQLiteStore, query: str, project: str, user: str) -> set[s
     """What the default policy admits for ``query``, by a full scan: every text match through
     the whole-corpus index, each judged on its document (policy and hard floor), no status
     column or admissible index consulted."""
-    from firewall.gate.policy import floor_reasons, resolve
+    from gnomon.firewall.gate.policy import floor_reasons, resolve
 
     policy = resolve("default")
     matches = store.find_beliefs(BeliefFilter(text=query, project=project, user=user, limit=10_000))

@@ -25,11 +25,11 @@ import pytest
 if os.environ.get("CI") != "true":
     pytest.importorskip("mem0", reason="mem0 is not installed (pip install 'gnomon[mem0]')")
 
-import firewall
-from adapters.mem0 import GuardedMemory
-from adapters.testing import offline_memory
-from firewall import Origin
-from firewall.host.firewall import Firewall
+from gnomon import firewall
+from gnomon.adapters.mem0 import GuardedMemory
+from gnomon.adapters.testing import offline_memory
+from gnomon.firewall import Origin
+from gnomon.firewall.host.firewall import Firewall
 
 KEY = "AKIAIOSFODNN7EXAMPLE"
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -91,8 +91,8 @@ def _letta_blocks(wall: Firewall, descriptions: dict[str, str | None]) -> dict[s
     import httpx
     from letta_client import Letta
 
-    from adapters.fakes.letta import FakeLettaServer
-    from adapters.letta import GuardedLetta
+    from gnomon.adapters.fakes.letta import FakeLettaServer
+    from gnomon.adapters.letta import GuardedLetta
 
     server = FakeLettaServer()
     agent = server.add_agent(blocks=dict.fromkeys(descriptions, "Deploy notes: rotate certs."))
@@ -136,8 +136,8 @@ def test_a_zep_messages_name_or_metadata_beside_the_quote_is_checked_too(wall: F
     from zep_cloud import AddMessage
     from zep_cloud.client import Zep
 
-    from adapters.fakes.zep import FakeZepServer
-    from adapters.zep import GuardedZep
+    from gnomon.adapters.fakes.zep import FakeZepServer
+    from gnomon.adapters.zep import GuardedZep
 
     server = FakeZepServer()
     raw = Zep(

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-import firewall
-from firewall import Origin
-from firewall.host.firewall import ImportItem
-from firewall.host.session import Session
-from firewall.model.errors import InputError, InvalidOriginError
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.host.firewall import ImportItem
+from gnomon.firewall.host.session import Session
+from gnomon.firewall.model.errors import InputError, InvalidOriginError
 
 NAIVE = datetime(2026, 1, 1)
 AWARE = datetime(2026, 1, 1, tzinfo=UTC)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from firewall.cli import cli
-from firewall.gate.policy import ContextPolicy
-from firewall.model.errors import PolicyError
+from gnomon.firewall.cli import cli
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.model.errors import PolicyError
 
 DEFAULT = (Path(__file__).resolve().parent.parent / "policies" / "default.yaml").read_text()
 LINE = re.compile(r"line \d+")

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import firewall
-from firewall import ContextPolicy, Origin
-from firewall.cli import cli
-from firewall.model.errors import InputError
-from firewall.model.filters import BeliefFilter
+from gnomon import firewall
+from gnomon.firewall import ContextPolicy, Origin
+from gnomon.firewall.cli import cli
+from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.model.filters import BeliefFilter
 from tests.attested import observe_as
 
 HEADERS = {

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-import firewall
-from firewall import Origin
-from firewall.cli import cli
-from firewall.kernel import calibration as cal
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.cli import cli
+from gnomon.firewall.kernel import calibration as cal
 from tests.attested import observe_as
 
 

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from firewall.log.checkpoints import (
+from gnomon.firewall.log.checkpoints import (
     CHECKPOINT_KIND,
     Checkpoint,
     CheckpointSigner,
     verify_log,
     write_checkpoint,
 )
-from firewall.log.events import GENESIS_HASH, EventDraft, chain_hash, seal
-from firewall.model.errors import CheckpointError, InputError, LogIntegrityError
-from firewall.store.memory import MemoryStore
+from gnomon.firewall.log.events import GENESIS_HASH, EventDraft, chain_hash, seal
+from gnomon.firewall.model.errors import CheckpointError, InputError, LogIntegrityError
+from gnomon.firewall.store.memory import MemoryStore
 from tests.factories import T0, at, make_draft
 
 Row = tuple[int, bytes, str, str]
@@ -236,7 +236,7 @@ def test_other_events_mentioning_the_kind_are_not_checkpoints() -> None:
 def test_old_checkpoints_use_the_lookup(
     monkeypatch: pytest.MonkeyPatch, signer: CheckpointSigner
 ) -> None:
-    import firewall.log.checkpoints as cps
+    import gnomon.firewall.log.checkpoints as cps
 
     monkeypatch.setattr(cps, "WINDOW", 4)
     store = MemoryStore()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import firewall
-from firewall.log.checkpoints import CHECKPOINT_KIND, CheckpointSigner, verify_log
-from firewall.model.errors import InputError, MissingGrantError
+from gnomon import firewall
+from gnomon.firewall.log.checkpoints import CHECKPOINT_KIND, CheckpointSigner, verify_log
+from gnomon.firewall.model.errors import InputError, MissingGrantError
 from tests.factories import make_draft
 
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import firewall
-from firewall.cli import cli
-from firewall.gate.policy import ContextPolicy
-from firewall.host.demo import DemoResult, run_demo
+from gnomon import firewall
+from gnomon.firewall.cli import cli
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.host.demo import DemoResult, run_demo
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -511,8 +511,8 @@ class FakeProbe:
 
 @pytest.fixture
 def fake_runner(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
-    module = types.ModuleType("probes.runner")
-    monkeypatch.setitem(sys.modules, "probes.runner", module)
+    module = types.ModuleType("gnomon.probes.runner")
+    monkeypatch.setitem(sys.modules, "gnomon.probes.runner", module)
     yield module
 
 
@@ -540,13 +540,14 @@ def test_probes_run_a_failure_exits_1(fake_runner: types.ModuleType) -> None:
 
 
 def test_probes_run_without_the_harness(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "probes.runner", None)
-    fails(run("probes", "run"), "probes.runner")
+    monkeypatch.setitem(sys.modules, "gnomon.probes.runner", None)
+    fails(run("probes", "run"), "gnomon.probes.runner")
 
 
 def test_probes_run_real_harness() -> None:
     """The real harness is wired: every probe runs and holds, in JSON, and the command exits 0."""
-    import probes.runner
+
+    from gnomon import probes
 
     result = run("probes", "run", "--json")
     data = json.loads(result.output)
@@ -558,7 +559,7 @@ def test_probes_run_real_harness() -> None:
 
 def test_probes_run_fails_when_a_probe_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """A probe whose promise broke makes `gnomon probes run` exit 1 and say which."""
-    import probes.auto_observation_gate as probe
+    import gnomon.probes.auto_observation_gate as probe
 
     def broken(url: str, c: object) -> None:
         c.expect(False, "the promise held")  # type: ignore[attr-defined]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from firewall.cli import cli
-from firewall.host.demo import run_demo
+from gnomon.firewall.cli import cli
+from gnomon.firewall.host.demo import run_demo
 
 
 @pytest.fixture(autouse=True)

@@ -19,9 +19,9 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-import firewall
-from firewall.cli import cli
-from firewall.host.demo import run_demo
+from gnomon import firewall
+from gnomon.firewall.cli import cli
+from gnomon.firewall.host.demo import run_demo
 from tests.test_cli import _gnomon
 
 

@@ -17,11 +17,11 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-import firewall
-from firewall.cli import cli
-from firewall.cli.stores import CLIENT_HOOK, DRIFT_EXIT, STORES
-from firewall.model.chain import BindingState
-from firewall.model.states import SecurityStatus
+from gnomon import firewall
+from gnomon.firewall.cli import cli
+from gnomon.firewall.cli.stores import CLIENT_HOOK, DRIFT_EXIT, STORES
+from gnomon.firewall.model.chain import BindingState
+from gnomon.firewall.model.states import SecurityStatus
 
 
 def _need(module: str, extra: str) -> None:
@@ -96,7 +96,7 @@ def test_mem0_import_export_sync(tmp_path: Path, url: str) -> None:
     _need("mem0", "mem0")
     from mem0 import Memory
 
-    from adapters.testing import HashEmbedder, offline_config
+    from gnomon.adapters.testing import HashEmbedder, offline_config
 
     config = offline_config(tmp_path)
     config["vector_store"]["config"]["path"] = str(tmp_path / "qdrant")
@@ -170,7 +170,7 @@ def hook(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_letta_import_export_sync(tmp_path: Path, url: str, hook: None) -> None:
     _need("letta_client", "letta")
-    from adapters.fakes.letta import FakeLettaServer
+    from gnomon.adapters.fakes.letta import FakeLettaServer
 
     server = SERVERS["letta"] = FakeLettaServer()
     agent = server.add_agent(blocks={"human": "Name: Ada"})
@@ -202,7 +202,7 @@ def test_letta_import_export_sync(tmp_path: Path, url: str, hook: None) -> None:
 
 def test_zep_import_export_sync(tmp_path: Path, url: str, hook: None) -> None:
     _need("zep_cloud", "zep")
-    from adapters.fakes.zep import FakeZepServer
+    from gnomon.adapters.fakes.zep import FakeZepServer
 
     server = SERVERS["zep"] = FakeZepServer()
     raw = client_for("zep", {})
@@ -236,9 +236,9 @@ def test_export_to_stdout_puts_the_summary_on_stderr(url: str) -> None:
 @pytest.mark.parametrize(
     ("store", "sdk", "module", "args"),
     [
-        ("letta", "letta_client", "adapters.letta", ("--agent-id", "a")),
-        ("zep", "zep_cloud", "adapters.zep", ("--graph-uuid", "g")),
-        ("mem0", "mem0", "adapters.mem0_backend", ("--user-id", "a")),
+        ("letta", "letta_client", "gnomon.adapters.letta", ("--agent-id", "a")),
+        ("zep", "zep_cloud", "gnomon.adapters.zep", ("--graph-uuid", "g")),
+        ("mem0", "mem0", "gnomon.adapters.mem0_backend", ("--user-id", "a")),
     ],
 )
 def test_missing_sdk_names_the_pip_command(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from firewall.model.content import checked_args, content_blocks, render_args, statement_text
-from firewall.model.errors import InputError, InvalidContentError
+from gnomon.firewall.model.content import checked_args, content_blocks, render_args, statement_text
+from gnomon.firewall.model.errors import InputError, InvalidContentError
 
 
 def test_blocks_accept_text_bytes_and_lists() -> None:

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-import firewall
-from firewall import Origin
-from firewall.gate.contradictions import contradiction_record
-from firewall.gate.recall import RecallResult
-from firewall.host.session import Session
-from firewall.log.events import Records
-from firewall.model.errors import UnknownIdError
-from firewall.model.states import Authority, Sensitivity, TruthStatus
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.gate.contradictions import contradiction_record
+from gnomon.firewall.gate.recall import RecallResult
+from gnomon.firewall.host.session import Session
+from gnomon.firewall.log.events import Records
+from gnomon.firewall.model.errors import UnknownIdError
+from gnomon.firewall.model.states import Authority, Sensitivity, TruthStatus
 from tests.attested import observe_as
 
 SUBJECT = {"subject": "gecko-service", "predicate": "primary_region"}
@@ -223,9 +223,9 @@ def test_another_users_belief_is_unknown_to_the_reader(wall: firewall.Firewall) 
     """A user-scoped belief (only a crafted row or an import makes one) is known to its own
     user's reader, never to another user's in the same project: the contradiction channel
     names only members the reader may know."""
-    from firewall.gate.contested import Reader
-    from firewall.gate.policy import ContextPolicy
-    from firewall.model.states import Scope
+    from gnomon.firewall.gate.contested import Reader
+    from gnomon.firewall.gate.policy import ContextPolicy
+    from gnomon.firewall.model.states import Scope
 
     with wall.session(project="p", actor="coder", user="alice") as s:
         fact = user_fact(wall, s, FACT, **SUBJECT)

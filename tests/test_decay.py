@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import firewall
-from firewall import Origin
-from firewall.cli import cli
-from firewall.gate.gate import Move
-from firewall.host.decay import DECAY_KIND, decay_all, due
-from firewall.model.errors import GnomonError, TransitionRefused
-from firewall.model.states import Authority, Axis, FreshnessStatus
-from probes.runner import ProbeClock
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.cli import cli
+from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.host.decay import DECAY_KIND, decay_all, due
+from gnomon.firewall.model.errors import GnomonError, TransitionRefused
+from gnomon.firewall.model.states import Authority, Axis, FreshnessStatus
+from gnomon.probes.runner import ProbeClock
 from tests.attested import observe_as
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import firewall
-import firewall.host.demo
-from firewall.host.demo import COPIES, DemoResult, run_demo
-from firewall.model.states import SecurityStatus, TruthStatus
+from gnomon import firewall
+from gnomon.firewall.host.demo import COPIES, DemoResult, run_demo
+from gnomon.firewall.model.states import SecurityStatus, TruthStatus
 
 
 @pytest.fixture(scope="module", params=["sqlite", "memory"])

@@ -8,11 +8,11 @@ import importlib
 import pytest
 
 MODULES = [
-    "firewall",
-    "firewall.host.firewall",
-    "firewall.model.origin",
-    "firewall.gate.grants",
-    "firewall.host.guard",
+    "gnomon.firewall",
+    "gnomon.firewall.host.firewall",
+    "gnomon.firewall.model.origin",
+    "gnomon.firewall.gate.grants",
+    "gnomon.firewall.host.guard",
 ]
 
 

@@ -28,15 +28,15 @@ import pytest
 if os.environ.get("CI") != "true":
     pytest.importorskip("mem0", reason="mem0 is not installed (pip install 'gnomon[mem0]')")
 
-import firewall
-from adapters.errors import (
+from gnomon import firewall
+from gnomon.adapters.errors import (
     BypassRefusedError,
     MissingSDKError,
     RefusedAttributeError,
 )
-from adapters.mem0 import AsyncGuardedMemory, GuardedMemory
-from adapters.testing import HashEmbedder, offline_config, offline_memory
-from firewall.host.firewall import Firewall
+from gnomon.adapters.mem0 import AsyncGuardedMemory, GuardedMemory
+from gnomon.adapters.testing import HashEmbedder, offline_config, offline_memory
+from gnomon.firewall.host.firewall import Firewall
 
 _MEM0_DIR = os.environ["MEM0_DIR"]
 
@@ -52,8 +52,8 @@ def _guarded_objects(wall: Firewall) -> list[Any]:
     from letta_client import Letta
     from zep_cloud.client import Zep
 
-    from adapters.letta import GuardedLetta
-    from adapters.zep import GuardedZep
+    from gnomon.adapters.letta import GuardedLetta
+    from gnomon.adapters.zep import GuardedZep
 
     memory = GuardedMemory(
         offline_memory(tempfile.mkdtemp(dir=_MEM0_DIR)), wall, project="shop", policy="default"
@@ -101,7 +101,7 @@ def test_from_config_builds_the_sdk_client_and_guards_it(wall: Firewall, tmp_pat
 
 
 def test_adapters_ship_py_typed() -> None:
-    import adapters
+    from gnomon import adapters
 
     assert (Path(adapters.__file__).parent / "py.typed").is_file()
 
@@ -194,8 +194,8 @@ def test_a_read_says_what_it_withheld(wall: Firewall, caplog: pytest.LogCaptureF
 
 
 def test_letta_and_zep_reads_carry_the_report(wall: Firewall) -> None:
-    from adapters.letta import GuardedLetta
-    from adapters.zep import GuardedZep
+    from gnomon.adapters.letta import GuardedLetta
+    from gnomon.adapters.zep import GuardedZep
     from tests.fakes_letta import letta_routes
     from tests.fakes_letta import sync_client as letta_client
     from tests.fakes_zep import sync_client as zep_client
@@ -218,7 +218,7 @@ def test_letta_and_zep_reads_carry_the_report(wall: Firewall) -> None:
 def test_cli_import_turns_mem0_telemetry_off(monkeypatch: pytest.MonkeyPatch) -> None:
     import mem0.memory.main as mem0_main
 
-    from firewall.cli.stores import mem0_telemetry_off
+    from gnomon.firewall.cli.stores import mem0_telemetry_off
 
     monkeypatch.setenv("MEM0_TELEMETRY", "true")
     monkeypatch.setattr(mem0_main, "MEM0_TELEMETRY", True)
@@ -228,7 +228,7 @@ def test_cli_import_turns_mem0_telemetry_off(monkeypatch: pytest.MonkeyPatch) ->
 
 def _guarded_methods(obj: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
     """(path, wrapper method, SDK method) of every guarded method of a client, recursively."""
-    from adapters.core import Resource
+    from gnomon.adapters.core import Resource
 
     for name in sorted(n for n in dir(obj) if not n.startswith("_")):
         if name in ("close", "gnomon"):
@@ -246,9 +246,9 @@ def _sdk_clients(wall: Firewall) -> list[Any]:
     from zep_cloud.client import AsyncZep, Zep
     from zep_python.client import Zep as LegacyZep
 
-    from adapters.letta import GuardedAsyncLetta, GuardedLetta
-    from adapters.zep import GuardedAsyncZep, GuardedZep
-    from adapters.zep_legacy import GuardedLegacyZep
+    from gnomon.adapters.letta import GuardedAsyncLetta, GuardedLetta
+    from gnomon.adapters.zep import GuardedAsyncZep, GuardedZep
+    from gnomon.adapters.zep_legacy import GuardedLegacyZep
 
     zep = {"api_key": "k", "base_url": "http://zep.test/api/v4"}
     return [

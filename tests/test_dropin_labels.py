@@ -25,13 +25,18 @@ from click.testing import CliRunner
 if os.environ.get("CI") != "true":
     pytest.importorskip("mem0", reason="mem0 is not installed (pip install 'gnomon[mem0]')")
 
-import firewall
-from adapters.mem0 import GuardedMemory
-from adapters.testing import offline_config, offline_memory
-from firewall import Origin
-from firewall.host.firewall import Firewall
-from firewall.host.store_adoption import adopt_store
-from firewall.model.errors import ForgedChannelError, GrantScopeError, InputError, SpentGrantError
+from gnomon import firewall
+from gnomon.adapters.mem0 import GuardedMemory
+from gnomon.adapters.testing import offline_config, offline_memory
+from gnomon.firewall import Origin
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.host.store_adoption import adopt_store
+from gnomon.firewall.model.errors import (
+    ForgedChannelError,
+    GrantScopeError,
+    InputError,
+    SpentGrantError,
+)
 
 _MEM0_DIR = os.environ["MEM0_DIR"]
 USER_FACT = "Alice drinks tea, never coffee."
@@ -52,7 +57,7 @@ def _belief_of(wall: Firewall, text: str) -> Any:
 
 
 def _all() -> Any:
-    from firewall.store.base import BeliefFilter
+    from gnomon.firewall.store.base import BeliefFilter
 
     return BeliefFilter(project="shop")
 
@@ -135,7 +140,7 @@ def test_a_user_channel_must_be_the_hosts_and_a_users(wall: Firewall) -> None:
 def test_zep_thread_messages_take_their_labels_from_roles(wall: Firewall) -> None:
     from zep_cloud import AddMessage
 
-    from adapters.zep import GuardedZep
+    from gnomon.adapters.zep import GuardedZep
     from tests.fakes_zep import sync_client, zep_routes
 
     with zep_routes():
@@ -210,8 +215,8 @@ def test_a_store_grant_does_not_adopt_what_the_agent_wrote_around_the_firewall(
 
 
 def test_cli_import_adopt_as_user_with_a_grant_file(tmp_path: Path, monkeypatch: Any) -> None:
-    from adapters.testing import HashEmbedder
-    from firewall.cli import cli
+    from gnomon.adapters.testing import HashEmbedder
+    from gnomon.firewall.cli import cli
 
     monkeypatch.chdir(tmp_path)
     config = offline_config(tmp_path)

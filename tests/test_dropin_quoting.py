@@ -25,15 +25,15 @@ import pytest
 if os.environ.get("CI") != "true":
     pytest.importorskip("mem0", reason="mem0 is not installed (pip install 'gnomon[mem0]')")
 
-import firewall
-from adapters.base import StoreItem
-from adapters.guard import DROP_IN_POLICY, Guard, Screened
-from adapters.mem0 import GuardedMemory
-from adapters.testing import offline_memory
-from firewall import Origin
-from firewall.gate.policy import ContextPolicy
-from firewall.host.firewall import Firewall, ImportItem
-from firewall.model.states import Authority, Sensitivity
+from gnomon import firewall
+from gnomon.adapters.base import StoreItem
+from gnomon.adapters.guard import DROP_IN_POLICY, Guard, Screened
+from gnomon.adapters.mem0 import GuardedMemory
+from gnomon.adapters.testing import offline_memory
+from gnomon.firewall import Origin
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.host.firewall import Firewall, ImportItem
+from gnomon.firewall.model.states import Authority, Sensitivity
 
 _MEM0_DIR = os.environ["MEM0_DIR"]
 USER_FACT = "Alice deploys through ArgoCD."
@@ -135,7 +135,7 @@ def test_mechanism_removal_unescaped_marker_lets_the_breakout_through(
     wall: Firewall, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without the escaping inside the marker, the same attack closes it early."""
-    import firewall.gate.recall as recall
+    import gnomon.firewall.gate.recall as recall
 
     monkeypatch.setattr(recall, "model_line", lambda text: text)
     with _written(wall) as memory:
@@ -188,8 +188,8 @@ def test_quarantined_suspicious_contradicted_secret_or_credential_content_is_nev
     bound = wall.store.bindings_by_store_id("notes", [sid for sid, _, _ in ITEMS])
     belief = {sid: b.belief_id for sid, b in bound.items()}
     wall.quarantine(belief["n-quarantined"], reason="injection", authority=Authority.SENTINEL)
-    from firewall.gate.gate import Move
-    from firewall.model.states import Axis, SecurityStatus, TruthStatus
+    from gnomon.firewall.gate.gate import Move
+    from gnomon.firewall.model.states import Axis, SecurityStatus, TruthStatus
 
     wall.transition(
         belief["n-suspicious"],
@@ -233,10 +233,10 @@ def test_letta_and_zep_quoted_items_are_marked_and_a_letta_step_never_compiles_t
     from zep_cloud import AddMessage
     from zep_cloud.client import Zep
 
-    from adapters.fakes.letta import FakeLettaServer
-    from adapters.fakes.zep import FakeZepServer
-    from adapters.letta import GuardedLetta
-    from adapters.zep import GuardedZep
+    from gnomon.adapters.fakes.letta import FakeLettaServer
+    from gnomon.adapters.fakes.zep import FakeZepServer
+    from gnomon.adapters.letta import GuardedLetta
+    from gnomon.adapters.zep import GuardedZep
 
     alice = wall.channel(Origin.user("alice"))
     letta_server = FakeLettaServer()

@@ -20,16 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from firewall.store.ndjson_file import TORN_KIND
-from firewall.store.registry import open_store
+from gnomon.firewall.store.ndjson_file import TORN_KIND
+from gnomon.firewall.store.registry import open_store
 
 REPO = Path(__file__).resolve().parent.parent
 
 WRITER = """
 import sys
 from datetime import UTC, datetime
-from firewall.log.events import EventDraft, Records
-from firewall.store.registry import open_store
+from gnomon.firewall.log.events import EventDraft, Records
+from gnomon.firewall.store.registry import open_store
 from tests.factories import make_belief
 
 url, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from firewall.model.durations import PATTERN, Duration
-from firewall.model.errors import PolicyError
+from gnomon.firewall.model.durations import PATTERN, Duration
+from gnomon.firewall.model.errors import PolicyError
 
 MOMENT = datetime(2026, 3, 31, 12, 0, tzinfo=UTC)
 
@@ -188,5 +188,5 @@ def test_docstring_examples_run() -> None:
     import doctest
     import importlib
 
-    failures, tried = doctest.testmod(importlib.import_module("firewall.model.durations"))
+    failures, tried = doctest.testmod(importlib.import_module("gnomon.firewall.model.durations"))
     assert tried > 0 and failures == 0

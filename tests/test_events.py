@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from firewall.log.events import GENESIS_HASH, EventDraft, canonical_body, seal, verify_chain
+from gnomon.firewall.log.events import GENESIS_HASH, EventDraft, canonical_body, seal, verify_chain
 
 AT = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 

@@ -12,15 +12,15 @@ from collections.abc import Iterator
 
 import pytest
 
-import firewall
-from firewall import Origin
-from firewall.gate.adoption import independence_group, quality_for
-from firewall.gate.contradictions import EvidenceOutcome, detect_on_evidence
-from firewall.host.session import Session
-from firewall.log.events import Records
-from firewall.model.chain import Belief, EvidenceItem
-from firewall.model.ids import new_id
-from firewall.model.states import Authority, Axis, EvidenceRelation, TruthStatus
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.gate.adoption import independence_group, quality_for
+from gnomon.firewall.gate.contradictions import EvidenceOutcome, detect_on_evidence
+from gnomon.firewall.host.session import Session
+from gnomon.firewall.log.events import Records
+from gnomon.firewall.model.chain import Belief, EvidenceItem
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.states import Authority, Axis, EvidenceRelation, TruthStatus
 from tests.attested import attested, observe_as
 
 SUBJECT = {"subject": "gecko-service", "predicate": "primary_region"}

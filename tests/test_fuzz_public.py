@@ -22,12 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import firewall
-from firewall import ContextPolicy, Origin
-from firewall.gate.gate import Move
-from firewall.host.firewall import ImportItem
-from firewall.model.errors import GnomonError
-from firewall.model.states import Axis, EvidenceRelation, Sensitivity, TruthStatus
+from gnomon import firewall
+from gnomon.firewall import ContextPolicy, Origin
+from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.host.firewall import ImportItem
+from gnomon.firewall.model.errors import GnomonError
+from gnomon.firewall.model.states import Axis, EvidenceRelation, Sensitivity, TruthStatus
 
 FUZZ = settings(
     max_examples=int(os.environ.get("GNOMON_FUZZ_EXAMPLES", "300")),
@@ -358,7 +358,7 @@ def test_origin_join(labels: list[Any]) -> None:
 
 
 def test_adapter_write_and_search(wall: firewall.Firewall) -> None:
-    from adapters.local import GuardedLocalMemory, LocalMemory
+    from gnomon.adapters.local import GuardedLocalMemory, LocalMemory
 
     memory = GuardedLocalMemory(LocalMemory(), wall, project="shop", user="alice")
     fuzz_entries(

@@ -33,10 +33,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-import firewall
-from firewall import Authority, Origin
-from firewall.gate.adoption import Context, adopt
-from firewall.gate.gate import (
+from gnomon import firewall
+from gnomon.firewall import Authority, Origin
+from gnomon.firewall.gate.adoption import Context, adopt
+from gnomon.firewall.gate.gate import (
     TERMINAL,
     TRANSITIONS,
     Move,
@@ -45,10 +45,10 @@ from firewall.gate.gate import (
     check_move,
     check_parallax,
 )
-from firewall.gate.policy import floor_reasons
-from firewall.host.session import Session
-from firewall.model.chain import Belief, EvidenceItem, EvidenceSet
-from firewall.model.errors import (
+from gnomon.firewall.gate.policy import floor_reasons
+from gnomon.firewall.host.session import Session
+from gnomon.firewall.model.chain import Belief, EvidenceItem, EvidenceSet
+from gnomon.firewall.model.errors import (
     GateError,
     MissingGrantError,
     ParallaxError,
@@ -57,9 +57,9 @@ from firewall.model.errors import (
     TransitionRefused,
     UnknownIdError,
 )
-from firewall.model.filters import BeliefFilter
-from firewall.model.origin import Integrity
-from firewall.model.states import (
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.origin import Integrity
+from gnomon.firewall.model.states import (
     AXIS_ENUM,
     AXIS_FIELD,
     READING_CLASS,
@@ -557,8 +557,8 @@ def test_the_machine_catches_a_broken_gate(monkeypatch: pytest.MonkeyPatch, brok
             lambda self, origin: len(self.items),
         )
     else:
-        import firewall.gate.adoption
-        from firewall.gate.gate import Adoption
+        from gnomon import firewall
+        from gnomon.firewall.gate.gate import Adoption
 
         monkeypatch.setattr(
             firewall.gate.adoption,

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-import firewall
-from firewall.gate.gate import Move
-from firewall.gate.grants import (
+from gnomon import firewall
+from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.gate.grants import (
     GRANT_DOMAIN,
     Grant,
     GrantAuthority,
@@ -31,10 +31,10 @@ from firewall.gate.grants import (
     load_public_key,
     write_keypair,
 )
-from firewall.host.firewall import Firewall
-from firewall.log.checkpoints import CHECKPOINT_DOMAIN, CheckpointSigner
-from firewall.model.chain import Belief
-from firewall.model.errors import (
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.log.checkpoints import CHECKPOINT_DOMAIN, CheckpointSigner
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.errors import (
     ExpiredGrantError,
     ForgedGrantError,
     GrantScopeError,
@@ -44,8 +44,8 @@ from firewall.model.errors import (
     ParallaxError,
     SpentGrantError,
 )
-from firewall.model.origin import Origin
-from firewall.model.states import Authority, Axis
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import Authority, Axis
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -317,8 +317,8 @@ def test_a_spent_grant_stays_spent_in_another_process(tmp_path: Path) -> None:
         grant = wall.grant("user", "alice", beliefs=[first.id, second.id])
     (tmp_path / "grant.json").write_text(grant.model_dump_json())
     script = (
-        "import sys, firewall\n"
-        "from firewall.gate.grants import Grant, load_public_key\n"
+        "import sys\nfrom gnomon import firewall\n"
+        "from gnomon.firewall.gate.grants import Grant, load_public_key\n"
         "g = Grant.model_validate_json(open(sys.argv[2]).read(), strict=False)\n"
         "with firewall.open(sys.argv[1], trusted_keys=[load_public_key(sys.argv[3])]) as w:\n"
         "    w.promote(sys.argv[4], grant=g, reason='alice checked')\n"
@@ -357,7 +357,7 @@ def test_a_store_grant_covers_only_that_stores_imports_in_its_project(wall: Fire
     """A store-scoped grant names the store and project inside the signature: it covers the
     memories imported from that store in that project, not an agent's note, not another
     store's import, not another project's."""
-    from firewall.host.firewall import ImportItem
+    from gnomon.firewall.host.firewall import ImportItem
 
     def imported(store: str, project: str, text: str) -> str:
         wall.import_records(

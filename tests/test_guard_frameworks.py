@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-import firewall
-from firewall.host.guard import GuardedTool, guard
+from gnomon import firewall
+from gnomon.firewall.host.guard import GuardedTool, guard
 from tests.guard_host import POISON, PUSH_ARGS, Host, build_host, poisoned_content
 
 IN_CI = os.environ.get("CI") == "true"
@@ -62,8 +62,8 @@ def test_the_core_guard_records_output_and_returns_holds_as_messages(host: Host)
         (unknown,) = guard(host.wall, host.kernel, s, ["rm_rf"])
         assert unknown({}).meta["verdict"] == "denied"  # no contract: fail closed
     _assert_held(host, held.text)
-    from firewall.model.states import TruthStatus
-    from firewall.store.base import BeliefFilter
+    from gnomon.firewall.model.states import TruthStatus
+    from gnomon.firewall.store.base import BeliefFilter
 
     envelopes = [
         b
@@ -77,7 +77,7 @@ def test_the_core_guard_records_output_and_returns_holds_as_messages(host: Host)
 
 
 def test_a_host_cannot_declare_a_tool_output_trusted(host: Host) -> None:
-    from firewall.model.errors import UnattestedOriginError
+    from gnomon.firewall.model.errors import UnattestedOriginError
 
     with (
         host.wall.session(project="shop", actor="coder") as s,
@@ -102,7 +102,7 @@ def test_langgraph_react_agent_gets_the_hold_as_a_tool_message(host: Host) -> No
     from langgraph.graph import END, START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
 
-    from adapters.langchain_tools import langchain_tools
+    from gnomon.adapters.langchain_tools import langchain_tools
 
     class ScriptedChat(GenericFakeChatModel):
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
@@ -158,7 +158,7 @@ def test_openai_agents_runner_gets_the_hold_as_a_tool_output(host: Host) -> None
         ResponseOutputText,
     )
 
-    from adapters.openai_agents_tools import openai_agents_tools
+    from gnomon.adapters.openai_agents_tools import openai_agents_tools
 
     set_tracing_disabled(True)
 
@@ -213,7 +213,7 @@ def test_pydantic_ai_agent_gets_the_hold_as_a_tool_return(host: Host) -> None:
     )
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    from adapters.pydantic_ai_tools import pydantic_ai_tools
+    from gnomon.adapters.pydantic_ai_tools import pydantic_ai_tools
 
     turns = iter(
         [
@@ -244,13 +244,13 @@ def test_pydantic_ai_agent_gets_the_hold_as_a_tool_return(host: Host) -> None:
 def test_nothing_public_on_a_guarded_tool_leads_to_the_host(host: Host) -> None:
     """The agent holds the guarded tools (and the framework's wrappers of them): walking their
     public attributes never reaches the firewall, its store, a channel or the kernel."""
-    from firewall.kernel import ActionKernel
+    from gnomon.firewall.kernel import ActionKernel
     from tests.test_attack_capability import HOST_TYPES, _reach
 
     with host.wall.session(project="shop", actor="coder", user="alice") as s:
         held: dict[str, Any] = {"guarded": _guarded(host, s)}
         try:
-            from adapters.langchain_tools import langchain_tools
+            from gnomon.adapters.langchain_tools import langchain_tools
 
             held["langchain"] = langchain_tools(held["guarded"])
         except ImportError:

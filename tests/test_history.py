@@ -18,17 +18,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import firewall
-from firewall import Origin, Sensitivity, TruthStatus
-from firewall.audit.replay import replay
-from firewall.audit.report import build_report, render_html, render_markdown
-from firewall.audit.why import why, why_json
-from firewall.cli import cli
-from firewall.gate.gate import adoption_rule
-from firewall.model.filters import BeliefFilter
-from firewall.model.origin import Origin as _Origin
-from firewall.model.states import EvidenceQuality, RetrievalStatus
-from firewall.store.sqlite import SQLiteStore
+from gnomon import firewall
+from gnomon.firewall import Origin, Sensitivity, TruthStatus
+from gnomon.firewall.audit.replay import replay
+from gnomon.firewall.audit.report import build_report, render_html, render_markdown
+from gnomon.firewall.audit.why import why, why_json
+from gnomon.firewall.cli import cli
+from gnomon.firewall.gate.gate import adoption_rule
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.origin import Origin as _Origin
+from gnomon.firewall.model.states import EvidenceQuality, RetrievalStatus
+from gnomon.firewall.store.sqlite import SQLiteStore
 from tests.attested import attested
 
 T0 = datetime(2025, 4, 1, 9, 0, tzinfo=UTC)
@@ -415,8 +415,8 @@ def test_older_sqlite_file_gets_its_history_from_the_log(story: Story, tmp_path:
 
 
 def test_replay_probe_fails_if_replay_reads_current_state(monkeypatch: pytest.MonkeyPatch) -> None:
-    from firewall.store.memory import MemoryStore
-    from probes.runner import run_one
+    from gnomon.firewall.store.memory import MemoryStore
+    from gnomon.probes.runner import run_one
 
     assert run_one("replay_stricter_policy").passed
     monkeypatch.setattr(
@@ -427,8 +427,8 @@ def test_replay_probe_fails_if_replay_reads_current_state(monkeypatch: pytest.Mo
 
 
 def test_time_travel_probe_fails_without_history(monkeypatch: pytest.MonkeyPatch) -> None:
-    from firewall.store.memory import MemoryStore
-    from probes.runner import run_one
+    from gnomon.firewall.store.memory import MemoryStore
+    from gnomon.probes.runner import run_one
 
     assert run_one("time_travel").passed
     monkeypatch.setattr(

@@ -19,17 +19,17 @@ from typing import Any
 
 import pytest
 
-import firewall
-from firewall.audit.import_check import IllegalTransitionError, check_transitions
-from firewall.audit.rebuild import rebuild
-from firewall.host.firewall import ImportItem
-from firewall.log.batch import IMPORTS
-from firewall.log.events import EventDraft
-from firewall.model.errors import LogIntegrityError
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import Sensitivity
-from firewall.store.base import Store
-from firewall.store.memory import MemoryStore
+from gnomon import firewall
+from gnomon.firewall.audit.import_check import IllegalTransitionError, check_transitions
+from gnomon.firewall.audit.rebuild import rebuild
+from gnomon.firewall.host.firewall import ImportItem
+from gnomon.firewall.log.batch import IMPORTS
+from gnomon.firewall.log.events import EventDraft
+from gnomon.firewall.model.errors import LogIntegrityError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import Sensitivity
+from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.memory import MemoryStore
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 

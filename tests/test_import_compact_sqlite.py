@@ -20,16 +20,21 @@ from pathlib import Path
 
 import pytest
 
-import firewall
-from firewall.audit.rebuild import rebuild
-from firewall.host.firewall import Firewall, ImportItem
-from firewall.log.batch import IMPORTS, expand
-from firewall.model.chain import Belief, Claim, EvidenceItem
-from firewall.model.errors import StoreCorruptError
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import Authority, EvidenceQuality, EvidenceRelation, SecurityStatus
-from firewall.store import sqlite_schema
-from firewall.store.sqlite import SQLiteStore
+from gnomon import firewall
+from gnomon.firewall.audit.rebuild import rebuild
+from gnomon.firewall.host.firewall import Firewall, ImportItem
+from gnomon.firewall.log.batch import IMPORTS, expand
+from gnomon.firewall.model.chain import Belief, Claim, EvidenceItem
+from gnomon.firewall.model.errors import StoreCorruptError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import (
+    Authority,
+    EvidenceQuality,
+    EvidenceRelation,
+    SecurityStatus,
+)
+from gnomon.firewall.store import sqlite_schema
+from gnomon.firewall.store.sqlite import SQLiteStore
 from tests.factories import make_draft, make_origin, make_records
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-import firewall
-from firewall.gate.adoption import Adopter, Context, adopt
-from firewall.host.firewall import ImportItem
-from firewall.model.errors import InputError
-from firewall.model.filters import BeliefFilter
-from firewall.model.origin import Origin
-from firewall.model.states import ClaimKind, EvidenceQuality, ExtractionMethod, Sensitivity
-from firewall.store.sqlite import SQLiteStore
+from gnomon import firewall
+from gnomon.firewall.gate.adoption import Adopter, Context, adopt
+from gnomon.firewall.host.firewall import ImportItem
+from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import ClaimKind, EvidenceQuality, ExtractionMethod, Sensitivity
+from gnomon.firewall.store.sqlite import SQLiteStore
 from tests.factories import belief_draft, make_belief
 
 CTX = Context(project="p", actor="importer", user=None, session_id=None)

@@ -56,21 +56,20 @@ from hypothesis.stateful import (
 )
 from pydantic import BaseModel, ValidationError
 
-import firewall
-import firewall.host.session
-from adapters.guard import Guard
-from adapters.local import GuardedLocalMemory, LocalBackend, LocalMemory
-from firewall import Firewall, Origin
-from firewall.audit.rebuild import rebuild
-from firewall.gate.grants import Grant, GrantAuthority, GrantSigner, GrantVerifier
-from firewall.gate.policy import ContextPolicy
-from firewall.host.channels import Channel
-from firewall.log.checkpoints import CheckpointSigner
-from firewall.model.chain import Belief
-from firewall.model.errors import GnomonError
-from firewall.model.filters import BeliefFilter
-from firewall.model.origin import Integrity, OriginClass
-from firewall.model.states import (
+from gnomon import firewall
+from gnomon.adapters.guard import Guard
+from gnomon.adapters.local import GuardedLocalMemory, LocalBackend, LocalMemory
+from gnomon.firewall import Firewall, Origin
+from gnomon.firewall.audit.rebuild import rebuild
+from gnomon.firewall.gate.grants import Grant, GrantAuthority, GrantSigner, GrantVerifier
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.host.channels import Channel
+from gnomon.firewall.log.checkpoints import CheckpointSigner
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.errors import GnomonError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.origin import Integrity, OriginClass
+from gnomon.firewall.model.states import (
     Authority,
     EvidenceRelation,
     RetrievalStatus,
@@ -79,7 +78,7 @@ from firewall.model.states import (
     Sensitivity,
     TruthStatus,
 )
-from firewall.store.base import Store
+from gnomon.firewall.store.base import Store
 from tests.attested import attested, observe_as
 
 #: Marker words only host-planted forbidden text contains; the agent never writes them.
@@ -661,8 +660,8 @@ def _states(b: Belief) -> tuple[str, str, str]:
 
 def _accepted(out: object) -> list[Belief]:
     """What a result presents as trusted: recall's accepted beliefs, adapter hits not quoted."""
-    from adapters.guard import Screened
-    from firewall.gate.recall import RecallResult
+    from gnomon.adapters.guard import Screened
+    from gnomon.firewall.gate.recall import RecallResult
 
     if isinstance(out, RecallResult):
         return list(out.accepted)

@@ -16,10 +16,10 @@ import orjson
 import pytest
 from pydantic_core import TzInfo
 
-from firewall.log.events import RECORD_TYPES
-from firewall.model.chain import BindingState, ChainModel, EvidenceSet
-from firewall.model.origin import Origin
-from firewall.model.states import Axis, Sensitivity, TruthStatus
+from gnomon.firewall.log.events import RECORD_TYPES
+from gnomon.firewall.model.chain import BindingState, ChainModel, EvidenceSet
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import Axis, Sensitivity, TruthStatus
 from tests.factories import (
     make_action,
     make_belief,

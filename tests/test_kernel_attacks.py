@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import firewall
-from firewall.gate.grants import GrantAuthority
-from firewall.kernel import (
+from gnomon import firewall
+from gnomon.firewall.gate.grants import GrantAuthority
+from gnomon.firewall.kernel import (
     ActionContract,
     ActionKernel,
     ApprovalSigner,
@@ -25,10 +25,10 @@ from firewall.kernel import (
     ToolRegistry,
     load_action_policy,
 )
-from firewall.kernel.actionpolicy import ActionPolicy, preset_bytes
-from firewall.kernel.contracts import _model
-from firewall.kernel.ledger import KINDS, read_ledger
-from firewall.model.errors import (
+from gnomon.firewall.kernel.actionpolicy import ActionPolicy, preset_bytes
+from gnomon.firewall.kernel.contracts import _model
+from gnomon.firewall.kernel.ledger import KINDS, read_ledger
+from gnomon.firewall.model.errors import (
     ActionPendingError,
     ContractError,
     ForgedApprovalError,
@@ -36,10 +36,10 @@ from firewall.model.errors import (
     PolicyError,
     UnsignedPolicyError,
 )
-from firewall.model.origin import Origin
-from firewall.model.states import TruthStatus
-from probes._kernel import host
-from probes.runner import ProbeClock
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import TruthStatus
+from gnomon.probes._kernel import host
+from gnomon.probes.runner import ProbeClock
 from tests.attested import observe_as
 
 PUSH = {"repo": "/nonexistent", "remote": "origin", "branch": "main"}

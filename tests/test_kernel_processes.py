@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import firewall
-from firewall.gate.grants import KeyPurpose, write_keypair
-from firewall.kernel import PolicySigner
-from firewall.kernel.actionpolicy import preset_bytes
+from gnomon import firewall
+from gnomon.firewall.gate.grants import KeyPurpose, write_keypair
+from gnomon.firewall.kernel import PolicySigner
+from gnomon.firewall.kernel.actionpolicy import preset_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 HOST = str(REPO / "tests" / "kernel_host.py")

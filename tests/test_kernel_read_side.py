@@ -10,15 +10,15 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-import firewall
-from firewall.audit.report import build_report, render_markdown
-from firewall.host.action_demo import run_push_demo
-from firewall.kernel import ApprovalSigner
-from firewall.kernel.actionpolicy import ActionPolicy, preset_bytes
-from firewall.kernel.explain import explain_action
-from firewall.model.errors import ForgedApprovalError
-from firewall.model.origin import Origin
-from probes._kernel import host
+from gnomon import firewall
+from gnomon.firewall.audit.report import build_report, render_markdown
+from gnomon.firewall.host.action_demo import run_push_demo
+from gnomon.firewall.kernel import ApprovalSigner
+from gnomon.firewall.kernel.actionpolicy import ActionPolicy, preset_bytes
+from gnomon.firewall.kernel.explain import explain_action
+from gnomon.firewall.model.errors import ForgedApprovalError
+from gnomon.firewall.model.origin import Origin
+from gnomon.probes._kernel import host
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,13 +22,13 @@ import pytest
 if os.environ.get("CI") != "true":
     pytest.importorskip("letta_client")
 
-import firewall
-from adapters.errors import BypassRefusedError
-from adapters.fakes.letta import FakeStep
-from adapters.letta import GuardedAsyncLetta, GuardedLetta
-from firewall import Origin
-from firewall.host.firewall import Firewall
-from firewall.model.filters import BeliefFilter
+from gnomon import firewall
+from gnomon.adapters.errors import BypassRefusedError
+from gnomon.adapters.fakes.letta import FakeStep
+from gnomon.adapters.letta import GuardedAsyncLetta, GuardedLetta
+from gnomon.firewall import Origin
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.model.filters import BeliefFilter
 from tests.fakes_letta import async_client, letta_routes, sync_client
 
 FACT = "Name: Alice. Drinks tea, never coffee."
@@ -104,7 +104,7 @@ def test_an_agent_edit_of_the_users_block_is_written_back(env: Any) -> None:
 
 def _lax() -> Any:
     """A host policy that admits unverified, restricted memories (the agent's own notes)."""
-    from firewall.gate.policy import resolve
+    from gnomon.firewall.gate.policy import resolve
 
     return resolve("default").model_copy(
         update={

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from firewall.audit.import_check import check_transitions
-from firewall.audit.rebuild import rebuild
-from firewall.log.ndjson import read_events, read_file
-from firewall.model.filters import BeliefFilter
-from firewall.store.base import Store
-from firewall.store.memory import MemoryStore
-from firewall.store.sqlite import SQLiteStore
+from gnomon.firewall.audit.import_check import check_transitions
+from gnomon.firewall.audit.rebuild import rebuild
+from gnomon.firewall.log.ndjson import read_events, read_file
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.memory import MemoryStore
+from gnomon.firewall.store.sqlite import SQLiteStore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "log_schema1.ndjson"
 
@@ -33,7 +33,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     elif request.param == "sqlite":
         store = SQLiteStore(tmp_path / "old.db")
     else:
-        from firewall.store.postgres import PostgresStore
+        from gnomon.firewall.store.postgres import PostgresStore
 
         url = request.getfixturevalue("postgres_url")
         store = PostgresStore(url, tenant=f"compat-{request.node.name[:40]}")

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-import firewall
-from firewall.audit.import_check import IllegalTransitionError, check_transitions
-from firewall.cli import cli
-from firewall.gate.grants import write_keypair
-from firewall.log.checkpoints import CheckpointSigner, write_checkpoint
-from firewall.log.ndjson import export_to_file
-from firewall.model.chain import Belief
-from firewall.model.errors import LogIntegrityError
-from firewall.model.origin import Origin
-from firewall.model.states import (
+from gnomon import firewall
+from gnomon.firewall.audit.import_check import IllegalTransitionError, check_transitions
+from gnomon.firewall.cli import cli
+from gnomon.firewall.gate.grants import write_keypair
+from gnomon.firewall.log.checkpoints import CheckpointSigner, write_checkpoint
+from gnomon.firewall.log.ndjson import export_to_file
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.errors import LogIntegrityError
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import (
     Authority,
     Axis,
     EvidenceQuality,
@@ -28,8 +28,8 @@ from firewall.model.states import (
     SecurityStatus,
     TruthStatus,
 )
-from firewall.store.memory import MemoryStore
-from firewall.store.sqlite import SQLiteStore
+from gnomon.firewall.store.memory import MemoryStore
+from gnomon.firewall.store.sqlite import SQLiteStore
 from tests.factories import (
     at,
     belief_draft,

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-import firewall
-from firewall import Authority
-from firewall.gate.gate import Move
-from firewall.model.errors import InputError, TransitionRefused
-from firewall.model.states import Axis, SecurityStatus, Sensitivity
-from probes._kernel import host
+from gnomon import firewall
+from gnomon.firewall import Authority
+from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.model.errors import InputError, TransitionRefused
+from gnomon.firewall.model.states import Axis, SecurityStatus, Sensitivity
+from gnomon.probes._kernel import host
 
 SECRET = "sk-live-51HwombatSECRETkey"
 
@@ -115,9 +115,9 @@ def test_attack_a_guarded_client_bypass_is_logged_without_its_text(
     per-fact ids) is one INFO refusal naming the guarded call, never the text."""
     if os.environ.get("CI") != "true":
         pytest.importorskip("mem0", reason="mem0 is not installed (pip install 'gnomon[mem0]')")
-    from adapters.errors import BypassRefusedError
-    from adapters.mem0 import GuardedMemory
-    from adapters.testing import offline_memory
+    from gnomon.adapters.errors import BypassRefusedError
+    from gnomon.adapters.mem0 import GuardedMemory
+    from gnomon.adapters.testing import offline_memory
 
     memory = GuardedMemory(offline_memory(str(tmp_path)), wall, project="shop")
     with caplog.at_level(logging.INFO, logger="gnomon"), pytest.raises(BypassRefusedError):

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-import firewall
-from firewall import Origin
-from firewall.model.states import Authority, TruthStatus
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.model.states import Authority, TruthStatus
 from tests.attested import observe_as
 
 if os.environ.get("CI") != "true":
@@ -106,7 +106,7 @@ def test_an_mcp_client_gets_filtered_memory_and_cannot_reach_the_audit_path(
     assert "not shown to you" in out["why_bad"] and SECRET_POISON not in out["why_bad"]
     assert out["audit"].is_error and out["bad_args"].is_error
     with firewall.open(url) as wall:
-        from firewall.store.base import BeliefFilter
+        from gnomon.firewall.store.base import BeliefFilter
 
         (noted,) = [
             b
@@ -136,8 +136,8 @@ def test_the_memory_server_refuses_to_serve_the_audit_policy(tmp_path: Path) -> 
 def test_why_forgets_a_belief_quarantined_after_it_was_shown() -> None:
     """The connection was shown a note, then a sentinel quarantined it: why must not return
     its text any more (quarantined memories leave only through the audit path)."""
-    from firewall.host.mcp_memory import MemoryServer
-    from firewall.model.states import Authority
+    from gnomon.firewall.host.mcp_memory import MemoryServer
+    from gnomon.firewall.model.states import Authority
 
     wall = firewall.open("memory://")
     with wall.session(project="shop", actor="mcp") as s:

@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
-import firewall
-from firewall.gate.grants import KeyPurpose, write_keypair
-from firewall.kernel.actionpolicy import preset_bytes
-from firewall.kernel.ledger import read_ledger
-from firewall.model.filters import BeliefFilter
+from gnomon import firewall
+from gnomon.firewall.gate.grants import KeyPurpose, write_keypair
+from gnomon.firewall.kernel.actionpolicy import preset_bytes
+from gnomon.firewall.kernel.ledger import read_ledger
+from gnomon.firewall.model.filters import BeliefFilter
 
 if os.environ.get("CI") != "true":
     pytest.importorskip("mcp", reason="mcp is not installed (pip install 'gnomon[mcp]')")
@@ -249,8 +249,8 @@ def test_mcp_server_git_behind_the_proxy(tmp_path: Path) -> None:
 def test_a_proxy_config_that_would_lower_a_tool_is_refused_with_a_typed_error(
     tmp_path: Path, body: str, complaint: str
 ) -> None:
-    from firewall.host.mcp_config import load_proxy_config
-    from firewall.model.errors import InputError
+    from gnomon.firewall.host.mcp_config import load_proxy_config
+    from gnomon.firewall.model.errors import InputError
 
     head = "server: s\nstore: memory://\nproject: p\npolicy: a.yaml\noperator_keys: [o.pub]\n"
     path = tmp_path / "proxy.yaml"
@@ -453,8 +453,8 @@ def test_two_servers_offering_one_tool_name_is_a_typed_error(tmp_path: Path) -> 
     ],
 )
 def test_a_bad_servers_entry_is_refused(tmp_path: Path, servers: str, complaint: str) -> None:
-    from firewall.host.mcp_config import load_proxy_config
-    from firewall.model.errors import InputError
+    from gnomon.firewall.host.mcp_config import load_proxy_config
+    from gnomon.firewall.model.errors import InputError
 
     path = tmp_path / "proxy.yaml"
     path.write_text(

@@ -19,16 +19,16 @@ from pathlib import Path
 import orjson
 import pytest
 
-import firewall
-from firewall import Origin
-from firewall.audit.import_check import check_transitions
-from firewall.audit.rebuild import rebuild, replay, snapshot
-from firewall.gate.gate import Move
-from firewall.host.decay import DECAY_KIND, decay_all
-from firewall.log.events import MOVES, MOVES_SCHEMA, Event, EventDraft, seal
-from firewall.log.moves import MoveBatch
-from firewall.model.errors import GateError, GnomonError, LogIntegrityError, StoreError
-from firewall.model.states import (
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.audit.import_check import check_transitions
+from gnomon.firewall.audit.rebuild import rebuild, replay, snapshot
+from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.host.decay import DECAY_KIND, decay_all
+from gnomon.firewall.log.events import MOVES, MOVES_SCHEMA, Event, EventDraft, seal
+from gnomon.firewall.log.moves import MoveBatch
+from gnomon.firewall.model.errors import GateError, GnomonError, LogIntegrityError, StoreError
+from gnomon.firewall.model.states import (
     Authority,
     Axis,
     FreshnessStatus,
@@ -36,8 +36,8 @@ from firewall.model.states import (
     SecurityStatus,
     TruthStatus,
 )
-from firewall.store.memory import MemoryStore
-from probes.runner import ProbeClock
+from gnomon.firewall.store.memory import MemoryStore
+from gnomon.probes.runner import ProbeClock
 from tests.attested import observe_as
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -251,7 +251,7 @@ def _chained_with(events: list[Event], payload_moves: dict) -> list[Event]:  # t
     body["schema"] = MOVES_SCHEMA
     body["payload"] = {MOVES: payload_moves}
     raw = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
-    from firewall.log.events import chain_hash
+    from gnomon.firewall.log.events import chain_hash
 
     return [
         *events,

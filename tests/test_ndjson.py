@@ -8,18 +8,18 @@ from pathlib import Path
 import orjson
 import pytest
 
-from firewall.audit.rebuild import snapshot
-from firewall.log.ndjson import (
+from gnomon.firewall.audit.rebuild import snapshot
+from gnomon.firewall.log.ndjson import (
     export_to_file,
     header_line,
     parse,
     read_events,
 )
-from firewall.model.errors import LogFormatError, LogIntegrityError
-from firewall.store.memory import MemoryStore
-from firewall.store.ndjson_file import TORN_KIND, FileLogStore
-from firewall.store.registry import open_store
-from firewall.store.sqlite import SQLiteStore
+from gnomon.firewall.model.errors import LogFormatError, LogIntegrityError
+from gnomon.firewall.store.memory import MemoryStore
+from gnomon.firewall.store.ndjson_file import TORN_KIND, FileLogStore
+from gnomon.firewall.store.registry import open_store
+from gnomon.firewall.store.sqlite import SQLiteStore
 from tests.factories import belief_draft, make_belief, make_draft
 from tests.log_contract import populated_source
 
@@ -139,8 +139,8 @@ def test_unknown_schema_version(tmp_path: Path) -> None:
     store.commit([make_draft()])
     ((_, body, prev, digest),) = store.chain_rows()
     future = body.replace(b'"schema":1', b'"schema":99')
-    from firewall.log.events import chain_hash
-    from firewall.log.ndjson import encode_line
+    from gnomon.firewall.log.events import chain_hash
+    from gnomon.firewall.log.ndjson import encode_line
 
     data = header_line() + encode_line(1, prev, chain_hash(1, prev, future), future)
     _fails(data, "line 2", "seq 1", "unknown event schema version 99")

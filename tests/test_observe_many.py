@@ -19,19 +19,19 @@ from typing import Any
 
 import pytest
 
-import firewall
-from firewall import Origin, ToolCall
-from firewall.audit.import_check import check_transitions
-from firewall.audit.rebuild import rebuild
-from firewall.host.channels import Channel
-from firewall.host.firewall import Firewall
-from firewall.model.errors import (
+from gnomon import firewall
+from gnomon.firewall import Origin, ToolCall
+from gnomon.firewall.audit.import_check import check_transitions
+from gnomon.firewall.audit.rebuild import rebuild
+from gnomon.firewall.host.channels import Channel
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.model.errors import (
     ForgedChannelError,
     InputError,
     UnattestedOriginError,
 )
-from firewall.model.states import RetrievalStatus, TruthStatus
-from firewall.store.memory import MemoryStore
+from gnomon.firewall.model.states import RetrievalStatus, TruthStatus
+from gnomon.firewall.store.memory import MemoryStore
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from firewall import Integrity, Origin, OriginClass
-from firewall.model.errors import InvalidOriginError
+from gnomon.firewall import Integrity, Origin, OriginClass
+from gnomon.firewall.model.errors import InvalidOriginError
 
 CONSTRUCTORS = {
     "user": (Origin.user, Integrity.ATTESTED),

@@ -12,12 +12,12 @@ from click.testing import CliRunner
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import firewall
-from firewall.cli import cli
-from firewall.host.otel import OtelSubscriber, export_events, session_span_id, trace_id
-from firewall.model.chain import content_hash
-from firewall.model.states import Sensitivity
-from probes._kernel import host
+from gnomon import firewall
+from gnomon.firewall.cli import cli
+from gnomon.firewall.host.otel import OtelSubscriber, export_events, session_span_id, trace_id
+from gnomon.firewall.model.chain import content_hash
+from gnomon.firewall.model.states import Sensitivity
+from gnomon.probes._kernel import host
 
 SECRET = "the prod database password is Tr0ub4dor-wombat"
 

@@ -22,7 +22,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from firewall.gate.policy import (
+from gnomon.firewall.gate.policy import (
     PRIVILEGED_RETRIEVAL,
     PRIVILEGED_SECURITY,
     ContextPolicy,
@@ -30,11 +30,11 @@ from firewall.gate.policy import (
     ReasonCode,
     resolve,
 )
-from firewall.model.chain import Belief
-from firewall.model.durations import Duration
-from firewall.model.errors import InputError, PolicyError
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import (
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.durations import Duration
+from gnomon.firewall.model.errors import InputError, PolicyError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import (
     FreshnessStatus,
     RetrievalStatus,
     SecurityStatus,
@@ -105,14 +105,16 @@ def test_preset_loads_round_trips_and_validates_against_the_schema(name: str) ->
     assert ContextPolicy.from_yaml_text(policy.to_yaml()).digest == policy.digest
     assert policy.description
     schema = json.loads(SCHEMA_FILE.read_text("utf-8"))
-    raw = yaml.safe_load(resources.files("policies").joinpath(f"{name}.yaml").read_text("utf-8"))
+    raw = yaml.safe_load(
+        resources.files("gnomon.policies").joinpath(f"{name}.yaml").read_text("utf-8")
+    )
     jsonschema.Draft202012Validator(schema).validate(raw)
     jsonschema.Draft202012Validator(schema).validate(yaml.safe_load(policy.to_yaml()))
 
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_preset_files_begin_with_an_explanatory_comment(name: str) -> None:
-    text = resources.files("policies").joinpath(f"{name}.yaml").read_text("utf-8")
+    text = resources.files("gnomon.policies").joinpath(f"{name}.yaml").read_text("utf-8")
     header = text.split("\nname:")[0]
     assert header.startswith(f"# Gnomon ContextPolicy preset: {name}")
     assert header.count("\n#") >= 4
@@ -783,7 +785,7 @@ def test_quote_filter_selects_exactly_what_quotable_accepts(
 def test_memory_store_agrees_with_the_policy(
     scenario: tuple[ContextPolicy, datetime, list[Belief]],
 ) -> None:
-    memory = pytest.importorskip("firewall.store.memory")
+    memory = pytest.importorskip("gnomon.firewall.store.memory")
     policy, now, beliefs = scenario
     store = memory.MemoryStore()
     try:
@@ -802,5 +804,5 @@ def test_docstring_examples_run() -> None:
     import doctest
     import importlib
 
-    failures, tried = doctest.testmod(importlib.import_module("firewall.gate.policy"))
+    failures, tried = doctest.testmod(importlib.import_module("gnomon.firewall.gate.policy"))
     assert tried > 0 and failures == 0

@@ -18,17 +18,17 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-import firewall
-from firewall.audit.rebuild import rebuild
-from firewall.cli import cli
-from firewall.gate.adoption import Adopter, Context
-from firewall.host.firewall import ImportItem
-from firewall.log.batch import ImportBatch
-from firewall.log.events import EventDraft
-from firewall.model.errors import StoreError
-from firewall.model.filters import BeliefFilter
-from firewall.model.origin import Origin
-from firewall.model.states import (
+from gnomon import firewall
+from gnomon.firewall.audit.rebuild import rebuild
+from gnomon.firewall.cli import cli
+from gnomon.firewall.gate.adoption import Adopter, Context
+from gnomon.firewall.host.firewall import ImportItem
+from gnomon.firewall.log.batch import ImportBatch
+from gnomon.firewall.log.events import EventDraft
+from gnomon.firewall.model.errors import StoreError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import (
     ClaimKind,
     EvidenceQuality,
     ExtractionMethod,
@@ -37,8 +37,8 @@ from firewall.model.states import (
     SecurityStatus,
     TruthStatus,
 )
-from firewall.store import postgres_schema as schema
-from firewall.store.postgres import PostgresStore
+from gnomon.firewall.store import postgres_schema as schema
+from gnomon.firewall.store.postgres import PostgresStore
 from tests.factories import T0, belief_draft, make_belief
 
 pytestmark = pytest.mark.postgres

@@ -19,22 +19,22 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-import firewall
-from firewall import Integrity, Origin, TruthStatus
-from firewall.cli import cli
-from firewall.model.errors import (
+from gnomon import firewall
+from gnomon.firewall import Integrity, Origin, TruthStatus
+from gnomon.firewall.cli import cli
+from gnomon.firewall.model.errors import (
     StoreCorruptError,
     StoreError,
     StoreLockedError,
     UnsupportedURLError,
 )
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import Authority
-from firewall.store import postgres_schema as schema
-from firewall.store.memory import MemoryStore
-from firewall.store.postgres import PostgresStore, upgrade_url
-from firewall.store.registry import open_store
-from probes.cross_session_sqlite import NOTE, _session_a
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import Authority
+from gnomon.firewall.store import postgres_schema as schema
+from gnomon.firewall.store.memory import MemoryStore
+from gnomon.firewall.store.postgres import PostgresStore, upgrade_url
+from gnomon.firewall.store.registry import open_store
+from gnomon.probes.cross_session_sqlite import NOTE, _session_a
 from tests.factories import (
     belief_draft,
     make_belief,
@@ -73,7 +73,9 @@ def fresh_schema(postgres_url: str) -> Iterator[str]:
             conn.execute(f'DROP SCHEMA "{name}" CASCADE')
 
 
-@pytest.mark.parametrize("module", ["firewall.store.postgres", "firewall.store.postgres_schema"])
+@pytest.mark.parametrize(
+    "module", ["gnomon.firewall.store.postgres", "gnomon.firewall.store.postgres_schema"]
+)
 def test_docstring_examples(module: str) -> None:
     failures, tried = doctest.testmod(__import__(module, fromlist=["_"]))
     assert tried > 0 and failures == 0
@@ -248,7 +250,7 @@ def test_db_upgrade_on_sqlite_is_refused(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from firewall.store.postgres import PostgresStore
+from gnomon.firewall.store.postgres import PostgresStore
 from tests.factories import belief_draft, make_belief, make_draft
 url, tenant, name, commits = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 with PostgresStore(url, tenant=tenant, pool_size=1) as store:
@@ -526,7 +528,7 @@ def test_relevance_order_matches_the_memory_backend(postgres_url: str) -> None:
 
 SESSION_B = """
 import json, sys
-import firewall
+from gnomon import firewall
 url, project, ids = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 out = {}
 with firewall.open(url) as wall:

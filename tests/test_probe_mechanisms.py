@@ -14,17 +14,13 @@ from typing import Any
 import orjson
 import pytest
 
-import firewall.gate.adoption
-import firewall.gate.contradictions
-import firewall.host.session
-import firewall.log.checkpoints
-import firewall.model.content
-from firewall.gate.gate import TRANSITIONS, Adoption
-from firewall.gate.grants import Grant, GrantVerifier
-from firewall.host.session import Session
-from firewall.model.chain import EvidenceSet
-from firewall.model.origin import Integrity, Origin
-from firewall.model.states import (
+from gnomon import firewall
+from gnomon.firewall.gate.gate import TRANSITIONS, Adoption
+from gnomon.firewall.gate.grants import Grant, GrantVerifier
+from gnomon.firewall.host.session import Session
+from gnomon.firewall.model.chain import EvidenceSet
+from gnomon.firewall.model.origin import Integrity, Origin
+from gnomon.firewall.model.states import (
     READING_CLASS,
     Authority,
     Axis,
@@ -33,7 +29,7 @@ from firewall.model.states import (
     SecurityStatus,
     TruthStatus,
 )
-from probes.runner import run_one
+from gnomon.probes.runner import run_one
 
 Patch = Callable[[pytest.MonkeyPatch], None]
 
@@ -43,14 +39,14 @@ Patch = Callable[[pytest.MonkeyPatch], None]
 
 def nothing_above_the_ceiling(mp: pytest.MonkeyPatch) -> None:
     """Shipping judges every event public: nothing is redacted."""
-    import firewall.audit.shipping as shipping
+    import gnomon.firewall.audit.shipping as shipping
 
     mp.setattr(shipping, "event_sensitivity", lambda body: shipping.Sensitivity.PUBLIC)
 
 
 def otel_ignores_the_ceiling(mp: pytest.MonkeyPatch) -> None:
     """OpenTelemetry export puts every belief's text in its span event."""
-    import firewall.host.otel as otel
+    import gnomon.firewall.host.otel as otel
 
     real = otel.SpanBuilder.belief_attributes
 
@@ -66,14 +62,14 @@ def otel_random_ids(mp: pytest.MonkeyPatch) -> None:
     """Span ids come from a random source instead of the log."""
     import os
 
-    import firewall.host.otel as otel
+    import gnomon.firewall.host.otel as otel
 
     mp.setattr(otel, "event_span_id", lambda event: int.from_bytes(os.urandom(8), "big") or 1)
 
 
 def harvest_checks_truth_only(mp: pytest.MonkeyPatch) -> None:
     """The review harvest takes every supported belief as a candidate."""
-    import firewall.host.review as review
+    import gnomon.firewall.host.review as review
 
     mp.setattr(
         review,
@@ -89,8 +85,8 @@ def approval_grant_unchecked(mp: pytest.MonkeyPatch) -> None:
 
 def redacted_links_unchecked(mp: pytest.MonkeyPatch) -> None:
     """A redacted event's digest is taken on trust: its link is never recomputed."""
-    import firewall.log.checkpoints as checkpoints
-    import firewall.log.events as events
+    import gnomon.firewall.log.checkpoints as checkpoints
+    import gnomon.firewall.log.events as events
 
     def link_checker() -> Callable[..., bool]:
         real = events.link_checker()
@@ -192,7 +188,7 @@ def signatures_not_checked(mp: pytest.MonkeyPatch) -> None:
 
     def verify(self: GrantVerifier, grant: Grant | None, required: Any, **kw: Any) -> Grant | None:
         if grant is None or grant.authority not in frozenset(required):
-            from firewall.model.errors import MissingGrantError
+            from gnomon.firewall.model.errors import MissingGrantError
 
             raise MissingGrantError("patched: missing")
         return grant
@@ -217,14 +213,15 @@ def hostile_peers_demote(mp: pytest.MonkeyPatch) -> None:
 
 def readers_see_stored_truth(mp: pytest.MonkeyPatch) -> None:
     """Recall shows every belief's stored truth: no reader's view of contradictions."""
-    import firewall.gate.retrieval
+
+    from gnomon import firewall
 
     mp.setattr(firewall.gate.retrieval, "as_seen_by", lambda store, reader, beliefs: {})
 
 
 def readers_know_every_peer(mp: pytest.MonkeyPatch) -> None:
     """Contradiction views list every member, whatever the reader may see."""
-    from firewall.gate.contested import Reader
+    from gnomon.firewall.gate.contested import Reader
 
     mp.setattr(Reader, "may_know", lambda self, belief: True)
 
@@ -241,15 +238,15 @@ def checkpoints_ignored(mp: pytest.MonkeyPatch) -> None:
 
 def mem0_passes_unknown_methods_through(mp: pytest.MonkeyPatch) -> None:
     """The mem0 wrapper hands any unguarded name to the raw client instead of refusing it."""
-    from adapters.mem0_guard import _Guarded
+    from gnomon.adapters.mem0_guard import _Guarded
 
     mp.setattr(_Guarded, "__getattr__", lambda self, name: getattr(self._client, name))
 
 
 def zep_resources_pass_through(mp: pytest.MonkeyPatch) -> None:
     """Guarded Zep resources hand unguarded names to the SDK resource they wrap."""
-    import adapters.zep
-    from adapters.errors import BypassRefusedError
+    from gnomon import adapters
+    from gnomon.adapters.errors import BypassRefusedError
 
     def passthrough(self: Any, name: str) -> Any:
         raw = self.__dict__.get("_raw")
@@ -262,35 +259,37 @@ def zep_resources_pass_through(mp: pytest.MonkeyPatch) -> None:
 
 def drift_not_flagged(mp: pytest.MonkeyPatch) -> None:
     """The guard notices a hash mismatch but neither marks the binding nor the belief."""
-    from adapters.guard import Guard
+    from gnomon.adapters.guard import Guard
 
     mp.setattr(Guard, "mark_drifted", lambda self, binding, belief, item: (binding, belief))
 
 
 def channel_not_fed(mp: pytest.MonkeyPatch) -> None:
     """The guarded clients' contradiction channel says nothing (the links stay in the log)."""
-    import adapters.conflicts
+
+    from gnomon import adapters
 
     mp.setattr(adapters.conflicts, "of_beliefs", lambda guard, policy, reader, beliefs: [])
 
 
 def trusted_rivals_supersede(mp: pytest.MonkeyPatch) -> None:
     """Any write at least as trusted supersedes: another user's statement retires the fact."""
-    import adapters.guard
+
+    from gnomon import adapters
 
     mp.setattr(adapters.guard, "rivals", lambda old, new: False)
 
 
 def channel_reveals_hidden_members(mp: pytest.MonkeyPatch) -> None:
     """The channel forgets the reader's visibility: quarantined members are named."""
-    from firewall.gate.contested import Reader
+    from gnomon.firewall.gate.contested import Reader
 
     mp.setattr(Reader, "may_know", lambda self, belief: True)
 
 
 def zep_context_passed_through(mp: pytest.MonkeyPatch) -> None:
     """The guarded client returns the server's context blob instead of rebuilding it."""
-    import adapters.zep
+    from gnomon import adapters
 
     original = adapters.zep._Core.context
 
@@ -304,7 +303,7 @@ def zep_context_passed_through(mp: pytest.MonkeyPatch) -> None:
 def mem0_facts_drop_the_session_label(mp: pytest.MonkeyPatch) -> None:
     """mem0's extracted facts are recorded as the agent's own writing over nothing: the join
     with the session's label (everything it read, the input messages included) is dropped."""
-    from adapters.mem0_guard import _Guarded
+    from gnomon.adapters.mem0_guard import _Guarded
 
     def fact(self: Any, text: str) -> Any:
         return self.gnomon._guard.session.remember(text, [])
@@ -315,8 +314,8 @@ def mem0_facts_drop_the_session_label(mp: pytest.MonkeyPatch) -> None:
 
 def ladder_removed(mp: pytest.MonkeyPatch) -> None:
     """The ladder is gone: the first matching rule's verdict stands, whatever the level."""
-    import firewall.kernel.decide as decide
-    from firewall.kernel.actionpolicy import Outcome
+    import gnomon.firewall.kernel.decide as decide
+    from gnomon.firewall.kernel.actionpolicy import Outcome
 
     def rule_verdict(policy: Any, contract: Any, level: Any) -> Any:
         rule = next(
@@ -330,22 +329,22 @@ def ladder_removed(mp: pytest.MonkeyPatch) -> None:
 
 def floors_not_enforced(mp: pytest.MonkeyPatch) -> None:
     """A contract may declare any level: the registry no longer compares it with the floor."""
-    import firewall.kernel.contracts as contracts
+    import gnomon.firewall.kernel.contracts as contracts
 
     mp.setattr(contracts, "FLOORS", {c: contracts.Level.L0 for c in contracts.Category})
 
 
 def ladder_softens_stricter_rules(mp: pytest.MonkeyPatch) -> None:
     """Tightening takes the later verdict instead of the stricter: an L4 deny becomes a hold."""
-    from firewall.kernel.actionpolicy import Outcome
+    from gnomon.firewall.kernel.actionpolicy import Outcome
 
     mp.setattr(Outcome, "at_least", lambda self, other: other)
 
 
 def unmatched_allowed(mp: pytest.MonkeyPatch) -> None:
     """No matching rule means allow (fail open)."""
-    import firewall.kernel.decide as decide
-    from firewall.kernel.actionpolicy import Outcome
+    import gnomon.firewall.kernel.decide as decide
+    from gnomon.firewall.kernel.actionpolicy import Outcome
 
     original = decide.rule_verdict
 
@@ -360,7 +359,7 @@ def unmatched_allowed(mp: pytest.MonkeyPatch) -> None:
 
 def policy_signatures_not_checked(mp: pytest.MonkeyPatch) -> None:
     """Any signature file, or none, is accepted."""
-    import firewall.kernel.signing as signing
+    import gnomon.firewall.kernel.signing as signing
 
     mp.setattr(signing, "verify_policy", lambda policy, doc, keys, source: ("k", "s"))
 
@@ -369,35 +368,35 @@ def policy_signatures_not_checked(mp: pytest.MonkeyPatch) -> None:
         return signing.SignedPolicy(policy, policy.digest, "k", "s", str(path))
 
     mp.setattr(signing, "load_action_policy", load)
-    import probes.action_policy_signed as probe
+    import gnomon.probes.action_policy_signed as probe
 
     mp.setattr(probe, "load_action_policy", load)
 
 
 def held_actions_executable(mp: pytest.MonkeyPatch) -> None:
     """The kernel executes a request whatever its status (held included)."""
-    import firewall.kernel.kernel as kernel
+    import gnomon.firewall.kernel.kernel as kernel
 
     mp.setattr(kernel, "EXECUTABLE", frozenset({"allowed", "approved", "held"}))
 
 
 def preconditions_not_revalidated(mp: pytest.MonkeyPatch) -> None:
     """Execution trusts the facts recorded at proposal."""
-    import firewall.kernel.kernel as kernel
+    import gnomon.firewall.kernel.kernel as kernel
 
     mp.setattr(kernel, "revalidate", lambda snapshots, **kw: [])
 
 
 def approvals_not_checked(mp: pytest.MonkeyPatch) -> None:
     """Any Approval object is taken at its word."""
-    import firewall.kernel.kernel as kernel
+    import gnomon.firewall.kernel.kernel as kernel
 
     mp.setattr(kernel, "check_approval", lambda approval, request, keys, *, now: approval)
 
 
 def nonces_forgotten(mp: pytest.MonkeyPatch) -> None:
     """The kernel forgets which approval nonces were used (replays accepted)."""
-    import firewall.kernel.ledger as ledger
+    import gnomon.firewall.kernel.ledger as ledger
 
     original = ledger.read_ledger
 
@@ -415,7 +414,7 @@ def nonces_forgotten(mp: pytest.MonkeyPatch) -> None:
 
 def holds_never_expire(mp: pytest.MonkeyPatch) -> None:
     """Deadlines are ignored: a hold waits forever."""
-    from firewall.kernel.kernel import ActionKernel
+    from gnomon.firewall.kernel.kernel import ActionKernel
 
     mp.setattr(ActionKernel, "_expire_one", lambda self, state: False)
 
@@ -423,8 +422,8 @@ def holds_never_expire(mp: pytest.MonkeyPatch) -> None:
 def why_explains_any_id(mp: pytest.MonkeyPatch) -> None:
     """The MCP memory server explains any id it is asked about, not only what recall showed
     (and no longer re-checks the privileged states, which would still hide a quarantined one)."""
-    import firewall.host.mcp_memory
-    from firewall.host.mcp_memory import MemoryServer
+    from gnomon import firewall
+    from gnomon.firewall.host.mcp_memory import MemoryServer
 
     original = MemoryServer._why
 
@@ -438,14 +437,14 @@ def why_explains_any_id(mp: pytest.MonkeyPatch) -> None:
 
 def proxy_hold_never_times_out(mp: pytest.MonkeyPatch) -> None:
     """The proxy's wait runs out but the hold stays open (a later approval would still run)."""
-    from firewall.kernel.kernel import ActionKernel
+    from gnomon.firewall.kernel.kernel import ActionKernel
 
     mp.setattr(ActionKernel, "withdraw", lambda self, request_id, reason: self.status(request_id))
 
 
 def action_events_lose_context(mp: pytest.MonkeyPatch) -> None:
     """Events about a request after its proposal are recorded without the session's ids."""
-    from firewall.kernel.kernel import ActionKernel
+    from gnomon.firewall.kernel.kernel import ActionKernel
 
     original = ActionKernel._record
 
@@ -461,28 +460,28 @@ def action_events_lose_context(mp: pytest.MonkeyPatch) -> None:
 
 def session_label_ignored(mp: pytest.MonkeyPatch) -> None:
     """The data-flow rule is gone: a session's taint never holds an action."""
-    import firewall.kernel.decide as decide
+    import gnomon.firewall.kernel.decide as decide
 
     mp.setattr(decide, "tainted", lambda label: False)
 
 
 def citations_not_checked(mp: pytest.MonkeyPatch) -> None:
     """Cited beliefs are never checked against the planner policy."""
-    import firewall.kernel.decide as decide
+    import gnomon.firewall.kernel.decide as decide
 
     mp.setattr(decide, "citation_problems", lambda cites, found, policy, now: ([], []))
 
 
 def origin_fanout_finds_nothing(mp: pytest.MonkeyPatch) -> None:
     """The store's bulk origin lookup returns nothing: a flag quarantines no derived belief."""
-    from firewall.store.base import Store
+    from gnomon.firewall.store.base import Store
 
     mp.setattr(Store, "beliefs_with_origin", lambda self, origin_id: [])
 
 
 def fanout_one_event_per_belief(mp: pytest.MonkeyPatch) -> None:
     """Flagging an origin quarantines belief by belief, one event (transaction) each."""
-    from firewall.host.firewall import Firewall
+    from gnomon.firewall.host.firewall import Firewall
 
     def flag(self: Firewall, origin_id: str, *, reason: str, **kw: Any) -> list[Any]:
         moved = [
@@ -498,7 +497,7 @@ def fanout_one_event_per_belief(mp: pytest.MonkeyPatch) -> None:
 
 def content_signal_silent(mp: pytest.MonkeyPatch) -> None:
     """The content signal never matches."""
-    import firewall.host.sentinels.sentinel as sentinel
+    import gnomon.firewall.host.sentinels.sentinel as sentinel
 
     mp.setattr(sentinel, "looks_injected", lambda text: None)
 
@@ -512,14 +511,14 @@ def sentinel_may_mark_malicious(mp: pytest.MonkeyPatch) -> None:
 
 def arbiters_ignored(mp: pytest.MonkeyPatch) -> None:
     """The kernel's arbitration hook is skipped: arbiters never see a proposal."""
-    import firewall.kernel.kernel as kernel
+    import gnomon.firewall.kernel.kernel as kernel
 
     mp.setattr(kernel, "arbitrate", lambda ruling, case, arbiters: ruling)
 
 
 def flags_not_learned(mp: pytest.MonkeyPatch) -> None:
     """Sentinel state forgets origin.flagged events (the arbiter never hears of a flag)."""
-    from firewall.host.sentinels.sentinel import FLAG_KIND, SentinelState
+    from gnomon.firewall.host.sentinels.sentinel import FLAG_KIND, SentinelState
 
     original = SentinelState.learn
 
@@ -532,21 +531,21 @@ def flags_not_learned(mp: pytest.MonkeyPatch) -> None:
 
 def decay_never_due(mp: pytest.MonkeyPatch) -> None:
     """Nothing is ever due to decay: freshness stays as written."""
-    import firewall.host.decay as decay
+    import gnomon.firewall.host.decay as decay
 
     mp.setattr(decay, "due_state", lambda current, *, expired, aged: None)
 
 
 def calibration_never_bad(mp: pytest.MonkeyPatch) -> None:
     """The calibration arbiter never finds a class badly calibrated."""
-    import firewall.kernel.calibration as cal
+    import gnomon.firewall.kernel.calibration as cal
 
     mp.setattr(cal.CalibrationArbiter, "_catch_up", lambda self: None)
 
 
 def calibration_events_not_checked(mp: pytest.MonkeyPatch) -> None:
     """Replay returns what the event says instead of recomputing it."""
-    import firewall.kernel.calibration as cal
+    import gnomon.firewall.kernel.calibration as cal
 
     mp.setattr(
         cal,

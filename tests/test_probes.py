@@ -6,9 +6,9 @@ import types
 
 import pytest
 
-from firewall.model.errors import InputError
-from probes import runner
-from probes.runner import Checks, ProbeResult, execute, run_all, run_one
+from gnomon.firewall.model.errors import InputError
+from gnomon.probes import runner
+from gnomon.probes.runner import Checks, ProbeResult, execute, run_all, run_one
 
 
 @pytest.mark.parametrize("name", runner.PROBE_MODULES)
@@ -101,7 +101,7 @@ def test_a_wrong_or_missing_error_is_a_broken_expectation() -> None:
 def test_run_all_reports_a_broken_probe_module_without_raising(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    broken = types.ModuleType("probes.broken")
+    broken = types.ModuleType("gnomon.probes.broken")
     broken.NAME = "broken"  # type: ignore[attr-defined]
     broken.TITLE = "A probe whose run() itself raises"  # type: ignore[attr-defined]
 

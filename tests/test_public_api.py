@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import firewall
+from gnomon import firewall
 
 EXPECTED = [
     "Action",
@@ -50,7 +50,7 @@ def test_all_is_sorted_and_pinned() -> None:
 
 
 def test_error_root() -> None:
-    from firewall.model import errors
+    from gnomon.firewall.model import errors
 
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.GnomonError), name

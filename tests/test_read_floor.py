@@ -25,18 +25,18 @@ from typing import Any
 import psycopg
 import pytest
 
-import firewall
-from adapters.base import StoreItem
-from adapters.guard import Guard
-from firewall.audit.replay import replay
-from firewall.gate.policy import ContextPolicy, QuoteRule
-from firewall.gate.retrieval import gather
-from firewall.host.firewall import ImportItem
-from firewall.model.chain import Belief, BindingState, StoreBinding, content_hash
-from firewall.model.errors import PolicyError
-from firewall.model.filters import BeliefFilter
-from firewall.model.origin import Origin
-from firewall.model.states import (
+from gnomon import firewall
+from gnomon.adapters.base import StoreItem
+from gnomon.adapters.guard import Guard
+from gnomon.firewall.audit.replay import replay
+from gnomon.firewall.gate.policy import ContextPolicy, QuoteRule
+from gnomon.firewall.gate.retrieval import gather
+from gnomon.firewall.host.firewall import ImportItem
+from gnomon.firewall.model.chain import Belief, BindingState, StoreBinding, content_hash
+from gnomon.firewall.model.errors import PolicyError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import (
     Authority,
     RetrievalStatus,
     SecurityStatus,

@@ -14,8 +14,8 @@ from pathlib import Path
 import click
 import pytest
 
-from firewall import ContextPolicy
-from firewall.cli import cli
+from gnomon.firewall import ContextPolicy
+from gnomon.firewall.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -50,7 +50,7 @@ def mentioned() -> set[tuple[str, ...]]:
     groups = {name for name, c in cli.commands.items() if isinstance(c, click.Group)}
     found: set[tuple[str, ...]] = set()
     for first, second in re.findall(
-        r"\bgnomon(?: --url \S+)? ([a-z][\w-]*)(?: ([a-z][\w-]*))?", README
+        r"(?<!from )\bgnomon(?: --url \S+)? ([a-z][\w-]*)(?: ([a-z][\w-]*))?", README
     ):
         found.add((first, second) if first in groups and second else (first,))
     return found

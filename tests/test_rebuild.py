@@ -6,8 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from firewall.audit.rebuild import rebuild, replay, snapshot
-from firewall.store.sqlite import SQLiteStore
+from gnomon.firewall.audit.rebuild import rebuild, replay, snapshot
+from gnomon.firewall.store.sqlite import SQLiteStore
 from tests.log_contract import populated_source
 
 

@@ -13,13 +13,13 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from firewall.audit.rebuild import rebuild
-from firewall.cli import cli
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import TruthStatus
-from firewall.store.base import Store
-from firewall.store.postgres import PostgresStore
-from firewall.store.sqlite import SQLiteStore
+from gnomon.firewall.audit.rebuild import rebuild
+from gnomon.firewall.cli import cli
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import TruthStatus
+from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.postgres import PostgresStore
+from gnomon.firewall.store.sqlite import SQLiteStore
 from tests.log_contract import populated_source
 
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-import firewall
-from firewall import Origin
-from firewall.audit import credentials
-from firewall.audit.report import (
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.audit import credentials
+from gnomon.firewall.audit.report import (
     SECTIONS,
     ReportContext,
     Table,
@@ -29,8 +29,8 @@ from firewall.audit.report import (
     render_markdown,
     report_json,
 )
-from firewall.model.content import block_hash
-from firewall.model.states import Authority
+from gnomon.firewall.model.content import block_hash
+from gnomon.firewall.model.states import Authority
 from tests.attested import observe_as
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"

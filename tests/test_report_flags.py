@@ -9,12 +9,17 @@ from collections.abc import Iterator
 
 import pytest
 
-import firewall
-from firewall import Origin
-from firewall.audit.report import _decision_sensitivity, build_report, render_html, render_markdown
-from firewall.gate.gate import Move
-from firewall.host.session import Session
-from firewall.model.states import Authority, Axis, Sensitivity, TruthStatus
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.audit.report import (
+    _decision_sensitivity,
+    build_report,
+    render_html,
+    render_markdown,
+)
+from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.host.session import Session
+from gnomon.firewall.model.states import Authority, Axis, Sensitivity, TruthStatus
 from tests.attested import observe_as
 
 SUBJECT = {"subject": "gecko-service", "predicate": "primary_region"}

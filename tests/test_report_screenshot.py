@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-import firewall
-from firewall import Origin
-from firewall.audit.report import SECTIONS, build_report, render_html
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.audit.report import SECTIONS, build_report, render_html
 from tests.attested import attested
 
 WIDTH, HEIGHT = 1280, 900
@@ -166,7 +166,7 @@ def test_a_contained_session_gets_the_blue_banner_and_coloured_states(tmp_path: 
     The banner is blue (contained, not clean), the states are coloured pills, the page is no
     wider than the window, and the live token is not on it. (Looked at by eye when written:
     tests/test_report_screenshot.py keeps the PNG in its tmp_path.)"""
-    from firewall.host.demo import run_demo
+    from gnomon.firewall.host.demo import run_demo
 
     chromium()
     url = f"sqlite:///{tmp_path / 'demo.db'}"

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import firewall
-from firewall import Origin
-from firewall.cli import cli
-from firewall.gate.grants import GrantSigner
-from firewall.host.config import pinned_keys
-from firewall.host.review import APPROVED_KIND, NotACandidateError, approve, harvest
-from firewall.model.errors import ForgedGrantError, GrantScopeError, MissingGrantError
+from gnomon import firewall
+from gnomon.firewall import Origin
+from gnomon.firewall.cli import cli
+from gnomon.firewall.gate.grants import GrantSigner
+from gnomon.firewall.host.config import pinned_keys
+from gnomon.firewall.host.review import APPROVED_KIND, NotACandidateError, approve, harvest
+from gnomon.firewall.model.errors import ForgedGrantError, GrantScopeError, MissingGrantError
 
 PROJECT = "shop"
 

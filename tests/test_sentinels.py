@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-import firewall
-from firewall import Authority, Origin
-from firewall.gate.gate import Move
-from firewall.host.sentinels import ALERT_KIND, FLAG_KIND, Sentinel, SentinelArbiter
-from firewall.model.errors import InputError, TransitionRefused
-from firewall.model.states import Axis, RetrievalStatus, SecurityStatus, TruthStatus
-from probes._kernel import host
+from gnomon import firewall
+from gnomon.firewall import Authority, Origin
+from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.host.sentinels import ALERT_KIND, FLAG_KIND, Sentinel, SentinelArbiter
+from gnomon.firewall.model.errors import InputError, TransitionRefused
+from gnomon.firewall.model.states import Axis, RetrievalStatus, SecurityStatus, TruthStatus
+from gnomon.probes._kernel import host
 from tests.attested import observe_as
 
 POISON = Origin.external("file:CONTRIBUTING.md")
@@ -221,7 +221,7 @@ def test_cli_flag_then_a_sentinel_process_quarantines_later_derivations(tmp_path
 
     from click.testing import CliRunner
 
-    from firewall.cli import cli
+    from gnomon.firewall.cli import cli
 
     url = f"sqlite:///{tmp_path / 'g.db'}"
     with firewall.open(url) as wall:
@@ -271,7 +271,7 @@ def test_cli_flag_then_a_sentinel_process_quarantines_later_derivations(tmp_path
 
 
 def test_an_arbiter_cannot_loosen_a_verdict(wall: firewall.Firewall) -> None:
-    from firewall.kernel.actionpolicy import Outcome
+    from gnomon.firewall.kernel.actionpolicy import Outcome
 
     def lenient(case: object) -> tuple[Outcome, list[str]]:
         return Outcome.ALLOW, ["the arbiter says allow"]

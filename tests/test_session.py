@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import firewall
-from firewall import Origin, Sensitivity
-from firewall.model.errors import (
+from gnomon import firewall
+from gnomon.firewall import Origin, Sensitivity
+from gnomon.firewall.model.errors import (
     ExpiredGrantError,
     ForgedGrantError,
     InputError,
@@ -21,7 +21,7 @@ from firewall.model.errors import (
     TransitionRefused,
     UnknownIdError,
 )
-from firewall.model.states import Authority
+from gnomon.firewall.model.states import Authority
 from tests.attested import attested
 
 

@@ -11,13 +11,13 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-import firewall
-from firewall.audit.shipping import ship_to_file, verify_file
-from firewall.cli import cli
-from firewall.log.events import body_digest
-from firewall.log.ndjson import read_events, read_file
-from firewall.model.errors import LogFormatError, RedactionError
-from firewall.model.states import Sensitivity
+from gnomon import firewall
+from gnomon.firewall.audit.shipping import ship_to_file, verify_file
+from gnomon.firewall.cli import cli
+from gnomon.firewall.log.events import body_digest
+from gnomon.firewall.log.ndjson import read_events, read_file
+from gnomon.firewall.model.errors import LogFormatError, RedactionError
+from gnomon.firewall.model.states import Sensitivity
 
 SECRET = "the vault root token is s.QxZ81-do-not-ship"
 FIXTURE = Path(__file__).parent / "fixtures" / "log_schema1.ndjson"
@@ -179,7 +179,7 @@ def test_a_version1_event_above_the_ceiling_is_refused_not_leaked(tmp_path: Path
 def test_attack_a_secret_inside_an_import_batch_is_redacted(tmp_path: Path) -> None:
     """An import batch (one compact event for many records) is judged by the records it stands
     for, not by where a label sits in its JSON: one secret row redacts the batch event."""
-    from firewall import ImportItem
+    from gnomon.firewall import ImportItem
 
     url = f"sqlite:///{tmp_path / 'g.db'}"
     items = [
@@ -196,7 +196,7 @@ def test_attack_a_secret_inside_an_import_batch_is_redacted(tmp_path: Path) -> N
 def test_a_shipped_export_keeps_its_signed_checkpoints(tmp_path: Path) -> None:
     """The checkpoint signed over the full log verifies on the shipped one: it signs the chain
     head, and the chain is the same whatever was redacted."""
-    from firewall.log.checkpoints import CheckpointSigner, write_checkpoint
+    from gnomon.firewall.log.checkpoints import CheckpointSigner, write_checkpoint
 
     url = _store(tmp_path)
     signer = CheckpointSigner.generate()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from firewall.store.base import Store
-from firewall.store.memory import MemoryStore
+from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.memory import MemoryStore
 from tests.store_contract import StoreContract
 
 

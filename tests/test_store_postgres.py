@@ -8,8 +8,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from firewall.store.base import Store
-from firewall.store.postgres import PostgresStore
+from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.postgres import PostgresStore
 from tests.store_contract import StoreContract
 
 pytestmark = pytest.mark.postgres

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from firewall.model.errors import UnsupportedURLError
-from firewall.store.memory import MemoryStore
-from firewall.store.registry import DEFAULT_URL, default_url, open_store
-from firewall.store.sqlite import SQLiteStore
+from gnomon.firewall.model.errors import UnsupportedURLError
+from gnomon.firewall.store.memory import MemoryStore
+from gnomon.firewall.store.registry import DEFAULT_URL, default_url, open_store
+from gnomon.firewall.store.sqlite import SQLiteStore
 
 
 def test_memory() -> None:
@@ -52,7 +52,7 @@ def test_sqlite_without_path(url: str) -> None:
 
 
 def test_postgres_without_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "firewall.store.postgres", None)
+    monkeypatch.setitem(sys.modules, "gnomon.firewall.store.postgres", None)
     with pytest.raises(UnsupportedURLError) as err:
         open_store("postgresql://gnomon:s3cret@db.example/gnomon")
     assert "pip install 'gnomon[postgres]'" in str(err.value)

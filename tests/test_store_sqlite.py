@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from firewall.model.errors import StoreCorruptError, StoreError, StoreLockedError
-from firewall.model.filters import BeliefFilter
-from firewall.store.base import Store
-from firewall.store.memory import MemoryStore
-from firewall.store.sqlite import SQLiteStore
+from gnomon.firewall.model.errors import StoreCorruptError, StoreError, StoreLockedError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.memory import MemoryStore
+from gnomon.firewall.store.sqlite import SQLiteStore
 from tests.factories import belief_draft, make_belief, make_decision, make_draft, make_records
 from tests.store_contract import StoreContract
 
@@ -124,8 +124,8 @@ def test_closed_store_refuses_work(tmp_path: Path) -> None:
 
 WRITER = """
 import sys
-from firewall.store.memory import MemoryStore
-from firewall.store.sqlite import SQLiteStore
+from gnomon.firewall.store.memory import MemoryStore
+from gnomon.firewall.store.sqlite import SQLiteStore
 from tests.factories import belief_draft, make_belief
 with SQLiteStore(sys.argv[1], busy_timeout=30) as store:
     for i in range(200):
@@ -172,7 +172,7 @@ def test_relevance_order_matches_the_memory_backend(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("old_version", ["1", "2"])
 def test_older_file_gains_the_bindings_table(tmp_path: Path, old_version: str) -> None:
-    from firewall.store import sqlite_schema
+    from gnomon.firewall.store import sqlite_schema
     from tests.factories import make_binding
 
     path = tmp_path / f"v{old_version}.db"

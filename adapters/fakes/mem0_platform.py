@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from adapters.fakes._http import Router, json_of, score
+from gnomon.adapters.fakes._http import Router, json_of, score
 
 SCOPE = ("user_id", "agent_id", "run_id", "app_id")
 

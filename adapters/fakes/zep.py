@@ -29,8 +29,8 @@ from typing import Any
 
 import httpx
 
-from adapters.fakes._http import Router, json_of, score
-from adapters.zep_context import render_context
+from gnomon.adapters.fakes._http import Router, json_of, score
+from gnomon.adapters.zep_context import render_context
 
 PREFIX = "/api/v4"
 DEFAULT_PAGE = 20

@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from adapters.fakes._http import Router, json_of, score
+from gnomon.adapters.fakes._http import Router, json_of, score
 
 PREFIX = "/api/v2"
 

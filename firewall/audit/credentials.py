@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from firewall.model.render import shown_text
+from gnomon.firewall.model.render import shown_text
 
 #: Gnomon's own patterns, applied with either engine: ``(kind, pattern)``.
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (

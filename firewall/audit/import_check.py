@@ -38,20 +38,20 @@ from itertools import groupby
 
 from pydantic import ValidationError
 
-from firewall.gate.gate import Move, adoption_for, apply_moves
-from firewall.log.events import Event
-from firewall.log.moves import resolve_moves
-from firewall.model.chain import Belief, EvidenceItem, EvidenceSet, Revision
-from firewall.model.errors import GateError, LogIntegrityError
-from firewall.model.ids import id_prefix
-from firewall.model.states import (
+from gnomon.firewall.gate.gate import Move, adoption_for, apply_moves
+from gnomon.firewall.log.events import Event
+from gnomon.firewall.log.moves import resolve_moves
+from gnomon.firewall.model.chain import Belief, EvidenceItem, EvidenceSet, Revision
+from gnomon.firewall.model.errors import GateError, LogIntegrityError
+from gnomon.firewall.model.ids import id_prefix
+from gnomon.firewall.model.states import (
     Authority,
     Axis,
     EvidenceQuality,
     FreshnessStatus,
     SecurityStatus,
 )
-from firewall.store.base import Store
+from gnomon.firewall.store.base import Store
 
 #: Fields a belief keeps for life: a new version that changes one was not made by the gate.
 IMMUTABLE = ("claim_id", "statement", "origin", "project", "kind", "created_at")

@@ -20,7 +20,7 @@ difference of kind ``corrupt``, never a decoder traceback.
 (:meth:`~firewall.store.base.Store.rebuild_projections`, one transaction on SQLite and
 PostgreSQL) and compares again.
 
->>> from firewall.store.memory import MemoryStore
+>>> from gnomon.firewall.store.memory import MemoryStore
 >>> report = rebuild(MemoryStore())
 >>> report.ok, report.events
 (True, 0)
@@ -35,12 +35,12 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from firewall.log.events import RECORD_TYPES
-from firewall.model.chain import ChainModel
-from firewall.model.errors import LogIntegrityError
-from firewall.model.heap import cyclic_gc_paused
-from firewall.store.base import Store
-from firewall.store.memory import MemoryStore
+from gnomon.firewall.log.events import RECORD_TYPES
+from gnomon.firewall.model.chain import ChainModel
+from gnomon.firewall.model.errors import LogIntegrityError
+from gnomon.firewall.model.heap import cyclic_gc_paused
+from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.memory import MemoryStore
 
 #: Events appended to the replay store per call (bounded memory, few calls).
 BATCH = 5000

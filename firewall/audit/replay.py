@@ -34,15 +34,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from firewall.gate.gate import GATE_VERSION, AdoptionRule, adoption_rule
-from firewall.gate.policy import ContextPolicy, resolve
-from firewall.log.batch import record_docs
-from firewall.log.events import Event
-from firewall.model.chain import Belief, Decision
-from firewall.model.errors import InputError, UnknownIdError
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import EvidenceQuality, TruthStatus
-from firewall.store.base import Store
+from gnomon.firewall.gate.gate import GATE_VERSION, AdoptionRule, adoption_rule
+from gnomon.firewall.gate.policy import ContextPolicy, resolve
+from gnomon.firewall.log.batch import record_docs
+from gnomon.firewall.log.events import Event
+from gnomon.firewall.model.chain import Belief, Decision
+from gnomon.firewall.model.errors import InputError, UnknownIdError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import EvidenceQuality, TruthStatus
+from gnomon.firewall.store.base import Store
 
 #: How many text matches a gate-version replay evaluates per recall.
 CANDIDATES = 200
@@ -155,7 +155,7 @@ def replay(
 ) -> ReplayResult:
     """Replay every recall and decision of ``session_id`` under ``policy`` (and a gate version).
 
-    >>> import firewall
+    >>> from gnomon import firewall
     >>> wall = firewall.open("memory://")
     >>> with wall.session(project="p", actor="a") as s:
     ...     doc = s.observe(tool="read", content="Deploy with make ship",

@@ -15,7 +15,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from firewall.audit.report import Table, TrustReport
+    from gnomon.firewall.audit.report import Table, TrustReport
 
 #: What each state means for an auditor: ``good`` (trusted, clean, in use), ``watch`` (held,
 #: restricted, unconfirmed), ``bad`` (contradicted, quarantined, malicious), ``gone`` (retired).

@@ -5,7 +5,7 @@ but
 no index of sessions; the list is read from the event log in one pass, counting each session's
 events, then each header is read from the projection (so ``ended_at`` is the current one).
 
->>> import firewall
+>>> from gnomon import firewall
 >>> wall = firewall.open("memory://")
 >>> with wall.session(project="shop", actor="coder", user="alice") as s:
 ...     _ = s.remember("We deploy on Fridays")
@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from firewall.model.chain import SessionInfo
-from firewall.store.base import Store
+from gnomon.firewall.model.chain import SessionInfo
+from gnomon.firewall.store.base import Store
 
 
 @dataclass(frozen=True, slots=True)

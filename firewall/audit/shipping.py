@@ -19,7 +19,7 @@ its digest and the file still verifies (it loses information, it cannot gain any
 body but its own). The ``redacted`` note on a line and the ceiling in the header are not covered
 by the hash; the holder of the full log can show any redacted body.
 
->>> from firewall.model.states import Sensitivity
+>>> from gnomon.firewall.model.states import Sensitivity
 >>> above(Sensitivity.SECRET, Sensitivity.INTERNAL), above(Sensitivity.PUBLIC, Sensitivity.INTERNAL)
 (True, False)
 """
@@ -34,11 +34,17 @@ from typing import IO
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from firewall.log.checkpoints import Checkpoint, LogVerifyReport, verify_log
-from firewall.log.events import Body, RedactedBody, body_digest, chain_hash, records_from_payload
-from firewall.log.ndjson import export_to_file, header_line, parse, read_file, write_export
-from firewall.model.errors import LogFormatError, RedactionError
-from firewall.model.states import Sensitivity
+from gnomon.firewall.log.checkpoints import Checkpoint, LogVerifyReport, verify_log
+from gnomon.firewall.log.events import (
+    Body,
+    RedactedBody,
+    body_digest,
+    chain_hash,
+    records_from_payload,
+)
+from gnomon.firewall.log.ndjson import export_to_file, header_line, parse, read_file, write_export
+from gnomon.firewall.model.errors import LogFormatError, RedactionError
+from gnomon.firewall.model.states import Sensitivity
 
 Row = tuple[int, bytes, str, str]
 

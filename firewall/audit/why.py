@@ -35,11 +35,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from firewall.model.chain import Belief, Contradiction, Observation, Revision
-from firewall.model.content import block_hash
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import Axis, TruthStatus
-from firewall.store.base import Store
+from gnomon.firewall.model.chain import Belief, Contradiction, Observation, Revision
+from gnomon.firewall.model.content import block_hash
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import Axis, TruthStatus
+from gnomon.firewall.store.base import Store
 
 #: Separators that make a subject part of a topic: ``payments.api``, ``payments/db``, ``pay:x``.
 TOPIC_SEPARATORS = (".", "/", ":")
@@ -477,7 +477,7 @@ def why(
 ) -> WhyResult:
     """Resolve ``query`` (id, subject, topic, text) and explain every belief it finds.
 
-    >>> import firewall
+    >>> from gnomon import firewall
     >>> wall = firewall.open("memory://")
     >>> with wall.session(project="shop", actor="coder", user="alice") as s:
     ...     fact = s.observe(tool="chat", content="We deploy on Fridays",

@@ -41,22 +41,22 @@ from __future__ import annotations
 
 import click
 
-from firewall import __about__
-from firewall.cli.admin import demo, keys, log, policy, probes
-from firewall.cli.calibration import calibration_command
-from firewall.cli.common import GnomonGroup, Settings
-from firewall.cli.db import db, init
-from firewall.cli.decay import decay_command
-from firewall.cli.history import replay_command, report_command, why_command
-from firewall.cli.kernel import approve_command, deny_command, holds_command
-from firewall.cli.logcmd import rebuild
-from firewall.cli.mcp import mcp_group
-from firewall.cli.memory import beliefs, clear, promote, quarantine, recall
-from firewall.cli.otel import otel_group
-from firewall.cli.review import review_group
-from firewall.cli.sentinels import origins, sentinel
-from firewall.cli.sessions import sessions
-from firewall.cli.stores import export_group, import_group, sync_group
+from gnomon.firewall import __about__
+from gnomon.firewall.cli.admin import demo, keys, log, policy, probes
+from gnomon.firewall.cli.calibration import calibration_command
+from gnomon.firewall.cli.common import GnomonGroup, Settings
+from gnomon.firewall.cli.db import db, init
+from gnomon.firewall.cli.decay import decay_command
+from gnomon.firewall.cli.history import replay_command, report_command, why_command
+from gnomon.firewall.cli.kernel import approve_command, deny_command, holds_command
+from gnomon.firewall.cli.logcmd import rebuild
+from gnomon.firewall.cli.mcp import mcp_group
+from gnomon.firewall.cli.memory import beliefs, clear, promote, quarantine, recall
+from gnomon.firewall.cli.otel import otel_group
+from gnomon.firewall.cli.review import review_group
+from gnomon.firewall.cli.sentinels import origins, sentinel
+from gnomon.firewall.cli.sessions import sessions
+from gnomon.firewall.cli.stores import export_group, import_group, sync_group
 
 
 @click.group(cls=GnomonGroup)

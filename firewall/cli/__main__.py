@@ -1,5 +1,5 @@
-"""``python -m firewall.cli``: the ``gnomon`` command, for launchers that take an interpreter."""
+"""``python -m gnomon.firewall.cli``: the ``gnomon`` command."""
 
-from firewall.cli import main
+from gnomon.firewall.cli import main
 
 main()

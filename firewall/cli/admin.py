@@ -8,7 +8,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from firewall.cli.common import (
+from gnomon.firewall.cli.common import (
     console,
     echo_json,
     json_option,
@@ -16,13 +16,13 @@ from firewall.cli.common import (
     trusted_keys_option,
     write_file,
 )
-from firewall.cli.logcmd import log_checkpoint, log_export, log_import, log_verify
-from firewall.cli.render import policy_summary
-from firewall.gate.grants import write_keypair
-from firewall.gate.policy import ContextPolicy
-from firewall.host import config
-from firewall.host.demo import DemoResult, run_demo
-from firewall.model.errors import GnomonError, KeyFileError, StoreError
+from gnomon.firewall.cli.logcmd import log_checkpoint, log_export, log_import, log_verify
+from gnomon.firewall.cli.render import policy_summary
+from gnomon.firewall.gate.grants import write_keypair
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.host import config
+from gnomon.firewall.host.demo import DemoResult, run_demo
+from gnomon.firewall.model.errors import GnomonError, KeyFileError, StoreError
 
 # -- demo -----------------------------------------------------------------------------------
 
@@ -47,7 +47,7 @@ from firewall.model.errors import GnomonError, KeyFileError, StoreError
 def demo(url: str, as_json: bool, story: str = "memory") -> None:
     """Run the poisoned-repository scenario end to end and print the verdict."""
     if story == "push":
-        from firewall.cli.kernel import push_demo
+        from gnomon.firewall.cli.kernel import push_demo
 
         push_demo(url, as_json)
         return
@@ -233,7 +233,7 @@ def keys_grant(
     from datetime import timedelta
     from pathlib import Path
 
-    from firewall.gate.grants import GrantSigner
+    from gnomon.firewall.gate.grants import GrantSigner
 
     grant = GrantSigner.from_file(key).issue(
         "user",
@@ -293,12 +293,12 @@ def probes_run(ctx: click.Context, as_json: bool) -> None:
 
 def _load_runner() -> Any:
     try:
-        runner = importlib.import_module("probes.runner")
+        runner = importlib.import_module("gnomon.probes.runner")
     except ModuleNotFoundError as exc:
-        if exc.name not in ("probes", "probes.runner"):
+        if exc.name not in ("gnomon.probes", "gnomon.probes.runner"):
             raise
         raise GnomonError(
-            "the probe harness (probes.runner) is not installed in this environment",
+            "the probe harness (gnomon.probes.runner) is not installed in this environment",
             hint="run from a checkout that has probes/runner.py, installed with `pip install -e .`",
         ) from exc
     return runner.run_all

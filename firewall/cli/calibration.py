@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-import firewall
-from firewall.cli.common import echo, echo_json, json_option, resolve_url, url_option
-from firewall.kernel import calibration as cal
+from gnomon import firewall
+from gnomon.firewall.cli.common import echo, echo_json, json_option, resolve_url, url_option
+from gnomon.firewall.kernel import calibration as cal
 
 
 @click.command("calibration")

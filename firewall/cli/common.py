@@ -37,10 +37,10 @@ import click
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-from firewall.gate.grants import Grant
-from firewall.host import config
-from firewall.model.errors import GnomonError, InputError
-from firewall.model.render import terminal_text
+from gnomon.firewall.gate.grants import Grant
+from gnomon.firewall.host import config
+from gnomon.firewall.model.errors import GnomonError, InputError
+from gnomon.firewall.model.render import terminal_text
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -120,7 +120,7 @@ def ceiling_option(
     help: str, *, default: str | None = "internal", dest: str = "ceiling"
 ) -> Callable[[F], F]:
     """``--sensitivity-ceiling LEVEL``: one of the sensitivity levels, validated by click."""
-    from firewall.model.states import Sensitivity
+    from gnomon.firewall.model.states import Sensitivity
 
     return click.option(
         "--sensitivity-ceiling",

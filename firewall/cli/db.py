@@ -19,10 +19,10 @@ from typing import Any
 
 import click
 
-from firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
-from firewall.host import config
-from firewall.model.errors import StoreError, UnsupportedURLError
-from firewall.store.registry import open_store
+from gnomon.firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
+from gnomon.firewall.host import config
+from gnomon.firewall.model.errors import StoreError, UnsupportedURLError
+from gnomon.firewall.store.registry import open_store
 
 
 @click.command("init")
@@ -121,7 +121,7 @@ def db_upgrade(ctx: click.Context, url: str | None, as_json: bool) -> None:
 
 def _postgres() -> Any:
     try:
-        return importlib.import_module("firewall.store.postgres")
+        return importlib.import_module("gnomon.firewall.store.postgres")
     except ImportError as exc:
         raise UnsupportedURLError(
             "PostgreSQL support is not installed",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-import firewall
-from firewall.cli.common import echo, echo_json, json_option, resolve_url, url_option
-from firewall.host.decay import decay_all
+from gnomon import firewall
+from gnomon.firewall.cli.common import echo, echo_json, json_option, resolve_url, url_option
+from gnomon.firewall.host.decay import decay_all
 
 
 @click.command("decay")

@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 
 import click
 
-import firewall
-from firewall.audit.replay import ReplayResult, replay, replay_json
-from firewall.audit.report import build_report, render_html, render_markdown, report_json
-from firewall.audit.why import (
+from gnomon import firewall
+from gnomon.firewall.audit.replay import ReplayResult, replay, replay_json
+from gnomon.firewall.audit.report import build_report, render_html, render_markdown, report_json
+from gnomon.firewall.audit.why import (
     BeliefWhy,
     WhyResult,
     belief_brief,
@@ -30,7 +30,7 @@ from firewall.audit.why import (
     why,
     why_json,
 )
-from firewall.cli.common import (
+from gnomon.firewall.cli.common import (
     ceiling_option,
     echo,
     echo_json,
@@ -40,7 +40,7 @@ from firewall.cli.common import (
     url_option,
     write_file,
 )
-from firewall.cli.memory import (
+from gnomon.firewall.cli.memory import (
     _granted_wall,
     _report,
     _subject,
@@ -49,14 +49,14 @@ from firewall.cli.memory import (
     reason_option,
     subject_option,
 )
-from firewall.gate.gate import ADOPTION_RULES
-from firewall.model.chain import Belief
-from firewall.model.errors import InputError, UnknownIdError
-from firewall.model.filters import BeliefFilter
-from firewall.model.ids import id_prefix
-from firewall.model.render import terminal_text
-from firewall.model.states import Sensitivity
-from firewall.store.base import Store
+from gnomon.firewall.gate.gate import ADOPTION_RULES
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.errors import InputError, UnknownIdError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.ids import id_prefix
+from gnomon.firewall.model.render import terminal_text
+from gnomon.firewall.model.states import Sensitivity
+from gnomon.firewall.store.base import Store
 
 PAGE = 1000
 
@@ -138,7 +138,7 @@ def why_command(
 
 def _why_action(ctx: click.Context, ident: str, url: str | None, as_json: bool) -> None:
     """An action or request id: the beliefs and labels behind it (firewall.kernel.explain)."""
-    from firewall.kernel.explain import explain_action, render_action
+    from gnomon.firewall.kernel.explain import explain_action, render_action
 
     with firewall.open(resolve_url(ctx, url)) as wall:
         doc = explain_action(wall.store, ident)

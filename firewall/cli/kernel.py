@@ -13,14 +13,21 @@ from typing import Literal
 
 import click
 
-import firewall
-from firewall.cli.admin import policy
-from firewall.cli.common import console, echo, echo_json, json_option, resolve_url, url_option
-from firewall.gate.grants import KeyPurpose, load_public_key
-from firewall.kernel.approvals import ApprovalSigner
-from firewall.kernel.ledger import post_approval, read_ledger, read_request
-from firewall.kernel.signing import PolicySigner, load_action_policy
-from firewall.model.errors import InputError, UnknownIdError
+from gnomon import firewall
+from gnomon.firewall.cli.admin import policy
+from gnomon.firewall.cli.common import (
+    console,
+    echo,
+    echo_json,
+    json_option,
+    resolve_url,
+    url_option,
+)
+from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
+from gnomon.firewall.kernel.approvals import ApprovalSigner
+from gnomon.firewall.kernel.ledger import post_approval, read_ledger, read_request
+from gnomon.firewall.kernel.signing import PolicySigner, load_action_policy
+from gnomon.firewall.model.errors import InputError, UnknownIdError
 
 
 @policy.command("sign")
@@ -151,9 +158,9 @@ def _resolution_command(decision: Literal["approve", "deny"]) -> click.Command:
 
 def push_demo(url: str, as_json: bool) -> None:
     """``gnomon demo --story push``: the poisoned README, the summary, the HELD push."""
-    from firewall.host import config
-    from firewall.host.action_demo import run_push_demo
-    from firewall.model.errors import GnomonError
+    from gnomon.firewall.host import config
+    from gnomon.firewall.host.action_demo import run_push_demo
+    from gnomon.firewall.model.errors import GnomonError
 
     if url == config.DEMO_URL:
         config.reset_sqlite_file(url)

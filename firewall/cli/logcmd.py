@@ -11,10 +11,10 @@ from contextlib import nullcontext
 
 import click
 
-from firewall.audit.import_check import check_transitions
-from firewall.audit.rebuild import rebuild as rebuild_store
-from firewall.audit.shipping import ship, ship_to_file, verify_file
-from firewall.cli.common import (
+from gnomon.firewall.audit.import_check import check_transitions
+from gnomon.firewall.audit.rebuild import rebuild as rebuild_store
+from gnomon.firewall.audit.shipping import ship, ship_to_file, verify_file
+from gnomon.firewall.cli.common import (
     ceiling_option,
     console,
     echo,
@@ -24,14 +24,19 @@ from firewall.cli.common import (
     staged_file,
     url_option,
 )
-from firewall.cli.common import with_progress as progress
-from firewall.gate.grants import load_public_key
-from firewall.log.checkpoints import Checkpoint, CheckpointSigner, verify_log, write_checkpoint
-from firewall.log.ndjson import export_to_file, read_events, read_file, write_export
-from firewall.model.errors import GnomonError
-from firewall.model.states import Sensitivity
-from firewall.store.base import Store
-from firewall.store.registry import open_store
+from gnomon.firewall.cli.common import with_progress as progress
+from gnomon.firewall.gate.grants import load_public_key
+from gnomon.firewall.log.checkpoints import (
+    Checkpoint,
+    CheckpointSigner,
+    verify_log,
+    write_checkpoint,
+)
+from gnomon.firewall.log.ndjson import export_to_file, read_events, read_file, write_export
+from gnomon.firewall.model.errors import GnomonError
+from gnomon.firewall.model.states import Sensitivity
+from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.registry import open_store
 
 
 def _lookup(store: Store, seq: int) -> str | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from firewall.cli.common import json_option
-from firewall.model.errors import InputError
+from gnomon.firewall.cli.common import json_option
+from gnomon.firewall.model.errors import InputError
 
 
 @click.group("mcp")
@@ -42,13 +42,13 @@ def proxy_command(
     try:
         import anyio
 
-        from firewall.host.mcp_proxy import parse_listen, run_proxy
+        from gnomon.firewall.host.mcp_proxy import parse_listen, run_proxy
     except ImportError as exc:
         raise InputError(
             f"the MCP proxy needs the mcp package ({exc.name} is not installed)",
             hint="pip install 'gnomon[mcp]'",
         ) from None
-    from firewall.host.mcp_config import load_proxy_config
+    from gnomon.firewall.host.mcp_config import load_proxy_config
 
     http = parse_listen(listen) if listen is not None else None
     config = load_proxy_config(config_path)
@@ -79,13 +79,13 @@ def serve_command(
     try:
         import anyio
 
-        from firewall.host.mcp_memory import serve_memory
+        from gnomon.firewall.host.mcp_memory import serve_memory
     except ImportError as exc:
         raise InputError(
             f"the MCP memory server needs the mcp package ({exc.name} is not installed)",
             hint="pip install 'gnomon[mcp]'",
         ) from None
-    from firewall.cli.common import resolve_url
+    from gnomon.firewall.cli.common import resolve_url
 
     target = resolve_url(ctx, url)
     anyio.run(lambda: serve_memory(target, project=project, actor=actor, user=user, policy=policy))

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-import firewall
-from firewall.cli.common import (
+from gnomon import firewall
+from gnomon.firewall.cli.common import (
     console,
     echo_json,
     json_option,
@@ -22,7 +22,7 @@ from firewall.cli.common import (
     trusted_keys_option,
     url_option,
 )
-from firewall.cli.render import (
+from gnomon.firewall.cli.render import (
     belief_detail,
     belief_json,
     beliefs_table,
@@ -30,10 +30,10 @@ from firewall.cli.render import (
     recall_tables,
     section,
 )
-from firewall.gate.grants import GrantSigner
-from firewall.host import config
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import Authority, SecurityStatus, TruthStatus
+from gnomon.firewall.gate.grants import GrantSigner
+from gnomon.firewall.host import config
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import Authority, SecurityStatus, TruthStatus
 
 CLI_ACTOR = "cli"
 

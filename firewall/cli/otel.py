@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from firewall.cli.common import (
+from gnomon.firewall.cli.common import (
     ceiling_option,
     echo,
     echo_json,
@@ -21,8 +21,8 @@ from firewall.cli.common import (
     staged_file,
     url_option,
 )
-from firewall.model.states import Sensitivity
-from firewall.store.registry import open_store
+from gnomon.firewall.model.states import Sensitivity
+from gnomon.firewall.store.registry import open_store
 
 
 @click.group("otel")
@@ -47,7 +47,7 @@ def otel_export(
 ) -> None:
     """Export the whole log as spans (ids derived from the log: the same log gives the same
     ids). With --out and --json, the summary is a JSON object on stdout."""
-    from firewall.host.otel import JsonLinesExporter, export_events
+    from gnomon.firewall.host.otel import JsonLinesExporter, export_events
 
     level = Sensitivity(ceiling)
     with open_store(resolve_url(ctx, url)) as store:

@@ -13,10 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from firewall.gate.policy import ContextPolicy
-from firewall.gate.recall import RecallResult
-from firewall.log.events import VerifyReport
-from firewall.model.chain import Belief, Revision
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.gate.recall import RecallResult
+from gnomon.firewall.log.events import VerifyReport
+from gnomon.firewall.model.chain import Belief, Revision
 
 AXES = ("truth_status", "retrieval_status", "security_status", "freshness_status")
 

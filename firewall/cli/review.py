@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-import firewall
-from firewall.cli.common import (
+from gnomon import firewall
+from gnomon.firewall.cli.common import (
     console,
     echo,
     echo_json,
@@ -15,10 +15,16 @@ from firewall.cli.common import (
     trusted_keys_option,
     url_option,
 )
-from firewall.cli.memory import _granted_wall, _subject, key_option, reason_option, subject_option
-from firewall.host.review import approve, harvest
-from firewall.model.errors import InputError
-from firewall.model.render import terminal_text
+from gnomon.firewall.cli.memory import (
+    _granted_wall,
+    _subject,
+    key_option,
+    reason_option,
+    subject_option,
+)
+from gnomon.firewall.host.review import approve, harvest
+from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.model.render import terminal_text
 
 
 @click.group("review", invoke_without_command=True)

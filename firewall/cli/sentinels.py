@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-import firewall
-from firewall.cli.common import echo, echo_json, json_option, resolve_url, url_option
-from firewall.host.sentinels import Sentinel
-from firewall.model.render import terminal_text
+from gnomon import firewall
+from gnomon.firewall.cli.common import echo, echo_json, json_option, resolve_url, url_option
+from gnomon.firewall.host.sentinels import Sentinel
+from gnomon.firewall.model.render import terminal_text
 
 
 @click.group("origins")

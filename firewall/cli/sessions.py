@@ -7,10 +7,10 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-import firewall
-from firewall.audit.session_list import list_sessions
-from firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
-from firewall.cli.render import section
+from gnomon import firewall
+from gnomon.firewall.audit.session_list import list_sessions
+from gnomon.firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
+from gnomon.firewall.cli.render import section
 
 
 @click.group()

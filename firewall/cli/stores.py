@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-import firewall
-from firewall.cli.common import (
+from gnomon import firewall
+from gnomon.firewall.cli.common import (
     EXIT_FINDINGS,
     console,
     echo_json,
@@ -47,13 +47,13 @@ from firewall.cli.common import (
     staged_file,
     url_option,
 )
-from firewall.host import config
-from firewall.model.errors import InputError
+from gnomon.firewall.host import config
+from gnomon.firewall.model.errors import InputError
 
 if TYPE_CHECKING:
-    from adapters.adapter import Adapter
-    from firewall.gate.grants import Grant
-    from firewall.host.firewall import Firewall
+    from gnomon.adapters.adapter import Adapter
+    from gnomon.firewall.gate.grants import Grant
+    from gnomon.firewall.host.firewall import Firewall
 
 CLI_ACTOR = "cli"
 #: ``module:function`` returning the SDK client, called as ``function(store, options)``.
@@ -102,7 +102,7 @@ _PACKAGES = {"mem0": "mem0ai", "letta": "letta-client", "zep": "zep-cloud"}
 
 def _sdk(store: str, module: str, name: str) -> Any:
     """``module.name`` from the store's SDK, or the adapter's MissingSDKError."""
-    from adapters.errors import MissingSDKError
+    from gnomon.adapters.errors import MissingSDKError
 
     try:
         return getattr(importlib.import_module(module), name)
@@ -146,7 +146,7 @@ def mem0_telemetry_off() -> None:
 
 def _mem0_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connected:
     mem0_telemetry_off()
-    from adapters.mem0_backend import adapter_for
+    from gnomon.adapters.mem0_backend import adapter_for
 
     scope = {
         key: opts[key] for key in ("user_id", "agent_id", "run_id") if opts.get(key) is not None
@@ -161,7 +161,7 @@ def _mem0_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connect
         Memory = _sdk("mem0", "mem0", "Memory")
         client = _mem0_from_config(Memory, opts["mem0_config"])
         if opts.get("mem0_embedder") == "hash":
-            from adapters.testing import HashEmbedder
+            from gnomon.adapters.testing import HashEmbedder
 
             dims = client.config.vector_store.config.embedding_model_dims
             client.embedding_model = HashEmbedder(dims)
@@ -196,7 +196,7 @@ def _mem0_from_config(Memory: Any, path: str) -> Any:
     it is a bad config file here."""
     from pydantic import ValidationError
 
-    from adapters.errors import AdapterError
+    from gnomon.adapters.errors import AdapterError
 
     mapping = _load_mapping(path)
     try:
@@ -228,7 +228,7 @@ def _mem0_platform(MemoryClient: Any, api_key: str, host: str | None) -> Any:
     """The platform client: its constructor calls the host to check the key."""
     import httpx
 
-    from adapters.errors import StoreCallError
+    from gnomon.adapters.errors import StoreCallError
 
     where = host or "the mem0 platform"
     try:
@@ -270,7 +270,7 @@ MEM0_OPTIONS: tuple[Decorator, ...] = (
         default="config",
         show_default=True,
         help="'hash' replaces the configured embedder with the offline, deterministic "
-        "adapters.testing.HashEmbedder (tests and demos: not a semantic embedder).",
+        "gnomon.adapters.testing.HashEmbedder (tests and demos: not a semantic embedder).",
     ),
     click.option(
         "--mem0-api-key",
@@ -289,7 +289,7 @@ MEM0_OPTIONS: tuple[Decorator, ...] = (
 
 
 def _letta_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connected:
-    from adapters.letta import GuardedLetta
+    from gnomon.adapters.letta import GuardedLetta
 
     scope = {
         key: opts[key] for key in ("agent_id", "archive_id", "label") if opts.get(key) is not None
@@ -326,7 +326,7 @@ LETTA_OPTIONS: tuple[Decorator, ...] = (
 
 
 def _zep_connect(wall: Firewall, project: str, opts: dict[str, Any]) -> Connected:
-    from adapters.zep import GuardedZep
+    from gnomon.adapters.zep import GuardedZep
 
     client = hooked_client("zep", opts)
     if client is None:
@@ -437,7 +437,7 @@ def _import_command(spec: StoreSpec) -> click.Command:
                 conn.close()
             adopted = None
             if grant is not None:
-                from firewall.host.store_adoption import adopt_store
+                from gnomon.firewall.host.store_adoption import adopt_store
 
                 adopted = adopt_store(
                     wall,
@@ -478,7 +478,7 @@ def _import_command(spec: StoreSpec) -> click.Command:
 def _export_command(spec: StoreSpec) -> click.Command:
     @click.pass_context
     def run(ctx: click.Context, url: str | None, out: str, as_json: bool) -> None:
-        from adapters.transfer import export_bindings
+        from gnomon.adapters.transfer import export_bindings
 
         with firewall.open(resolve_url(ctx, url)) as wall:
             if out == "-":

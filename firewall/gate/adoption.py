@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from firewall.gate.gate import adoption_for
-from firewall.model.chain import Belief, Claim, EvidenceItem
-from firewall.model.ids import new_id
-from firewall.model.origin import Integrity, Origin
-from firewall.model.states import (
+from gnomon.firewall.gate.gate import adoption_for
+from gnomon.firewall.model.chain import Belief, Claim, EvidenceItem
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.origin import Integrity, Origin
+from gnomon.firewall.model.states import (
     ClaimKind,
     EvidenceQuality,
     EvidenceRelation,

@@ -28,14 +28,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from firewall.gate.contradictions import stands
-from firewall.gate.policy import ContextPolicy
-from firewall.gate.recall import ContradictionView
-from firewall.model.chain import Belief
-from firewall.model.states import Authority, Axis, Scope, TruthStatus
+from gnomon.firewall.gate.contradictions import stands
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.gate.recall import ContradictionView
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.states import Authority, Axis, Scope, TruthStatus
 
 if TYPE_CHECKING:
-    from firewall.store.base import Store
+    from gnomon.firewall.store.base import Store
 
 
 #: Truth states in which a peer still argues against a fact it conflicted with.

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from firewall.gate.adoption import NewBelief
-from firewall.gate.gate import Move, apply_moves
-from firewall.model.chain import (
+from gnomon.firewall.gate.adoption import NewBelief
+from gnomon.firewall.gate.gate import Move, apply_moves
+from gnomon.firewall.model.chain import (
     Belief,
     Contradiction,
     Decision,
@@ -32,10 +32,10 @@ from firewall.model.chain import (
     EvidenceSet,
     Revision,
 )
-from firewall.model.errors import ParallaxError
-from firewall.model.filters import BeliefFilter
-from firewall.model.ids import new_id
-from firewall.model.states import (
+from gnomon.firewall.model.errors import ParallaxError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.states import (
     Authority,
     Axis,
     EvidenceRelation,
@@ -46,9 +46,9 @@ from firewall.model.states import (
 )
 
 if TYPE_CHECKING:
-    from firewall.store.base import Store
+    from gnomon.firewall.store.base import Store
 
-from firewall.model.text import normalize
+from gnomon.firewall.model.text import normalize
 
 ACTIVE_TRUTH = frozenset({TruthStatus.UNVERIFIED, TruthStatus.SUPPORTED, TruthStatus.CONTRADICTED})
 
@@ -320,8 +320,8 @@ def detect_on_evidence(
       linked) demotes both, and a new :class:`~firewall.model.chain.Contradiction` is recorded for
       rivals not already on record with it.
 
-    >>> from firewall.model.chain import EvidenceItem
-    >>> from firewall.model.states import EvidenceQuality, EvidenceRelation
+    >>> from gnomon.firewall.model.chain import EvidenceItem
+    >>> from gnomon.firewall.model.states import EvidenceQuality, EvidenceRelation
     >>> import firewall, datetime as dt
     >>> wall = firewall.open("memory://")
     >>> with wall.session(project="p", actor="coder") as s:

@@ -24,17 +24,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from firewall.model.chain import Belief, EvidenceSet, Revision
-from firewall.model.errors import (
+from gnomon.firewall.model.chain import Belief, EvidenceSet, Revision
+from gnomon.firewall.model.errors import (
     GateError,
     InputError,
     ParallaxError,
     TerminalStateError,
     TransitionRefused,
 )
-from firewall.model.ids import new_id
-from firewall.model.origin import Integrity, Origin
-from firewall.model.states import (
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.origin import Integrity, Origin
+from gnomon.firewall.model.states import (
     READING_CLASS,
     Authority,
     Axis,

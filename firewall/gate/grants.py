@@ -44,8 +44,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 )
 from pydantic import AwareDatetime, BaseModel, ConfigDict, ValidationError
 
-from firewall.model.clock import iso, utcnow
-from firewall.model.errors import (
+from gnomon.firewall.model.clock import iso, utcnow
+from gnomon.firewall.model.errors import (
     ExpiredGrantError,
     ForgedGrantError,
     GrantScopeError,
@@ -53,10 +53,10 @@ from firewall.model.errors import (
     KeyFileError,
     MissingGrantError,
 )
-from firewall.model.ids import new_id
+from gnomon.firewall.model.ids import new_id
 
 if TYPE_CHECKING:
-    from firewall.model.chain import Belief
+    from gnomon.firewall.model.chain import Belief
 
 GRANT_DOMAIN = b"gnomon.grant.v3\x00"
 DEFAULT_TTL = timedelta(minutes=15)

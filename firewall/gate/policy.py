@@ -60,11 +60,11 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from firewall.model.chain import Belief, aware
-from firewall.model.durations import Duration
-from firewall.model.errors import PolicyError
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import (
+from gnomon.firewall.model.chain import Belief, aware
+from gnomon.firewall.model.durations import Duration
+from gnomon.firewall.model.errors import PolicyError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import (
     FreshnessStatus,
     RetrievalStatus,
     SecurityStatus,
@@ -75,7 +75,7 @@ from firewall.model.states import (
 SCHEMA_ID = "urn:gnomon:context-policy:v1"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 DIGEST_DOMAIN = b"gnomon.policy.v1\x00"
-PRESET_PACKAGE = "policies"
+PRESET_PACKAGE = "gnomon.policies"
 MAX_POLICY_BYTES = 256 * 1024
 
 # States only the privileged (audit) path may show: the firewall hides them from every ordinary

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from firewall.gate.policy import Reason
-from firewall.model.chain import Belief, Contradiction
-from firewall.model.origin import Origin
-from firewall.model.render import model_attr, model_line
+from gnomon.firewall.gate.policy import Reason
+from gnomon.firewall.model.chain import Belief, Contradiction
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.render import model_attr, model_line
 
 
 @dataclass(frozen=True, slots=True)

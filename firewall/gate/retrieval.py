@@ -18,21 +18,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from firewall.gate.contested import Reader, as_seen_by, contradiction_views
-from firewall.gate.policy import ContextPolicy, Reason, floor_reasons, revalidate_with_digest
-from firewall.gate.recall import (
+from gnomon.firewall.gate.contested import Reader, as_seen_by, contradiction_views
+from gnomon.firewall.gate.policy import ContextPolicy, Reason, floor_reasons, revalidate_with_digest
+from gnomon.firewall.gate.recall import (
     ContradictionView,
     QuotedItem,
     RecallResult,
     RejectedItem,
     Uncertainty,
 )
-from firewall.model.chain import Belief
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import RetrievalStatus, SecurityStatus, TruthStatus
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import RetrievalStatus, SecurityStatus, TruthStatus
 
 if TYPE_CHECKING:
-    from firewall.store.base import Store
+    from gnomon.firewall.store.base import Store
 
 
 def gather(

@@ -17,8 +17,8 @@ opened it keeps it in a registry, and a channel object that is not in the regist
 session's firewall (built by hand, copied, or opened by another firewall) is refused with
 :class:`~firewall.model.errors.ForgedChannelError`.
 
->>> import firewall
->>> from firewall import Origin
+>>> from gnomon import firewall
+>>> from gnomon.firewall import Origin
 >>> wall = firewall.open("memory://")
 >>> chat = wall.channel(Origin.user("alice"))
 >>> with wall.session(project="shop", actor="coder", user="alice") as s:
@@ -29,9 +29,9 @@ session's firewall (built by hand, copied, or opened by another firewall) is ref
 
 from __future__ import annotations
 
-from firewall.model.errors import ForgedChannelError, UnattestedOriginError
-from firewall.model.origin import Origin, OriginClass
-from firewall.model.states import ObservationTrust
+from gnomon.firewall.model.errors import ForgedChannelError, UnattestedOriginError
+from gnomon.firewall.model.origin import Origin, OriginClass
+from gnomon.firewall.model.states import ObservationTrust
 
 
 class Channel:
@@ -102,7 +102,7 @@ def caller_origin(origin: object, *, what: str) -> Origin | None:
     if isinstance(origin, Channel):
         raise TypeError("caller_origin() takes plain origins; resolve channels first")
     if type(origin) is not Origin:
-        from firewall.model.errors import InvalidOriginError
+        from gnomon.firewall.model.errors import InvalidOriginError
 
         raise InvalidOriginError(
             f"{what} must be a firewall.Origin or a host Channel, got {type(origin).__name__}",
@@ -124,7 +124,7 @@ def caller_origin(origin: object, *, what: str) -> Origin | None:
 
 
 def _revalidated(origin: Origin) -> Origin:
-    from firewall.model.errors import InvalidOriginError
+    from gnomon.firewall.model.errors import InvalidOriginError
 
     fields = origin.__dict__
     try:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from firewall.gate.grants import load_public_key
-from firewall.model.errors import KeyFileError, StoreError
-from firewall.store.registry import default_url
+from gnomon.firewall.gate.grants import load_public_key
+from gnomon.firewall.model.errors import KeyFileError, StoreError
+from gnomon.firewall.store.registry import default_url
 
 DEFAULT_TRUSTED_KEYS = Path(".gnomon") / "trusted_keys"
 DEFAULT_KEYS_DIR = Path(".gnomon") / "keys"

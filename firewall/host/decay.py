@@ -23,17 +23,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from firewall.gate.gate import Move
-from firewall.gate.policy import ContextPolicy
-from firewall.log.moves import MoveBatch
-from firewall.model.chain import Belief
-from firewall.model.durations import Duration
-from firewall.model.errors import InputError
-from firewall.model.states import Authority, Axis, FreshnessStatus
-from firewall.store.base import DecayRow
+from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.log.moves import MoveBatch
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.durations import Duration
+from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.model.states import Authority, Axis, FreshnessStatus
+from gnomon.firewall.store.base import DecayRow
 
 if TYPE_CHECKING:
-    from firewall.host.firewall import Firewall
+    from gnomon.firewall.host.firewall import Firewall
 
 DECAY_KIND = "belief.decayed"
 #: Beliefs per event and transaction in bulk: one compact event each (~100 B per belief).

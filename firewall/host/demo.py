@@ -23,13 +23,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from firewall.gate.recall import RecallResult
-from firewall.host.channels import Channel
-from firewall.host.firewall import Firewall
-from firewall.host.firewall import open as open_firewall
-from firewall.host.session import Session
-from firewall.model.origin import Origin
-from firewall.model.states import Authority, SecurityStatus, TruthStatus
+from gnomon.firewall.gate.recall import RecallResult
+from gnomon.firewall.host.channels import Channel
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.host.firewall import open as open_firewall
+from gnomon.firewall.host.session import Session
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import Authority, SecurityStatus, TruthStatus
 
 PROJECT = "shop"
 AGENT = "coder-agent"

@@ -8,7 +8,7 @@ mint authority: promotion, quarantine clearance and the audit path all need a
 probe's or trusted tool's origin enters only through a :class:`~firewall.host.channels.Channel` this
 object opened (:meth:`Firewall.channel`).
 
->>> import firewall
+>>> from gnomon import firewall
 >>> wall = firewall.open("memory://")
 >>> chat = wall.channel(firewall.Origin.user("alice"))  # host-side: the user's chat
 >>> with wall.session(project="shop", actor="coder", user="alice") as s:
@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from firewall import __about__
-from firewall.gate.adoption import Adopter, Context
-from firewall.gate.contradictions import contradiction_record, transition_flags
-from firewall.gate.gate import GATE_VERSION, Move, apply_moves
-from firewall.gate.grants import (
+from gnomon.firewall import __about__
+from gnomon.firewall.gate.adoption import Adopter, Context
+from gnomon.firewall.gate.contradictions import contradiction_record, transition_flags
+from gnomon.firewall.gate.gate import GATE_VERSION, Move, apply_moves
+from gnomon.firewall.gate.grants import (
     DEFAULT_TTL,
     Grant,
     GrantAuthority,
@@ -40,27 +40,27 @@ from firewall.gate.grants import (
     check_scope,
     revalidated,
 )
-from firewall.host.channels import Channel
-from firewall.log.batch import ImportBatch
-from firewall.log.checkpoints import Checkpoint, CheckpointSigner, write_checkpoint
-from firewall.log.events import SCHEMA_VERSION, Event, EventDraft, Records, VerifyReport
-from firewall.log.moves import MoveBatch
-from firewall.model.arguments import check_value, checked_call, checked_streaming
-from firewall.model.chain import (
+from gnomon.firewall.host.channels import Channel
+from gnomon.firewall.log.batch import ImportBatch
+from gnomon.firewall.log.checkpoints import Checkpoint, CheckpointSigner, write_checkpoint
+from gnomon.firewall.log.events import SCHEMA_VERSION, Event, EventDraft, Records, VerifyReport
+from gnomon.firewall.log.moves import MoveBatch
+from gnomon.firewall.model.arguments import check_value, checked_call, checked_streaming
+from gnomon.firewall.model.chain import (
     Belief,
     Contradiction,
     Decision,
     Revision,
     content_hash,
 )
-from firewall.model.clock import Clock, utcnow
-from firewall.model.content import (
+from gnomon.firewall.model.clock import Clock, utcnow
+from gnomon.firewall.model.content import (
     DEFAULT_MAX_BLOCK_BYTES,
     checked_arg_names,
     lone_surrogate,
     statement_text,
 )
-from firewall.model.errors import (
+from gnomon.firewall.model.errors import (
     ForgedChannelError,
     InputError,
     InvalidOriginError,
@@ -68,11 +68,11 @@ from firewall.model.errors import (
     SpentGrantError,
     UnknownIdError,
 )
-from firewall.model.filters import BeliefFilter
-from firewall.model.heap import cyclic_gc_paused
-from firewall.model.ids import new_id
-from firewall.model.origin import Integrity, Origin
-from firewall.model.states import (
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.heap import cyclic_gc_paused
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.origin import Integrity, Origin
+from gnomon.firewall.model.states import (
     Authority,
     Axis,
     ClaimKind,
@@ -84,11 +84,11 @@ from firewall.model.states import (
     Sensitivity,
     TruthStatus,
 )
-from firewall.store.base import Store
-from firewall.store.registry import default_url, open_store
+from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.registry import default_url, open_store
 
 if TYPE_CHECKING:
-    from firewall.host.session import Session
+    from gnomon.firewall.host.session import Session
 
 GRANT_TO_AUTHORITY = {GrantAuthority.USER: Authority.USER, GrantAuthority.PROBE: Authority.PROBE}
 
@@ -285,7 +285,7 @@ class Firewall:
         prompt_id: str | None = None,
         tool_version: str | None = None,
     ) -> Iterator[Session]:
-        from firewall.host.session import Session
+        from gnomon.firewall.host.session import Session
 
         s = Session.start(
             self,
@@ -316,7 +316,7 @@ class Firewall:
         ``project``, the channel is accepted only by sessions of that project. The opening is
         logged as a ``channel.opened`` event that names the grant.
 
-        >>> import firewall
+        >>> from gnomon import firewall
         >>> wall = firewall.open("memory://")
         >>> wall.channel(firewall.Origin.tool("pytest")).origin.describe()
         'observed [tool:pytest]'

@@ -15,10 +15,10 @@ hands the agent the *guarded* tools :func:`guard` returns. Each guarded call:
 The framework integrations (``firewall.integrations.langchain``, ``.openai_agents``,
 ``.pydantic_ai``) are thin shells over :class:`GuardedTool`.
 
->>> import firewall
->>> from firewall.kernel import ActionKernel
->>> from firewall.kernel.actionpolicy import ActionPolicy
->>> from firewall.kernel.signing import SignedPolicy
+>>> from gnomon import firewall
+>>> from gnomon.firewall.kernel import ActionKernel
+>>> from gnomon.firewall.kernel.actionpolicy import ActionPolicy
+>>> from gnomon.firewall.kernel.signing import SignedPolicy
 >>> wall = firewall.open("memory://")
 >>> policy = ActionPolicy.preset("default")
 >>> kernel = ActionKernel(wall, SignedPolicy(policy, policy.digest, None, None, "default"),
@@ -35,16 +35,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from firewall.host.channels import Channel
-from firewall.kernel import ledger as L
-from firewall.model.errors import GnomonError
-from firewall.model.origin import Origin
+from gnomon.firewall.host.channels import Channel
+from gnomon.firewall.kernel import ledger as L
+from gnomon.firewall.model.errors import GnomonError
+from gnomon.firewall.model.origin import Origin
 
 if TYPE_CHECKING:
-    from firewall.host.firewall import Firewall
-    from firewall.host.session import Session
-    from firewall.kernel.contracts import ActionContract
-    from firewall.kernel.kernel import ActionHandle, ActionKernel, ActionResult
+    from gnomon.firewall.host.firewall import Firewall
+    from gnomon.firewall.host.session import Session
+    from gnomon.firewall.kernel.contracts import ActionContract
+    from gnomon.firewall.kernel.kernel import ActionHandle, ActionKernel, ActionResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +158,7 @@ def guard(
     ``session``. Each tool's output is labelled ``origins[name]`` when the host declares one
     (it may only be an external, imported or agent origin: a tool's *output* is never the
     host's authority), else ``Origin.external("tool:<name>")``."""
-    from firewall.host.channels import caller_origin
+    from gnomon.firewall.host.channels import caller_origin
 
     handle = kernel.handle(session)
     registry = kernel._registry

@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from firewall.kernel.contracts import (
+from gnomon.firewall.kernel.contracts import (
     ActionContract,
     BlastRadius,
     Category,
@@ -46,7 +46,7 @@ from firewall.kernel.contracts import (
     Reversibility,
     ToolRegistry,
 )
-from firewall.model.errors import InputError
+from gnomon.firewall.model.errors import InputError
 
 #: The category an unlisted tool gets at each level the operator may name for it.
 _UNLISTED_CATEGORY = {
@@ -177,7 +177,7 @@ def load_proxy_config(path: str | Path) -> ProxyConfig:
 
 
 def _floor(category: Category) -> Level:
-    from firewall.kernel.contracts import FLOORS
+    from gnomon.firewall.kernel.contracts import FLOORS
 
     return FLOORS[category]
 

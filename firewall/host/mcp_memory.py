@@ -22,12 +22,12 @@ import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
-import firewall
-from firewall.audit.why import why
-from firewall.gate.policy import floor_reasons
-from firewall.host.session import Session
-from firewall.model.errors import GnomonError
-from firewall.model.render import model_line
+from gnomon import firewall
+from gnomon.firewall.audit.why import why
+from gnomon.firewall.gate.policy import floor_reasons
+from gnomon.firewall.host.session import Session
+from gnomon.firewall.model.errors import GnomonError
+from gnomon.firewall.model.render import model_line
 
 TOOLS = [
     types.Tool(
@@ -122,7 +122,7 @@ class MemoryServer:
 
 
 def _str(args: dict[str, Any], key: str) -> str:
-    from firewall.model.errors import InputError
+    from gnomon.firewall.model.errors import InputError
 
     value = args.get(key)
     if not isinstance(value, str):
@@ -134,10 +134,10 @@ async def serve_memory(
     url: str, *, project: str, actor: str, user: str | None, policy: str = "default"
 ) -> None:
     """Serve the memory tools over this process's stdio until the client disconnects."""
-    from firewall.gate.policy import resolve
+    from gnomon.firewall.gate.policy import resolve
 
     if resolve(policy).privileged:
-        from firewall.model.errors import MissingGrantError
+        from gnomon.firewall.model.errors import MissingGrantError
 
         raise MissingGrantError(
             f"policy {policy!r} is privileged: the audit path is never served over MCP",

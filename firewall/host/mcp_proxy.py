@@ -47,16 +47,16 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
-import firewall
-from firewall.gate.grants import KeyPurpose, load_public_key
-from firewall.host.guard import GuardedTool, ToolReply, guard
-from firewall.host.mcp_config import ProxyConfig
-from firewall.host.sentinels import SentinelArbiter
-from firewall.host.session import Session
-from firewall.kernel import ActionKernel, load_action_policy
-from firewall.kernel.kernel import ActionResult
-from firewall.model.errors import GnomonError, InputError
-from firewall.model.origin import Origin
+from gnomon import firewall
+from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
+from gnomon.firewall.host.guard import GuardedTool, ToolReply, guard
+from gnomon.firewall.host.mcp_config import ProxyConfig
+from gnomon.firewall.host.sentinels import SentinelArbiter
+from gnomon.firewall.host.session import Session
+from gnomon.firewall.kernel import ActionKernel, load_action_policy
+from gnomon.firewall.kernel.kernel import ActionResult
+from gnomon.firewall.model.errors import GnomonError, InputError
+from gnomon.firewall.model.origin import Origin
 
 
 def result_text(output: object) -> str:

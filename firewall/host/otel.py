@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from firewall.model.errors import InputError
+from gnomon.firewall.model.errors import InputError
 
 try:
     from opentelemetry.sdk.resources import Resource
@@ -52,10 +52,10 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         hint="pip install 'gnomon[otel]'",
     ) from None
 
-from firewall import __about__
-from firewall.log.events import Event
-from firewall.model.chain import Belief, content_hash
-from firewall.model.states import Sensitivity
+from gnomon.firewall import __about__
+from gnomon.firewall.log.events import Event
+from gnomon.firewall.model.chain import Belief, content_hash
+from gnomon.firewall.model.states import Sensitivity
 
 #: The default ceiling: belief text above it leaves as its hash only.
 DEFAULT_CEILING = Sensitivity.INTERNAL

@@ -28,24 +28,24 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from firewall.gate.grants import Grant, GrantAuthority
-from firewall.host.sentinels import SentinelState
-from firewall.model.arguments import checked_call
-from firewall.model.chain import Belief, content_hash
-from firewall.model.errors import InputError
-from firewall.model.filters import BeliefFilter
-from firewall.model.origin import Integrity
-from firewall.model.states import (
+from gnomon.firewall.gate.grants import Grant, GrantAuthority
+from gnomon.firewall.host.sentinels import SentinelState
+from gnomon.firewall.model.arguments import checked_call
+from gnomon.firewall.model.chain import Belief, content_hash
+from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.origin import Integrity
+from gnomon.firewall.model.states import (
     ClaimKind,
     FreshnessStatus,
     RetrievalStatus,
     SecurityStatus,
     TruthStatus,
 )
-from firewall.store.base import Store
+from gnomon.firewall.store.base import Store
 
 if TYPE_CHECKING:
-    from firewall.host.firewall import Firewall
+    from gnomon.firewall.host.firewall import Firewall
 
 APPROVED_KIND = "review.approved"
 #: How many beliefs one listing reads per bucket.

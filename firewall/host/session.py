@@ -30,26 +30,26 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from firewall.gate.adoption import Context, adopt, independence_group, quality_for
-from firewall.gate.contradictions import detect, detect_on_evidence
-from firewall.gate.grants import Grant
-from firewall.gate.policy import (
+from gnomon.firewall.gate.adoption import Context, adopt, independence_group, quality_for
+from gnomon.firewall.gate.contradictions import detect, detect_on_evidence
+from gnomon.firewall.gate.grants import Grant
+from gnomon.firewall.gate.policy import (
     ContextPolicy,
     floor_reasons,
     resolve,
     resolve_with_digest,
     revalidate_with_digest,
 )
-from firewall.gate.recall import (
+from gnomon.firewall.gate.recall import (
     RecallResult,
 )
-from firewall.gate.retrieval import collect
-from firewall.host.channels import Channel, caller_origin
-from firewall.host.decay import decay_read
-from firewall.host.tool_calls import Observed, Prepared, ToolCall
-from firewall.log.events import Records
-from firewall.model.arguments import check_value, checked_call
-from firewall.model.chain import (
+from gnomon.firewall.gate.retrieval import collect
+from gnomon.firewall.host.channels import Channel, caller_origin
+from gnomon.firewall.host.decay import decay_read
+from gnomon.firewall.host.tool_calls import Observed, Prepared, ToolCall
+from gnomon.firewall.log.events import Records
+from gnomon.firewall.model.arguments import check_value, checked_call
+from gnomon.firewall.model.chain import (
     Action,
     Belief,
     Decision,
@@ -58,7 +58,7 @@ from firewall.model.chain import (
     Outcome,
     SessionInfo,
 )
-from firewall.model.content import (
+from gnomon.firewall.model.content import (
     block_hash,
     checked_args,
     checked_name,
@@ -67,16 +67,16 @@ from firewall.model.content import (
     render_args,
     statement_text,
 )
-from firewall.model.errors import (
+from gnomon.firewall.model.errors import (
     InputError,
     MissingGrantError,
     SelfPromotionError,
     UnknownIdError,
 )
-from firewall.model.ids import new_id
-from firewall.model.logbook import withheld_read
-from firewall.model.origin import Origin, join_all
-from firewall.model.states import (
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.logbook import withheld_read
+from gnomon.firewall.model.origin import Origin, join_all
+from gnomon.firewall.model.states import (
     ClaimKind,
     EvidenceQuality,
     EvidenceRelation,
@@ -88,7 +88,7 @@ from firewall.model.states import (
 )
 
 if TYPE_CHECKING:
-    from firewall.host.firewall import Firewall
+    from gnomon.firewall.host.firewall import Firewall
 
 MAX_K = 200
 

@@ -8,9 +8,9 @@ promotes every covered belief to supported and normal in **one event** (``store.
 naming the grant. The grant is spent by that use, like any promoting grant; a belief the grant
 does not cover, or one already moved (quarantined, superseded, promoted), is left as it is.
 
->>> import firewall
+>>> from gnomon import firewall
 >>> wall = firewall.open("memory://")
->>> from firewall.host.firewall import ImportItem
+>>> from gnomon.firewall.host.firewall import ImportItem
 >>> _ = wall.import_records([ImportItem(text="Deploys go through ArgoCD.", source_id="m1")],
 ...                        store_name="mem0", project="shop", bind=True)
 >>> grant = wall.grant("user", "ops", project="shop", store="mem0")
@@ -24,15 +24,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from firewall.gate.gate import Move, apply_moves
-from firewall.gate.grants import Grant, GrantAuthority
-from firewall.log.events import Records
-from firewall.model.chain import Belief, Revision
-from firewall.model.errors import GrantScopeError, InputError, SpentGrantError
-from firewall.model.states import Authority, Axis, RetrievalStatus, TruthStatus
+from gnomon.firewall.gate.gate import Move, apply_moves
+from gnomon.firewall.gate.grants import Grant, GrantAuthority
+from gnomon.firewall.log.events import Records
+from gnomon.firewall.model.chain import Belief, Revision
+from gnomon.firewall.model.errors import GrantScopeError, InputError, SpentGrantError
+from gnomon.firewall.model.states import Authority, Axis, RetrievalStatus, TruthStatus
 
 if TYPE_CHECKING:
-    from firewall.host.firewall import Firewall
+    from gnomon.firewall.host.firewall import Firewall
 
 _AUTHORITY = {GrantAuthority.USER: Authority.USER, GrantAuthority.PROBE: Authority.PROBE}
 _PROMOTE = (
@@ -126,7 +126,7 @@ def adopt_store(
 
 def _adoptable(belief: Belief) -> bool:
     """Only an untouched import: unverified, restricted or normal, clean."""
-    from firewall.model.states import SecurityStatus
+    from gnomon.firewall.model.states import SecurityStatus
 
     return (
         belief.truth_status == TruthStatus.UNVERIFIED

@@ -6,7 +6,7 @@ channel must be one the host opened for the session's project, an asserted origi
 lower trust), so a batch can do nothing a single call could not. :class:`Observed` is what
 either method returns per call.
 
->>> from firewall.host.tool_calls import ToolCall
+>>> from gnomon.firewall.host.tool_calls import ToolCall
 >>> ToolCall(tool="web.fetch", content="the page text").sensitivity.value
 'internal'
 """
@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from firewall.host.channels import Channel
-from firewall.model.chain import Belief, Observation
-from firewall.model.origin import Origin
-from firewall.model.states import Sensitivity
+from gnomon.firewall.host.channels import Channel
+from gnomon.firewall.model.chain import Belief, Observation
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import Sensitivity
 
 if TYPE_CHECKING:
-    from firewall.gate.adoption import NewBelief
+    from gnomon.firewall.gate.adoption import NewBelief
 
 
 @dataclass(frozen=True, slots=True)

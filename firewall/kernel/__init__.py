@@ -12,9 +12,14 @@ Agent side: ``actions = kernel.handle(session)``, then
 (``executed``, ``held``, ``denied`` or ``refused``) the agent can re-plan on.
 """
 
-from firewall.kernel.actionpolicy import ActionPolicy, Outcome, Rule
-from firewall.kernel.approvals import Approval, ApprovalRequest, ApprovalSigner, inputs_digest
-from firewall.kernel.contracts import (
+from gnomon.firewall.kernel.actionpolicy import ActionPolicy, Outcome, Rule
+from gnomon.firewall.kernel.approvals import (
+    Approval,
+    ApprovalRequest,
+    ApprovalSigner,
+    inputs_digest,
+)
+from gnomon.firewall.kernel.contracts import (
     ActionContract,
     BlastRadius,
     Category,
@@ -24,8 +29,8 @@ from firewall.kernel.contracts import (
     Reversibility,
     ToolRegistry,
 )
-from firewall.kernel.kernel import ActionHandle, ActionKernel, ActionResult
-from firewall.kernel.signing import PolicySigner, SignedPolicy, load_action_policy
+from gnomon.firewall.kernel.kernel import ActionHandle, ActionKernel, ActionResult
+from gnomon.firewall.kernel.signing import PolicySigner, SignedPolicy, load_action_policy
 
 __all__ = [
     "ActionContract",

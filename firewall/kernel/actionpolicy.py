@@ -43,10 +43,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from firewall.gate.policy import MAX_POLICY_BYTES, _decode, _load_yaml, _where
-from firewall.kernel.contracts import BlastRadius, Level
-from firewall.model.durations import Duration
-from firewall.model.errors import PolicyError
+from gnomon.firewall.gate.policy import MAX_POLICY_BYTES, _decode, _load_yaml, _where
+from gnomon.firewall.kernel.contracts import BlastRadius, Level
+from gnomon.firewall.model.durations import Duration
+from gnomon.firewall.model.errors import PolicyError
 
 SCHEMA_ID = "urn:gnomon:action-policy:v1"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -216,7 +216,7 @@ class ActionPolicy(_Model):
 def preset_bytes(name: str) -> bytes:
     if not isinstance(name, str) or not name.replace("-", "").isalnum():
         raise PolicyError(f"unknown action policy preset {name!r}")
-    entry = resources.files("policies").joinpath(PRESET_FOLDER, f"{name}.yaml")
+    entry = resources.files("gnomon.policies").joinpath(PRESET_FOLDER, f"{name}.yaml")
     try:
         return entry.read_bytes()
     except OSError as exc:

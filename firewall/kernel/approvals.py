@@ -45,9 +45,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import AwareDatetime, BaseModel, ConfigDict, StrictStr, ValidationError
 
-from firewall.gate.grants import KeyPurpose, key_id_of, load_private_key
-from firewall.model.clock import iso, utcnow
-from firewall.model.errors import ForgedApprovalError
+from gnomon.firewall.gate.grants import KeyPurpose, key_id_of, load_private_key
+from gnomon.firewall.model.clock import iso, utcnow
+from gnomon.firewall.model.errors import ForgedApprovalError
 
 APPROVAL_DOMAIN = b"gnomon.approval.v1\x00"
 INPUTS_DOMAIN = b"gnomon.action-inputs.v1\x00"

@@ -20,15 +20,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from firewall.kernel.actionpolicy import Outcome as Verdict
-from firewall.kernel.decide import Case
-from firewall.log.events import Event
-from firewall.model.chain import Belief
-from firewall.model.errors import InputError, LogIntegrityError
-from firewall.store.base import Store
+from gnomon.firewall.kernel.actionpolicy import Outcome as Verdict
+from gnomon.firewall.kernel.decide import Case
+from gnomon.firewall.log.events import Event
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.errors import InputError, LogIntegrityError
+from gnomon.firewall.store.base import Store
 
 if TYPE_CHECKING:
-    from firewall.host.firewall import Firewall
+    from gnomon.firewall.host.firewall import Firewall
 
 KIND = "calibration.computed"
 BINS = 10

@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
-from firewall.model.errors import ContractError, InputError
-from firewall.model.states import Sensitivity
+from gnomon.firewall.model.errors import ContractError, InputError
+from gnomon.firewall.model.states import Sensitivity
 
 
 class Level(IntEnum):

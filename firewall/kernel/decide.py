@@ -25,11 +25,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from firewall.gate.policy import ContextPolicy, floor_reasons
-from firewall.kernel.actionpolicy import ActionPolicy, Outcome
-from firewall.kernel.contracts import ActionContract, Level
-from firewall.model.chain import Belief
-from firewall.model.origin import Integrity, Origin
+from gnomon.firewall.gate.policy import ContextPolicy, floor_reasons
+from gnomon.firewall.kernel.actionpolicy import ActionPolicy, Outcome
+from gnomon.firewall.kernel.contracts import ActionContract, Level
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.origin import Integrity, Origin
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """``gnomon why <action>``: the beliefs and labels behind one action, and what became of it.
 
->>> import firewall
->>> from firewall.store.memory import MemoryStore
+>>> from gnomon import firewall
+>>> from gnomon.firewall.store.memory import MemoryStore
 >>> explain_action(MemoryStore(), "act_nope") is None
 True
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from firewall.kernel.ledger import read_ledger, read_request
-from firewall.model.origin import Origin
-from firewall.store.base import Store
+from gnomon.firewall.kernel.ledger import read_ledger, read_request
+from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.store.base import Store
 
 
 def explain_action(store: Store, ident: str) -> dict[str, Any] | None:

@@ -30,31 +30,36 @@ from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from firewall.gate.policy import ContextPolicy
-from firewall.kernel import ledger as L
-from firewall.kernel.actionpolicy import Outcome as Verdict
-from firewall.kernel.approvals import Approval, ApprovalRequest, check_approval, inputs_digest
-from firewall.kernel.contracts import ToolRegistry
-from firewall.kernel.decide import Arbiter, Case, Ruling, arbitrate, decide
-from firewall.kernel.preconditions import Snapshot, capture, revalidate
-from firewall.kernel.signing import SignedPolicy, reverify
-from firewall.log.events import Records
-from firewall.model.arguments import checked_call
-from firewall.model.chain import Action, Decision, Outcome
-from firewall.model.content import checked_args
-from firewall.model.errors import (
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.kernel import ledger as L
+from gnomon.firewall.kernel.actionpolicy import Outcome as Verdict
+from gnomon.firewall.kernel.approvals import (
+    Approval,
+    ApprovalRequest,
+    check_approval,
+    inputs_digest,
+)
+from gnomon.firewall.kernel.contracts import ToolRegistry
+from gnomon.firewall.kernel.decide import Arbiter, Case, Ruling, arbitrate, decide
+from gnomon.firewall.kernel.preconditions import Snapshot, capture, revalidate
+from gnomon.firewall.kernel.signing import SignedPolicy, reverify
+from gnomon.firewall.log.events import Records
+from gnomon.firewall.model.arguments import checked_call
+from gnomon.firewall.model.chain import Action, Decision, Outcome
+from gnomon.firewall.model.content import checked_args
+from gnomon.firewall.model.errors import (
     ActionPendingError,
     ForgedApprovalError,
     InputError,
     UnknownIdError,
 )
-from firewall.model.ids import new_id
-from firewall.model.logbook import kernel_ruling
-from firewall.model.states import TruthStatus
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.logbook import kernel_ruling
+from gnomon.firewall.model.states import TruthStatus
 
 if TYPE_CHECKING:
-    from firewall.host.firewall import Firewall
-    from firewall.host.session import Session
+    from gnomon.firewall.host.firewall import Firewall
+    from gnomon.firewall.host.session import Session
 
 Executor = Callable[[dict[str, Any]], object]
 #: Kernel events after the ruling that are refusals, logged by :func:`kernel_ruling`.

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from firewall.kernel.approvals import Approval, ApprovalRequest
-from firewall.log.events import Event, EventDraft
-from firewall.model.errors import UnknownIdError
-from firewall.store.base import EXECUTION_CLAIM_KIND, Store
+from gnomon.firewall.kernel.approvals import Approval, ApprovalRequest
+from gnomon.firewall.log.events import Event, EventDraft
+from gnomon.firewall.model.errors import UnknownIdError
+from gnomon.firewall.store.base import EXECUTION_CLAIM_KIND, Store
 
 PROPOSED = "action.proposed"
 HELD = "action.held"

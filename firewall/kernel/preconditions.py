@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from firewall.gate.policy import ContextPolicy, floor_reasons
-from firewall.kernel.contracts import ActionContract, PreconditionKind
-from firewall.store.base import Store
+from gnomon.firewall.gate.policy import ContextPolicy, floor_reasons
+from gnomon.firewall.kernel.contracts import ActionContract, PreconditionKind
+from gnomon.firewall.store.base import Store
 
 BELIEF_CLEAN = "belief_clean"
 POLICY_UNCHANGED = "policy_unchanged"

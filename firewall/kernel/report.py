@@ -13,15 +13,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from firewall.kernel.ledger import ACCEPTED, read_ledger
-from firewall.store.base import Store
+from gnomon.firewall.kernel.ledger import ACCEPTED, read_ledger
+from gnomon.firewall.store.base import Store
 
 if TYPE_CHECKING:
-    from firewall.audit.report import Table, Verdict
+    from gnomon.firewall.audit.report import Table, Verdict
 
 
 def action_sections(store: Store, session_id: str, verdict: Verdict) -> tuple[list[Table], Verdict]:
-    from firewall.audit.report import AMBER, GREEN, RED, Table
+    from gnomon.firewall.audit.report import AMBER, GREEN, RED, Table
 
     ledger = read_ledger(store, events=store.session_events(session_id))
     states = [s for s in ledger.requests.values() if s.session_id == session_id]

@@ -25,9 +25,9 @@ import orjson
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from firewall.gate.grants import KeyPurpose, key_id_of, load_private_key
-from firewall.kernel.actionpolicy import ActionPolicy, read_policy_file
-from firewall.model.errors import UnsignedPolicyError
+from gnomon.firewall.gate.grants import KeyPurpose, key_id_of, load_private_key
+from gnomon.firewall.kernel.actionpolicy import ActionPolicy, read_policy_file
+from gnomon.firewall.model.errors import UnsignedPolicyError
 
 SIGNATURE_SUFFIX = ".sig"
 

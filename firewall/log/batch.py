@@ -18,9 +18,9 @@ import and its gate re-check) expands and validates them like any other record, 
 template (a ``supported`` belief, a changed origin) is refused by the same checks.
 
 >>> from datetime import UTC, datetime
->>> from firewall.gate.adoption import Adopter, Context
->>> from firewall.model.origin import Origin
->>> from firewall.model.states import ClaimKind, EvidenceQuality, ExtractionMethod
+>>> from gnomon.firewall.gate.adoption import Adopter, Context
+>>> from gnomon.firewall.model.origin import Origin
+>>> from gnomon.firewall.model.states import ClaimKind, EvidenceQuality, ExtractionMethod
 >>> now = datetime(2025, 1, 1, tzinfo=UTC)
 >>> adopter = Adopter(Context("p", "importer", None, None), kind=ClaimKind.CONTENT,
 ...     origin=Origin.imported("mem0"), quality=EvidenceQuality.EXTERNAL_DOCUMENT,
@@ -40,9 +40,9 @@ from typing import Annotated, Any
 
 from pydantic import AwareDatetime, Field, TypeAdapter
 
-from firewall.gate.adoption import Adopter, NewBelief, _plain_aware
-from firewall.log.events import IMPORTS, MOVES, Records
-from firewall.model.chain import (
+from gnomon.firewall.gate.adoption import Adopter, NewBelief, _plain_aware
+from gnomon.firewall.log.events import IMPORTS, MOVES, Records
+from gnomon.firewall.model.chain import (
     Belief,
     BindingState,
     Claim,
@@ -50,9 +50,9 @@ from firewall.model.chain import (
     StoreBinding,
     content_hash,
 )
-from firewall.model.clock import iso
-from firewall.model.ids import new_ids
-from firewall.model.states import Sensitivity
+from gnomon.firewall.model.clock import iso
+from gnomon.firewall.model.ids import new_ids
+from gnomon.firewall.model.states import Sensitivity
 
 #: What each compact row holds, in order.
 ROW_FIELDS = (
@@ -321,7 +321,7 @@ def read_batch(imports: Mapping[str, Any]) -> ImportBatch:
 
 def _time_text(moment: datetime) -> str:
     """A time as a record document writes it (what ``to_json_dict`` gives)."""
-    from firewall.model.chain import _json_datetime
+    from gnomon.firewall.model.chain import _json_datetime
 
     text = _json_datetime(moment)
     return text if isinstance(text, str) else iso(moment)
@@ -425,7 +425,7 @@ def record_docs(payload: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     moves = payload.get(MOVES)
     records: dict[str, list[dict[str, Any]]] = payload.get("records") or {}
     if moves is not None:
-        from firewall.log.moves import expand_moves
+        from gnomon.firewall.log.moves import expand_moves
 
         derived = expand_moves(moves)[1]
         records = {**records, "revisions": [*records.get("revisions", ()), *derived]}

@@ -26,7 +26,7 @@ The store identity inside a checkpoint (the URL without password; the tenant for
 signed but not compared at verification: an exported log imported elsewhere keeps its
 checkpoints, and they stay valid because they are about the chain, not about where it is kept.
 
->>> from firewall.store.memory import MemoryStore
+>>> from gnomon.firewall.store.memory import MemoryStore
 >>> signer = CheckpointSigner.generate()
 >>> store = MemoryStore()
 >>> cp = write_checkpoint(store, signer)
@@ -49,13 +49,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from firewall.gate.grants import KeyPurpose, key_id_of, load_private_key
-from firewall.log.events import GENESIS_HASH, Body, EventDraft, RedactedBody, link_checker
-from firewall.model.clock import iso, utcnow
-from firewall.model.errors import CheckpointError, InputError, LogIntegrityError
+from gnomon.firewall.gate.grants import KeyPurpose, key_id_of, load_private_key
+from gnomon.firewall.log.events import GENESIS_HASH, Body, EventDraft, RedactedBody, link_checker
+from gnomon.firewall.model.clock import iso, utcnow
+from gnomon.firewall.model.errors import CheckpointError, InputError, LogIntegrityError
 
 if TYPE_CHECKING:
-    from firewall.store.base import Store
+    from gnomon.firewall.store.base import Store
 
 CHECKPOINT_DOMAIN = b"gnomon.checkpoint.v1\x00"
 CHECKPOINT_KIND = "log.checkpoint"

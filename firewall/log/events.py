@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from firewall.model.chain import (
+from gnomon.firewall.model.chain import (
     Action,
     Belief,
     ChainModel,
@@ -59,12 +59,12 @@ from firewall.model.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.model.clock import iso
-from firewall.model.errors import LogIntegrityError
+from gnomon.firewall.model.clock import iso
+from gnomon.firewall.model.errors import LogIntegrityError
 
 if TYPE_CHECKING:
-    from firewall.log.batch import ImportBatch
-    from firewall.log.moves import BeliefMove, MoveBatch
+    from gnomon.firewall.log.batch import ImportBatch
+    from gnomon.firewall.log.moves import BeliefMove, MoveBatch
 
 #: The newest event body schema: 2 is an import batch (``payload.imports``); every other event
 #: is written as schema 1, in the format earlier versions wrote.
@@ -164,7 +164,7 @@ def records_from_payload(payload: Mapping[str, Any]) -> Records:
     """Rebuild typed records from an event payload (the inverse of :meth:`Records.to_payload`;
     an import batch's rows are expanded from its template first, :func:`firewall.log.batch.expand`).
     """
-    from firewall.log.batch import read_batch, record_docs
+    from gnomon.firewall.log.batch import read_batch, record_docs
 
     imports = payload.get(IMPORTS)
     raw = record_docs({k: v for k, v in payload.items() if k != IMPORTS} if imports else payload)
@@ -182,7 +182,7 @@ def records_from_payload(payload: Mapping[str, Any]) -> Records:
                 parts[name] = (*parts.get(name, ()), *derived)
     moves = payload.get(MOVES)
     if moves is not None:
-        from firewall.log.moves import expand_moves
+        from gnomon.firewall.log.moves import expand_moves
 
         return Records(**parts, moves=tuple(expand_moves(moves)[0]))  # type: ignore[arg-type]
     return Records(**parts)  # type: ignore[arg-type]

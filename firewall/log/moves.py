@@ -19,8 +19,8 @@ move to ``supported`` or ``normal``), and the result must keep the cross-axis in
 forged or replayed batch fails those checks and is refused as a whole.
 
 >>> from datetime import UTC, datetime
->>> from firewall.gate.gate import Move
->>> from firewall.model.states import Authority, Axis, FreshnessStatus
+>>> from gnomon.firewall.gate.gate import Move
+>>> from gnomon.firewall.model.states import Authority, Axis, FreshnessStatus
 >>> batch = MoveBatch(Authority.SYSTEM, datetime(2025, 1, 1, tzinfo=UTC))
 >>> batch.add("bel_1", 1, {Axis.FRESHNESS: "fresh"}, [Move(Axis.FRESHNESS, FreshnessStatus.STALE)],
 ...     reason="not verified or observed within P30D")
@@ -37,10 +37,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from firewall.log.events import MOVES, Records
-from firewall.model.errors import GateError, TerminalStateError, TransitionRefused
-from firewall.model.ids import new_id
-from firewall.model.states import (
+from gnomon.firewall.log.events import MOVES, Records
+from gnomon.firewall.model.errors import GateError, TerminalStateError, TransitionRefused
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.states import (
     Authority,
     Axis,
     FreshnessStatus,
@@ -50,8 +50,8 @@ from firewall.model.states import (
 )
 
 if TYPE_CHECKING:
-    from firewall.gate.gate import Move
-    from firewall.model.chain import Belief
+    from gnomon.firewall.gate.gate import Move
+    from gnomon.firewall.model.chain import Belief
 
 
 #: Each axis's states, to parse a row's ``from`` and ``to``.
@@ -83,7 +83,7 @@ class BeliefMove:
 def check_change(axis: Axis, before: str, after: str, authority: Authority) -> None:
     """Raise the gate's error if ``authority`` may not move ``axis`` from ``before`` to
     ``after`` in a batch (the gate's table, terminal states, and never a promotion)."""
-    from firewall.gate.gate import TERMINAL, TRANSITIONS
+    from gnomon.firewall.gate.gate import TERMINAL, TRANSITIONS
 
     if (axis, after) in PROMOTIONS:
         raise GateError(
@@ -117,7 +117,7 @@ class MoveBatch:
     """
 
     def __init__(self, authority: Authority, now: datetime, *, related: Sequence[str] = ()) -> None:
-        from firewall.log.batch import _time_text
+        from gnomon.firewall.log.batch import _time_text
 
         self.authority = authority
         self.now = now
@@ -140,7 +140,7 @@ class MoveBatch:
         """Add the moves of one belief now at ``version`` in the ``current`` states of the axes
         moved (quarantine and malicious add their retrieval move, as the gate couples them).
         Returns False if nothing moves; raises the gate's error for a move it refuses."""
-        from firewall.gate.gate import coupled_moves
+        from gnomon.firewall.gate.gate import coupled_moves
 
         changes: list[tuple[str, Axis, str, str]] = []
         for move in coupled_moves(moves):
@@ -160,7 +160,7 @@ class MoveBatch:
     def add_belief(self, belief: Belief, moves: Sequence[Move], *, reason: str) -> Belief | None:
         """:meth:`add` for a typed belief; returns its new version (None if nothing moved),
         checked against the gate's cross-axis invariants."""
-        from firewall.gate.gate import check_invariants, coupled_moves
+        from gnomon.firewall.gate.gate import check_invariants, coupled_moves
 
         current = {m.axis: belief.status(m.axis) for m in coupled_moves(moves)}
         if not self.add(belief.id, belief.version, current, moves, reason=reason):
@@ -208,7 +208,7 @@ class MoveBatch:
 
     def records(self) -> Records:
         """The typed revisions and moves (built once, for stores without a fast path)."""
-        from firewall.model.chain import Revision
+        from gnomon.firewall.model.chain import Revision
 
         if self._records is None:
             reasons = list(self.reasons)
@@ -298,7 +298,7 @@ def apply_move(before: Belief, move: BeliefMove) -> Belief:
     Raises ``ValueError`` if ``before`` is not the version and states the move starts from, and
     the gate's error if the move is not one the batch's authority may make.
     """
-    from firewall.gate.gate import check_invariants
+    from gnomon.firewall.gate.gate import check_invariants
 
     if before.id != move.belief_id or before.version + 1 != move.version:
         raise ValueError(

@@ -42,7 +42,7 @@ from typing import IO, Any
 
 import orjson
 
-from firewall.log.events import (
+from gnomon.firewall.log.events import (
     GENESIS_HASH,
     KNOWN_SCHEMAS,
     SCHEMA_VERSION,
@@ -51,7 +51,7 @@ from firewall.log.events import (
     RedactedBody,
     link_checker,
 )
-from firewall.model.errors import InputError, LogFormatError
+from gnomon.firewall.model.errors import InputError, LogFormatError
 
 FORMAT = "gnomon.events"
 FORMAT_VERSION = 1

@@ -21,7 +21,7 @@ refusal) is one INFO record on the ``gnomon`` logger (:func:`firewall.model.logb
 type
 and the call, never its message, which may quote the refused value.
 
->>> from firewall.model.errors import InputError
+>>> from gnomon.firewall.model.errors import InputError
 >>> @checked_call
 ... def greet(name: str) -> str:
 ...     return f"hello {name}"
@@ -43,8 +43,8 @@ from typing import Any, TypeVar, cast
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
-from firewall.model.content import lone_surrogate
-from firewall.model.errors import (
+from gnomon.firewall.model.content import lone_surrogate
+from gnomon.firewall.model.errors import (
     ActionError,
     GateError,
     GrantError,
@@ -52,7 +52,7 @@ from firewall.model.errors import (
     InvalidOriginError,
     PolicyError,
 )
-from firewall.model.logbook import refused
+from gnomon.firewall.model.logbook import refused
 
 F = TypeVar("F", bound=Callable[..., Any])
 

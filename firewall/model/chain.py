@@ -21,8 +21,8 @@ from typing import Annotated, Any
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
-from firewall.model.origin import Integrity, Origin
-from firewall.model.states import (
+from gnomon.firewall.model.origin import Integrity, Origin
+from gnomon.firewall.model.states import (
     EVIDENCE_STRENGTH,
     READING_CLASS,
     Authority,
@@ -411,7 +411,7 @@ def _pydantic_dump(record: Any) -> dict[str, Any]:
 def aware(moment: datetime) -> datetime:
     """Guard used where a datetime arrives from a caller outside pydantic."""
     if moment.tzinfo is None:
-        from firewall.model.errors import InputError
+        from gnomon.firewall.model.errors import InputError
 
         raise InputError(
             f"timestamp {moment.isoformat()} has no timezone",

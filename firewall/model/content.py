@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from firewall.model.errors import InputError, InvalidContentError
+from gnomon.firewall.model.errors import InputError, InvalidContentError
 
 DEFAULT_MAX_BLOCK_BYTES = 1024 * 1024
 MAX_BLOCKS = 1000

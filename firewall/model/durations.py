@@ -38,7 +38,7 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from firewall.model.errors import PolicyError
+from gnomon.firewall.model.errors import PolicyError
 
 EXAMPLE = "P30D"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from firewall.model.states import (
+from gnomon.firewall.model.states import (
     FreshnessStatus,
     RetrievalStatus,
     SecurityStatus,

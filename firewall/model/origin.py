@@ -7,7 +7,7 @@ integrity of its inputs and the union of their classes and ids. There is no oper
 a label's integrity; only the gate, acting on a verified grant or independent stronger evidence,
 can change what a *belief* is trusted for, and even then its label keeps its history.
 
->>> from firewall import Origin
+>>> from gnomon.firewall import Origin
 >>> summary = Origin.join(Origin.agent("coder"), Origin.external("file:DEVELOPMENT.md"))
 >>> summary.integrity.name
 'UNTRUSTED'
@@ -31,7 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from firewall.model.errors import InvalidOriginError
+from gnomon.firewall.model.errors import InvalidOriginError
 
 
 class OriginClass(StrEnum):

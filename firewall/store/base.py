@@ -19,8 +19,8 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from firewall.log.events import Event, EventDraft, VerifyReport, link_holds, verify_chain
-from firewall.model.chain import (
+from gnomon.firewall.log.events import Event, EventDraft, VerifyReport, link_holds, verify_chain
+from gnomon.firewall.model.chain import (
     Action,
     Belief,
     Claim,
@@ -32,9 +32,9 @@ from firewall.model.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.model.errors import LogIntegrityError
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import (
+from gnomon.firewall.model.errors import LogIntegrityError
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import (
     FreshnessStatus,
 )
 
@@ -110,7 +110,7 @@ class Store(ABC):
     def scratch(self) -> Store:
         """An empty store of the same backend, for a rebuild to replay the log into: it derives
         every table exactly as this one does. Release it with :meth:`discard`."""
-        from firewall.store.memory import MemoryStore
+        from gnomon.firewall.store.memory import MemoryStore
 
         return MemoryStore()
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from firewall.model.text import tokens
+from gnomon.firewall.model.text import tokens
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)

@@ -23,9 +23,9 @@ from datetime import datetime
 
 import orjson
 
-from firewall.log.events import GENESIS_HASH, Event, EventDraft, Records, seal
-from firewall.log.moves import resolve_moves
-from firewall.model.chain import (
+from gnomon.firewall.log.events import GENESIS_HASH, Event, EventDraft, Records, seal
+from gnomon.firewall.log.moves import resolve_moves
+from gnomon.firewall.model.chain import (
     Action,
     Belief,
     ChainModel,
@@ -40,17 +40,17 @@ from firewall.model.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.model.errors import GnomonError, StoreError
-from firewall.model.states import Scope
-from firewall.model.text import query_terms
-from firewall.store.base import (
+from gnomon.firewall.model.errors import GnomonError, StoreError
+from gnomon.firewall.model.states import Scope
+from gnomon.firewall.model.text import query_terms
+from gnomon.firewall.store.base import (
     EXECUTION_CLAIM_KIND,
     BeliefFilter,
     Store,
     check_continues,
     is_request_kind,
 )
-from firewall.store.keys import index_tokens, micros
+from gnomon.firewall.store.keys import index_tokens, micros
 
 K1 = 1.2
 B = 0.75

@@ -43,11 +43,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from firewall.log.events import Event, EventDraft
-from firewall.log.ndjson import encode_line, header_line, parse, verify_lines
-from firewall.model.clock import utcnow
-from firewall.model.errors import StoreError
-from firewall.store.memory import MemoryStore
+from gnomon.firewall.log.events import Event, EventDraft
+from gnomon.firewall.log.ndjson import encode_line, header_line, parse, verify_lines
+from gnomon.firewall.model.clock import utcnow
+from gnomon.firewall.model.errors import StoreError
+from gnomon.firewall.store.memory import MemoryStore
 
 log = logging.getLogger("gnomon.store")
 

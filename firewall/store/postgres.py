@@ -65,10 +65,10 @@ from psycopg import sql as pgsql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from firewall.log.batch import ImportBatch, expand
-from firewall.log.events import GENESIS_HASH, IMPORTS, Event, EventDraft, Records, seal
-from firewall.log.moves import resolve_moves
-from firewall.model.chain import (
+from gnomon.firewall.log.batch import ImportBatch, expand
+from gnomon.firewall.log.events import GENESIS_HASH, IMPORTS, Event, EventDraft, Records, seal
+from gnomon.firewall.log.moves import resolve_moves
+from gnomon.firewall.model.chain import (
     Action,
     Belief,
     ChainModel,
@@ -82,21 +82,21 @@ from firewall.model.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.model.errors import (
+from gnomon.firewall.model.errors import (
     GnomonError,
     StoreCorruptError,
     StoreError,
     StoreLockedError,
     UnsupportedURLError,
 )
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import SENSITIVITY_RANK, Scope
-from firewall.model.text import query_terms
-from firewall.store import postgres_schema as schema
-from firewall.store.base import Store, check_continues
-from firewall.store.keys import index_tokens, micros
-from firewall.store.memory import K1, B
-from firewall.store.sql_common import (
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import SENSITIVITY_RANK, Scope
+from gnomon.firewall.model.text import query_terms
+from gnomon.firewall.store import postgres_schema as schema
+from gnomon.firewall.store.base import Store, check_continues
+from gnomon.firewall.store.keys import index_tokens, micros
+from gnomon.firewall.store.memory import K1, B
+from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
     BatchRow,
     ProjectionRows,
@@ -253,7 +253,7 @@ def gate_query(tenant: str, where: BeliefFilter) -> str | None:
     :data:`firewall.store.postgres_schema.GATE_EXPRESSION`, which derives the lexemes), or None
     when ``where`` pins neither a project nor the admissible states.
 
-    >>> from firewall.model.states import (
+    >>> from gnomon.firewall.model.states import (
     ...     TruthStatus as T, RetrievalStatus as R, SecurityStatus as S)
     >>> gate_query("acme", BeliefFilter(project="web"))
     "'p:acme:web' | 'g:acme'"

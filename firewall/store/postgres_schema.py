@@ -39,8 +39,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from firewall.model.states import Scope
-from firewall.store.sql_common import ADMISSIBLE_RETRIEVAL, ADMISSIBLE_SECURITY, ADMISSIBLE_TRUTH
+from gnomon.firewall.model.states import Scope
+from gnomon.firewall.store.sql_common import (
+    ADMISSIBLE_RETRIEVAL,
+    ADMISSIBLE_SECURITY,
+    ADMISSIBLE_TRUTH,
+)
 
 GLOBAL_SCOPE = Scope.GLOBAL.value
 

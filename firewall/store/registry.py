@@ -18,8 +18,8 @@ import importlib
 import os
 from typing import Any
 
-from firewall.model.errors import UnsupportedURLError
-from firewall.store.base import Store
+from gnomon.firewall.model.errors import UnsupportedURLError
+from gnomon.firewall.store.base import Store
 
 DEFAULT_URL = "sqlite:///./.gnomon/gnomon.db"
 SUPPORTED = ("memory://", "memory:///<log.ndjson>", "sqlite:///<path>", "postgresql://<dsn>")
@@ -39,10 +39,10 @@ def open_store(url: str, **options: Any) -> Store:
     if scheme == "memory":
         if rest.startswith("/") and len(rest) > 1:
             # memory:///path: the in-process store with an NDJSON file as its event log
-            from firewall.store.ndjson_file import FileLogStore
+            from gnomon.firewall.store.ndjson_file import FileLogStore
 
             return FileLogStore(rest[1:], url=url)
-        from firewall.store.memory import MemoryStore
+        from gnomon.firewall.store.memory import MemoryStore
 
         return MemoryStore(url)  # nothing to tune: options are for persistent backends
     if scheme == "sqlite":
@@ -52,12 +52,12 @@ def open_store(url: str, **options: Any) -> Store:
                 hint="write sqlite:///relative/path.db, sqlite:////absolute/path.db "
                 "or sqlite:///:memory:",
             )
-        from firewall.store.sqlite import SQLiteStore
+        from gnomon.firewall.store.sqlite import SQLiteStore
 
         return SQLiteStore(rest[1:], url=url, **options)
     if scheme in ("postgresql", "postgres"):
         try:
-            backend = importlib.import_module("firewall.store.postgres")
+            backend = importlib.import_module("gnomon.firewall.store.postgres")
         except ImportError as exc:
             raise UnsupportedURLError(
                 f"cannot open {_redact(url)}: PostgreSQL support is not installed",

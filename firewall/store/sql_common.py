@@ -20,9 +20,9 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from firewall.log.batch import ImportBatch, record_docs
-from firewall.log.events import RECORD_TYPES, Event
-from firewall.model.chain import (
+from gnomon.firewall.log.batch import ImportBatch, record_docs
+from gnomon.firewall.log.events import RECORD_TYPES, Event
+from gnomon.firewall.model.chain import (
     Action,
     Belief,
     ChainModel,
@@ -36,9 +36,14 @@ from firewall.model.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import SENSITIVITY_RANK, RetrievalStatus, SecurityStatus, TruthStatus
-from firewall.store.keys import micros
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import (
+    SENSITIVITY_RANK,
+    RetrievalStatus,
+    SecurityStatus,
+    TruthStatus,
+)
+from gnomon.firewall.store.keys import micros
 
 #: The states a belief must hold for a policy to be able to admit it into trusted context: what
 #: each SQL backend's admissible text index (or gate) covers.

@@ -8,7 +8,7 @@ keep one gap-free chain. Every :mod:`sqlite3` exception is converted at this mod
 or
 :class:`~firewall.model.errors.StoreError`, each naming the file.
 
->>> from firewall.store.sqlite import SQLiteStore
+>>> from gnomon.firewall.store.sqlite import SQLiteStore
 >>> with SQLiteStore(":memory:") as store:
 ...     store.head()[0]
 0
@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from firewall.log.batch import (
+from gnomon.firewall.log.batch import (
     IMPORTS,
     ImportBatch,
     belief_doc,
@@ -36,7 +36,7 @@ from firewall.log.batch import (
     read_batch,
     record_docs,
 )
-from firewall.log.events import (
+from gnomon.firewall.log.events import (
     GENESIS_HASH,
     MOVES,
     Event,
@@ -45,8 +45,8 @@ from firewall.log.events import (
     records_from_payload,
     seal,
 )
-from firewall.log.moves import resolve_moves
-from firewall.model.chain import (
+from gnomon.firewall.log.moves import resolve_moves
+from gnomon.firewall.model.chain import (
     Belief,
     ChainModel,
     Claim,
@@ -59,24 +59,29 @@ from firewall.model.chain import (
     SessionInfo,
     StoreBinding,
 )
-from firewall.model.errors import GnomonError, StoreCorruptError, StoreError, StoreLockedError
-from firewall.model.filters import BeliefFilter
-from firewall.model.states import (
+from gnomon.firewall.model.errors import (
+    GnomonError,
+    StoreCorruptError,
+    StoreError,
+    StoreLockedError,
+)
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.states import (
     SENSITIVITY_RANK,
     Scope,
 )
-from firewall.model.text import fts5_match
-from firewall.store import sqlite_schema as schema
-from firewall.store.base import DecayRow, Store, check_continues
-from firewall.store.keys import index_tokens, micros
-from firewall.store.sql_common import (
+from gnomon.firewall.model.text import fts5_match
+from gnomon.firewall.store import sqlite_schema as schema
+from gnomon.firewall.store.base import DecayRow, Store, check_continues
+from gnomon.firewall.store.keys import index_tokens, micros
+from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
     derived_queries,
     derived_row,
     with_moved,
     within_admissible,
 )
-from firewall.store.sqlite_moves import apply_moves
+from gnomon.firewall.store.sqlite_moves import apply_moves
 
 M = TypeVar("M", bound=ChainModel)
 R = TypeVar("R")

@@ -22,12 +22,12 @@ from typing import Any
 
 import orjson
 
-from firewall.gate.gate import PINNED_RETRIEVAL
-from firewall.log.moves import MoveBatch, check_change
-from firewall.model.errors import StoreError
-from firewall.model.states import Axis
-from firewall.store import sqlite_schema as schema
-from firewall.store.keys import micros
+from gnomon.firewall.gate.gate import PINNED_RETRIEVAL
+from gnomon.firewall.log.moves import MoveBatch, check_change
+from gnomon.firewall.model.errors import StoreError
+from gnomon.firewall.model.states import Axis
+from gnomon.firewall.store import sqlite_schema as schema
+from gnomon.firewall.store.keys import micros
 
 #: The columns a new version row copies from the updated ``beliefs`` row, in
 #: :data:`~firewall.store.sqlite_schema.VERSION_COLUMNS` order after ``until_us``.

@@ -78,8 +78,8 @@ subject or a session use those indexes instead (see ``SQLiteStore._belief_query`
 
 from __future__ import annotations
 
-from firewall.store.base import REQUEST_KIND_PREFIXES
-from firewall.store.sql_common import (
+from gnomon.firewall.store.base import REQUEST_KIND_PREFIXES
+from gnomon.firewall.store.sql_common import (
     ADMISSIBLE_RETRIEVAL,
     ADMISSIBLE_SECURITY,
     ADMISSIBLE_TRUTH,

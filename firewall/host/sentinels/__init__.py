@@ -9,9 +9,9 @@ action kernel's arbitration hook: an action citing an alerted or quarantined bel
 session label includes a flagged origin, is held.
 """
 
-from firewall.host.sentinels.arbiter import SentinelArbiter
-from firewall.host.sentinels.detectors import INJECTION_PATTERNS, looks_injected
-from firewall.host.sentinels.sentinel import ALERT_KIND, FLAG_KIND, Sentinel, SentinelState
+from gnomon.firewall.host.sentinels.arbiter import SentinelArbiter
+from gnomon.firewall.host.sentinels.detectors import INJECTION_PATTERNS, looks_injected
+from gnomon.firewall.host.sentinels.sentinel import ALERT_KIND, FLAG_KIND, Sentinel, SentinelState
 
 __all__ = [
     "ALERT_KIND",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from firewall.host.sentinels.sentinel import SentinelState
-from firewall.kernel.actionpolicy import Outcome
-from firewall.kernel.decide import Case
-from firewall.model.states import SecurityStatus
-from firewall.store.base import Store
+from gnomon.firewall.host.sentinels.sentinel import SentinelState
+from gnomon.firewall.kernel.actionpolicy import Outcome
+from gnomon.firewall.kernel.decide import Case
+from gnomon.firewall.model.states import SecurityStatus
+from gnomon.firewall.store.base import Store
 
 _BAD = frozenset({SecurityStatus.SUSPICIOUS, SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS})
 

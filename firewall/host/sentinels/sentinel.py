@@ -8,15 +8,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from firewall.host.sentinels.detectors import looks_injected
-from firewall.log.events import Event
-from firewall.model.ids import new_id
-from firewall.model.origin import Integrity
-from firewall.model.states import Authority, SecurityStatus
-from firewall.store.base import Store
+from gnomon.firewall.host.sentinels.detectors import looks_injected
+from gnomon.firewall.log.events import Event
+from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.origin import Integrity
+from gnomon.firewall.model.states import Authority, SecurityStatus
+from gnomon.firewall.store.base import Store
 
 if TYPE_CHECKING:
-    from firewall.host.firewall import Firewall
+    from gnomon.firewall.host.firewall import Firewall
 
 ALERT_KIND = "sentinel.alert"
 FLAG_KIND = "origin.flagged"
@@ -201,8 +201,8 @@ class Sentinel:
         target = SecurityStatus.QUARANTINED if act == "quarantine" else SecurityStatus.SUSPICIOUS
         if act is None:
             return
-        from firewall.gate.gate import Move
-        from firewall.model.states import Axis
+        from gnomon.firewall.gate.gate import Move
+        from gnomon.firewall.model.states import Axis
 
         for belief_id in alert["belief_ids"]:
             wall.transition(
