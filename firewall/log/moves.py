@@ -369,8 +369,8 @@ def resolve_moves(
 
 
 __all__ = [
-    "MOVES",
     "GRANTED",
+    "MOVES",
     "BeliefMove",
     "MoveBatch",
     "apply_move",
