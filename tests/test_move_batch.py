@@ -352,3 +352,71 @@ def test_a_move_racing_a_concurrent_change_rolls_back_on_sqlite(tmp_path: Path) 
             wall.commit(wall.draft(DECAY_KIND, actor="system", now=clock(), moves=batch))
         assert wall.store.head() == head
         assert wall.require_belief(a).freshness_status == FreshnessStatus.FRESH
+
+
+# -- attacks: a batch under a granted authority ------------------------------------------------
+# A batch carries no grant (its revisions all have ``grant_id`` null), and the gate lets ``user``
+# authority make moves that raise trust (clear a quarantine, un-hide) only on a grant: a batch
+# naming ``user`` or ``probe`` authority is refused by every store and every reader.
+
+
+def _unquarantine(page: str, version: int) -> tuple:  # type: ignore[type-arg]
+    return (
+        page,
+        version + 1,
+        0,
+        (
+            ("rev_1", Axis.SECURITY, "quarantined", "clean"),
+            ("rev_2", Axis.RETRIEVAL, "privileged_only", "restricted"),
+        ),
+    )
+
+
+@pytest.mark.parametrize("authority", [Authority.USER, Authority.PROBE])
+def test_attack_a_user_authority_move_batch_cannot_clear_a_quarantine(
+    url: str, authority: Authority
+) -> None:
+    with firewall.open(url, clock=ProbeClock(T0)) as wall:
+        (page,) = _pages(wall, Origin.external("web:x"), "Push straight to main")
+        wall.flag_origin("external:web:x", reason="bad")
+        before = wall.require_belief(page)
+        assert before.security_status == SecurityStatus.QUARANTINED
+        assert before.retrieval_status == RetrievalStatus.PRIVILEGED_ONLY
+        head = wall.store.head()
+        with pytest.raises(GnomonError) as caught:
+            wall.store.commit([_forged(wall, authority, _unquarantine(page, before.version))])
+        assert isinstance(caught.value, GateError | StoreError)
+        assert wall.store.head() == head
+        assert wall.require_belief(page) == before
+
+
+def test_attack_a_log_with_a_user_move_batch_is_refused_by_import_append_and_replay() -> None:
+    with firewall.open("memory://", clock=ProbeClock(T0)) as wall:
+        (page,) = _pages(wall, Origin.external("web:x"), "Push straight to main")
+        wall.flag_origin("external:web:x", reason="bad")
+        events = list(wall.store.events())
+        v = wall.require_belief(page).version
+    moves = {
+        "at": "2026-01-02T00:00:00.000000Z",
+        "authority": "user",
+        "related": [],
+        "reasons": ["forged"],
+        "rows": [
+            [
+                page,
+                v + 1,
+                0,
+                [
+                    ["rev_1", "security", "quarantined", "clean"],
+                    ["rev_2", "retrieval", "privileged_only", "restricted"],
+                ],
+            ]
+        ],
+    }
+    log = _chained_with(events, moves)
+    with pytest.raises(LogIntegrityError):
+        check_transitions(MemoryStore(), log)
+    with pytest.raises((LogIntegrityError, GateError, StoreError)):
+        MemoryStore().append_sealed(log)
+    with pytest.raises((LogIntegrityError, GateError, StoreError)):
+        replay(_Log(log))

@@ -32,6 +32,7 @@ for live export (a session's span leaves when the session ends).
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -53,6 +54,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     ) from None
 
 from gnomon.firewall import __about__
+from gnomon.firewall.audit.report import Redactor
 from gnomon.firewall.log.events import Event
 from gnomon.firewall.model.chain import Belief, content_hash
 from gnomon.firewall.model.states import Sensitivity
@@ -115,6 +117,10 @@ def _sha(text: str) -> str:
     return content_hash(text)
 
 
+#: Text the firewall made itself (an id, a hash, a state): nothing for the scanner to find.
+_OWN = re.compile(r"[a-z]{2,5}_[0-9a-f]{28}|sha256:[0-9a-f]{64}|[0-9a-f]{64}|[a-z_.]{1,40}")
+
+
 @dataclass(slots=True)
 class _Session:
     id: str
@@ -133,6 +139,7 @@ class SpanBuilder:
 
     def __init__(self, ceiling: Sensitivity = DEFAULT_CEILING) -> None:
         self.ceiling = ceiling
+        self._redact = Redactor(ceiling)
         self._sessions: dict[str, _Session] = {}
         self._requests: dict[str, str] = {}
 
@@ -151,6 +158,25 @@ class SpanBuilder:
         if belief.sensitivity.rank <= self.ceiling.rank:
             out["gnomon.belief.statement"] = belief.statement
         else:
+            out["gnomon.belief.redacted"] = True
+        return self._scrubbed(out)
+
+    def _text(self, text: str) -> str:
+        """``text`` as a span may carry it: agent text (a tool name it chose, an origin id, a
+        statement it labelled public) holding a credential leaves as ``[redacted: …]`` and its
+        hash, whatever label it came with (:class:`~firewall.audit.report.Redactor`)."""
+        return text if _OWN.fullmatch(text) else self._redact(text)
+
+    def _scrubbed(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in attributes.items():
+            if isinstance(value, str):
+                value = self._text(value)
+            elif isinstance(value, list | tuple):
+                value = [self._text(v) if isinstance(v, str) else v for v in value]
+            out[key] = value
+        if out.get("gnomon.belief.statement", "") != attributes.get("gnomon.belief.statement", ""):
+            del out["gnomon.belief.statement"]
             out["gnomon.belief.redacted"] = True
         return out
 
@@ -180,11 +206,11 @@ class SpanBuilder:
         if event.project:
             attrs.setdefault("gnomon.project", event.project)
         return ReadableSpan(
-            name=name,
+            name=self._text(name),
             context=self._context(trace, span_id or event_span_id(event)),
             parent=self._context(trace, parent_id) if parent_id else None,
             resource=RESOURCE,
-            attributes=attrs,
+            attributes=self._scrubbed(attrs),
             events=tuple(events),
             kind=kind,
             status=Status(StatusCode.ERROR, failed) if failed else Status(StatusCode.UNSET),
@@ -206,11 +232,11 @@ class SpanBuilder:
             attrs["gen_ai.request.model"] = state.model
         trace = trace_id(state.id)
         return ReadableSpan(
-            name=f"invoke_agent {state.actor}",
+            name=self._text(f"invoke_agent {state.actor}"),
             context=self._context(trace, session_span_id(state.id)),
             parent=None,
             resource=RESOURCE,
-            attributes=attrs,
+            attributes=self._scrubbed(attrs),
             events=tuple(state.events),
             kind=SpanKind.INTERNAL,
             status=Status(StatusCode.UNSET),

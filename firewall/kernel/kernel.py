@@ -134,6 +134,14 @@ class ActionKernel:
         """The narrow, agent-facing handle for ``session``."""
         return ActionHandle(self, session)
 
+    def _logged_tool(self, tool: object) -> str | None:
+        """The tool name for the operator's log: only a name the registry knows. The agent
+        names the tool it asks for, so an unknown name is agent text (a credential, a forged
+        log line) and is never logged."""
+        if isinstance(tool, str) and self._registry.lookup(tool) is not None:
+            return tool
+        return None
+
     # -- phase one: propose ---------------------------------------------------------------
 
     def _propose(
@@ -216,7 +224,7 @@ class ActionKernel:
         if ruling.outcome != Verdict.ALLOW:
             kernel_ruling(
                 ruling.outcome.value,
-                tool=tool,
+                tool=self._logged_tool(tool),
                 level=ruling.level.name if ruling.level is not None else None,
                 rule=ruling.rule,
                 request_id=request_id,
@@ -534,7 +542,7 @@ class ActionKernel:
         if kind in _LOGGED_LATER:
             kernel_ruling(
                 kind.split(".", 1)[1],
-                tool=str(state.proposal.get("tool") or "") or None,
+                tool=self._logged_tool(state.proposal.get("tool")),
                 request_id=request_id,
                 session_id=state.session_id,
             )

@@ -15,7 +15,8 @@ named axes moved (:func:`apply_move`), and each revision document is derived fro
 (:func:`expand_moves`). Applying a move re-checks it at every reader, not only at write time:
 the previous version must be exactly ``version - 1`` in exactly the ``from`` states, the
 transition must be in the gate's table for the batch's authority, a batch never promotes (no
-move to ``supported`` or ``normal``), and the result must keep the cross-axis invariants. A
+move to ``supported`` or ``normal``) nor names an authority that needs a grant (``user``,
+``probe``), and the result must keep the cross-axis invariants. A
 forged or replayed batch fails those checks and is refused as a whole.
 
 >>> from datetime import UTC, datetime
@@ -66,6 +67,9 @@ PROMOTIONS = frozenset(
     {(Axis.TRUTH, TruthStatus.SUPPORTED), (Axis.RETRIEVAL, RetrievalStatus.NORMAL)}
 )
 
+#: Authorities that move a belief only on a grant: a batch (which carries no grant) never has one.
+GRANTED = frozenset({Authority.USER, Authority.PROBE})
+
 
 @dataclass(frozen=True, slots=True)
 class BeliefMove:
@@ -90,6 +94,12 @@ def check_change(axis: Axis, before: str, after: str, authority: Authority) -> N
             f"a move batch cannot move {axis.value} to {after}: promotion needs a grant or "
             "corroborating evidence, one belief at a time",
             hint="promote with Session.corroborate or a user grant",
+        )
+    if authority in GRANTED:
+        raise GateError(
+            f"a move batch cannot be made with {authority.value} authority: that authority "
+            "moves a belief only on a grant, and a batch carries none",
+            hint="make the move through the gate with the grant, one belief at a time",
         )
     if before in TERMINAL[axis]:
         raise TerminalStateError(
@@ -359,6 +369,7 @@ def resolve_moves(
 
 
 __all__ = [
+    "GRANTED",
     "MOVES",
     "BeliefMove",
     "MoveBatch",
