@@ -18,6 +18,7 @@ from gnomon.firewall.gate.grants import GrantSigner
 from gnomon.firewall.host.config import pinned_keys
 from gnomon.firewall.host.review import APPROVED_KIND, NotACandidateError, approve, harvest
 from gnomon.firewall.model.errors import ForgedGrantError, GrantScopeError, MissingGrantError
+from gnomon.firewall.model.states import Sensitivity
 
 PROJECT = "shop"
 
@@ -145,3 +146,37 @@ def test_cli_review_lists_and_approves_with_a_key(
     assert approved.exit_code == 0, approved.output
     missing = runner.invoke(cli, ["review", "--url", url])
     assert missing.exit_code == 1 and "--project" in missing.output
+
+
+def test_attack_the_review_listing_never_prints_a_secret_or_a_credential(tmp_path: Path) -> None:
+    """Attack: the user's own secret note and a live key pasted into an ``internal`` one are
+    supported, clean candidates; the review listing (text and ``--json``) shows each as a marker
+    and its hash, never the text, unless the operator raises the ceiling."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    key = "AKIAIOSFODNN7EXAMPLE"
+    with firewall.open(url) as wall:
+        user = wall.channel(Origin.user("alice"), project=PROJECT)
+        with wall.session(project=PROJECT, actor="coder", user="alice") as s:
+            s.observe(
+                tool="chat",
+                content="The vault PIN is 4417",
+                origin=user,
+                sensitivity=Sensitivity.SECRET,
+            )
+            s.observe(tool="chat", content=f"aws_access_key_id = {key}", origin=user)
+            s.observe(tool="chat", content="Deploys go through ArgoCD", origin=user)
+    runner = CliRunner()
+    for extra in ([], ["--json"]):
+        listed = runner.invoke(cli, ["review", "--project", PROJECT, "--url", url, *extra])
+        assert listed.exit_code == 0, listed.output
+        assert "4417" not in listed.output and key not in listed.output
+        assert "Deploys go through ArgoCD" in listed.output  # utility: the rest is shown
+        assert "[redacted: secret]" in listed.output and "credential" in listed.output
+    doc = json.loads(
+        runner.invoke(cli, ["review", "--project", PROJECT, "--url", url, "--json"]).output
+    )
+    assert len(doc["candidates"]) == 3  # redacted, not dropped
+    raised = runner.invoke(
+        cli, ["review", "--project", PROJECT, "--url", url, "--sensitivity-ceiling", "secret"]
+    )
+    assert "The vault PIN is 4417" in raised.output

@@ -6,7 +6,9 @@ from __future__ import annotations
 import click
 
 from gnomon import firewall
+from gnomon.firewall.audit.report import Redactor
 from gnomon.firewall.cli.common import (
+    ceiling_option,
     console,
     echo,
     echo_json,
@@ -23,18 +25,28 @@ from gnomon.firewall.cli.memory import (
     subject_option,
 )
 from gnomon.firewall.host.review import approve, harvest
+from gnomon.firewall.model.chain import Belief
 from gnomon.firewall.model.errors import InputError
 from gnomon.firewall.model.render import terminal_text
+from gnomon.firewall.model.states import Sensitivity
 
 
 @click.group("review", invoke_without_command=True)
 @click.option("--project", default=None, help="The project whose review queue is listed.")
 @click.option("--limit", default=200, show_default=True, help="At most this many per list.")
+@ceiling_option(
+    "Statements more sensitive than this, or holding a credential, show as a marker and a hash."
+)
 @url_option
 @json_option
 @click.pass_context
 def review_group(
-    ctx: click.Context, project: str | None, limit: int, url: str | None, as_json: bool
+    ctx: click.Context,
+    project: str | None,
+    limit: int,
+    ceiling: str,
+    url: str | None,
+    as_json: bool,
 ) -> None:
     """List supported, clean, durable lessons (candidates for long-term memory) and flagged
     beliefs for a human to check. `gnomon review approve ID --key KEY` approves a candidate."""
@@ -44,18 +56,23 @@ def review_group(
         raise InputError("gnomon review lists one project", hint="pass --project NAME")
     with firewall.open(resolve_url(ctx, url)) as wall:
         queue = harvest(wall.store, project, now=wall.clock(), limit=limit)
+    redact = Redactor(Sensitivity(ceiling))
+
+    def shown(belief: Belief) -> str:
+        return redact(belief.statement, belief.sensitivity)
+
     if as_json:
-        echo_json(queue.to_json())
+        echo_json(queue.to_json(shown))
         return
     out = console()
     out.print(f"candidates for long-term memory ({len(queue.candidates)}):", markup=False)
     for belief in queue.candidates:
-        out.print(f"  {belief.id}  {terminal_text(belief.statement)}", markup=False)
+        out.print(f"  {belief.id}  {terminal_text(shown(belief))}", markup=False)
     out.print(f"flagged for a human to check ({len(queue.flagged)}):", markup=False)
     for item in queue.flagged:
         out.print(
             f"  {item.belief.id}  [{terminal_text(item.reason)}]  "
-            f"{terminal_text(item.belief.statement)}",
+            f"{terminal_text(shown(item.belief))}",
             markup=False,
         )
 

@@ -23,7 +23,7 @@ source of truth.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -130,11 +130,15 @@ class ReviewQueue:
     candidates: tuple[Belief, ...]
     flagged: tuple[Flagged, ...]
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, shown: Callable[[Belief], str] | None = None) -> dict[str, object]:
+        """The queue as JSON; ``shown`` gives the text to print for a statement (the CLI passes
+        the trust report's redactor, so text above its ceiling or holding a credential is
+        replaced by a marker and its hash)."""
+
         def item(belief: Belief, **extra: str) -> dict[str, object]:
             return {
                 "id": belief.id,
-                "statement": belief.statement,
+                "statement": belief.statement if shown is None else shown(belief),
                 "sensitivity": belief.sensitivity.value,
                 "security": belief.security_status.value,
                 "truth": belief.truth_status.value,
