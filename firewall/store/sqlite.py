@@ -76,6 +76,7 @@ from gnomon.firewall.store.base import DecayRow, Store, check_continues
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
+    belief_keys,
     derived_queries,
     derived_row,
     with_moved,
@@ -1308,29 +1309,7 @@ def _version_rows(
 
 
 def _belief_row(b: Belief, doc: bytes) -> tuple[Any, ...]:
-    # StrEnum members bind as their text value; no .value lookups on the hot path.
-    observed = micros(b.observed_at)
-    verified = b.last_verified_at
-    expires = b.expires_at
-    return (
-        b.id,
-        b.truth_status,
-        b.retrieval_status,
-        b.security_status,
-        b.freshness_status,
-        SENSITIVITY_RANK[b.sensitivity],
-        observed if verified is None else micros(verified),
-        observed,
-        None if expires is None else micros(expires),
-        b.project,
-        b.scope,
-        b.user,
-        b.subject,
-        b.predicate,
-        b.session_id,
-        " ".join(index_tokens(b.statement)),
-        doc,
-    )
+    return (b.id, *belief_keys(b), " ".join(index_tokens(b.statement)), doc)
 
 
 def _statements(script: str) -> Iterator[str]:
