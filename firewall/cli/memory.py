@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -194,21 +194,17 @@ class UserGrant:
             yield wall, wall.grant("user", _subject(self.key, self.subject), beliefs=beliefs)
 
 
+#: The click parameters a :class:`UserGrant` carries (all its fields but the context).
+_USER_GRANT_OPTIONS = tuple(f.name for f in fields(UserGrant) if f.name != "ctx")
+
+
 def user_grant_command(f: Callable[..., None]) -> Callable[..., None]:
     """Give a command the user-grant options; ``f`` takes a :class:`UserGrant`, then its
     arguments (declare those above this decorator)."""
 
-    def command(
-        ctx: click.Context,
-        key: str,
-        reason: str,
-        subject: str | None,
-        url: str | None,
-        trusted_keys: str | None,
-        as_json: bool,
-        **arguments: Any,
-    ) -> None:
-        f(UserGrant(ctx, key, reason, subject, url, trusted_keys, as_json), **arguments)
+    def command(ctx: click.Context, **params: Any) -> None:
+        options = {name: params.pop(name) for name in _USER_GRANT_OPTIONS}
+        f(UserGrant(ctx, **options), **params)
 
     command.__name__, command.__doc__ = f.__name__, f.__doc__
     wrapped: Callable[..., None] = click.pass_context(command)
@@ -224,14 +220,21 @@ def user_grant_command(f: Callable[..., None]) -> Callable[..., None]:
     return wrapped
 
 
+def _granted_move(
+    g: UserGrant, belief_id: str, verb: str, move: Callable[..., firewall.Belief]
+) -> None:
+    """``move(wall, belief_id, grant=, reason=)`` on a user grant over the one belief."""
+    with g.open([belief_id]) as (wall, grant):
+        belief = move(wall, belief_id, grant=grant, reason=g.reason)
+    _report(belief, verb, f"user grant {grant.id}", as_json=g.as_json, grant_id=grant.id)
+
+
 @click.command()
 @click.argument("belief_id")
 @user_grant_command
 def promote(g: UserGrant, belief_id: str) -> None:
     """Make a belief supported and normally retrievable, on a signed user grant."""
-    with g.open([belief_id]) as (wall, grant):
-        belief = wall.promote(belief_id, grant=grant, reason=g.reason)
-    _report(belief, "promoted", f"user grant {grant.id}", as_json=g.as_json, grant_id=grant.id)
+    _granted_move(g, belief_id, "promoted", firewall.Firewall.promote)
 
 
 @click.command()
@@ -275,9 +278,7 @@ def quarantine(
 @user_grant_command
 def clear(g: UserGrant, belief_id: str) -> None:
     """Clear a suspicious or quarantined belief back to clean and restricted (user grant)."""
-    with g.open([belief_id]) as (wall, grant):
-        belief = wall.clear(belief_id, grant=grant, reason=g.reason)
-    _report(belief, "cleared", f"user grant {grant.id}", as_json=g.as_json, grant_id=grant.id)
+    _granted_move(g, belief_id, "cleared", firewall.Firewall.clear)
 
 
 __all__ = ["beliefs", "clear", "promote", "quarantine", "recall"]
