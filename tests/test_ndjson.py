@@ -221,6 +221,20 @@ def test_file_log_persists_and_replays(tmp_path: Path) -> None:
     assert len(read_events(path.read_bytes(), str(path))) == 2
 
 
+def test_file_log_keeps_imported_events(source: MemoryStore, tmp_path: Path) -> None:
+    """Events appended sealed (``gnomon log import`` into a ``memory:///file`` store) are in
+    the file: a reopen replays them and the file reads back as the same export."""
+    path = tmp_path / "log.ndjson"
+    events = list(source.events())
+    with open_store(f"memory:///{path}") as store:
+        store.append_sealed(events)
+        head = store.head()
+    with open_store(f"memory:///{path}") as store:
+        assert store.head() == head == source.head()
+        assert snapshot(store) == snapshot(source)
+    assert [e.hash for e in read_events(path.read_bytes(), str(path))] == [e.hash for e in events]
+
+
 def test_file_log_sees_other_writers(tmp_path: Path) -> None:
     path = tmp_path / "log.ndjson"
     a, b = FileLogStore(path), FileLogStore(path)
