@@ -181,8 +181,7 @@ class SQLiteStore(Store):
                 self._upgrade()
             self._index_by_trigger = self._has_v1_insert_trigger()
             return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._immediate():
             tables = self._tables()  # again, under the lock: another process may have won
             if "meta" in tables:
                 if self._check_meta() < schema.SCHEMA_VERSION:
@@ -213,6 +212,15 @@ class SQLiteStore(Store):
                     ],
                 )
             self._index_by_trigger = self._has_v1_insert_trigger()
+
+    @contextmanager
+    def _immediate(self) -> Iterator[None]:
+        """A ``BEGIN IMMEDIATE`` transaction (SQLite's write lock) for opening and upgrading:
+        committed when the block ends, rolled back on any exception, which is re-raised."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
             conn.execute("COMMIT")
         except BaseException:
             with suppress(sqlite3.Error):
@@ -221,16 +229,9 @@ class SQLiteStore(Store):
 
     def _upgrade(self) -> None:
         """Bring an older file to the current version, under the write lock."""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._immediate():
             if self._check_meta() < schema.SCHEMA_VERSION:  # another process may have done it
                 self._upgrade_locked()
-            conn.execute("COMMIT")
-        except BaseException:
-            with suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise
 
     def _upgrade_locked(self) -> None:
         # Version 3 only adds the bindings table; versions 1 and 2 differ in how new beliefs
