@@ -31,12 +31,12 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import _build
 import _common as common
 
 from gnomon import firewall
 from gnomon.firewall.gate.adoption import Adopter, Context
 from gnomon.firewall.gate.policy import resolve
-from gnomon.firewall.log.events import EventDraft, Records
 from gnomon.firewall.model.chain import Belief
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.ids import new_id
@@ -50,7 +50,6 @@ from gnomon.firewall.model.states import (
     Sensitivity,
     TruthStatus,
 )
-from gnomon.firewall.store.sqlite import SQLiteStore
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 PROJECT = "bench"
@@ -121,37 +120,20 @@ def build(path: Path, count: int) -> None:
     start = time.perf_counter()
     texts = common.Corpus.build().sentences(count, seed=23)
     rng = random.Random(5)
-    tmp = path.with_suffix(".building")
-    for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-        leftover.unlink(missing_ok=True)
-    store = SQLiteStore(tmp, cache_mb=256)
-    versions = {"package": "bench", "schema": 1, "gate": "1"}
+    tmp, store = _build.building_store(path)
     chunk = PER_EVENT * PER_COMMIT * 10
     for offset in range(0, count, chunk):
         beliefs = make_beliefs(min(chunk, count - offset), texts[offset:], rng)
-        drafts = [
-            EventDraft(
-                kind="bench.beliefs",
-                actor="bench",
-                at=NOW,
-                project=PROJECT,
-                versions=versions,
-                records=Records(beliefs=tuple(beliefs[i : i + PER_EVENT])),
-            )
-            for i in range(0, len(beliefs), PER_EVENT)
-        ]
-        for i in range(0, len(drafts), PER_COMMIT):
-            store.commit(drafts[i : i + PER_COMMIT])
+        _build.commit_beliefs(
+            store, beliefs, at=NOW, project=PROJECT, per_event=PER_EVENT, per_commit=PER_COMMIT
+        )
         done = offset + len(beliefs)
         if done % 100_000 == 0 or done == count:
             print(f"  {done:,} ({time.perf_counter() - start:.0f} s)", flush=True)
     store._conn.execute("PRAGMA optimize")  # planner statistics, as a long-lived store has
     store._conn.execute("ANALYZE")
     store.close()
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(f"{tmp}{suffix}")
-        if src.exists():
-            src.rename(Path(f"{path}{suffix}"))
+    _build.move_into_place(tmp, path)
     print(f"built in {time.perf_counter() - start:.0f} s", flush=True)
 
 

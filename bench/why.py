@@ -33,6 +33,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import _build
 import _common as common
 
 from gnomon import firewall
@@ -41,12 +42,10 @@ from gnomon.firewall.audit.replay import version_at
 from gnomon.firewall.audit.report import build_report, render_html, render_markdown
 from gnomon.firewall.audit.why import why
 from gnomon.firewall.gate.adoption import Adopter, Context
-from gnomon.firewall.log.events import EventDraft, Records
 from gnomon.firewall.model.chain import Belief
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.ids import new_id
 from gnomon.firewall.model.states import ClaimKind, EvidenceQuality, ExtractionMethod, TruthStatus
-from gnomon.firewall.store.sqlite import SQLiteStore
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
 START = NOW - timedelta(days=120)
@@ -82,28 +81,14 @@ def build(path: Path, count: int) -> None:
     start = time.perf_counter()
     texts = common.Corpus.build().sentences(count, seed=23)
     rng = random.Random(5)
-    tmp = path.with_suffix(".building")
-    for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
-        leftover.unlink(missing_ok=True)
-    store = SQLiteStore(tmp, cache_mb=256)
-    versions = {"package": "bench", "schema": 1, "gate": "1"}
+    tmp, store = _build.building_store(path)
     base = template()
     chunk = PER_EVENT * PER_COMMIT * 10
 
     def commit(beliefs: list[Belief]) -> None:
-        drafts = [
-            EventDraft(
-                kind="bench.beliefs",
-                actor="bench",
-                at=NOW,
-                project=PROJECT,
-                versions=versions,
-                records=Records(beliefs=tuple(beliefs[i : i + PER_EVENT])),
-            )
-            for i in range(0, len(beliefs), PER_EVENT)
-        ]
-        for i in range(0, len(drafts), PER_COMMIT):
-            store.commit(drafts[i : i + PER_COMMIT])
+        _build.commit_beliefs(
+            store, beliefs, at=NOW, project=PROJECT, per_event=PER_EVENT, per_commit=PER_COMMIT
+        )
 
     later: list[Belief] = []
     for offset in range(0, count, chunk):
@@ -157,10 +142,7 @@ def build(path: Path, count: int) -> None:
     print(f"  +{len(later):,} later versions ({time.perf_counter() - start:.0f} s)", flush=True)
     store._conn.execute("ANALYZE")
     store.close()
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(f"{tmp}{suffix}")
-        if src.exists():
-            src.rename(Path(f"{path}{suffix}"))
+    _build.move_into_place(tmp, path)
     print(f"built in {time.perf_counter() - start:.0f} s", flush=True)
 
 

@@ -147,6 +147,21 @@ def test_unknown_schema_version(tmp_path: Path) -> None:
     del digest
 
 
+def test_body_without_a_required_field(tmp_path: Path) -> None:
+    """A hand-made body with a known schema and a good hash, but no ``kind``: a typed error."""
+    store = MemoryStore()
+    store.commit([make_draft()])
+    ((_, body, prev, _digest),) = store.chain_rows()
+    doc = orjson.loads(body)
+    del doc["kind"]
+    kindless = orjson.dumps(doc)
+    from gnomon.firewall.log.events import chain_hash
+    from gnomon.firewall.log.ndjson import encode_line
+
+    data = header_line() + encode_line(1, prev, chain_hash(1, prev, kindless), kindless)
+    _fails(data, "line 2", "seq 1", "the event body has no 'kind'")
+
+
 def test_unknown_format_version(source: MemoryStore, tmp_path: Path) -> None:
     lines = _lines(source, tmp_path)
     lines[0] = b'{"format":"gnomon.events","schema":1,"version":7}\n'
@@ -204,6 +219,20 @@ def test_file_log_persists_and_replays(tmp_path: Path) -> None:
         assert store.verify().ok
     # the file is an export: import reads it as it is
     assert len(read_events(path.read_bytes(), str(path))) == 2
+
+
+def test_file_log_keeps_imported_events(source: MemoryStore, tmp_path: Path) -> None:
+    """Events appended sealed (``gnomon log import`` into a ``memory:///file`` store) are in
+    the file: a reopen replays them and the file reads back as the same export."""
+    path = tmp_path / "log.ndjson"
+    events = list(source.events())
+    with open_store(f"memory:///{path}") as store:
+        store.append_sealed(events)
+        head = store.head()
+    with open_store(f"memory:///{path}") as store:
+        assert store.head() == head == source.head()
+        assert snapshot(store) == snapshot(source)
+    assert [e.hash for e in read_events(path.read_bytes(), str(path))] == [e.hash for e in events]
 
 
 def test_file_log_sees_other_writers(tmp_path: Path) -> None:

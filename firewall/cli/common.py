@@ -99,6 +99,13 @@ def url_option(f: F) -> F:
     )(f)
 
 
+def path_option(*decls: str, help: str, metavar: str = "FILE", **attrs: Any) -> Callable[[F], F]:
+    """An option naming one file (never a directory); ``attrs`` go to :func:`click.option`."""
+    return click.option(
+        *decls, metavar=metavar, type=click.Path(dir_okay=False), help=help, **attrs
+    )
+
+
 def trusted_keys_option(f: F) -> F:
     return click.option(
         "--trusted-keys",

@@ -36,18 +36,14 @@ from gnomon.firewall.cli.common import (
     echo_json,
     json_option,
     resolve_url,
-    trusted_keys_option,
     url_option,
     write_file,
 )
 from gnomon.firewall.cli.memory import (
-    _granted_wall,
+    UserGrant,
     _report,
-    _subject,
     beliefs,
-    key_option,
-    reason_option,
-    subject_option,
+    user_grant_command,
 )
 from gnomon.firewall.gate.gate import ADOPTION_RULES
 from gnomon.firewall.model.chain import Belief
@@ -279,30 +275,13 @@ def beliefs_history(ctx: click.Context, belief_id: str, url: str | None, as_json
 @beliefs.command("supersede")
 @click.argument("old_id")
 @click.argument("new_id")
-@key_option
-@reason_option
-@subject_option
-@url_option
-@trusted_keys_option
-@json_option
-@click.pass_context
-def beliefs_supersede(
-    ctx: click.Context,
-    old_id: str,
-    new_id: str,
-    key: str,
-    reason: str,
-    subject: str | None,
-    url: str | None,
-    trusted_keys: str | None,
-    as_json: bool,
-) -> None:
+@user_grant_command
+def beliefs_supersede(g: UserGrant, old_id: str, new_id: str) -> None:
     """Replace OLD_ID by NEW_ID on a signed user grant; the old one stays, as superseded."""
-    with _granted_wall(ctx, url, key, trusted_keys) as wall:
-        grant = wall.grant("user", _subject(key, subject), beliefs=[old_id, new_id])
-        old, new = wall.supersede(old_id, new_id, reason=reason, grant=grant)
-    _report(old, "superseded", f"user grant {grant.id}", as_json=as_json, grant_id=grant.id)
-    if not as_json:
+    with g.open([old_id, new_id]) as (wall, grant):
+        old, new = wall.supersede(old_id, new_id, reason=g.reason, grant=grant)
+    _report(old, "superseded", f"user grant {grant.id}", as_json=g.as_json, grant_id=grant.id)
+    if not g.as_json:
         echo(f"{new.id} supersedes {old.id}")
 
 

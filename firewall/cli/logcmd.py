@@ -7,6 +7,7 @@ Each parses its options, calls one library function (:mod:`firewall.log.checkpoi
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from contextlib import nullcontext
 
 import click
@@ -15,11 +16,13 @@ from gnomon.firewall.audit.import_check import check_transitions
 from gnomon.firewall.audit.rebuild import rebuild as rebuild_store
 from gnomon.firewall.audit.shipping import ship, ship_to_file, verify_file
 from gnomon.firewall.cli.common import (
+    F,
     ceiling_option,
     console,
     echo,
     echo_json,
     json_option,
+    path_option,
     resolve_url,
     staged_file,
     url_option,
@@ -48,31 +51,27 @@ def _open(ctx: click.Context, url: str | None, *, must_exist: bool = True) -> St
     return open_store(resolve_url(ctx, url, must_exist=must_exist))
 
 
+def pinned_keys_option(help: str) -> Callable[[F], F]:
+    """``--key PUBFILE`` (repeatable): the public keys checkpoints must be signed by."""
+    return path_option("--key", "keys", multiple=True, metavar="PUBFILE", help=help)
+
+
 @click.command("verify")
 @url_option
-@click.option(
-    "--key",
-    "keys",
-    multiple=True,
-    metavar="PUBFILE",
-    type=click.Path(dir_okay=False),
-    help="Pinned public key (.pub): every checkpoint must be signed by it, and at least one "
-    "must exist. Repeat for several keys.",
+@pinned_keys_option(
+    "Pinned public key (.pub): every checkpoint must be signed by it, and at least one "
+    "must exist. Repeat for several keys."
 )
-@click.option(
+@path_option(
     "--checkpoint",
     "checkpoint_file",
     default=None,
-    metavar="FILE",
-    type=click.Path(dir_okay=False),
     help="A checkpoint file kept away from the store: detects a truncated tail.",
 )
-@click.option(
+@path_option(
     "--file",
     "export_file",
     default=None,
-    metavar="FILE",
-    type=click.Path(dir_okay=False),
     help="Verify an NDJSON export (a shipped, redacted one included) instead of a store.",
 )
 @json_option
@@ -137,19 +136,16 @@ def log_verify(
 
 @click.command("checkpoint")
 @url_option
-@click.option(
+@path_option(
     "--key",
     "key_file",
     required=True,
     metavar="KEYFILE",
-    type=click.Path(dir_okay=False),
     help="Private key (from `gnomon keys generate`) that signs the checkpoint.",
 )
-@click.option(
+@path_option(
     "--out",
     default=None,
-    metavar="FILE",
-    type=click.Path(dir_okay=False),
     help="Also write the checkpoint to FILE (keep it away from the store).",
 )
 @json_option
@@ -180,11 +176,9 @@ def log_checkpoint(
 
 @click.command("export")
 @url_option
-@click.option(
+@path_option(
     "--out",
     default=None,
-    metavar="FILE",
-    type=click.Path(dir_okay=False),
     help="Write to FILE (atomically) instead of standard output.",
 )
 @ceiling_option(
@@ -228,14 +222,7 @@ def log_export(
 @click.command("import")
 @click.argument("file", type=click.Path(dir_okay=False))
 @url_option
-@click.option(
-    "--key",
-    "keys",
-    multiple=True,
-    metavar="PUBFILE",
-    type=click.Path(dir_okay=False),
-    help="Refuse the file unless its checkpoints are signed by this pinned key.",
-)
+@pinned_keys_option("Refuse the file unless its checkpoints are signed by this pinned key.")
 @json_option
 @click.pass_context
 def log_import(

@@ -8,7 +8,11 @@ is refused by the verifier exactly as a forged grant would be.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -30,7 +34,7 @@ from gnomon.firewall.cli.render import (
     recall_tables,
     section,
 )
-from gnomon.firewall.gate.grants import GrantSigner
+from gnomon.firewall.gate.grants import Grant, GrantSigner
 from gnomon.firewall.host import config
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import Authority, SecurityStatus, TruthStatus
@@ -170,30 +174,67 @@ subject_option = click.option(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class UserGrant:
+    """The options of a move on a signed user grant: ``--key --reason --as --url
+    --trusted-keys --json`` (see :func:`user_grant_command`)."""
+
+    ctx: click.Context
+    key: str
+    reason: str
+    subject: str | None
+    url: str | None
+    trusted_keys: str | None
+    as_json: bool
+
+    @contextmanager
+    def open(self, beliefs: list[str]) -> Iterator[tuple[firewall.Firewall, Grant]]:
+        """The firewall, signing with ``--key``, and a user grant over ``beliefs``."""
+        with _granted_wall(self.ctx, self.url, self.key, self.trusted_keys) as wall:
+            yield wall, wall.grant("user", _subject(self.key, self.subject), beliefs=beliefs)
+
+
+#: The click parameters a :class:`UserGrant` carries (all its fields but the context).
+_USER_GRANT_OPTIONS = tuple(f.name for f in fields(UserGrant) if f.name != "ctx")
+
+
+def user_grant_command(f: Callable[..., None]) -> Callable[..., None]:
+    """Give a command the user-grant options; ``f`` takes a :class:`UserGrant`, then its
+    arguments (declare those above this decorator)."""
+
+    def command(ctx: click.Context, **params: Any) -> None:
+        options = {name: params.pop(name) for name in _USER_GRANT_OPTIONS}
+        f(UserGrant(ctx, **options), **params)
+
+    command.__name__, command.__doc__ = f.__name__, f.__doc__
+    wrapped: Callable[..., None] = click.pass_context(command)
+    for option in (
+        json_option,
+        trusted_keys_option,
+        url_option,
+        subject_option,
+        reason_option,
+        key_option,
+    ):
+        wrapped = option(wrapped)
+    return wrapped
+
+
+def _granted_move(
+    g: UserGrant, belief_id: str, verb: str, move: Callable[..., firewall.Belief]
+) -> None:
+    """``move(wall, belief_id, grant=, reason=)`` on a user grant over the one belief."""
+    with g.open([belief_id]) as (wall, grant):
+        belief = move(wall, belief_id, grant=grant, reason=g.reason)
+    _report(belief, verb, f"user grant {grant.id}", as_json=g.as_json, grant_id=grant.id)
+
+
 @click.command()
 @click.argument("belief_id")
-@key_option
-@reason_option
-@subject_option
-@url_option
-@trusted_keys_option
-@json_option
-@click.pass_context
-def promote(
-    ctx: click.Context,
-    belief_id: str,
-    key: str,
-    reason: str,
-    subject: str | None,
-    url: str | None,
-    trusted_keys: str | None,
-    as_json: bool,
-) -> None:
+@user_grant_command
+def promote(g: UserGrant, belief_id: str) -> None:
     """Make a belief supported and normally retrievable, on a signed user grant."""
-    with _granted_wall(ctx, url, key, trusted_keys) as wall:
-        grant = wall.grant("user", _subject(key, subject), beliefs=[belief_id])
-        belief = wall.promote(belief_id, grant=grant, reason=reason)
-    _report(belief, "promoted", f"user grant {grant.id}", as_json=as_json, grant_id=grant.id)
+    _granted_move(g, belief_id, "promoted", firewall.Firewall.promote)
 
 
 @click.command()
@@ -234,28 +275,10 @@ def quarantine(
 
 @click.command()
 @click.argument("belief_id")
-@key_option
-@reason_option
-@subject_option
-@url_option
-@trusted_keys_option
-@json_option
-@click.pass_context
-def clear(
-    ctx: click.Context,
-    belief_id: str,
-    key: str,
-    reason: str,
-    subject: str | None,
-    url: str | None,
-    trusted_keys: str | None,
-    as_json: bool,
-) -> None:
+@user_grant_command
+def clear(g: UserGrant, belief_id: str) -> None:
     """Clear a suspicious or quarantined belief back to clean and restricted (user grant)."""
-    with _granted_wall(ctx, url, key, trusted_keys) as wall:
-        grant = wall.grant("user", _subject(key, subject), beliefs=[belief_id])
-        belief = wall.clear(belief_id, grant=grant, reason=reason)
-    _report(belief, "cleared", f"user grant {grant.id}", as_json=as_json, grant_id=grant.id)
+    _granted_move(g, belief_id, "cleared", firewall.Firewall.clear)
 
 
 __all__ = ["beliefs", "clear", "promote", "quarantine", "recall"]

@@ -17,6 +17,7 @@ from gnomon.firewall.cli.common import (
     echo,
     echo_json,
     json_option,
+    path_option,
     resolve_url,
     staged_file,
     url_option,
@@ -32,11 +33,9 @@ def otel_group() -> None:
 
 @otel_group.command("export")
 @url_option
-@click.option(
+@path_option(
     "--out",
     default=None,
-    metavar="FILE",
-    type=click.Path(dir_okay=False),
     help="Write the spans to FILE (one JSON object per line) instead of standard output.",
 )
 @ceiling_option("Belief text above LEVEL is exported as its content hash only.")

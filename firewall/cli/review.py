@@ -14,16 +14,9 @@ from gnomon.firewall.cli.common import (
     echo_json,
     json_option,
     resolve_url,
-    trusted_keys_option,
     url_option,
 )
-from gnomon.firewall.cli.memory import (
-    _granted_wall,
-    _subject,
-    key_option,
-    reason_option,
-    subject_option,
-)
+from gnomon.firewall.cli.memory import UserGrant, user_grant_command
 from gnomon.firewall.host.review import approve, harvest
 from gnomon.firewall.model.chain import Belief
 from gnomon.firewall.model.errors import InputError
@@ -79,28 +72,12 @@ def review_group(
 
 @review_group.command("approve")
 @click.argument("belief_id")
-@key_option
-@reason_option
-@subject_option
-@url_option
-@trusted_keys_option
-@json_option
-@click.pass_context
-def review_approve(
-    ctx: click.Context,
-    belief_id: str,
-    key: str,
-    reason: str,
-    subject: str | None,
-    url: str | None,
-    trusted_keys: str | None,
-    as_json: bool,
-) -> None:
+@user_grant_command
+def review_approve(g: UserGrant, belief_id: str) -> None:
     """Approve a candidate for long-term memory on a signed user grant (one event)."""
-    with _granted_wall(ctx, url, key, trusted_keys) as wall:
-        grant = wall.grant("user", _subject(key, subject), beliefs=[belief_id])
-        belief = approve(wall, belief_id, grant=grant, reason=reason)
-    if as_json:
+    with g.open([belief_id]) as (wall, grant):
+        belief = approve(wall, belief_id, grant=grant, reason=g.reason)
+    if g.as_json:
         echo_json({"approved": belief.id, "grant_id": grant.id})
         return
     echo(f"approved {belief.id} for long-term memory (user grant {grant.id})")

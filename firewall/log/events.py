@@ -250,7 +250,13 @@ class Event:
 
     @classmethod
     def from_body(cls, seq: int, body: bytes, prev_hash: str, digest: str) -> Event:
-        doc = orjson.loads(body)
+        return cls.from_doc(seq, orjson.loads(body), body, prev_hash, digest)
+
+    @classmethod
+    def from_doc(
+        cls, seq: int, doc: Mapping[str, Any], body: bytes, prev_hash: str, digest: str
+    ) -> Event:
+        """The event whose parsed ``body`` is ``doc`` (a missing required field: ``KeyError``)."""
         return cls(
             seq=seq,
             kind=doc["kind"],

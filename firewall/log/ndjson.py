@@ -146,20 +146,7 @@ class LogLine:
                 seq=self.seq,
             )
         try:
-            return Event(
-                seq=self.seq,
-                kind=doc["kind"],
-                at=doc["at"],
-                actor=doc["actor"],
-                session_id=doc.get("session"),
-                project=doc.get("project"),
-                user=doc.get("user"),
-                versions=doc.get("versions", {}),
-                payload=doc.get("payload", {}),
-                prev_hash=self.prev_hash,
-                hash=self.hash,
-                body=self.body,
-            )
+            return Event.from_doc(self.seq, doc, self.body, self.prev_hash, self.hash)
         except KeyError as exc:
             raise LogFormatError(
                 source, self.line, f"the event body has no {exc.args[0]!r}", seq=self.seq

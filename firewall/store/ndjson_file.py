@@ -209,16 +209,20 @@ class FileLogStore(MemoryStore):
     def _append(self, drafts: Sequence[EventDraft]) -> list[Event]:
         """Seal, write, fsync, apply. The caller holds both locks and has caught up."""
         sealed, records, staged = self._prepare(drafts)
-        last = len(sealed) - 1
+        self._write_events(sealed)
+        self._apply(sealed, records, staged)
+        return sealed
+
+    def _write_events(self, events: Sequence[Event]) -> None:
+        """Append the events' lines through :meth:`_write` and advance the file position."""
+        last = len(events) - 1
         data = b"".join(
             encode_line(e.seq, e.prev_hash, e.hash, e.body, more=i < last)
-            for i, e in enumerate(sealed)
+            for i, e in enumerate(events)
         )
         self._write(data)
         self._offset += len(data)
-        self._lines += len(sealed)
-        self._apply(sealed, records, staged)
-        return sealed
+        self._lines += len(events)
 
     # -- the Store interface ----------------------------------------------------------------
 
@@ -239,14 +243,7 @@ class FileLogStore(MemoryStore):
             with self._flock(fcntl.LOCK_EX):
                 self._catch_up(recover=True)
                 records, staged = self._check_sealed(events)
-                last = len(events) - 1
-                data = b"".join(
-                    encode_line(e.seq, e.prev_hash, e.hash, e.body, more=i < last)
-                    for i, e in enumerate(events)
-                )
-                self._write(data)
-                self._offset += len(data)
-                self._lines += len(events)
+                self._write_events(events)
                 self._apply(list(events), records, staged)
 
     def refresh(self) -> None:

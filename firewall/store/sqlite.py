@@ -76,6 +76,7 @@ from gnomon.firewall.store.base import DecayRow, Store, check_continues
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
+    belief_keys,
     derived_queries,
     derived_row,
     with_moved,
@@ -180,8 +181,7 @@ class SQLiteStore(Store):
                 self._upgrade()
             self._index_by_trigger = self._has_v1_insert_trigger()
             return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._immediate():
             tables = self._tables()  # again, under the lock: another process may have won
             if "meta" in tables:
                 if self._check_meta() < schema.SCHEMA_VERSION:
@@ -212,6 +212,15 @@ class SQLiteStore(Store):
                     ],
                 )
             self._index_by_trigger = self._has_v1_insert_trigger()
+
+    @contextmanager
+    def _immediate(self) -> Iterator[None]:
+        """A ``BEGIN IMMEDIATE`` transaction (SQLite's write lock) for opening and upgrading:
+        committed when the block ends, rolled back on any exception, which is re-raised."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
             conn.execute("COMMIT")
         except BaseException:
             with suppress(sqlite3.Error):
@@ -220,16 +229,9 @@ class SQLiteStore(Store):
 
     def _upgrade(self) -> None:
         """Bring an older file to the current version, under the write lock."""
-        conn = self._conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._immediate():
             if self._check_meta() < schema.SCHEMA_VERSION:  # another process may have done it
                 self._upgrade_locked()
-            conn.execute("COMMIT")
-        except BaseException:
-            with suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise
 
     def _upgrade_locked(self) -> None:
         # Version 3 only adds the bindings table; versions 1 and 2 differ in how new beliefs
@@ -1308,29 +1310,7 @@ def _version_rows(
 
 
 def _belief_row(b: Belief, doc: bytes) -> tuple[Any, ...]:
-    # StrEnum members bind as their text value; no .value lookups on the hot path.
-    observed = micros(b.observed_at)
-    verified = b.last_verified_at
-    expires = b.expires_at
-    return (
-        b.id,
-        b.truth_status,
-        b.retrieval_status,
-        b.security_status,
-        b.freshness_status,
-        SENSITIVITY_RANK[b.sensitivity],
-        observed if verified is None else micros(verified),
-        observed,
-        None if expires is None else micros(expires),
-        b.project,
-        b.scope,
-        b.user,
-        b.subject,
-        b.predicate,
-        b.session_id,
-        " ".join(index_tokens(b.statement)),
-        doc,
-    )
+    return (b.id, *belief_keys(b), " ".join(index_tokens(b.statement)), doc)
 
 
 def _statements(script: str) -> Iterator[str]:

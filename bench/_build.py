@@ -1,0 +1,56 @@
+"""Building a benchmark's cached SQLite store: beside its final path, moved in place when done.
+
+Like ``_common``, imported by path by the ``bench/*.py`` scripts; kept apart so that the
+benchmarks that build no store do not import the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from gnomon.firewall.log.events import EventDraft, Records
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.store.sqlite import SQLiteStore
+
+
+def building_store(path: Path) -> tuple[Path, SQLiteStore]:
+    """A fresh store at ``path`` + ``.building`` (any leftover of an interrupted build removed)."""
+    tmp = path.with_suffix(".building")
+    for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        leftover.unlink(missing_ok=True)
+    return tmp, SQLiteStore(tmp, cache_mb=256)
+
+
+def commit_beliefs(
+    store: SQLiteStore,
+    beliefs: Sequence[Belief],
+    *,
+    at: datetime,
+    project: str,
+    per_event: int,
+    per_commit: int,
+) -> None:
+    """Commit ``beliefs`` directly, ``per_event`` to an event and ``per_commit`` events a commit."""
+    drafts = [
+        EventDraft(
+            kind="bench.beliefs",
+            actor="bench",
+            at=at,
+            project=project,
+            versions={"package": "bench", "schema": 1, "gate": "1"},
+            records=Records(beliefs=tuple(beliefs[i : i + per_event])),
+        )
+        for i in range(0, len(beliefs), per_event)
+    ]
+    for i in range(0, len(drafts), per_commit):
+        store.commit(drafts[i : i + per_commit])
+
+
+def move_into_place(tmp: Path, path: Path) -> None:
+    """Rename the built (closed) store and its WAL files from ``tmp`` to ``path``."""
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(f"{tmp}{suffix}")
+        if src.exists():
+            src.rename(Path(f"{path}{suffix}"))
