@@ -5,7 +5,9 @@ The server comes from ``GNOMON_TEST_POSTGRES_URL`` (default
 own schema ``gnomon_test_<pid>_<random>`` in that database, points ``search_path`` at it through
 the URL's ``options`` parameter, and drops it at the end, so runs never see each other's rows or
 anyone else's tables. An unreachable server skips the PostgreSQL tests on a laptop and FAILS them
-under ``CI=true``: CI must never pass by skipping them.
+under ``CI=true``: CI must never pass by skipping them. The same holds for every other test:
+under ``CI=true`` a skip of any kind (a missing extra's ``importorskip``, a missing MCP server)
+is reported as a failure (:func:`pytest_runtest_makereport`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,17 @@ DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 # config/history files in a temporary directory rather than ~/.mem0.
 os.environ["MEM0_TELEMETRY"] = "false"
 os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="gnomon-mem0-"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under ``CI=true`` a skipped test fails: CI installs every extra, server and browser, so a
+    skip there means something the suite promises was not checked."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI=true, where nothing may skip: {report.longrepr}"
 
 
 def _unavailable(reason: str) -> None:
