@@ -453,17 +453,10 @@ __all__ = [
     "belief_doc",
     "binding_doc",
     "claim_doc",
+    "docs_and_moves",
     "evidence_doc",
     "expand",
     "member_docs",
-    "record_docs",
-]
-__all__ = [
-    "IMPORTS",
-    "ROW_FIELDS",
-    "ImportBatch",
-    "docs_and_moves",
-    "expand",
     "read_batch",
     "record_docs",
 ]
