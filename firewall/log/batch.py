@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import AwareDatetime, Field, TypeAdapter
 
@@ -53,6 +53,9 @@ from gnomon.firewall.model.chain import (
 from gnomon.firewall.model.clock import iso
 from gnomon.firewall.model.ids import new_ids
 from gnomon.firewall.model.states import Sensitivity
+
+if TYPE_CHECKING:
+    from gnomon.firewall.log.moves import BeliefMove
 
 #: What each compact row holds, in order.
 ROW_FIELDS = (
@@ -421,17 +424,26 @@ def record_docs(payload: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Every record document an event payload holds: its ``records``, for an import batch the
     expanded rows, for a move batch the revisions it records (its belief versions are derived
     from the previous ones, :func:`firewall.log.moves.resolve_moves`)."""
+    return docs_and_moves(payload)[0]
+
+
+def docs_and_moves(
+    payload: Mapping[str, Any],
+) -> tuple[dict[str, list[dict[str, Any]]], list[BeliefMove] | None]:
+    """:func:`record_docs` and the moves of the payload's move batch (None without one), the
+    batch expanded once (:func:`firewall.log.moves.expand_moves`)."""
     imports = payload.get(IMPORTS)
     moves = payload.get(MOVES)
     records: dict[str, list[dict[str, Any]]] = payload.get("records") or {}
+    parsed: list[BeliefMove] | None = None
     if moves is not None:
         from gnomon.firewall.log.moves import expand_moves
 
-        derived = expand_moves(moves)[1]
+        parsed, derived = expand_moves(moves)
         records = {**records, "revisions": [*records.get("revisions", ()), *derived]}
     if imports is None:
-        return records
-    return {**records, **expand(imports)}
+        return records, parsed
+    return {**records, **expand(imports)}, parsed
 
 
 __all__ = [
@@ -441,9 +453,10 @@ __all__ = [
     "belief_doc",
     "binding_doc",
     "claim_doc",
+    "docs_and_moves",
     "evidence_doc",
     "expand",
     "member_docs",
+    "read_batch",
     "record_docs",
 ]
-__all__ = ["IMPORTS", "ROW_FIELDS", "ImportBatch", "expand", "read_batch", "record_docs"]

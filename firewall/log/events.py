@@ -164,10 +164,12 @@ def records_from_payload(payload: Mapping[str, Any]) -> Records:
     """Rebuild typed records from an event payload (the inverse of :meth:`Records.to_payload`;
     an import batch's rows are expanded from its template first, :func:`firewall.log.batch.expand`).
     """
-    from gnomon.firewall.log.batch import read_batch, record_docs
+    from gnomon.firewall.log.batch import docs_and_moves, read_batch
 
     imports = payload.get(IMPORTS)
-    raw = record_docs({k: v for k, v in payload.items() if k != IMPORTS} if imports else payload)
+    raw, moves = docs_and_moves(
+        {k: v for k, v in payload.items() if k != IMPORTS} if imports else payload
+    )
     parts: dict[str, tuple[ChainModel, ...]] = {}
     for name, model in RECORD_TYPES:
         items = raw.get(name)
@@ -180,11 +182,8 @@ def records_from_payload(payload: Mapping[str, Any]) -> Records:
             derived = getattr(batch, name)
             if derived:
                 parts[name] = (*parts.get(name, ()), *derived)
-    moves = payload.get(MOVES)
     if moves is not None:
-        from gnomon.firewall.log.moves import expand_moves
-
-        return Records(**parts, moves=tuple(expand_moves(moves)[0]))  # type: ignore[arg-type]
+        return Records(**parts, moves=tuple(moves))  # type: ignore[arg-type]
     return Records(**parts)  # type: ignore[arg-type]
 
 

@@ -285,21 +285,39 @@ def expand_moves(moves: Mapping[str, Any]) -> tuple[list[BeliefMove], list[dict[
                 raise ValueError(f"a move row names each axis once, with a revision id: {row!r}")
             parsed.append((axis, before, after))
             docs.append(
-                {
-                    "id": rev,
-                    "belief_id": belief_id,
-                    "axis": axis.value,
-                    "from_state": before,
-                    "to_state": after,
-                    "authority": authority.value,
-                    "reason": reasons[index],
-                    "grant_id": None,
-                    "related_ids": list(related),
-                    "created_at": at_text,
-                }
+                revision_doc(
+                    rev, belief_id, axis, before, after, authority, reasons[index], related, at_text
+                )
             )
         out.append(BeliefMove(belief_id, version, tuple(parsed), authority, at))
     return out, docs
+
+
+def revision_doc(
+    rev: str,
+    belief_id: str,
+    axis: Axis,
+    before: str,
+    after: str,
+    authority: Authority,
+    reason: str,
+    related: Sequence[str],
+    at_text: str,
+) -> dict[str, Any]:
+    """The document of the revision one move of a batch records (what a reader derives from the
+    payload, and what a store writing the move without a typed record stores)."""
+    return {
+        "id": rev,
+        "belief_id": belief_id,
+        "axis": axis.value,
+        "from_state": before,
+        "to_state": after,
+        "authority": authority.value,
+        "reason": reason,
+        "grant_id": None,
+        "related_ids": list(related),
+        "created_at": at_text,
+    }
 
 
 def apply_move(before: Belief, move: BeliefMove) -> Belief:
@@ -377,4 +395,5 @@ __all__ = [
     "check_change",
     "expand_moves",
     "resolve_moves",
+    "revision_doc",
 ]

@@ -119,25 +119,38 @@ class BatchRow(NamedTuple):
     belief: bytes
 
 
-def batch_rows(batch: ImportBatch, docs: dict[str, list[dict[str, Any]]]) -> Iterator[BatchRow]:
-    """The rows of an import batch, straight from its compact rows and its expanded documents
-    (:func:`firewall.log.batch.expand` of the sealed payload): no typed record is built. The keys
-    are what :func:`belief_keys` gives the record the batch would build."""
+def batch_keys(batch: ImportBatch) -> Iterator[BeliefKeys]:
+    """The indexed columns of each row of an import batch, in order, straight from its compact
+    rows: what :func:`belief_keys` gives the record the batch would build (no record is built)."""
     t = batch.template.belief
     now = micros(batch.now)
     verified = t.last_verified_at is not None
     expires = None if t.expires_at is None else micros(t.expires_at)
     status = (t.truth_status, t.retrieval_status, t.security_status, t.freshness_status)
     shared = (t.project, t.scope, t.user, t.subject, t.predicate, t.session_id)
-    dumps = orjson.dumps
-    for row, claim, evidence, belief in zip(
-        batch.rows, docs["claims"], docs["evidence"], docs["beliefs"], strict=True
-    ):
-        belief_id, claim_id, evidence_id, text, _source, sens, observed, _sid, _digest = row
+    make = BeliefKeys._make
+    for row in batch.rows:
+        _bid, _cid, _eid, _text, _source, sens, observed, _sid, _digest = row
         seen = now if observed is None else micros(observed)
-        keys = BeliefKeys._make(
+        yield make(
             (*status, SENSITIVITY_RANK[sens], now if verified else seen, seen, expires, *shared)
         )
+
+
+def batch_rows(batch: ImportBatch, docs: dict[str, list[dict[str, Any]]]) -> Iterator[BatchRow]:
+    """The rows of an import batch, straight from its compact rows and its expanded documents
+    (:func:`firewall.log.batch.expand` of the sealed payload): no typed record is built; the
+    keys are :func:`batch_keys`."""
+    dumps = orjson.dumps
+    for row, keys, claim, evidence, belief in zip(
+        batch.rows,
+        batch_keys(batch),
+        docs["claims"],
+        docs["evidence"],
+        docs["beliefs"],
+        strict=True,
+    ):
+        belief_id, claim_id, evidence_id, text = row[:4]
         yield BatchRow(
             belief_id,
             claim_id,
@@ -321,6 +334,7 @@ __all__ = [
     "BatchRow",
     "BeliefKeys",
     "ProjectionRows",
+    "batch_keys",
     "batch_rows",
     "belief_keys",
     "derived_queries",

@@ -76,6 +76,7 @@ from gnomon.firewall.store.base import DecayRow, Store, check_continues
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
+    batch_keys,
     belief_keys,
     derived_queries,
     derived_row,
@@ -1075,32 +1076,26 @@ class _Rows:
         history row opens the belief's history with no document of its own (the belief's
         current one, :data:`~firewall.store.sqlite_schema.VERSION_DOC`). Every belief is new
         (fresh ids), so nothing is closed."""
-        t = batch.template.belief
         at = imports["at"]
         template = imports["template"]
         belief_t, binding_t = template["belief"], template.get("binding")
         now = micros(batch.now)
-        verified = t.last_verified_at is not None
-        expires = None if t.expires_at is None else micros(t.expires_at)
-        shared = (t.project, t.scope, t.user, t.subject, t.predicate, t.session_id)
-        status = (t.truth_status, t.retrieval_status, t.security_status, t.freshness_status)
-        version = t.version
+        version = batch.template.belief.version
         dumps = _dumps
         beliefs, members, firsts = self.new_beliefs, self.members, self.first_versions
-        for index, (row, doc_row) in enumerate(zip(batch.rows, imports["rows"], strict=True)):
-            belief_id, claim_id, _evidence_id, text, _source, sens, observed, _sid, _dg = row
-            seen = now if observed is None else micros(observed)
-            keys = (*status, SENSITIVITY_RANK[sens], now if verified else seen, seen, expires)
+        for index, (row, keys, doc_row) in enumerate(
+            zip(batch.rows, batch_keys(batch), imports["rows"], strict=True)
+        ):
+            belief_id, claim_id, text = row[0], row[1], row[3]
             beliefs.append(
                 (
                     belief_id,
                     *keys,
-                    *shared,
                     " ".join(index_tokens(text)),
                     dumps(belief_doc(belief_t, at, doc_row)),
                 )
             )
-            firsts.append((belief_id, version, now, None, *keys, *shared, b""))
+            firsts.append((belief_id, version, now, None, *keys, b""))
             members.append((claim_id, seq, index))
             if binding_t is not None:
                 binding = binding_doc(binding_t, at, doc_row)

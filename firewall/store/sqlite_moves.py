@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from gnomon.firewall.gate.gate import PINNED_RETRIEVAL
-from gnomon.firewall.log.moves import MoveBatch, check_change
+from gnomon.firewall.log.moves import MoveBatch, check_change, revision_doc
 from gnomon.firewall.model.errors import StoreError
 from gnomon.firewall.model.states import Axis
 from gnomon.firewall.store import sqlite_schema as schema
@@ -81,7 +81,7 @@ def apply_moves(conn: sqlite3.Connection, batch: MoveBatch) -> None:
     revisions: list[tuple[str, str, int, bytes]] = []
     reasons = list(batch.reasons)
     related = list(batch.related)
-    authority = batch.authority.value
+    authority = batch.authority
     dumps = orjson.dumps
     for belief_id, version, index, changes in batch.rows:
         for _, axis, before, after in changes:
@@ -101,18 +101,9 @@ def apply_moves(conn: sqlite3.Connection, batch: MoveBatch) -> None:
         closes.append((at_us, belief_id))
         versions.append((version, at_us, belief_id))
         for rev, axis, before, after in changes:
-            doc = {
-                "id": rev,
-                "belief_id": belief_id,
-                "axis": axis.value,
-                "from_state": before,
-                "to_state": after,
-                "authority": authority,
-                "reason": reasons[index],
-                "grant_id": None,
-                "related_ids": related,
-                "created_at": at,
-            }
+            doc = revision_doc(
+                rev, belief_id, axis, before, after, authority, reasons[index], related, at
+            )
             revisions.append((rev, belief_id, at_us, dumps(doc)))
     for axes, rows in groups.items():
         cur = conn.executemany(_update_sql(axes), rows)
