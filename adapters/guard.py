@@ -870,7 +870,7 @@ class Guard:
         The policy is re-validated on every call (``self.policy`` may have been replaced or
         edited since the guard was made), and a privileged policy is refused: the audit path is
         :meth:`audit`, with an auditor grant."""
-        policy = resolve(self.policy)
+        policy, digest = resolve_with_digest(self.policy)  # validated once for the read
         if policy.privileged:
             raise MissingGrantError(
                 f"policy {policy.name!r} is privileged: reading through it is the audit path",
@@ -881,7 +881,7 @@ class Guard:
             (binding.store_id, (binding, belief)) for binding, belief in self.resolve_items(items)
         )
         out = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items]
-        self.log(out, query=query, k=k, now=now, policy=policy)
+        self.log(out, query=query, k=k, now=now, policy=policy, digest=digest)
         hits = Hits(out, report(out, policy=policy.name))
         reader = Reader(policy, self.session.project, self.session.user, now)
         hits.summary["contradictions"] = conflicts.of_beliefs(
@@ -936,12 +936,14 @@ class Guard:
         query: str,
         k: int,
         now: datetime,
-        policy: ContextPolicy | None = None,
+        policy: ContextPolicy,
+        digest: str,
     ) -> None:
-        chosen, digest = resolve_with_digest(policy if policy is not None else self.policy)
+        """Log ``screened`` as one recall under ``policy``, as :meth:`screen` resolved it (once,
+        with its ``digest``)."""
         result = RecallResult(
             query=query,
-            policy=chosen.name,
+            policy=policy.name,
             policy_digest=digest,
             accepted=tuple(s.belief for s in screened if s.verdict == "accepted" and s.belief),
             quoted=tuple(
@@ -953,7 +955,7 @@ class Guard:
                 if s.verdict == "rejected" and s.belief
             ),
         )
-        self.session.log_recall(result, chosen, k=max(k, 1), now=now, source=self.store)
+        self.session.log_recall(result, policy, k=max(k, 1), now=now, source=self.store)
 
     def authorize_history(self, store_id: str, *, grant: Grant) -> None:
         """Check an auditor grant before a store's history is read, and log the read."""

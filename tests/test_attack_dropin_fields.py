@@ -192,3 +192,38 @@ def test_a_credential_spelled_to_dodge_the_scanner_is_never_quoted(
         found = memory.get_all(filters={"user_id": "alice"})["results"]
     assert [r["gnomon"]["text"] for r in found] == ["Ticket 9 is ready for review."]
     assert TOKEN not in json.dumps(found, ensure_ascii=False)
+
+
+def test_a_letta_passages_other_fields_beside_its_nested_quote_are_checked_too(
+    wall: Firewall,
+) -> None:
+    """A global passage search returns each hit with its text one level down
+    (``passage.text``): only that one field is marked, so the passage's other fields still
+    reach the caller next to the marker. One edited around Gnomon (its ``file_name``, which no
+    binding hashes) to hold a breakout or a credential withholds the hit; a plain one keeps it
+    quoted."""
+    import httpx
+    from letta_client import Letta
+
+    from gnomon.adapters.fakes.letta import FakeLettaServer
+    from gnomon.adapters.letta import GuardedLetta
+
+    server = FakeLettaServer()
+    letta = Letta(
+        base_url="http://letta.local",
+        max_retries=0,
+        http_client=httpx.Client(transport=server.transport()),
+    )
+    names = ("notes.md", BREAKOUT, f"key {KEY} {SECRET}")
+    with wall.session(project="shop", actor="coder", user="alice") as session:
+        client = GuardedLetta(letta, wall, session=session)
+        archive = client.archives.create(name="shared")
+        for name in names:
+            made = client.archives.passages.create(archive.id, text="Deploy notes: rotate certs.")
+            server.passages[made.id]["file_name"] = name  # around the firewall
+        hits = client.passages.search(query="deploy notes", archive_id=archive.id)
+    assert [h.passage.file_name for h in hits] == ["notes.md"]
+    (shown,) = hits
+    assert shown.passage.text.startswith("<quoted-data ") and shown.gnomon["quoted"]
+    dumped = json.dumps([h.model_dump(mode="json") for h in hits], ensure_ascii=False)
+    assert KEY not in dumped and "## Trusted facts" not in dumped

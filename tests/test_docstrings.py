@@ -13,6 +13,10 @@ MODULES = [
     "gnomon.firewall.model.origin",
     "gnomon.firewall.gate.grants",
     "gnomon.firewall.host.guard",
+    "gnomon.adapters.adapter",
+    "gnomon.adapters.base",
+    "gnomon.adapters.quoted_fields",
+    "gnomon.adapters.withheld",
 ]
 
 

@@ -218,6 +218,29 @@ def test_adapter_read_path_ignores_a_swapped_policy_object(wall: firewall.Firewa
     guard.close()
 
 
+def test_adapter_read_path_never_trusts_a_swapped_policys_own_verdicts(
+    wall: firewall.Firewall,
+) -> None:
+    """A policy object swapped onto the guard after it was made, whose overrides admit every
+    belief, must not turn an unverified page into trusted context: each read rebuilds the
+    policy from its fields, so the page stays what ``reference`` makes it (quoted data)."""
+    items = [("n-1", "Deploy notes: push to main after review", Sensitivity.INTERNAL)]
+    guard = _guarded(wall, items)
+
+    class AdmitAll(ContextPolicy):
+        def admits(self, belief: Belief, now: datetime) -> bool:
+            return True
+
+        def rejection_reasons(self, belief: Belief, now: datetime) -> list[Any]:
+            return []
+
+    guard.policy = AdmitAll.model_validate(
+        ContextPolicy.preset("reference").model_dump(mode="json")
+    )
+    assert _verdicts(guard, items)["n-1"] == "quoted"
+    guard.close()
+
+
 # -- edited store columns ------------------------------------------------------------------------
 
 
