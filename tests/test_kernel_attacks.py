@@ -27,7 +27,7 @@ from gnomon.firewall.kernel import (
 )
 from gnomon.firewall.kernel.actionpolicy import ActionPolicy, preset_bytes
 from gnomon.firewall.kernel.contracts import _model
-from gnomon.firewall.kernel.ledger import KINDS, read_ledger
+from gnomon.firewall.kernel.ledger import EXPIRED, KINDS, read_ledger
 from gnomon.firewall.model.errors import (
     ActionPendingError,
     ContractError,
@@ -408,3 +408,26 @@ def test_an_approval_signed_under_another_policy_never_executes(repo: Path) -> N
         assert err.value.kind == "wrong_digest"
         assert h.ran == []
         assert _forgeries(wall) == ["wrong_digest"]
+
+
+def test_a_late_replay_cannot_mark_an_executed_action_as_timed_out(repo: Path) -> None:
+    """An approval accepted in time executes the action; replayed after the hold's deadline it
+    is refused as a replay, and the action's record stays executed: a resolved request is never
+    re-expired (the audit trail must not say a push that ran was denied)."""
+    clock = ProbeClock()
+    wall = firewall.open("memory://", clock=clock)
+    with host(wall) as h, wall.session(project="p", actor="a") as s:
+        actions = h.kernel.handle(s)
+        held = actions.request("git_push", {**PUSH, "repo": str(repo)})
+        request = h.kernel.holds()[0]
+        good = h.approver.approve(request, now=clock(), ttl=timedelta(hours=2))
+        h.kernel.submit(good)
+        done = actions.status(held.request_id).status
+        assert [t for t, _ in h.ran] == ["git_push"], "control: the approval ran the push"
+        clock.advance(timedelta(minutes=16))  # past the hold's deadline, within the approval's
+        with pytest.raises(ForgedApprovalError) as replay:
+            h.kernel.submit(good)
+        assert replay.value.kind == "replayed"
+        assert actions.status(held.request_id).status == done
+        assert EXPIRED not in [e.kind for e in wall.store.events()]
+        assert len(h.ran) == 1

@@ -134,3 +134,24 @@ def test_cli_refuses_an_unknown_ceiling(tmp_path: Path) -> None:
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+
+
+def test_attack_a_public_belief_holding_a_key_leaves_flagged_redacted(tmp_path: Path) -> None:
+    """The agent labels a pasted key ``public``: the credential scan, not the label, decides.
+    Its span event carries no statement at all and says it was redacted (a collector that
+    indexes ``gnomon.belief.statement`` sees nothing, not a ``[redacted: …]`` stand-in)."""
+    key = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall, wall.session(project="shop", actor="coder") as s:
+        pasted = s.remember(f"the bot token is {key}", sensitivity=Sensitivity.PUBLIC)
+        kept = s.remember("the standup is at ten", sensitivity=Sensitivity.PUBLIC)
+    shown = {
+        e.attributes["gnomon.belief.id"]: dict(e.attributes)
+        for span in _exported(url)
+        for e in span.events
+        if e.attributes and "gnomon.belief.id" in e.attributes
+    }
+    assert shown[kept.id]["gnomon.belief.statement"] == "the standup is at ten", "control"
+    assert "gnomon.belief.statement" not in shown[pasted.id]
+    assert shown[pasted.id]["gnomon.belief.redacted"] is True
+    assert shown[pasted.id]["gnomon.belief.content_hash"] == content_hash(f"the bot token is {key}")

@@ -146,6 +146,10 @@ def test_cli_review_lists_and_approves_with_a_key(
     assert approved.exit_code == 0, approved.output
     missing = runner.invoke(cli, ["review", "--url", url])
     assert missing.exit_code == 1 and "--project" in missing.output
+    # a limit below one is refused, not read as "all but the last N" (a negative slice)
+    for bad in ("0", "-5"):
+        refused = runner.invoke(cli, ["review", "--project", PROJECT, "--url", url, "--limit", bad])
+        assert refused.exit_code == 2 and "--limit" in refused.output, refused.output
 
 
 def test_attack_the_review_listing_never_prints_a_secret_or_a_credential(tmp_path: Path) -> None:

@@ -246,6 +246,12 @@ def _take(got: _Collected, event: Event) -> None:
 # -- building ----------------------------------------------------------------------------------
 
 
+#: Distinct texts a :class:`Redactor` keeps the scan of. A report repeats ids and statements; a
+#: live OTel subscriber's redactor (:mod:`firewall.host.otel`) lives as long as the host, so the
+#: memo is bounded: past this many it starts over.
+SCAN_MEMO = 4096
+
+
 class Redactor:
     """Text as the report may show it: above the ceiling, or holding a credential, it becomes
     ``[redacted: …]`` and its hash. Counts what it redacted, and why."""
@@ -263,6 +269,8 @@ class Redactor:
             return f"[redacted: {sensitivity.value}] {block_hash(text)}"
         kinds = self._scanned.get(text)
         if kinds is None:
+            if len(self._scanned) >= SCAN_MEMO:
+                self._scanned.clear()
             kinds = self._scanned[text] = credential_kinds(text)
         if not kinds:
             return text

@@ -26,7 +26,13 @@ from gnomon.firewall.model.states import Sensitivity
 
 @click.group("review", invoke_without_command=True)
 @click.option("--project", default=None, help="The project whose review queue is listed.")
-@click.option("--limit", default=200, show_default=True, help="At most this many per list.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 10_000),
+    default=200,
+    show_default=True,
+    help="At most this many per list.",
+)
 @ceiling_option(
     "Statements more sensitive than this, or holding a credential, show as a marker and a hash."
 )

@@ -113,10 +113,6 @@ def _ns(moment: str | datetime) -> int:
 _MICRO = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - _EPOCH
 
 
-def _sha(text: str) -> str:
-    return content_hash(text)
-
-
 #: Text the firewall made itself (an id, a hash, a state): nothing for the scanner to find.
 _OWN = re.compile(r"[a-z]{2,5}_[0-9a-f]{28}|sha256:[0-9a-f]{64}|[0-9a-f]{64}|[a-z_.]{1,40}")
 
@@ -155,7 +151,9 @@ class SpanBuilder:
             "gnomon.belief.origin": sorted(belief.origin.origin_ids),
             "gnomon.belief.content_hash": content_hash(belief.statement),
         }
-        if belief.sensitivity.rank <= self.ceiling.rank:
+        # the redactor decides, by label (the ceiling) and by content (a credential): a statement
+        # it would change leaves no stand-in, only the hash above and the flag
+        if self._redact(belief.statement, belief.sensitivity) == belief.statement:
             out["gnomon.belief.statement"] = belief.statement
         else:
             out["gnomon.belief.redacted"] = True
@@ -175,9 +173,6 @@ class SpanBuilder:
             elif isinstance(value, list | tuple):
                 value = [self._text(v) if isinstance(v, str) else v for v in value]
             out[key] = value
-        if out.get("gnomon.belief.statement", "") != attributes.get("gnomon.belief.statement", ""):
-            del out["gnomon.belief.statement"]
-            out["gnomon.belief.redacted"] = True
         return out
 
     # -- spans ------------------------------------------------------------------------------------
@@ -308,7 +303,7 @@ class SpanBuilder:
         if event.project:
             attrs["gen_ai.data_source.id"] = event.project
         if isinstance(data.get("query"), str):
-            attrs["gnomon.recall.query_hash"] = _sha(data["query"])
+            attrs["gnomon.recall.query_hash"] = content_hash(data["query"])
         policy = event.versions.get("policy")
         if isinstance(policy, str):
             attrs["gnomon.policy"] = policy

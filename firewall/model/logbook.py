@@ -6,8 +6,7 @@ denial and hold, and every read that withheld something is one INFO record on th
 ``gnomon``. Each record says *what kind* of refusal, *where*, and the ids involved; never the
 error's message, never an argument, never memory text. A message can quote the argument it
 refuses (:func:`firewall.model.arguments.record_error` shows the value it got), and that argument
-may
-be a secret: an operator's log is not the place for it, whatever the sensitivity ceiling.
+may be a secret: an operator's log is not the place for it, whatever the sensitivity ceiling.
 
 Each record also carries its fields as ``record.gnomon`` (a dict) for structured handlers.
 
