@@ -5,6 +5,9 @@ answers ``httpx.Request`` objects directly, so the same server sits behind an
 ``httpx.MockTransport`` (the examples, no test dependency) or behind respx routes (the tests,
 which also assert what went over the wire). Faults are injected per route: an HTTP status, a
 timeout, or a malformed body, each for the next ``times`` matching calls.
+
+Each fake subclasses :class:`FakeServer` and declares a route on its handler with
+:func:`route`; the routes are registered in the order the handlers are defined.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 
 Handler = Callable[..., httpx.Response]
+H = TypeVar("H", bound=Handler)
 
 TIMEOUT = "timeout"
 MALFORMED = "malformed"
@@ -83,6 +87,44 @@ class Router:
                 fault.times -= 1
                 return _faulted(fault, request)
         return route.handler(request, **params)
+
+
+def route(name: str, method: str, path: str) -> Callable[[H], H]:
+    """Declare the decorated handler as the answer to ``method path`` (``{param}`` segments
+    reach it as keyword arguments), under the SDK's name for the call, ``name``."""
+
+    def declare(handler: H) -> H:
+        handler.__dict__.setdefault("fake_routes", []).append((name, method, path))
+        return handler
+
+    return declare
+
+
+class FakeServer:
+    """Base of the fake servers: collects the :func:`route` handlers into :attr:`router`.
+
+    ``router.fail(name, ...)`` (or :meth:`fail`) injects faults; ``router.calls`` records
+    traffic; :meth:`transport` serves the fake to an ``httpx`` client without a network.
+    """
+
+    #: stripped from every request path before matching (the API's version prefix)
+    prefix: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        self.router = Router(prefix=self.prefix)
+        for klass in reversed(type(self).__mro__):
+            for attr, member in vars(klass).items():
+                for name, method, path in getattr(member, "fake_routes", ()):
+                    self.router.add(name, method, path, getattr(self, attr))
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        return self.router.handle(request)
+
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self.handle)
+
+    def fail(self, route: str, kind: int | str, *, times: int = 1, body: Any = None) -> None:
+        self.router.fail(route, kind, times=times, body=body)
 
 
 def _faulted(fault: Fault, request: httpx.Request) -> httpx.Response:

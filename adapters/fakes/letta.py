@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from gnomon.adapters.fakes._http import Router, json_of, score
+from gnomon.adapters.fakes._http import FakeServer, json_of, route, score
 
 DEFAULT_PAGE = 50
 
@@ -60,100 +60,18 @@ def _page(items: list[dict[str, Any]], request: httpx.Request) -> list[dict[str,
     return items[:limit]
 
 
-class FakeLettaServer:
+class FakeLettaServer(FakeServer):
     """State plus routes. ``router.fail(name, 401)`` injects faults; ``calls`` records traffic."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.agents: dict[str, dict[str, Any]] = {}
         self.blocks: dict[str, dict[str, Any]] = {}
         self.archives: dict[str, dict[str, Any]] = {}
         self.passages: dict[str, dict[str, Any]] = {}
-        self.router = Router()
-        r = self.router.add
-        r(
-            "agent_blocks.retrieve",
-            "GET",
-            "/v1/agents/{agent_id}/core-memory/blocks/{label}",
-            self._agent_block_get,
-        )
-        r(
-            "agent_blocks.update",
-            "PATCH",
-            "/v1/agents/{agent_id}/core-memory/blocks/{label}",
-            self._agent_block_patch,
-        )
-        r(
-            "agent_blocks.list",
-            "GET",
-            "/v1/agents/{agent_id}/core-memory/blocks",
-            self._agent_blocks,
-        )
-        r("blocks.create", "POST", "/v1/blocks/", self._block_create)
-        r("blocks.list", "GET", "/v1/blocks/", self._block_list)
-        r("blocks.retrieve", "GET", "/v1/blocks/{block_id}", self._block_get)
-        r("blocks.update", "PATCH", "/v1/blocks/{block_id}", self._block_patch)
-        r("blocks.delete", "DELETE", "/v1/blocks/{block_id}", self._block_delete)
-        r(
-            "agent_passages.search",
-            "GET",
-            "/v1/agents/{agent_id}/archival-memory/search",
-            self._agent_passage_search,
-        )
-        r(
-            "agent_passages.create",
-            "POST",
-            "/v1/agents/{agent_id}/archival-memory",
-            self._agent_passage_create,
-        )
-        r(
-            "agent_passages.list",
-            "GET",
-            "/v1/agents/{agent_id}/archival-memory",
-            self._agent_passage_list,
-        )
-        r(
-            "agent_passages.delete",
-            "DELETE",
-            "/v1/agents/{agent_id}/archival-memory/{passage_id}",
-            self._agent_passage_delete,
-        )
-        r("archives.create", "POST", "/v1/archives/", self._archive_create)
-        r(
-            "archive_passages.create",
-            "POST",
-            "/v1/archives/{archive_id}/passages",
-            self._archive_passage_create,
-        )
-        r(
-            "archive_passages.delete",
-            "DELETE",
-            "/v1/archives/{archive_id}/passages/{passage_id}",
-            self._archive_passage_delete,
-        )
-        r("passages.search", "POST", "/v1/passages/search", self._passage_search)
-        r("agent_messages.create", "POST", "/v1/agents/{agent_id}/messages", self._agent_step)
-        r("agents.recompile", "POST", "/v1/agents/{agent_id}/recompile", self._recompile)
-        for verb in ("attach", "detach"):
-            r(
-                f"agent_blocks.{verb}",
-                "PATCH",
-                f"/v1/agents/{{agent_id}}/core-memory/blocks/{verb}/{{block_id}}",
-                self._agent_block_attach if verb == "attach" else self._agent_block_detach,
-            )
         #: The system prompt compiled at the start of each step, per agent.
         self.compiled: dict[str, list[str]] = {}
         self._scripts: dict[str, Callable[[FakeStep], str]] = {}
-
-    # -- plumbing -------------------------------------------------------------------------
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        return self.router.handle(request)
-
-    def transport(self) -> httpx.MockTransport:
-        return httpx.MockTransport(self.handle)
-
-    def fail(self, route: str, kind: int | str, *, times: int = 1, body: Any = None) -> None:
-        self.router.fail(route, kind, times=times, body=body)
 
     # -- seeding (what a server already holds, written around any firewall) ---------------
 
@@ -215,6 +133,7 @@ class FakeLettaServer:
 
     # -- core memory ----------------------------------------------------------------------
 
+    @route("agent_blocks.retrieve", "GET", "/v1/agents/{agent_id}/core-memory/blocks/{label}")
     def _agent_block_get(self, request: httpx.Request, agent_id: str, label: str) -> httpx.Response:
         agent = self.agents.get(agent_id)
         if agent is None:
@@ -223,6 +142,7 @@ class FakeLettaServer:
             return self._missing("block with label", label)
         return httpx.Response(200, json=self.blocks[agent["blocks"][label]])
 
+    @route("agent_blocks.update", "PATCH", "/v1/agents/{agent_id}/core-memory/blocks/{label}")
     def _agent_block_patch(
         self, request: httpx.Request, agent_id: str, label: str
     ) -> httpx.Response:
@@ -235,6 +155,7 @@ class FakeLettaServer:
         block.update({k: v for k, v in json_of(request).items() if v is not None})
         return httpx.Response(200, json=block)
 
+    @route("agent_blocks.list", "GET", "/v1/agents/{agent_id}/core-memory/blocks")
     def _agent_blocks(self, request: httpx.Request, agent_id: str) -> httpx.Response:
         agent = self.agents.get(agent_id)
         if agent is None:
@@ -244,12 +165,14 @@ class FakeLettaServer:
 
     # -- standalone blocks ----------------------------------------------------------------
 
+    @route("blocks.create", "POST", "/v1/blocks/")
     def _block_create(self, request: httpx.Request) -> httpx.Response:
         body = json_of(request)
         if not isinstance(body.get("label"), str) or not isinstance(body.get("value"), str):
             return httpx.Response(422, json={"detail": "label and value are required"})
         return httpx.Response(200, json=self._new_block(body))
 
+    @route("blocks.list", "GET", "/v1/blocks/")
     def _block_list(self, request: httpx.Request) -> httpx.Response:
         params = request.url.params
         items = list(self.blocks.values())
@@ -263,17 +186,20 @@ class FakeLettaServer:
             items = [b for b in items if params["value_search"].lower() in b["value"].lower()]
         return httpx.Response(200, json=_page(items, request))
 
+    @route("blocks.retrieve", "GET", "/v1/blocks/{block_id}")
     def _block_get(self, request: httpx.Request, block_id: str) -> httpx.Response:
         if block_id not in self.blocks:
             return self._missing("block", block_id)
         return httpx.Response(200, json=self.blocks[block_id])
 
+    @route("blocks.update", "PATCH", "/v1/blocks/{block_id}")
     def _block_patch(self, request: httpx.Request, block_id: str) -> httpx.Response:
         if block_id not in self.blocks:
             return self._missing("block", block_id)
         self.blocks[block_id].update({k: v for k, v in json_of(request).items() if v is not None})
         return httpx.Response(200, json=self.blocks[block_id])
 
+    @route("blocks.delete", "DELETE", "/v1/blocks/{block_id}")
     def _block_delete(self, request: httpx.Request, block_id: str) -> httpx.Response:
         if self.blocks.pop(block_id, None) is None:
             return self._missing("block", block_id)
@@ -297,6 +223,7 @@ class FakeLettaServer:
             lines += ["<value>", block["value"], "</value>", f"</{label}>"]
         return "\n".join([*lines, "</memory_blocks>"])
 
+    @route("agent_messages.create", "POST", "/v1/agents/{agent_id}/messages")
     def _agent_step(self, request: httpx.Request, agent_id: str) -> httpx.Response:
         if agent_id not in self.agents:
             return self._missing("agent", agent_id)
@@ -316,6 +243,7 @@ class FakeLettaServer:
             },
         )
 
+    @route("agents.recompile", "POST", "/v1/agents/{agent_id}/recompile")
     def _recompile(self, request: httpx.Request, agent_id: str) -> httpx.Response:
         if agent_id not in self.agents:
             return self._missing("agent", agent_id)
@@ -325,6 +253,9 @@ class FakeLettaServer:
         blocks = [self.blocks[b] for b in self.agents[agent_id]["blocks"].values()]
         return httpx.Response(200, json={"id": agent_id, "name": agent_id, "blocks": blocks})
 
+    @route(
+        "agent_blocks.attach", "PATCH", "/v1/agents/{agent_id}/core-memory/blocks/attach/{block_id}"
+    )
     def _agent_block_attach(
         self, request: httpx.Request, agent_id: str, block_id: str
     ) -> httpx.Response:
@@ -333,6 +264,9 @@ class FakeLettaServer:
         self.agents[agent_id]["blocks"][self.blocks[block_id]["label"]] = block_id
         return self._agent_state(agent_id)
 
+    @route(
+        "agent_blocks.detach", "PATCH", "/v1/agents/{agent_id}/core-memory/blocks/detach/{block_id}"
+    )
     def _agent_block_detach(
         self, request: httpx.Request, agent_id: str, block_id: str
     ) -> httpx.Response:
@@ -348,6 +282,7 @@ class FakeLettaServer:
         agent = self.agents.get(agent_id)
         return agent["archive_id"] if agent else None
 
+    @route("agent_passages.create", "POST", "/v1/agents/{agent_id}/archival-memory")
     def _agent_passage_create(self, request: httpx.Request, agent_id: str) -> httpx.Response:
         archive = self._agent_archive(agent_id)
         if archive is None:
@@ -362,6 +297,7 @@ class FakeLettaServer:
     def _in_archive(self, archive_id: str) -> list[dict[str, Any]]:
         return [p for p in self.passages.values() if p["archive_id"] == archive_id]
 
+    @route("agent_passages.list", "GET", "/v1/agents/{agent_id}/archival-memory")
     def _agent_passage_list(self, request: httpx.Request, agent_id: str) -> httpx.Response:
         archive = self._agent_archive(agent_id)
         if archive is None:
@@ -374,6 +310,7 @@ class FakeLettaServer:
             items = items[::-1]
         return httpx.Response(200, json=_page(items, request))
 
+    @route("agent_passages.search", "GET", "/v1/agents/{agent_id}/archival-memory/search")
     def _agent_passage_search(self, request: httpx.Request, agent_id: str) -> httpx.Response:
         archive = self._agent_archive(agent_id)
         if archive is None:
@@ -392,6 +329,7 @@ class FakeLettaServer:
         ]
         return httpx.Response(200, json={"count": len(results), "results": results})
 
+    @route("agent_passages.delete", "DELETE", "/v1/agents/{agent_id}/archival-memory/{passage_id}")
     def _agent_passage_delete(
         self, request: httpx.Request, agent_id: str, passage_id: str
     ) -> httpx.Response:
@@ -401,12 +339,14 @@ class FakeLettaServer:
         del self.passages[passage_id]
         return httpx.Response(200, json={})
 
+    @route("archives.create", "POST", "/v1/archives/")
     def _archive_create(self, request: httpx.Request) -> httpx.Response:
         body = json_of(request)
         if not isinstance(body.get("name"), str):
             return httpx.Response(422, json={"detail": "name is required"})
         return httpx.Response(200, json=self._new_archive(body["name"]))
 
+    @route("archive_passages.create", "POST", "/v1/archives/{archive_id}/passages")
     def _archive_passage_create(self, request: httpx.Request, archive_id: str) -> httpx.Response:
         if archive_id not in self.archives:
             return self._missing("archive", archive_id)
@@ -415,6 +355,7 @@ class FakeLettaServer:
             return httpx.Response(422, json={"detail": "text is required"})
         return httpx.Response(200, json=self._new_passage(archive_id, body, metadata=True))
 
+    @route("archive_passages.delete", "DELETE", "/v1/archives/{archive_id}/passages/{passage_id}")
     def _archive_passage_delete(
         self, request: httpx.Request, archive_id: str, passage_id: str
     ) -> httpx.Response:
@@ -424,6 +365,7 @@ class FakeLettaServer:
         del self.passages[passage_id]
         return httpx.Response(204)
 
+    @route("passages.search", "POST", "/v1/passages/search")
     def _passage_search(self, request: httpx.Request) -> httpx.Response:
         body = json_of(request)
         items = list(self.passages.values())

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from gnomon.adapters.fakes._http import Router, json_of, score
+from gnomon.adapters.fakes._http import FakeServer, json_of, route, score
 
 SCOPE = ("user_id", "agent_id", "run_id", "app_id")
 
@@ -59,38 +59,19 @@ def _matches(row: Mapping[str, Any], filters: Any) -> bool:
     return True
 
 
-class FakeMem0Platform:
+class FakeMem0Platform(FakeServer):
     """State plus routes. ``router.fail(name, 429)`` injects faults; ``router.calls`` records
     traffic. Route names are the SDK's method names (``add``, ``search``, ``get_all``…)."""
 
     def __init__(
         self, *, extract: Callable[[list[dict[str, Any]]], list[Any]] | None = None
     ) -> None:
+        super().__init__()
         self.memories: dict[str, dict[str, Any]] = {}
         self.history: dict[str, list[dict[str, Any]]] = {}
         self.extract = extract
-        self.router = Router()
-        r = self.router.add
-        r("ping", "GET", "/v1/ping/", self._ping)
-        r("add", "POST", "/v3/memories/add/", self._add)
-        r("search", "POST", "/v3/memories/search/", self._search)
-        r("get_all", "POST", "/v3/memories/", self._get_all)
-        r("history", "GET", "/v1/memories/{memory_id}/history/", self._history)
-        r("get", "GET", "/v1/memories/{memory_id}/", self._get)
-        r("update", "PUT", "/v1/memories/{memory_id}/", self._update)
-        r("delete", "DELETE", "/v1/memories/{memory_id}/", self._delete)
-        r("delete_all", "DELETE", "/v1/memories/", self._delete_all)
 
-    # -- plumbing -------------------------------------------------------------------------
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        return self.router.handle(request)
-
-    def fail(self, route: str, kind: int | str, *, times: int = 1, body: Any = None) -> None:
-        self.router.fail(route, kind, times=times, body=body)
-
-    def transport(self) -> httpx.MockTransport:
-        return httpx.MockTransport(self.handle)
+    # -- seeding (what a server already holds, written around any client) ----------------
 
     def put(self, text: str, *, metadata: Mapping[str, Any] | None = None, **scope: str) -> str:
         """Store a memory directly (around any client); returns its id."""
@@ -132,6 +113,7 @@ class FakeMem0Platform:
 
     # -- routes ---------------------------------------------------------------------------
 
+    @route("ping", "GET", "/v1/ping/")
     def _ping(self, request: httpx.Request) -> httpx.Response:
         return httpx.Response(
             200,
@@ -143,6 +125,7 @@ class FakeMem0Platform:
             },
         )
 
+    @route("add", "POST", "/v3/memories/add/")
     def _add(self, request: httpx.Request) -> httpx.Response:
         body = json_of(request)
         messages = body.get("messages") or []
@@ -185,6 +168,7 @@ class FakeMem0Platform:
     def _select(self, filters: Any) -> list[dict[str, Any]]:
         return [r for r in self.memories.values() if _matches(r, filters)]
 
+    @route("search", "POST", "/v3/memories/search/")
     def _search(self, request: httpx.Request) -> httpx.Response:
         body = json_of(request)
         query = body.get("query") or ""
@@ -193,6 +177,7 @@ class FakeMem0Platform:
         top_k = int(body.get("top_k") or 10)
         return httpx.Response(200, json={"results": [{**r, "score": s} for s, r in hits[:top_k]]})
 
+    @route("get_all", "POST", "/v3/memories/")
     def _get_all(self, request: httpx.Request) -> httpx.Response:
         body = json_of(request)
         rows = self._select(body.get("filters"))
@@ -215,10 +200,12 @@ class FakeMem0Platform:
             },
         )
 
+    @route("get", "GET", "/v1/memories/{memory_id}/")
     def _get(self, request: httpx.Request, memory_id: str) -> httpx.Response:
         row = self.memories.get(memory_id)
         return httpx.Response(200, json=row) if row else self._missing(memory_id)
 
+    @route("update", "PUT", "/v1/memories/{memory_id}/")
     def _update(self, request: httpx.Request, memory_id: str) -> httpx.Response:
         row = self.memories.get(memory_id)
         if row is None:
@@ -233,6 +220,7 @@ class FakeMem0Platform:
         self._log(memory_id, old, row["memory"], "UPDATE")
         return httpx.Response(200, json=row)
 
+    @route("delete", "DELETE", "/v1/memories/{memory_id}/")
     def _delete(self, request: httpx.Request, memory_id: str) -> httpx.Response:
         row = self.memories.pop(memory_id, None)
         if row is None:
@@ -240,6 +228,7 @@ class FakeMem0Platform:
         self._log(memory_id, row["memory"], None, "DELETE")
         return httpx.Response(200, json={"message": "Memory deleted successfully!"})
 
+    @route("delete_all", "DELETE", "/v1/memories/")
     def _delete_all(self, request: httpx.Request) -> httpx.Response:
         scope = {k: v for k, v in request.url.params.items() if k in SCOPE}
         for ident in [i for i, r in self.memories.items() if _matches(r, scope)]:
@@ -247,6 +236,7 @@ class FakeMem0Platform:
             self._log(ident, row["memory"], None, "DELETE")
         return httpx.Response(200, json={"message": "Memories deleted successfully!"})
 
+    @route("history", "GET", "/v1/memories/{memory_id}/history/")
     def _history(self, request: httpx.Request, memory_id: str) -> httpx.Response:
         if memory_id not in self.history:
             return self._missing(memory_id)

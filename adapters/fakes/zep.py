@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from gnomon.adapters.fakes._http import Router, json_of, score
+from gnomon.adapters.fakes._http import FakeServer, json_of, route, score
 from gnomon.adapters.zep_context import render_context
 
 PREFIX = "/api/v4"
@@ -85,10 +85,13 @@ def _paged(items: list[Any], request: httpx.Request) -> dict[str, Any]:
     }
 
 
-class FakeZepServer:
+class FakeZepServer(FakeServer):
     """Users, threads, messages, graphs (episodes, edges, nodes) held in dicts."""
 
+    prefix = PREFIX
+
     def __init__(self) -> None:
+        super().__init__()
         self.users: dict[str, dict[str, Any]] = {}
         self.threads: dict[str, dict[str, Any]] = {}
         self.messages: dict[str, list[dict[str, Any]]] = {}
@@ -96,73 +99,13 @@ class FakeZepServer:
         self.edges: dict[str, dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.graphs: set[str] = set()
-        self.router = Router(prefix=PREFIX)
-        r = self.router.add
-        r("user.create", "POST", "/users", self._user_create)
-        r("user.lookup", "POST", "/users/lookup", self._user_lookup)
-        r("user.get", "GET", "/users/{user_uuid}", self._user_get)
-        r("thread.create", "POST", "/threads", self._thread_create)
-        r("thread.get", "GET", "/threads/{thread_uuid}", self._thread_get)
-        r("thread.add_messages", "POST", "/threads/{thread_uuid}/messages", self._add_messages)
-        r("thread.list_messages", "GET", "/threads/{thread_uuid}/messages", self._list_messages)
-        r("thread.get_context", "GET", "/threads/{thread_uuid}/context", self._thread_context)
-        r(
-            "thread.message.get",
-            "GET",
-            "/threads/{thread_uuid}/messages/{message_uuid}",
-            self._message_get,
-        )
-        r(
-            "thread.message.update",
-            "PATCH",
-            "/threads/{thread_uuid}/messages/{message_uuid}",
-            self._message_update,
-        )
-        r("graph.episode.add", "POST", "/graphs/{graph_uuid}/episodes", self._episode_add)
-        r("graph.episode.list", "POST", "/graphs/{graph_uuid}/episodes/list", self._episode_list)
-        r(
-            "graph.episode.get",
-            "GET",
-            "/graphs/{graph_uuid}/episodes/{episode_uuid}",
-            self._episode_get,
-        )
-        r(
-            "graph.episode.update",
-            "PATCH",
-            "/graphs/{graph_uuid}/episodes/{episode_uuid}",
-            self._episode_update,
-        )
-        r(
-            "graph.episode.delete",
-            "DELETE",
-            "/graphs/{graph_uuid}/episodes/{episode_uuid}",
-            self._episode_delete,
-        )
-        r("graph.edge.get", "GET", "/graphs/{graph_uuid}/edges/{edge_uuid}", self._edge_get)
-        r("graph.edge.list", "POST", "/graphs/{graph_uuid}/edges/list", self._edge_list)
-        r("graph.node.get", "GET", "/graphs/{graph_uuid}/nodes/{node_uuid}", self._node_get)
-        r("graph.search_edges", "POST", "/graphs/{graph_uuid}/search/edges", self._search_edges)
-        r("graph.search_nodes", "POST", "/graphs/{graph_uuid}/search/nodes", self._search_nodes)
-        r(
-            "graph.search_episodes",
-            "POST",
-            "/graphs/{graph_uuid}/search/episodes",
-            self._search_episodes,
-        )
-        r("graph.get_context", "POST", "/graphs/{graph_uuid}/context", self._graph_context)
 
     # -- plumbing -------------------------------------------------------------------------
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         if not request.headers.get("authorization", "").startswith("Api-Key "):
             return self._error(401, "unauthorized", "missing Api-Key")
-        return self.router.handle(request)
-
-    def transport(self) -> httpx.MockTransport:
-        return httpx.MockTransport(self.handle)
-
-    def fail(self, route: str, kind: int | str, *, times: int = 1, body: Any = None) -> None:
-        self.router.fail(route, kind, times=times, body=body)
+        return super().handle(request)
 
     @staticmethod
     def _error(status: int, code: str, message: str) -> httpx.Response:
@@ -255,6 +198,7 @@ class FakeZepServer:
 
     # -- users and threads ----------------------------------------------------------------
 
+    @route("user.create", "POST", "/users")
     def _user_create(self, request: httpx.Request) -> httpx.Response:
         body = json_of(request)
         problem = metadata_error(body.get("metadata"))
@@ -272,6 +216,7 @@ class FakeZepServer:
         self.users[user["uuid"]] = user
         return httpx.Response(201, json=user)
 
+    @route("user.lookup", "POST", "/users/lookup")
     def _user_lookup(self, request: httpx.Request) -> httpx.Response:
         wanted = json_of(request).get("user_id")
         for user in self.users.values():
@@ -279,10 +224,12 @@ class FakeZepServer:
                 return httpx.Response(200, json=user)
         return self._missing("user", str(wanted))
 
+    @route("user.get", "GET", "/users/{user_uuid}")
     def _user_get(self, request: httpx.Request, user_uuid: str) -> httpx.Response:
         user = self.users.get(user_uuid)
         return httpx.Response(200, json=user) if user else self._missing("user", user_uuid)
 
+    @route("thread.create", "POST", "/threads")
     def _thread_create(self, request: httpx.Request) -> httpx.Response:
         user = self.users.get(json_of(request).get("user_uuid") or "")
         if user is None:
@@ -297,12 +244,14 @@ class FakeZepServer:
         self.messages[thread["uuid"]] = []
         return httpx.Response(201, json=thread)
 
+    @route("thread.get", "GET", "/threads/{thread_uuid}")
     def _thread_get(self, request: httpx.Request, thread_uuid: str) -> httpx.Response:
         thread = self.threads.get(thread_uuid)
         return httpx.Response(200, json=thread) if thread else self._missing("thread", thread_uuid)
 
     # -- messages -------------------------------------------------------------------------
 
+    @route("thread.add_messages", "POST", "/threads/{thread_uuid}/messages")
     def _add_messages(self, request: httpx.Request, thread_uuid: str) -> httpx.Response:
         thread = self.threads.get(thread_uuid)
         if thread is None:
@@ -347,6 +296,7 @@ class FakeZepServer:
             out["context"] = self._context_for_thread(thread_uuid)
         return httpx.Response(200, json=out)
 
+    @route("thread.list_messages", "GET", "/threads/{thread_uuid}/messages")
     def _list_messages(self, request: httpx.Request, thread_uuid: str) -> httpx.Response:
         if thread_uuid not in self.threads:
             return self._missing("thread", thread_uuid)
@@ -355,6 +305,7 @@ class FakeZepServer:
             items = items[::-1]
         return httpx.Response(200, json=_paged(items, request))
 
+    @route("thread.message.get", "GET", "/threads/{thread_uuid}/messages/{message_uuid}")
     def _message_get(
         self, request: httpx.Request, thread_uuid: str, message_uuid: str
     ) -> httpx.Response:
@@ -363,6 +314,7 @@ class FakeZepServer:
                 return httpx.Response(200, json=m)
         return self._missing("message", message_uuid)
 
+    @route("thread.message.update", "PATCH", "/threads/{thread_uuid}/messages/{message_uuid}")
     def _message_update(
         self, request: httpx.Request, thread_uuid: str, message_uuid: str
     ) -> httpx.Response:
@@ -382,6 +334,7 @@ class FakeZepServer:
         edges, nodes, _ = self._relevant(thread["graph_uuid"], recent, 10)
         return render_context(edges, nodes)
 
+    @route("thread.get_context", "GET", "/threads/{thread_uuid}/context")
     def _thread_context(self, request: httpx.Request, thread_uuid: str) -> httpx.Response:
         if thread_uuid not in self.threads:
             return self._missing("thread", thread_uuid)
@@ -389,6 +342,7 @@ class FakeZepServer:
 
     # -- episodes -------------------------------------------------------------------------
 
+    @route("graph.episode.add", "POST", "/graphs/{graph_uuid}/episodes")
     def _episode_add(self, request: httpx.Request, graph_uuid: str) -> httpx.Response:
         graph = self._graph(graph_uuid)
         if graph is None:
@@ -412,6 +366,7 @@ class FakeZepServer:
     def _in_graph(self, table: dict[str, dict[str, Any]], graph: str) -> list[dict[str, Any]]:
         return [item for item in table.values() if item["graph_uuid"] == graph]
 
+    @route("graph.episode.list", "POST", "/graphs/{graph_uuid}/episodes/list")
     def _episode_list(self, request: httpx.Request, graph_uuid: str) -> httpx.Response:
         graph = self._graph(graph_uuid)
         if graph is None:
@@ -426,11 +381,13 @@ class FakeZepServer:
             return self._missing(what, ident)
         return httpx.Response(200, json=item)
 
+    @route("graph.episode.get", "GET", "/graphs/{graph_uuid}/episodes/{episode_uuid}")
     def _episode_get(
         self, request: httpx.Request, graph_uuid: str, episode_uuid: str
     ) -> httpx.Response:
         return self._find(self.episodes, graph_uuid, episode_uuid, "episode")
 
+    @route("graph.episode.update", "PATCH", "/graphs/{graph_uuid}/episodes/{episode_uuid}")
     def _episode_update(
         self, request: httpx.Request, graph_uuid: str, episode_uuid: str
     ) -> httpx.Response:
@@ -446,6 +403,7 @@ class FakeZepServer:
         episode["metadata"] = {k: v for k, v in merged.items() if v is not None}
         return httpx.Response(200, json=episode)
 
+    @route("graph.episode.delete", "DELETE", "/graphs/{graph_uuid}/episodes/{episode_uuid}")
     def _episode_delete(
         self, request: httpx.Request, graph_uuid: str, episode_uuid: str
     ) -> httpx.Response:
@@ -461,12 +419,15 @@ class FakeZepServer:
                         del table[ident]
         return httpx.Response(202, json={"task": self._task("delete_episode")})
 
+    @route("graph.edge.get", "GET", "/graphs/{graph_uuid}/edges/{edge_uuid}")
     def _edge_get(self, request: httpx.Request, graph_uuid: str, edge_uuid: str) -> httpx.Response:
         return self._find(self.edges, graph_uuid, edge_uuid, "edge")
 
+    @route("graph.node.get", "GET", "/graphs/{graph_uuid}/nodes/{node_uuid}")
     def _node_get(self, request: httpx.Request, graph_uuid: str, node_uuid: str) -> httpx.Response:
         return self._find(self.nodes, graph_uuid, node_uuid, "node")
 
+    @route("graph.edge.list", "POST", "/graphs/{graph_uuid}/edges/list")
     def _edge_list(self, request: httpx.Request, graph_uuid: str) -> httpx.Response:
         graph = self._graph(graph_uuid)
         if graph is None:
@@ -508,15 +469,19 @@ class FakeZepServer:
         ranked = self._ranked(items, body["query"], field, 50)
         return httpx.Response(200, json=_paged(ranked, request))
 
+    @route("graph.search_edges", "POST", "/graphs/{graph_uuid}/search/edges")
     def _search_edges(self, request: httpx.Request, graph_uuid: str) -> httpx.Response:
         return self._search(request, graph_uuid, self.edges, "fact")
 
+    @route("graph.search_nodes", "POST", "/graphs/{graph_uuid}/search/nodes")
     def _search_nodes(self, request: httpx.Request, graph_uuid: str) -> httpx.Response:
         return self._search(request, graph_uuid, self.nodes, "summary")
 
+    @route("graph.search_episodes", "POST", "/graphs/{graph_uuid}/search/episodes")
     def _search_episodes(self, request: httpx.Request, graph_uuid: str) -> httpx.Response:
         return self._search(request, graph_uuid, self.episodes, "content")
 
+    @route("graph.get_context", "POST", "/graphs/{graph_uuid}/context")
     def _graph_context(self, request: httpx.Request, graph_uuid: str) -> httpx.Response:
         graph = self._graph(graph_uuid)
         if graph is None:

@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from gnomon.adapters.fakes._http import Router, json_of, score
+from gnomon.adapters.fakes._http import FakeServer, json_of, route, score
 
 PREFIX = "/api/v2"
 
@@ -40,40 +40,14 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
 
 
-class FakeLegacyZepServer:
+class FakeLegacyZepServer(FakeServer):
+    prefix = PREFIX
+
     def __init__(self) -> None:
+        super().__init__()
         self.sessions: dict[str, dict[str, Any]] = {}
         #: session id -> its messages, oldest first
         self.messages: dict[str, list[dict[str, Any]]] = {}
-        self.router = Router(prefix=PREFIX)
-        r = self.router
-        r.add("memory.add_session", "POST", "/sessions", self._add_session)
-        r.add("memory.search_sessions", "POST", "/sessions/search", self._search)
-        r.add("memory.get_session", "GET", "/sessions/{session_id}", self._get_session)
-        r.add("memory.add", "POST", "/sessions/{session_id}/memory", self._add)
-        r.add("memory.get", "GET", "/sessions/{session_id}/memory", self._get)
-        r.add("memory.get_session_messages", "GET", "/sessions/{session_id}/messages", self._list)
-        r.add(
-            "memory.get_session_message",
-            "GET",
-            "/sessions/{session_id}/messages/{message_uuid}",
-            self._message_get,
-        )
-        r.add(
-            "memory.update_message_metadata",
-            "PATCH",
-            "/sessions/{session_id}/messages/{message_uuid}",
-            self._message_update,
-        )
-
-    def handle(self, request: httpx.Request) -> httpx.Response:
-        return self.router.handle(request)
-
-    def transport(self) -> httpx.MockTransport:
-        return httpx.MockTransport(self.handle)
-
-    def fail(self, route: str, kind: int | str, *, times: int = 1, body: Any = None) -> None:
-        self.router.fail(route, kind, times=times, body=body)
 
     @staticmethod
     def _missing(what: str) -> httpx.Response:
@@ -94,6 +68,7 @@ class FakeLegacyZepServer:
 
     # handlers
 
+    @route("memory.add_session", "POST", "/sessions")
     def _add_session(self, request: httpx.Request) -> httpx.Response:
         body = json_of(request)
         sid = body["session_id"]
@@ -110,11 +85,13 @@ class FakeLegacyZepServer:
         self.messages.setdefault(sid, [])
         return httpx.Response(201, json=self.sessions[sid])
 
+    @route("memory.get_session", "GET", "/sessions/{session_id}")
     def _get_session(self, request: httpx.Request, session_id: str) -> httpx.Response:
         if session_id not in self.sessions:
             return self._missing("session")
         return httpx.Response(200, json=self.sessions[session_id])
 
+    @route("memory.add", "POST", "/sessions/{session_id}/memory")
     def _add(self, request: httpx.Request, session_id: str) -> httpx.Response:
         body = json_of(request)
         self.messages.setdefault(session_id, [])
@@ -135,6 +112,7 @@ class FakeLegacyZepServer:
             )
         return httpx.Response(200, json={"message": "OK"})
 
+    @route("memory.get", "GET", "/sessions/{session_id}/memory")
     def _get(self, request: httpx.Request, session_id: str) -> httpx.Response:
         if session_id not in self.messages:
             return self._missing("session")
@@ -158,6 +136,7 @@ class FakeLegacyZepServer:
             },
         )
 
+    @route("memory.get_session_messages", "GET", "/sessions/{session_id}/messages")
     def _list(self, request: httpx.Request, session_id: str) -> httpx.Response:
         if session_id not in self.messages:
             return self._missing("session")
@@ -170,12 +149,16 @@ class FakeLegacyZepServer:
             200, json={"messages": rows, "row_count": len(rows), "total_count": len(messages)}
         )
 
+    @route("memory.get_session_message", "GET", "/sessions/{session_id}/messages/{message_uuid}")
     def _message_get(
         self, request: httpx.Request, session_id: str, message_uuid: str
     ) -> httpx.Response:
         found = self.message(session_id, message_uuid)
         return httpx.Response(200, json=found) if found else self._missing("message")
 
+    @route(
+        "memory.update_message_metadata", "PATCH", "/sessions/{session_id}/messages/{message_uuid}"
+    )
     def _message_update(
         self, request: httpx.Request, session_id: str, message_uuid: str
     ) -> httpx.Response:
@@ -188,6 +171,7 @@ class FakeLegacyZepServer:
         }
         return httpx.Response(200, json=found)
 
+    @route("memory.search_sessions", "POST", "/sessions/search")
     def _search(self, request: httpx.Request) -> httpx.Response:
         body = json_of(request)
         limit = int(request.url.params.get("limit") or 10)
