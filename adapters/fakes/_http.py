@@ -86,7 +86,18 @@ class Router:
             if fault.route == route.name and fault.times > 0:
                 fault.times -= 1
                 return _faulted(fault, request)
-        return route.handler(request, **params)
+        try:
+            return route.handler(request, **params)
+        except ErrorReply as reply:
+            return reply.response
+
+
+class ErrorReply(Exception):
+    """Raised by a fake's lookup or validation helper: the request ends with ``response``."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
 
 
 def route(name: str, method: str, path: str) -> Callable[[H], H]:

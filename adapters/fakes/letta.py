@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from gnomon.adapters.fakes._http import FakeServer, json_of, route, score
+from gnomon.adapters.fakes._http import ErrorReply, FakeServer, json_of, route, score
 
 DEFAULT_PAGE = 50
 
@@ -131,36 +131,44 @@ class FakeLettaServer(FakeServer):
     def _missing(self, what: str, ident: str) -> httpx.Response:
         return httpx.Response(404, json={"detail": f"{what} {ident} not found"})
 
+    def _agent(self, agent_id: str) -> dict[str, Any]:
+        agent = self.agents.get(agent_id)
+        if agent is None:
+            raise ErrorReply(self._missing("agent", agent_id))
+        return agent
+
+    def _labelled_block(self, agent_id: str, label: str) -> dict[str, Any]:
+        """The block attached to the agent under ``label``."""
+        agent = self._agent(agent_id)
+        if label not in agent["blocks"]:
+            raise ErrorReply(self._missing("block with label", label))
+        return self.blocks[agent["blocks"][label]]
+
+    @staticmethod
+    def _body_with(request: httpx.Request, field: str) -> dict[str, Any]:
+        """The JSON body, which must carry the string ``field``."""
+        body: dict[str, Any] = json_of(request)
+        if not isinstance(body.get(field), str):
+            raise ErrorReply(httpx.Response(422, json={"detail": f"{field} is required"}))
+        return body
+
     # -- core memory ----------------------------------------------------------------------
 
     @route("agent_blocks.retrieve", "GET", "/v1/agents/{agent_id}/core-memory/blocks/{label}")
     def _agent_block_get(self, request: httpx.Request, agent_id: str, label: str) -> httpx.Response:
-        agent = self.agents.get(agent_id)
-        if agent is None:
-            return self._missing("agent", agent_id)
-        if label not in agent["blocks"]:
-            return self._missing("block with label", label)
-        return httpx.Response(200, json=self.blocks[agent["blocks"][label]])
+        return httpx.Response(200, json=self._labelled_block(agent_id, label))
 
     @route("agent_blocks.update", "PATCH", "/v1/agents/{agent_id}/core-memory/blocks/{label}")
     def _agent_block_patch(
         self, request: httpx.Request, agent_id: str, label: str
     ) -> httpx.Response:
-        agent = self.agents.get(agent_id)
-        if agent is None:
-            return self._missing("agent", agent_id)
-        if label not in agent["blocks"]:
-            return self._missing("block with label", label)
-        block = self.blocks[agent["blocks"][label]]
+        block = self._labelled_block(agent_id, label)
         block.update({k: v for k, v in json_of(request).items() if v is not None})
         return httpx.Response(200, json=block)
 
     @route("agent_blocks.list", "GET", "/v1/agents/{agent_id}/core-memory/blocks")
     def _agent_blocks(self, request: httpx.Request, agent_id: str) -> httpx.Response:
-        agent = self.agents.get(agent_id)
-        if agent is None:
-            return self._missing("agent", agent_id)
-        items = [self.blocks[b] for b in agent["blocks"].values()]
+        items = [self.blocks[b] for b in self._agent(agent_id)["blocks"].values()]
         return httpx.Response(200, json=_page(items, request))
 
     # -- standalone blocks ----------------------------------------------------------------
@@ -284,12 +292,8 @@ class FakeLettaServer(FakeServer):
 
     @route("agent_passages.create", "POST", "/v1/agents/{agent_id}/archival-memory")
     def _agent_passage_create(self, request: httpx.Request, agent_id: str) -> httpx.Response:
-        archive = self._agent_archive(agent_id)
-        if archive is None:
-            return self._missing("agent", agent_id)
-        body = json_of(request)
-        if not isinstance(body.get("text"), str):
-            return httpx.Response(422, json={"detail": "text is required"})
+        archive = self._agent(agent_id)["archive_id"]
+        body = self._body_with(request, "text")
         if "metadata" in body:
             return httpx.Response(422, json={"detail": "extra field: metadata"})
         return httpx.Response(200, json=[self._new_passage(archive, body, metadata=False)])
@@ -299,9 +303,7 @@ class FakeLettaServer(FakeServer):
 
     @route("agent_passages.list", "GET", "/v1/agents/{agent_id}/archival-memory")
     def _agent_passage_list(self, request: httpx.Request, agent_id: str) -> httpx.Response:
-        archive = self._agent_archive(agent_id)
-        if archive is None:
-            return self._missing("agent", agent_id)
+        archive = self._agent(agent_id)["archive_id"]
         items = self._in_archive(archive)
         params = request.url.params
         if "search" in params:
@@ -312,9 +314,7 @@ class FakeLettaServer(FakeServer):
 
     @route("agent_passages.search", "GET", "/v1/agents/{agent_id}/archival-memory/search")
     def _agent_passage_search(self, request: httpx.Request, agent_id: str) -> httpx.Response:
-        archive = self._agent_archive(agent_id)
-        if archive is None:
-            return self._missing("agent", agent_id)
+        archive = self._agent(agent_id)["archive_id"]
         params = request.url.params
         hits = self._search(
             self._in_archive(archive),
@@ -341,18 +341,14 @@ class FakeLettaServer(FakeServer):
 
     @route("archives.create", "POST", "/v1/archives/")
     def _archive_create(self, request: httpx.Request) -> httpx.Response:
-        body = json_of(request)
-        if not isinstance(body.get("name"), str):
-            return httpx.Response(422, json={"detail": "name is required"})
+        body = self._body_with(request, "name")
         return httpx.Response(200, json=self._new_archive(body["name"]))
 
     @route("archive_passages.create", "POST", "/v1/archives/{archive_id}/passages")
     def _archive_passage_create(self, request: httpx.Request, archive_id: str) -> httpx.Response:
         if archive_id not in self.archives:
             return self._missing("archive", archive_id)
-        body = json_of(request)
-        if not isinstance(body.get("text"), str):
-            return httpx.Response(422, json={"detail": "text is required"})
+        body = self._body_with(request, "text")
         return httpx.Response(200, json=self._new_passage(archive_id, body, metadata=True))
 
     @route("archive_passages.delete", "DELETE", "/v1/archives/{archive_id}/passages/{passage_id}")

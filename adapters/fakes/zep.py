@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from gnomon.adapters.fakes._http import FakeServer, json_of, route, score
+from gnomon.adapters.fakes._http import ErrorReply, FakeServer, json_of, route, score
 from gnomon.adapters.zep_context import render_context
 
 PREFIX = "/api/v4"
@@ -120,6 +120,19 @@ class FakeZepServer(FakeServer):
             return graph_uuid
         user = self.users.get(graph_uuid)
         return user["graph_uuid"] if user else None
+
+    def _graph_found(self, graph_uuid: str) -> str:
+        graph = self._graph(graph_uuid)
+        if graph is None:
+            raise ErrorReply(self._missing("graph", graph_uuid))
+        return graph
+
+    def _body_with(self, request: httpx.Request, field: str) -> dict[str, Any]:
+        """The JSON body, which must carry the string ``field``."""
+        body: dict[str, Any] = json_of(request)
+        if not isinstance(body.get(field), str):
+            raise ErrorReply(self._error(400, "bad_request", f"{field} is required"))
+        return body
 
     # -- ingestion ------------------------------------------------------------------------
 
@@ -344,12 +357,8 @@ class FakeZepServer(FakeServer):
 
     @route("graph.episode.add", "POST", "/graphs/{graph_uuid}/episodes")
     def _episode_add(self, request: httpx.Request, graph_uuid: str) -> httpx.Response:
-        graph = self._graph(graph_uuid)
-        if graph is None:
-            return self._missing("graph", graph_uuid)
-        body = json_of(request)
-        if not isinstance(body.get("data"), str):
-            return self._error(400, "bad_request", "data is required")
+        graph = self._graph_found(graph_uuid)
+        body = self._body_with(request, "data")
         problem = metadata_error(body.get("metadata"))
         if problem:
             return self._error(400, "bad_request", problem)
@@ -368,34 +377,31 @@ class FakeZepServer(FakeServer):
 
     @route("graph.episode.list", "POST", "/graphs/{graph_uuid}/episodes/list")
     def _episode_list(self, request: httpx.Request, graph_uuid: str) -> httpx.Response:
-        graph = self._graph(graph_uuid)
-        if graph is None:
-            return self._missing("graph", graph_uuid)
+        graph = self._graph_found(graph_uuid)
         return httpx.Response(200, json=_paged(self._in_graph(self.episodes, graph), request))
 
-    def _find(
+    def _found(
         self, table: dict[str, dict[str, Any]], graph_uuid: str, ident: str, what: str
-    ) -> httpx.Response:
+    ) -> dict[str, Any]:
         item = table.get(ident)
         if item is None or item["graph_uuid"] != self._graph(graph_uuid):
-            return self._missing(what, ident)
-        return httpx.Response(200, json=item)
+            raise ErrorReply(self._missing(what, ident))
+        return item
 
     @route("graph.episode.get", "GET", "/graphs/{graph_uuid}/episodes/{episode_uuid}")
     def _episode_get(
         self, request: httpx.Request, graph_uuid: str, episode_uuid: str
     ) -> httpx.Response:
-        return self._find(self.episodes, graph_uuid, episode_uuid, "episode")
+        return httpx.Response(
+            200, json=self._found(self.episodes, graph_uuid, episode_uuid, "episode")
+        )
 
     @route("graph.episode.update", "PATCH", "/graphs/{graph_uuid}/episodes/{episode_uuid}")
     def _episode_update(
         self, request: httpx.Request, graph_uuid: str, episode_uuid: str
     ) -> httpx.Response:
-        found = self._find(self.episodes, graph_uuid, episode_uuid, "episode")
-        if found.status_code != 200:
-            return found
+        episode = self._found(self.episodes, graph_uuid, episode_uuid, "episode")
         metadata = json_of(request).get("metadata") or {}
-        episode = self.episodes[episode_uuid]
         merged = {**episode["metadata"], **metadata}
         problem = metadata_error(merged)
         if problem:
@@ -407,9 +413,7 @@ class FakeZepServer(FakeServer):
     def _episode_delete(
         self, request: httpx.Request, graph_uuid: str, episode_uuid: str
     ) -> httpx.Response:
-        found = self._find(self.episodes, graph_uuid, episode_uuid, "episode")
-        if found.status_code != 200:
-            return found
+        self._found(self.episodes, graph_uuid, episode_uuid, "episode")
         del self.episodes[episode_uuid]
         for table in (self.edges, self.nodes):
             for ident, item in list(table.items()):
@@ -421,17 +425,15 @@ class FakeZepServer(FakeServer):
 
     @route("graph.edge.get", "GET", "/graphs/{graph_uuid}/edges/{edge_uuid}")
     def _edge_get(self, request: httpx.Request, graph_uuid: str, edge_uuid: str) -> httpx.Response:
-        return self._find(self.edges, graph_uuid, edge_uuid, "edge")
+        return httpx.Response(200, json=self._found(self.edges, graph_uuid, edge_uuid, "edge"))
 
     @route("graph.node.get", "GET", "/graphs/{graph_uuid}/nodes/{node_uuid}")
     def _node_get(self, request: httpx.Request, graph_uuid: str, node_uuid: str) -> httpx.Response:
-        return self._find(self.nodes, graph_uuid, node_uuid, "node")
+        return httpx.Response(200, json=self._found(self.nodes, graph_uuid, node_uuid, "node"))
 
     @route("graph.edge.list", "POST", "/graphs/{graph_uuid}/edges/list")
     def _edge_list(self, request: httpx.Request, graph_uuid: str) -> httpx.Response:
-        graph = self._graph(graph_uuid)
-        if graph is None:
-            return self._missing("graph", graph_uuid)
+        graph = self._graph_found(graph_uuid)
         return httpx.Response(200, json=_paged(self._in_graph(self.edges, graph), request))
 
     # -- search and context ---------------------------------------------------------------
@@ -456,12 +458,8 @@ class FakeZepServer(FakeServer):
     def _search(
         self, request: httpx.Request, graph_uuid: str, table: dict[str, Any], field: str
     ) -> httpx.Response:
-        graph = self._graph(graph_uuid)
-        if graph is None:
-            return self._missing("graph", graph_uuid)
-        body = json_of(request)
-        if not isinstance(body.get("query"), str):
-            return self._error(400, "bad_request", "query is required")
+        graph = self._graph_found(graph_uuid)
+        body = self._body_with(request, "query")
         items = self._in_graph(table, graph)
         wanted = (body.get("filters") or {}).get("episode_uuids")
         if wanted and table is not self.episodes:
@@ -483,12 +481,8 @@ class FakeZepServer(FakeServer):
 
     @route("graph.get_context", "POST", "/graphs/{graph_uuid}/context")
     def _graph_context(self, request: httpx.Request, graph_uuid: str) -> httpx.Response:
-        graph = self._graph(graph_uuid)
-        if graph is None:
-            return self._missing("graph", graph_uuid)
-        body = json_of(request)
-        if not isinstance(body.get("query"), str):
-            return self._error(400, "bad_request", "query is required")
+        graph = self._graph_found(graph_uuid)
+        body = self._body_with(request, "query")
         edges, nodes, episodes = self._relevant(graph, body["query"], 10)
         out: dict[str, Any] = {"context": render_context(edges, nodes), "truncated": False}
         if body.get("include_results"):
