@@ -54,8 +54,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
@@ -100,8 +99,8 @@ from gnomon.adapters.core import (
     guarded,
     sdk_pair,
 )
-from gnomon.adapters.errors import StoreCallError, StoreResponseError, malformed
-from gnomon.adapters.fern_errors import fern_converted
+from gnomon.adapters.errors import StoreCallError
+from gnomon.adapters.fern_errors import FernEdge
 from gnomon.adapters.guard import Hits, PendingWrite
 from gnomon.adapters.withheld import Summary, attach
 from gnomon.adapters.zep_context import render_context
@@ -121,26 +120,13 @@ _TAINTED = (SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS)
 # -- errors ----------------------------------------------------------------------------------
 
 
-@contextmanager
-def converted(call: str) -> Iterator[None]:
-    """Turn the SDK's (and httpx's) exceptions into adapter errors naming ``{STORE}.<call>``."""
-    with fern_converted(
-        STORE,
-        call,
-        api_error=ApiError,
-        response_errors=(ParsingError, pydantic.ValidationError),
-        reach_hint="check base_url and the network",
-    ):
-        yield
-
-
-def _malformed(call: str, what: str, got: Any) -> StoreResponseError:
-    return malformed(STORE, call, what, got)
-
-
-def _run(call: str, fn: Callable[[], T]) -> T:
-    with converted(call):
-        return fn()
+#: Turns the SDK's (and httpx's) exceptions into adapter errors naming ``{STORE}.<call>``.
+EDGE = FernEdge(
+    STORE,
+    api_error=ApiError,
+    response_errors=(ParsingError, pydantic.ValidationError),
+    reach_hint="check base_url and the network",
+)
 
 
 # -- SDK objects -> store items --------------------------------------------------------------
@@ -164,7 +150,7 @@ def content_item(obj: Any, graph: str, call: str) -> StoreItem:
     """An episode or a message (both: ``uuid_``, ``content``, ``metadata``)."""
     uuid, text = getattr(obj, "uuid_", None), getattr(obj, "content", None)
     if not isinstance(uuid, str) or not uuid or not isinstance(text, str):
-        raise _malformed(call, "an item with a uuid and content", obj)
+        raise EDGE.malformed(call, "an item with a uuid and content", obj)
     metadata = getattr(obj, "metadata", None)
     return StoreItem(
         store_id=store_id(_graph_of(obj, graph), uuid),
@@ -186,14 +172,14 @@ def derived_parts(obj: Any, graph: str, call: str) -> tuple[str, str, list[str]]
     uuid = getattr(obj, "uuid_", None)
     sources = getattr(obj, "episode_uuids", None) or []
     if not isinstance(uuid, str) or not uuid or not isinstance(sources, list):
-        raise _malformed(call, "an edge or node with a uuid and episode_uuids", obj)
+        raise EDGE.malformed(call, "an edge or node with a uuid and episode_uuids", obj)
     if hasattr(obj, "fact"):
         kind, text = "edge", getattr(obj, "fact", None)
     else:
         name, summary = getattr(obj, "name", None), getattr(obj, "summary", None)
         kind, text = "node", f"{name}: {summary or ''}" if isinstance(name, str) else None
     if not isinstance(text, str):
-        raise _malformed(call, f"an {kind} with text", obj)
+        raise EDGE.malformed(call, f"an {kind} with text", obj)
     ident = f"{_graph_of(obj, graph)}/{kind}:{uuid}@{_sources_signature(sources)}"
     return ident, text, [s for s in sources if isinstance(s, str)]
 
@@ -252,14 +238,14 @@ def all_items(pager: Any, call: str) -> Any:
     if inspect.isawaitable(pager):
         return _aall_items(pager, call)
     if not isinstance(pager, SyncPager):
-        raise _malformed(call, "a pager", pager)
+        raise EDGE.malformed(call, "a pager", pager)
     return _collected([(page.items, page.response) for page in pager.iter_pages()], call)
 
 
 async def _aall_items(coroutine: Any, call: str) -> tuple[list[Any], Any]:
     pager = await coroutine
     if not isinstance(pager, AsyncPager):
-        raise _malformed(call, "a pager", pager)
+        raise EDGE.malformed(call, "a pager", pager)
     return _collected([(page.items, page.response) async for page in pager.iter_pages()], call)
 
 
@@ -268,7 +254,7 @@ def _collected(pages: list[tuple[Any, Any]], call: str) -> tuple[list[Any], Any]
     response = None
     for page_items, page_response in pages:
         if page_items is None and items == []:
-            raise _malformed(call, "a page with items", page_response)
+            raise EDGE.malformed(call, "a page with items", page_response)
         items.extend(page_items or [])
         response = page_response
     return items, response
@@ -302,13 +288,13 @@ class ZepBackend(StoreBackend):
         graph, call = scope.get("graph_uuid"), "graph.edge.list"
         if not graph or self.edges is None:
             return ()
-        edges, _ = _run(call, lambda: all_items(self.client.graph.edge.list(graph), call))
+        edges, _ = EDGE.run(call, lambda: all_items(self.client.graph.edge.list(graph), call))
         return tuple(self.edges.prepare(edges, graph, call)[2])
 
     def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
         graph = scope["graph_uuid"]
         call = "graph.episode.add"
-        result = _run(
+        result = EDGE.run(
             call,
             lambda: self.client.graph.episode.add(
                 graph, data=text, type="text", metadata=dict(metadata)
@@ -316,13 +302,15 @@ class ZepBackend(StoreBackend):
         )
         episode = getattr(result, "episode", None)
         if not isinstance(episode, Episode):
-            raise _malformed(call, "an AddEpisodeResult with an episode", result)
+            raise EDGE.malformed(call, "an AddEpisodeResult with an episode", result)
         return content_item(episode, graph, call)
 
     def get(self, store_id: str) -> StoreItem | None:
         graph, uuid = split_store_id(store_id)
         try:
-            episode = _run("graph.episode.get", lambda: self.client.graph.episode.get(graph, uuid))
+            episode = EDGE.run(
+                "graph.episode.get", lambda: self.client.graph.episode.get(graph, uuid)
+            )
         except StoreCallError as exc:
             if exc.status == 404:
                 return None
@@ -331,7 +319,7 @@ class ZepBackend(StoreBackend):
 
     def search(self, query: str, *, limit: int, scope: Mapping[str, str]) -> list[StoreItem]:
         graph, call = scope["graph_uuid"], "graph.search_episodes"
-        pager = _run(
+        pager = EDGE.run(
             call, lambda: self.client.graph.search_episodes(graph, query=query, page_size=limit)
         )
         items, _ = all_items(pager, call)
@@ -341,12 +329,12 @@ class ZepBackend(StoreBackend):
         self, *, scope: Mapping[str, str], cursor: str | None = None, limit: int = 100
     ) -> Page:
         graph, call = scope["graph_uuid"], "graph.episode.list"
-        pager = _run(
+        pager = EDGE.run(
             call,
             lambda: self.client.graph.episode.list(graph, page_size=limit, cursor=cursor),
         )
         if not isinstance(pager, SyncPager) or pager.items is None:
-            raise _malformed(call, "a page of episodes", pager)
+            raise EDGE.malformed(call, "a page of episodes", pager)
         items = [content_item(e, graph, call) for e in pager.items]
         next_cursor = getattr(pager.response, "next_cursor", None)
         return Page(items, next_cursor if pager.has_next else None)
@@ -358,7 +346,7 @@ class ZepBackend(StoreBackend):
 
     def delete(self, store_id: str) -> None:
         graph, uuid = split_store_id(store_id)
-        _run("graph.episode.delete", lambda: self.client.graph.episode.delete(graph, uuid))
+        EDGE.run("graph.episode.delete", lambda: self.client.graph.episode.delete(graph, uuid))
 
 
 # -- the firewall side shared by the sync and async clients -------------------------------------
@@ -411,7 +399,7 @@ class _Core(Core):
     ) -> None:
         stored = getattr(result, "messages", None)
         if not isinstance(stored, list) or len(stored) != len(pendings):
-            raise _malformed(call, f"{len(pendings)} stored messages", result)
+            raise EDGE.malformed(call, f"{len(pendings)} stored messages", result)
         items = [content_item(m, graph, call) for m in stored]
         for pending, item in zip(pendings, items, strict=True):
             self.guard.confirm_write(pending, item.store_id)
@@ -536,7 +524,7 @@ class _Core(Core):
         contradiction channel of all three reads (edges, nodes, episodes)."""
         results = getattr(response, "results", None)
         if not isinstance(response, GraphContextResponse) or results is None:
-            raise _malformed(call, "a context response with results", response)
+            raise EDGE.malformed(call, "a context response with results", response)
         edges = self.screen_derived(results.edges or [], graph, call, query)
         nodes = self.screen_derived(results.nodes or [], graph, call, query)
         episodes = self.contents(results.episodes or [], graph, call, query)
@@ -575,13 +563,13 @@ class _Core(Core):
 def _thread_graph(thread: Any, call: str) -> str:
     graph = getattr(thread, "graph_uuid", None)
     if not isinstance(graph, str) or not graph:
-        raise _malformed(call, "a thread with a graph_uuid", thread)
+        raise EDGE.malformed(call, "a thread with a graph_uuid", thread)
     return graph
 
 
 class _Refusing(Resource):
     _store = STORE
-    _converted = staticmethod(converted)
+    _converted = staticmethod(EDGE.converted)
 
 
 def _paged(**options: Any) -> guarded:
@@ -655,7 +643,7 @@ class Episodes(_Refusing):
         def parse(result: Any) -> StoreItem:
             episode = getattr(result, "episode", None)
             if not isinstance(episode, Episode):
-                raise _malformed(a.name, "an AddEpisodeResult with an episode", result)
+                raise EDGE.malformed(a.name, "an AddEpisodeResult with an episode", result)
             return content_item(episode, a["graph_uuid"], a.name)
 
         result, _ = yield from self._core.write(

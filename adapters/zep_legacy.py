@@ -50,8 +50,7 @@ installed ``zep_python`` method's signature. zep-python's async client is not wr
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from gnomon.adapters.errors import MissingSDKError
@@ -72,10 +71,8 @@ from gnomon.adapters.core import WRITE, Args, Call, Core, Flow, GuardedClient, R
 from gnomon.adapters.errors import (
     StoreCallError,
     StoreMetadataError,
-    StoreResponseError,
-    malformed,
 )
-from gnomon.adapters.fern_errors import fern_converted
+from gnomon.adapters.fern_errors import FernEdge
 from gnomon.adapters.guard import PendingWrite, Screened
 
 STORE = "zep-legacy"
@@ -88,26 +85,13 @@ T = TypeVar("T")
 # -- errors ----------------------------------------------------------------------------------
 
 
-@contextmanager
-def converted(call: str) -> Iterator[None]:
-    """Turn the SDK's (and httpx's) exceptions into adapter errors naming ``{STORE}.<call>``."""
-    with fern_converted(
-        STORE,
-        call,
-        api_error=ApiError,
-        response_errors=(pydantic_v1.ValidationError,),
-        reach_hint="check base_url (the server root: the SDK appends /api/v2) and the network",
-    ):
-        yield
-
-
-def _malformed(call: str, what: str, got: Any) -> StoreResponseError:
-    return malformed(STORE, call, what, got)
-
-
-def _run(call: str, fn: Callable[[], T]) -> T:
-    with converted(call):
-        return fn()
+#: Turns the SDK's (and httpx's) exceptions into adapter errors naming ``{STORE}.<call>``.
+EDGE = FernEdge(
+    STORE,
+    api_error=ApiError,
+    response_errors=(pydantic_v1.ValidationError,),
+    reach_hint="check base_url (the server root: the SDK appends /api/v2) and the network",
+)
 
 
 def merged_metadata(call: str, metadata: Any) -> dict[str, Any]:
@@ -139,7 +123,7 @@ def deleted(message: Any) -> bool:
 def message_item(message: Any, session_id: str, call: str) -> StoreItem:
     uuid, text = getattr(message, "uuid_", None), getattr(message, "content", None)
     if not isinstance(uuid, str) or not uuid or not isinstance(text, str):
-        raise _malformed(call, "a message with a uuid and content", message)
+        raise EDGE.malformed(call, "a message with a uuid and content", message)
     metadata = getattr(message, "metadata", None)
     return StoreItem(
         store_id=store_id(session_id, uuid),
@@ -169,7 +153,7 @@ def _messages(response: Any, call: str) -> list[Any]:
     if messages is None:
         messages = []
     if not isinstance(messages, list):
-        raise _malformed(call, "a list of messages", response)
+        raise EDGE.malformed(call, "a list of messages", response)
     return messages
 
 
@@ -195,7 +179,7 @@ class LegacyZepBackend(StoreBackend):
         message = Message(
             role="agent", role_type="assistant", content=text, metadata=dict(metadata)
         )
-        _run(call, lambda: self.client.memory.add(session, messages=[message]))
+        EDGE.run(call, lambda: self.client.memory.add(session, messages=[message]))
         (item,) = find_written(self.client.memory, session, [dict(metadata)], call)
         return item
 
@@ -203,7 +187,7 @@ class LegacyZepBackend(StoreBackend):
         session, uuid = split_store_id(store_id)
         call = "memory.get_session_message"
         try:
-            message = _run(call, lambda: self.client.memory.get_session_message(session, uuid))
+            message = EDGE.run(call, lambda: self.client.memory.get_session_message(session, uuid))
         except StoreCallError as exc:
             if exc.status == 404:
                 return None
@@ -212,7 +196,7 @@ class LegacyZepBackend(StoreBackend):
 
     def search(self, query: str, *, limit: int, scope: Mapping[str, str]) -> list[StoreItem]:
         session, call = scope["session_id"], "memory.search_sessions"
-        response = _run(
+        response = EDGE.run(
             call,
             lambda: self.client.memory.search_sessions(
                 text=query, session_ids=[session], search_scope="messages", limit=limit
@@ -227,7 +211,7 @@ class LegacyZepBackend(StoreBackend):
     ) -> Page:
         session, call = scope["session_id"], "memory.get_session_messages"
         page = int(cursor or 1)
-        response = _run(
+        response = EDGE.run(
             call,
             lambda: self.client.memory.get_session_messages(session, limit=limit, cursor=page),
         )
@@ -244,7 +228,7 @@ class LegacyZepBackend(StoreBackend):
 
     def delete(self, store_id: str) -> None:
         session, uuid = split_store_id(store_id)
-        _run(
+        EDGE.run(
             "memory.update_message_metadata",
             lambda: self.client.memory.update_message_metadata(
                 session, uuid, metadata={DELETED_KEY: True}
@@ -257,7 +241,7 @@ def find_written(
 ) -> list[StoreItem]:
     """The messages just added, found by the belief id the firewall put in their metadata."""
     lastn = max(len(metadatas), 1) * 2
-    memory = _run(call, lambda: memory_client.get(session, lastn=lastn))
+    memory = EDGE.run(call, lambda: memory_client.get(session, lastn=lastn))
     by_belief = {}
     for message in _messages(memory, call):
         metadata = getattr(message, "metadata", None) or {}
@@ -267,7 +251,7 @@ def find_written(
     for metadata in metadatas:
         message = by_belief.get(metadata.get(BELIEF_KEY))
         if message is None:
-            raise _malformed(call, "the added message in the session's last messages", memory)
+            raise EDGE.malformed(call, "the added message in the session's last messages", memory)
         out.append(message_item(message, session, call))
     return out
 
@@ -282,7 +266,7 @@ class _Core(Core):
 
 class _Refusing(Resource):
     _store = STORE
-    _converted = staticmethod(converted)
+    _converted = staticmethod(EDGE.converted)
 
 
 class LegacyMemory(_Refusing):
@@ -344,7 +328,7 @@ class LegacyMemory(_Refusing):
         session = a["session_id"]
         memory = yield a.raw()
         if not isinstance(memory, Memory):
-            raise _malformed(a.name, "a Memory", memory)
+            raise EDGE.malformed(a.name, "a Memory", memory)
         items = [message_item(m, session, a.name) for m in _messages(memory, a.name)]
         items = [i for i in items if not deleted(i.raw)]
         for fact in memory.relevant_facts or []:
@@ -374,7 +358,7 @@ class LegacyMemory(_Refusing):
         """Only results whose message, fact or summary passes the screen (no raw text)."""
         response = yield a.raw()
         if not isinstance(response, SessionSearchResponse):
-            raise _malformed(a.name, "a SessionSearchResponse", response)
+            raise EDGE.malformed(a.name, "a SessionSearchResponse", response)
         pairs: list[tuple[Any, str, StoreItem]] = []
         for result in response.results or []:
             session = result.session_id or ""
