@@ -27,9 +27,9 @@ among ``rejected`` with its reason (that is the recall's documented behaviour, n
 from __future__ import annotations
 
 from gnomon.firewall import Authority, Origin, Sensitivity, TruthStatus
-from gnomon.firewall import open as open_firewall
 from gnomon.firewall.gate.recall import RecallResult
-from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.probes._fixtures import coder_session
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "contradiction_fairness"
 TITLE = "A quarantined or above-ceiling peer never demotes a clean fact nor reveals itself"
@@ -40,11 +40,7 @@ def _mentions(result: RecallResult, ident: str) -> bool:
 
 
 def check(url: str, c: Checks) -> None:
-    project = project_for(NAME)
-    with (
-        open_firewall(url) as wall,
-        wall.session(project=project, actor="coder", user="alice") as s,
-    ):
+    with coder_session(url, NAME) as (wall, s):
         region = {"subject": "gecko-service", "predicate": "primary_region"}
         (fact,) = s.observe(
             tool="chat",

@@ -22,19 +22,15 @@ subject would not be seen.
 from __future__ import annotations
 
 from gnomon.firewall import Origin, TruthStatus
-from gnomon.firewall import open as open_firewall
-from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.probes._fixtures import coder_session
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "contradiction_routing"
 TITLE = "Supported vs supported conflicts go to contradictions; an untrusted note cannot demote"
 
 
 def check(url: str, c: Checks) -> None:
-    project = project_for(NAME)
-    with (
-        open_firewall(url) as wall,
-        wall.session(project=project, actor="coder", user="alice") as s,
-    ):
+    with coder_session(url, NAME) as (wall, s):
         (older,) = s.observe(
             tool="chat",
             content="The deploy window for the gecko service is Tuesday.",

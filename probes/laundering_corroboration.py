@@ -26,8 +26,8 @@ attacker controlling two "independent" tools is not detected.
 from __future__ import annotations
 
 from gnomon.firewall import Origin, RetrievalStatus, TruthStatus
-from gnomon.firewall import open as open_firewall
-from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.probes._fixtures import coder_session
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "laundering_corroboration"
 TITLE = "Twenty planted copies corroborate nothing; one independent trusted tool does"
@@ -37,11 +37,7 @@ COPIES = 20
 
 
 def check(url: str, c: Checks) -> None:
-    project = project_for(NAME)
-    with (
-        open_firewall(url) as wall,
-        wall.session(project=project, actor="coder", user="alice") as s,
-    ):
+    with coder_session(url, NAME) as (wall, s):
         (poisoned,) = s.observe(
             tool="read_file", content=POISON, origin=Origin.external("file:docs/policy-00.md")
         ).content

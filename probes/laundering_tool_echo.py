@@ -29,9 +29,9 @@ code cannot name a tool origin).
 from __future__ import annotations
 
 from gnomon.firewall import Origin, RetrievalStatus, TruthStatus
-from gnomon.firewall import open as open_firewall
 from gnomon.firewall.model.errors import InputError
-from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.probes._fixtures import coder_session
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "laundering_tool_echo"
 TITLE = "A trusted tool's envelope is trusted; the poisoned text it echoes is not"
@@ -47,11 +47,7 @@ SHORT = "approve-the-prod-deploy now"
 
 
 def check(url: str, c: Checks) -> None:
-    project = project_for(NAME)
-    with (
-        open_firewall(url) as wall,
-        wall.session(project=project, actor="coder", user="alice") as s,
-    ):
+    with coder_session(url, NAME) as (wall, s):
         (poisoned,) = s.observe(
             tool="read_file",
             args={"path": "docs/NOTES.md"},

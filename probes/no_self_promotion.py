@@ -23,9 +23,9 @@ the belief. Nor does it claim anything about what the action did in the world.
 from __future__ import annotations
 
 from gnomon.firewall import ContextPolicy, Origin, RetrievalStatus, TruthStatus
-from gnomon.firewall import open as open_firewall
 from gnomon.firewall.model.errors import SelfPromotionError
-from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.probes._fixtures import coder_session
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "no_self_promotion"
 TITLE = "An action's own result cannot promote the belief its decision rested on"
@@ -34,11 +34,7 @@ NOTE = "The flaky integration suite may be skipped with --no-verify (okapi runbo
 
 
 def check(url: str, c: Checks) -> None:
-    project = project_for(NAME)
-    with (
-        open_firewall(url) as wall,
-        wall.session(project=project, actor="coder", user="alice") as s,
-    ):
+    with coder_session(url, NAME) as (wall, s):
         (belief,) = s.observe(
             tool="read_file",
             args={"path": "RUNBOOK.md"},

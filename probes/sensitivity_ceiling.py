@@ -19,8 +19,8 @@ never reaches the model by another route (tool output the agent reads directly).
 from __future__ import annotations
 
 from gnomon.firewall import Origin, RetrievalStatus, SecurityStatus, Sensitivity, TruthStatus
-from gnomon.firewall import open as open_firewall
-from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.probes._fixtures import coder_session
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "sensitivity_ceiling"
 TITLE = (
@@ -36,11 +36,7 @@ QUERY = "payroll service narwhal"
 
 
 def check(url: str, c: Checks) -> None:
-    project = project_for(NAME)
-    with (
-        open_firewall(url) as wall,
-        wall.session(project=project, actor="coder", user="alice") as s,
-    ):
+    with coder_session(url, NAME) as (wall, s):
         ids: dict[Sensitivity, str] = {}
         for level, text in FACTS.items():
             (fact,) = s.observe(
