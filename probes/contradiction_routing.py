@@ -22,11 +22,19 @@ subject would not be seen.
 from __future__ import annotations
 
 from gnomon.firewall import Origin, TruthStatus
+from gnomon.firewall.gate.recall import ContradictionView, RecallResult
 from gnomon.probes._fixtures import coder_session
 from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "contradiction_routing"
 TITLE = "Supported vs supported conflicts go to contradictions; an untrusted note cannot demote"
+
+
+def _surfaced(c: Checks, result: RecallResult, ids: set[str], what: str) -> ContradictionView:
+    """The entry of ``result.contradictions`` that holds all of ``ids`` (expected to exist)."""
+    views = [v for v in result.contradictions if ids <= set(v.contradiction.belief_ids)]
+    c.expect(bool(views), what, got=[v.contradiction.belief_ids for v in result.contradictions])
+    return views[0]
 
 
 def check(url: str, c: Checks) -> None:
@@ -56,26 +64,20 @@ def check(url: str, c: Checks) -> None:
             "both conflicting supported statements become contradicted",
             got=(older_now.truth_status.value, newer.truth_status.value),
         )
+        pair = {older.id, newer.id}
         result = s.recall("gecko deploy window", "default")
         c.expect(
-            not {older.id, newer.id} & set(result.accepted_ids),
+            not pair & set(result.accepted_ids),
             "neither contradicted statement is accepted under default",
             got=result.accepted_ids,
         )
-        views = [
-            v
-            for v in result.contradictions
-            if {older.id, newer.id} <= set(v.contradiction.belief_ids)
-        ]
-        c.expect(
-            bool(views),
-            "the pair surfaces together in recall(...).contradictions",
-            got=[v.contradiction.belief_ids for v in result.contradictions],
+        view = _surfaced(
+            c, result, pair, "the pair surfaces together in recall(...).contradictions"
         )
         c.expect(
-            {b.id for b in views[0].visible} >= {older.id, newer.id},
+            {b.id for b in view.visible} >= pair,
             "both sides of the user conflict are visible in the contradiction",
-            got=[b.id for b in views[0].visible],
+            got=[b.id for b in view.visible],
         )
         flagged = wall.store.get_decision(decision.id)
         c.expect(
@@ -118,20 +120,13 @@ def check(url: str, c: Checks) -> None:
             "the fact is still accepted and the note is not",
             got=region.accepted_ids,
         )
-        recorded = [
-            v
-            for v in region.contradictions
-            if {fact.id, note.id} <= set(v.contradiction.belief_ids)
-        ]
-        c.expect(
-            bool(recorded),
-            "the fact/note contradiction is recorded and surfaced",
-            got=[v.contradiction.belief_ids for v in region.contradictions],
+        recorded = _surfaced(
+            c, region, {fact.id, note.id}, "the fact/note contradiction is recorded and surfaced"
         )
         c.expect(
-            note.id in recorded[0].withheld and "us-east-1" not in region.render(),
+            note.id in recorded.withheld and "us-east-1" not in region.render(),
             "the untrusted side is withheld by id, its text not rendered",
-            got=recorded[0].withheld,
+            got=recorded.withheld,
         )
 
 
