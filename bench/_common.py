@@ -6,6 +6,7 @@ Not a test module and not part of the package: the ``bench/*.py`` scripts import
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import random
@@ -67,6 +68,17 @@ class Corpus:
     def sentences(self, count: int, seed: int = 11) -> list[str]:
         rng = random.Random(seed)
         return [self.sentence(rng) for _ in range(count)]
+
+
+def parser(doc: str | None, *, repeat: int, files: bool = False) -> argparse.ArgumentParser:
+    """A benchmark's command line, described by the first paragraph of its docstring ``doc``:
+    ``--repeat`` (how many repetitions; the median is reported) and, for a benchmark that
+    writes its stores into a fresh temporary directory each repetition (``files``), ``--dir``."""
+    out = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    out.add_argument("--repeat", type=int, default=repeat, help="repetitions (median reported)")
+    if files:
+        out.add_argument("--dir", type=Path, default=None, help="where the files go (tmp)")
+    return out
 
 
 def median(values: list[float]) -> float:

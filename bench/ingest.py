@@ -21,7 +21,6 @@ Optionally (``--memory``) the firewall is also measured over ``memory://``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -72,12 +71,10 @@ def firewall_import(url: str, texts: list[str], batch: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common.parser(__doc__, repeat=3, files=True)
     parser.add_argument("--records", type=int, default=100_000, help="records per run")
-    parser.add_argument("--repeat", type=int, default=3, help="repetitions (median reported)")
     parser.add_argument("--batch", type=int, default=1000, help="records per transaction")
     parser.add_argument("--memory", action="store_true", help="also measure memory://")
-    parser.add_argument("--dir", type=Path, default=None, help="where the files go (tmp)")
     args = parser.parse_args(argv)
 
     print(common.machine())

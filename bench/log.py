@@ -11,7 +11,6 @@ cost of keeping and scanning a log with no hashing, no chain and no canonical en
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -78,11 +77,9 @@ def raw_log(path: Path, bodies: list[bytes], batch: int) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common.parser(__doc__, repeat=3, files=True)
     parser.add_argument("--events", type=int, default=200_000, help="events per run")
-    parser.add_argument("--repeat", type=int, default=3, help="repetitions (median reported)")
     parser.add_argument("--batch", type=int, default=1000, help="drafts per commit")
-    parser.add_argument("--dir", type=Path, default=None, help="where the files go (tmp)")
     args = parser.parse_args(argv)
 
     print(common.machine())

@@ -19,7 +19,6 @@ the offline ``Memory`` it embeds every text on write, which is not what an impor
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -74,11 +73,9 @@ def mem0_import(url: str, rows: list[dict[str, Any]], batch: int) -> tuple[float
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common.parser(__doc__, repeat=3, files=True)
     parser.add_argument("--records", type=int, default=100_000, help="memories per run")
-    parser.add_argument("--repeat", type=int, default=3, help="repetitions (median reported)")
     parser.add_argument("--batch", type=int, default=1000, help="records per event")
-    parser.add_argument("--dir", type=Path, default=None, help="where the files go (tmp)")
     args = parser.parse_args(argv)
 
     print(common.machine())

@@ -24,7 +24,6 @@ Each repetition runs ``--queries`` queries and times, per query and in alternati
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import time
@@ -138,9 +137,8 @@ def build(path: Path, count: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common.parser(__doc__, repeat=5)
     parser.add_argument("--beliefs", type=int, default=100_000, help="beliefs in the database")
-    parser.add_argument("--repeat", type=int, default=5, help="repetitions (median reported)")
     parser.add_argument("--queries", type=int, default=1000, help="queries per repetition")
     parser.add_argument("--k", type=int, default=10, help="results per recall")
     parser.add_argument("--no-session", action="store_true", help="skip Session.recall")

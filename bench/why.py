@@ -269,9 +269,8 @@ def bench_report(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = common.parser(__doc__, repeat=5)
     parser.add_argument("--beliefs", type=int, default=100_000, help="beliefs in the database")
-    parser.add_argument("--repeat", type=int, default=5, help="repetitions (median reported)")
     parser.add_argument("--queries", type=int, default=1000, help="queries per repetition")
     parser.add_argument("--events", type=int, default=10_000, help="events in the report session")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached database")
