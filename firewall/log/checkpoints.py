@@ -50,7 +50,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gnomon.firewall.gate.grants import KeyHolder, KeyPurpose, key_id_of
-from gnomon.firewall.log.events import GENESIS_HASH, Body, EventDraft, RedactedBody, link_checker
+from gnomon.firewall.log.events import (
+    GENESIS_HASH,
+    Body,
+    EventDraft,
+    RedactedBody,
+    VerifyReport,
+    link_checker,
+)
 from gnomon.firewall.model.clock import iso, utcnow
 from gnomon.firewall.model.errors import CheckpointError, InputError, LogIntegrityError
 
@@ -184,15 +191,10 @@ class UncoveredTailError(CheckpointError):
 
 
 @dataclass(frozen=True, slots=True)
-class LogVerifyReport:
-    """What :func:`verify_log` found. ``first_bad_seq`` and ``problem`` are set when not ok."""
+class LogVerifyReport(VerifyReport):
+    """What :func:`verify_log` found: the chain's findings (:class:`VerifyReport`) and the
+    checkpoints'."""
 
-    ok: bool
-    events: int
-    head_seq: int
-    head_hash: str
-    first_bad_seq: int | None = None
-    problem: str | None = None
     #: The failure is about a checkpoint (signature, key, or disagreement with the chain).
     checkpoint_failure: bool = False
     checkpoints: int = 0
