@@ -56,6 +56,17 @@ K1 = 1.2
 B = 0.75
 
 
+def _reindex(
+    index: dict[str, set[str]], record_id: str, old_keys: Iterable[str], new_keys: Iterable[str]
+) -> None:
+    """Move ``record_id`` in the reverse index ``index`` from the keys its previous version
+    listed to the keys its new version lists."""
+    for key in old_keys:
+        index.get(key, set()).discard(record_id)
+    for key in new_keys:
+        index.setdefault(key, set()).add(record_id)
+
+
 def bm25_idf(rows: int, hits: int) -> float:
     """FTS5's IDF: terms in more than half of the rows get a tiny positive weight."""
     idf = math.log((rows - hits + 0.5) / (hits + 0.5))
@@ -357,12 +368,10 @@ class MemoryStore(Store):
 
     def _put_decision(self, decision: Decision) -> None:
         old = self._decisions.get(decision.id)
-        if old is not None:
-            for belief_id in old.depends_on:
-                self._decision_deps.get(belief_id, set()).discard(decision.id)
         self._decisions[decision.id] = decision
-        for belief_id in decision.depends_on:
-            self._decision_deps.setdefault(belief_id, set()).add(decision.id)
+        _reindex(
+            self._decision_deps, decision.id, old.depends_on if old else (), decision.depends_on
+        )
 
     def _put_revision(self, revision: Revision) -> None:
         old = self._revisions.get(revision.id)
@@ -381,12 +390,13 @@ class MemoryStore(Store):
 
     def _put_contradiction(self, contradiction: Contradiction) -> None:
         old = self._contradictions.get(contradiction.id)
-        if old is not None:
-            for belief_id in old.belief_ids:
-                self._contradictions_by_belief.get(belief_id, set()).discard(contradiction.id)
         self._contradictions[contradiction.id] = contradiction
-        for belief_id in contradiction.belief_ids:
-            self._contradictions_by_belief.setdefault(belief_id, set()).add(contradiction.id)
+        _reindex(
+            self._contradictions_by_belief,
+            contradiction.id,
+            old.belief_ids if old else (),
+            contradiction.belief_ids,
+        )
 
     def _put_binding(self, binding: StoreBinding) -> None:
         key = (binding.store, binding.belief_id)
