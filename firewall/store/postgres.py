@@ -99,11 +99,13 @@ from gnomon.firewall.store.memory import K1, B
 from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
     BatchRow,
+    ChainRow,
     ProjectionRows,
     batch_rows,
     belief_keys,
     derived_queries,
     derived_row,
+    log_pages,
     version_rows,
     within_admissible,
 )
@@ -1104,25 +1106,17 @@ class PostgresStore(Store):
         )
         return (int(rows[0][0]), rows[0][1]) if rows else (0, GENESIS_HASH)
 
-    def _pages(self, after: int, limit: int | None) -> Iterator[tuple[int, bytes, str, str]]:
-        # Pages, so that no connection is held while the caller consumes the log.
-        remaining = limit
-        cursor = after
-        while remaining is None or remaining > 0:
-            size = PAGE if remaining is None else min(PAGE, remaining)
+    def _pages(self, after: int, limit: int | None) -> Iterator[ChainRow]:
+        def fetch(cursor: int, size: int) -> list[ChainRow]:
             page = self._read(
                 "reading events",
                 "SELECT seq, body, prev_hash, hash FROM events "
                 "WHERE tenant = %s AND seq > %s ORDER BY seq LIMIT %s",
                 (self.tenant, cursor, size),
             )
-            for seq, body, prev_hash, digest in page:
-                yield int(seq), bytes(body), prev_hash, digest
-            if len(page) < size:
-                return
-            cursor = page[-1][0]
-            if remaining is not None:
-                remaining -= len(page)
+            return [(int(seq), bytes(body), prev, digest) for seq, body, prev, digest in page]
+
+        return log_pages(fetch, after, limit, page_size=PAGE)
 
     def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
         for seq, body, prev_hash, digest in self._pages(after, limit):

@@ -13,7 +13,7 @@ document: the four axes, the sensitivity rank, the time keys in integer microsec
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -50,6 +50,33 @@ from gnomon.firewall.store.keys import micros
 ADMISSIBLE_TRUTH = TruthStatus.SUPPORTED.value
 ADMISSIBLE_RETRIEVAL = RetrievalStatus.NORMAL.value
 ADMISSIBLE_SECURITY = SecurityStatus.CLEAN.value
+
+
+#: One row of the log as a SQL backend reads it: ``(seq, body, prev_hash, hash)``.
+ChainRow = tuple[int, bytes, str, str]
+
+
+def log_pages(
+    fetch: Callable[[int, int], Sequence[ChainRow]],
+    after: int,
+    limit: int | None,
+    *,
+    page_size: int,
+) -> Iterator[ChainRow]:
+    """The log's rows after seq ``after`` (at most ``limit`` of them), read a page at a time by
+    ``fetch(after_seq, size)``, so that no cursor, connection or lock is held while the caller
+    consumes them."""
+    remaining = limit
+    cursor = after
+    while remaining is None or remaining > 0:
+        size = page_size if remaining is None else min(page_size, remaining)
+        page = fetch(cursor, size)
+        yield from page
+        if len(page) < size:
+            return
+        cursor = page[-1][0]
+        if remaining is not None:
+            remaining -= len(page)
 
 
 def within_admissible(where: BeliefFilter) -> bool:
@@ -333,12 +360,14 @@ __all__ = [
     "PROJECTION_KEYS",
     "BatchRow",
     "BeliefKeys",
+    "ChainRow",
     "ProjectionRows",
     "batch_keys",
     "batch_rows",
     "belief_keys",
     "derived_queries",
     "derived_row",
+    "log_pages",
     "version_rows",
     "with_moved",
     "within_admissible",

@@ -76,10 +76,12 @@ from gnomon.firewall.store.base import DecayRow, Store, check_continues
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
+    ChainRow,
     batch_keys,
     belief_keys,
     derived_queries,
     derived_row,
+    log_pages,
     with_moved,
     within_admissible,
 )
@@ -628,24 +630,17 @@ class SQLiteStore(Store):
             row = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         return (row[0], row[1]) if row else (0, GENESIS_HASH)
 
-    def _pages(self, after: int, limit: int | None) -> Iterator[tuple[int, bytes, str, str]]:
-        # Pages, so that no cursor (and no lock) is held while the caller consumes the log.
-        remaining = limit
-        cursor = after
-        while remaining is None or remaining > 0:
-            size = PAGE if remaining is None else min(PAGE, remaining)
+    def _pages(self, after: int, limit: int | None) -> Iterator[ChainRow]:
+        def fetch(cursor: int, size: int) -> list[ChainRow]:
             with self._guard("reading events") as conn:
-                page = conn.execute(
+                page: list[ChainRow] = conn.execute(
                     "SELECT seq, body, prev_hash, hash FROM events "
                     "WHERE seq > ? ORDER BY seq LIMIT ?",
                     (cursor, size),
                 ).fetchall()
-            yield from page
-            if len(page) < size:
-                return
-            cursor = page[-1][0]
-            if remaining is not None:
-                remaining -= len(page)
+            return page
+
+        return log_pages(fetch, after, limit, page_size=PAGE)
 
     def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
         for seq, body, prev_hash, digest in self._pages(after, limit):
