@@ -105,7 +105,9 @@ from gnomon.firewall.store.sql_common import (
     belief_keys,
     derived_queries,
     derived_row,
+    equality_conditions,
     log_pages,
+    status_conditions,
     version_rows,
     within_admissible,
 )
@@ -1408,17 +1410,10 @@ def _pg_conditions(
     tenant, or None when nothing can match."""
     params: dict[str, Any] = {"tenant": tenant}
     conds = ["b.tenant = %(tenant)s"]
-    for column, values in (
-        ("truth", where.truth),
-        ("retrieval", where.retrieval),
-        ("security", where.security),
-        ("freshness", where.freshness),
-    ):
-        if values is None:
-            continue
-        if not values:
-            return None
-        ordered = sorted(values)
+    statuses = status_conditions(where)
+    if statuses is None:
+        return None
+    for column, ordered in statuses:
         if len(ordered) == 1:
             conds.append(f"b.{column} = %({column})s")
             params[column] = ordered[0]
@@ -1445,14 +1440,9 @@ def _pg_conditions(
     if where.subject_prefix is not None:
         conds.append("starts_with(b.subject, %(subject_prefix)s)")
         params["subject_prefix"] = where.subject_prefix
-    for column, value in (
-        ("subject", where.subject),
-        ("predicate", where.predicate),
-        ("session_id", where.session_id),
-    ):
-        if value is not None:
-            conds.append(f"b.{column} = %({column})s")
-            params[column] = value
+    for column, value in equality_conditions(where):
+        conds.append(f"b.{column} = %({column})s")
+        params[column] = value
     if where.exclude_ids:
         conds.append(f"NOT (b.{id_column} = ANY(%(exclude)s::text[]))")
         params["exclude"] = sorted(where.exclude_ids)

@@ -52,6 +52,37 @@ ADMISSIBLE_RETRIEVAL = RetrievalStatus.NORMAL.value
 ADMISSIBLE_SECURITY = SecurityStatus.CLEAN.value
 
 
+def status_conditions(where: BeliefFilter) -> list[tuple[str, list[str]]] | None:
+    """The status columns ``where`` restricts, each with its allowed values sorted, or None
+    when one of them allows no value at all (nothing can match)."""
+    found: list[tuple[str, list[str]]] = []
+    for column, values in (
+        ("truth", where.truth),
+        ("retrieval", where.retrieval),
+        ("security", where.security),
+        ("freshness", where.freshness),
+    ):
+        if values is None:
+            continue
+        if not values:
+            return None
+        found.append((column, sorted(values)))
+    return found
+
+
+def equality_conditions(where: BeliefFilter) -> list[tuple[str, str]]:
+    """The columns ``where`` requires to equal one value: subject, predicate, session."""
+    return [
+        (column, value)
+        for column, value in (
+            ("subject", where.subject),
+            ("predicate", where.predicate),
+            ("session_id", where.session_id),
+        )
+        if value is not None
+    ]
+
+
 #: One row of the log as a SQL backend reads it: ``(seq, body, prev_hash, hash)``.
 ChainRow = tuple[int, bytes, str, str]
 
@@ -367,7 +398,9 @@ __all__ = [
     "belief_keys",
     "derived_queries",
     "derived_row",
+    "equality_conditions",
     "log_pages",
+    "status_conditions",
     "version_rows",
     "with_moved",
     "within_admissible",

@@ -81,7 +81,9 @@ from gnomon.firewall.store.sql_common import (
     belief_keys,
     derived_queries,
     derived_row,
+    equality_conditions,
     log_pages,
+    status_conditions,
     with_moved,
     within_admissible,
 )
@@ -1230,17 +1232,10 @@ def _conditions(where: BeliefFilter, *, id_column: str) -> tuple[list[str], list
     unary ``+`` keeps the others out of index selection)."""
     conds: list[str] = []
     params: list[Any] = []
-    for column, values in (
-        ("truth", where.truth),
-        ("retrieval", where.retrieval),
-        ("security", where.security),
-        ("freshness", where.freshness),
-    ):
-        if values is None:
-            continue
-        if not values:
-            return None
-        ordered = sorted(values)
+    statuses = status_conditions(where)
+    if statuses is None:
+        return None
+    for column, ordered in statuses:
         if len(ordered) == 1:
             conds.append(f"b.{column} = ?")
         else:
@@ -1265,14 +1260,9 @@ def _conditions(where: BeliefFilter, *, id_column: str) -> tuple[list[str], list
         # a range on the subject index: every text starting with the prefix sorts inside it
         conds.append("b.subject >= ? AND b.subject < ?")
         params.extend((where.subject_prefix, where.subject_prefix + "\U0010ffff"))
-    for column, value in (
-        ("subject", where.subject),
-        ("predicate", where.predicate),
-        ("session_id", where.session_id),
-    ):
-        if value is not None:
-            conds.append(f"b.{column} = ?")
-            params.append(value)
+    for column, value in equality_conditions(where):
+        conds.append(f"b.{column} = ?")
+        params.append(value)
     if where.exclude_ids:
         conds.append(f"+b.{id_column} NOT IN ({','.join('?' * len(where.exclude_ids))})")
         params.extend(sorted(where.exclude_ids))
