@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -235,7 +236,12 @@ def test_cli_why_history_export(story: Story, tmp_path: Path) -> None:
 
     hist = run("beliefs", "history", story.old_id, "--url", story.url, "--json")
     assert [v["version"] for v in json.loads(hist.output)["versions"]] == [1, 2]
-    assert "superseded" in run("beliefs", "history", story.old_id, "--url", story.url).output
+    history_text = run("beliefs", "history", story.old_id, "--url", story.url).output
+    assert "superseded" in history_text
+    # the revision, rendered alike (one indent level deeper under `why`'s history)
+    revision = re.compile(r"truth: supported -> superseded \(user, grant grt_\w+\): the team moved")
+    assert re.search(r"^    " + revision.pattern, history_text, re.MULTILINE)
+    assert re.search(r"^      " + revision.pattern, result.output, re.MULTILINE)
 
     exported = run("beliefs", "export", "--format", "csv", "--url", story.url)
     rows = list(csv.DictReader(io.StringIO(exported.output)))
