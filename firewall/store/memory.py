@@ -18,6 +18,7 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -207,7 +208,9 @@ class MemoryStore(Store):
         """Seal and stage everything that can fail, before anything is mutated."""
         seq, prev = self._head()
         sealed: list[Event] = []
-        try:
+        with self._nothing_written(
+            "commit failed and was rolled back", "fix the draft that could not be stored"
+        ):
             for draft in drafts:
                 seq += 1
                 event = seal(seq, prev, draft)
@@ -215,13 +218,6 @@ class MemoryStore(Store):
                 sealed.append(event)
             records = self._resolved([d.typed_records() for d in drafts])
             staged = [_stage_belief(b) for rec in records for b in rec.beliefs]
-        except GnomonError:
-            raise
-        except Exception as exc:
-            raise StoreError(
-                f"{self.url}: commit failed and was rolled back: {exc!r}",
-                hint="nothing was written; fix the draft that could not be stored",
-            ) from exc
         return sealed, records, staged
 
     def _resolved(self, records: list[Records]) -> list[Records]:
@@ -236,17 +232,26 @@ class MemoryStore(Store):
         for event in events:
             check_continues(event, seq, prev)
             seq, prev = event.seq, event.hash
-        try:
+        with self._nothing_written(
+            "the events' records could not be read",
+            "the events verify but their payload is not a record this version reads",
+        ):
             records = self._resolved([event.records() for event in events])
             staged = [_stage_belief(b) for rec in records for b in rec.beliefs]
+        return records, staged
+
+    @contextmanager
+    def _nothing_written(self, failure: str, hint: str) -> Iterator[None]:
+        """Staging, before anything is mutated: any error but a :class:`GnomonError` becomes a
+        :class:`StoreError` saying ``failure`` and that nothing was written."""
+        try:
+            yield
         except GnomonError:
             raise
         except Exception as exc:
             raise StoreError(
-                f"{self.url}: the events' records could not be read: {exc!r}; nothing was written",
-                hint="the events verify but their payload is not a record this version reads",
+                f"{self.url}: {failure}: {exc!r}", hint=f"nothing was written; {hint}"
             ) from exc
-        return records, staged
 
     def _apply(
         self, sealed: list[Event], records: Sequence[Records], staged: list[_BeliefRow]
