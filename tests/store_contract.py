@@ -247,6 +247,13 @@ class StoreContract(LogContract, ABC):
         assert [e.seq for e in store.events(after=5)] == []
         assert first[1].prev_hash == first[0].hash
 
+    def test_events_read_across_pages(self, store: Store) -> None:
+        # More than two of the SQL backends' 1000-event pages, with a partial last one.
+        store.commit([make_draft() for _ in range(2345)])
+        assert [e.seq for e in store.events(after=10, limit=2100)] == list(range(11, 2111))
+        assert [row[0] for row in store.chain_rows(after=1500)] == list(range(1501, 2346))
+        assert [e.seq for e in store.events(after=999)][-1] == 2345
+
     def test_events_round_trip(self, store: Store) -> None:
         belief = make_belief()
         claim = make_claim(id=belief.claim_id)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -171,6 +173,24 @@ def test_why_shows_history_supersession_and_both_times(story: Story) -> None:
     assert data["beliefs"][0]["supersession"][0]["reason"] == "the team moved releases"
 
 
+def test_supersession_chain_runs_both_ways_from_the_middle(tmp_path: Path) -> None:
+    days = ("Mondays", "Tuesdays", "Thursdays", "Fridays")
+    with firewall.open(f"sqlite:///{tmp_path / 'chain.db'}", clock=stepping_clock()) as wall:
+        alice = wall.channel(Origin.user("alice"))
+        with wall.session(project="shop", actor="coder", user="alice") as s:
+            beliefs = [
+                s.observe(tool="chat", content=f"Deploy on {day}", origin=alice).content[0]
+                for day in days
+            ]
+        for old, new in itertools.pairwise(beliefs):
+            grant = wall.grant("user", "alice", beliefs=[old.id, new.id])
+            wall.supersede(old.id, new.id, reason=f"{old.id} to {new.id}", grant=grant)
+        links = [(b.id, c.id, f"{b.id} to {c.id}") for b, c in itertools.pairwise(beliefs)]
+        for middle in beliefs[1:3]:  # one step back and two forward, then two back and one
+            (entry,) = why(wall.store, middle.id).entries
+            assert [(x.old_id, x.new_id, x.reason) for x in entry.supersession] == links
+
+
 def test_why_at_returns_what_was_believed_then(story: Story) -> None:
     before = story.superseded_at - timedelta(microseconds=1)
     with firewall.open(story.url) as wall:
@@ -235,7 +255,12 @@ def test_cli_why_history_export(story: Story, tmp_path: Path) -> None:
 
     hist = run("beliefs", "history", story.old_id, "--url", story.url, "--json")
     assert [v["version"] for v in json.loads(hist.output)["versions"]] == [1, 2]
-    assert "superseded" in run("beliefs", "history", story.old_id, "--url", story.url).output
+    history_text = run("beliefs", "history", story.old_id, "--url", story.url).output
+    assert "superseded" in history_text
+    # the revision, rendered alike (one indent level deeper under `why`'s history)
+    revision = re.compile(r"truth: supported -> superseded \(user, grant grt_\w+\): the team moved")
+    assert re.search(r"^    " + revision.pattern, history_text, re.MULTILINE)
+    assert re.search(r"^      " + revision.pattern, result.output, re.MULTILINE)
 
     exported = run("beliefs", "export", "--format", "csv", "--url", story.url)
     rows = list(csv.DictReader(io.StringIO(exported.output)))

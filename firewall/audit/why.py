@@ -29,7 +29,7 @@ fact, or a file that no longer contains the quote, shows up as drift.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -259,26 +259,33 @@ def history_of(store: Store, belief_id: str) -> list[VersionView]:
 def supersession_chain(store: Store, belief: Belief) -> list[SupersessionLink]:
     """Every supersession link reachable from ``belief``, oldest first, each with its reason."""
     seen = {belief.id}
-    back: list[tuple[str, str]] = []
-    cursor = belief
-    while cursor.supersedes and cursor.supersedes not in seen and len(seen) < MAX_CHAIN:
-        back.append((cursor.supersedes, cursor.id))
-        seen.add(cursor.supersedes)
-        older = store.get_belief(cursor.supersedes)
-        if older is None:
-            break
-        cursor = older
-    forward: list[tuple[str, str]] = []
+    back = [
+        (older_id, newer.id)
+        for newer, older_id in _follow(store, belief, lambda b: b.supersedes, seen)
+    ]
     current = store.get_belief(belief.id) or belief
-    cursor = current
-    while cursor.superseded_by and cursor.superseded_by not in seen and len(seen) < MAX_CHAIN:
-        forward.append((cursor.id, cursor.superseded_by))
-        seen.add(cursor.superseded_by)
-        newer = store.get_belief(cursor.superseded_by)
-        if newer is None:
-            break
-        cursor = newer
+    forward = [
+        (older.id, newer_id)
+        for older, newer_id in _follow(store, current, lambda b: b.superseded_by, seen)
+    ]
     return [_link(store, old, new) for old, new in [*reversed(back), *forward]]
+
+
+def _follow(
+    store: Store, start: Belief, link: Callable[[Belief], str | None], seen: set[str]
+) -> list[tuple[Belief, str]]:
+    """Follow ``link`` from ``start`` while it names a belief not in ``seen`` (adding each, up
+    to :data:`MAX_CHAIN` in ``seen``): every step as ``(belief, the id it links to)``."""
+    steps: list[tuple[Belief, str]] = []
+    cursor = start
+    while (target := link(cursor)) and target not in seen and len(seen) < MAX_CHAIN:
+        steps.append((cursor, target))
+        seen.add(target)
+        following = store.get_belief(target)
+        if following is None:
+            break
+        cursor = following
+    return steps
 
 
 def _link(store: Store, old: str, new: str) -> SupersessionLink:

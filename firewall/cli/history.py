@@ -46,7 +46,7 @@ from gnomon.firewall.cli.memory import (
     user_grant_command,
 )
 from gnomon.firewall.gate.gate import ADOPTION_RULES
-from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.chain import Belief, Revision
 from gnomon.firewall.model.errors import InputError, UnknownIdError
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.ids import id_prefix
@@ -171,6 +171,13 @@ def _t(moment: datetime | None) -> str:
     return "-" if moment is None else moment.isoformat()
 
 
+def _revision_line(r: Revision) -> str:
+    """``axis: from -> to (authority, grant id): reason``, one revision of a belief."""
+    grant = f", grant {r.grant_id}" if r.grant_id else ""
+    axis = r.axis.value if r.axis else "-"
+    return f"{axis}: {r.from_state} -> {r.to_state} ({r.authority.value}{grant}): {r.reason}"
+
+
 def _render_why(result: WhyResult) -> None:
     echo(
         f"{len(result.entries)} belief(s) for {result.query!r} (by {result.resolved_by})"
@@ -212,12 +219,7 @@ def _render_entry(entry: BeliefWhy) -> None:
             f" [{', '.join(v.changed) or 'no change'}]"
         )
         for r in v.revisions:
-            grant = f", grant {r.grant_id}" if r.grant_id else ""
-            axis = r.axis.value if r.axis else "-"
-            echo(
-                f"      {axis}: {r.from_state} -> {r.to_state} "
-                f"({r.authority.value}{grant}): {r.reason}"
-            )
+            echo(f"      {_revision_line(r)}")
     if entry.supersession:
         echo("  supersession:")
         for link in entry.supersession:
@@ -264,12 +266,7 @@ def beliefs_history(ctx: click.Context, belief_id: str, url: str | None, as_json
             f"[{', '.join(v.changed) or 'no change'}]"
         )
         for r in v.revisions:
-            grant = f", grant {r.grant_id}" if r.grant_id else ""
-            axis = r.axis.value if r.axis else "-"
-            echo(
-                f"    {axis}: {r.from_state} -> {r.to_state} ({r.authority.value}{grant}): "
-                f"{r.reason}"
-            )
+            echo(f"    {_revision_line(r)}")
 
 
 @beliefs.command("supersede")

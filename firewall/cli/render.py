@@ -15,7 +15,6 @@ from rich.table import Table
 
 from gnomon.firewall.gate.policy import ContextPolicy
 from gnomon.firewall.gate.recall import RecallResult
-from gnomon.firewall.log.events import VerifyReport
 from gnomon.firewall.model.chain import Belief, Revision
 
 AXES = ("truth_status", "retrieval_status", "security_status", "freshness_status")
@@ -198,17 +197,6 @@ def recall_tables(out: Console, result: RecallResult) -> None:
     out.print(f"uncertainties: {len(result.uncertainties)} (unconfirmed matches, text withheld)")
 
 
-def verify_json(report: VerifyReport) -> dict[str, Any]:
-    return {
-        "ok": report.ok,
-        "events": report.events,
-        "head_seq": report.head_seq,
-        "head_hash": report.head_hash,
-        "first_bad_seq": report.first_bad_seq,
-        "problem": report.problem,
-    }
-
-
 def policy_summary(out: Console, policy: ContextPolicy, source: str) -> None:
     table = Table(show_header=False, title=f"policy {policy.name} ({source})", title_justify="left")
     table.add_column("field", style="bold", no_wrap=True)
@@ -251,5 +239,4 @@ __all__ = [
     "recall_json",
     "recall_tables",
     "section",
-    "verify_json",
 ]

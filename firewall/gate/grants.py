@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import orjson
 from cryptography.exceptions import InvalidSignature
@@ -180,13 +180,32 @@ def _exact(name: str, value: object) -> None:
         raise TypeError(f"{name}: holds something other than plain strings")
 
 
+class KeyPurpose(StrEnum):
+    """What a key pair is for. A key file may declare it on a header line before the PEM block,
+    and a loader that expects another purpose refuses the file. A file without the header (the
+    default of ``gnomon keys generate``, one operator key for both) loads for either: the
+    signatures themselves never cross, because grants and checkpoints sign under different
+    domain tags."""
+
+    GRANT = "grant"
+    CHECKPOINT = "checkpoint"
+    #: signs action policies (``gnomon policy sign``)
+    POLICY = "policy"
+    #: signs approvals of held actions (``gnomon approve``)
+    APPROVAL = "approval"
+
+
 def key_id_of(public_key: Ed25519PublicKey) -> str:
     raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
-class GrantSigner:
-    """Holds a private key and issues grants. Host-side only: never hand it to an agent."""
+class KeyHolder:
+    """Holds one Ed25519 private key, its public key and key id: the base of the host-side
+    signers (grants, checkpoints, action policies). ``purpose`` is what a key file loaded by
+    :meth:`from_file` must declare, if it declares anything (see :class:`KeyPurpose`)."""
+
+    purpose: ClassVar[KeyPurpose]
 
     def __init__(self, private_key: Ed25519PrivateKey) -> None:
         self._key = private_key
@@ -194,12 +213,18 @@ class GrantSigner:
         self.key_id = key_id_of(self.public_key)
 
     @classmethod
-    def generate(cls) -> GrantSigner:
+    def generate(cls) -> Self:
         return cls(Ed25519PrivateKey.generate())
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> GrantSigner:
-        return cls(load_private_key(path, purpose=KeyPurpose.GRANT))
+    def from_file(cls, path: str | os.PathLike[str]) -> Self:
+        return cls(load_private_key(path, purpose=cls.purpose))
+
+
+class GrantSigner(KeyHolder):
+    """Holds a private key and issues grants. Host-side only: never hand it to an agent."""
+
+    purpose = KeyPurpose.GRANT
 
     def issue(
         self,
@@ -361,21 +386,6 @@ def _first(exc: Exception) -> str:
 # -- key files ----------------------------------------------------------------------------------
 
 
-class KeyPurpose(StrEnum):
-    """What a key pair is for. A key file may declare it on a header line before the PEM block,
-    and a loader that expects another purpose refuses the file. A file without the header (the
-    default of ``gnomon keys generate``, one operator key for both) loads for either: the
-    signatures themselves never cross, because grants and checkpoints sign under different
-    domain tags."""
-
-    GRANT = "grant"
-    CHECKPOINT = "checkpoint"
-    #: signs action policies (``gnomon policy sign``)
-    POLICY = "policy"
-    #: signs approvals of held actions (``gnomon approve``)
-    APPROVAL = "approval"
-
-
 _PURPOSE_HEADER = b"gnomon-key-purpose: "
 
 
@@ -475,6 +485,7 @@ __all__ = [
     "GrantAuthority",
     "GrantSigner",
     "GrantVerifier",
+    "KeyHolder",
     "KeyPurpose",
     "check_scope",
     "key_id_of",

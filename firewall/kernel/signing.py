@@ -23,9 +23,9 @@ from pathlib import Path
 
 import orjson
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from gnomon.firewall.gate.grants import KeyPurpose, key_id_of, load_private_key
+from gnomon.firewall.gate.grants import KeyHolder, KeyPurpose, key_id_of
 from gnomon.firewall.kernel.actionpolicy import ActionPolicy, read_policy_file
 from gnomon.firewall.model.errors import UnsignedPolicyError
 
@@ -48,21 +48,10 @@ class SignedPolicy:
         return self.key_id is not None
 
 
-class PolicySigner:
+class PolicySigner(KeyHolder):
     """Holds the operator key that signs action policies (host or operator side only)."""
 
-    def __init__(self, private_key: Ed25519PrivateKey) -> None:
-        self._key = private_key
-        self.public_key = private_key.public_key()
-        self.key_id = key_id_of(self.public_key)
-
-    @classmethod
-    def generate(cls) -> PolicySigner:
-        return cls(Ed25519PrivateKey.generate())
-
-    @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> PolicySigner:
-        return cls(load_private_key(path, purpose=KeyPurpose.POLICY))
+    purpose = KeyPurpose.POLICY
 
     def sign(self, policy: ActionPolicy) -> dict[str, str]:
         signature = self._key.sign(policy.canonical_bytes())

@@ -46,11 +46,18 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gnomon.firewall.gate.grants import KeyPurpose, key_id_of, load_private_key
-from gnomon.firewall.log.events import GENESIS_HASH, Body, EventDraft, RedactedBody, link_checker
+from gnomon.firewall.gate.grants import KeyHolder, KeyPurpose, key_id_of
+from gnomon.firewall.log.events import (
+    GENESIS_HASH,
+    Body,
+    EventDraft,
+    RedactedBody,
+    VerifyReport,
+    link_checker,
+)
 from gnomon.firewall.model.clock import iso, utcnow
 from gnomon.firewall.model.errors import CheckpointError, InputError, LogIntegrityError
 
@@ -119,21 +126,10 @@ def checkpoint_bytes(store: str, seq: int, head_hash: str, at: str, key_id: str)
     return CHECKPOINT_DOMAIN + orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
 
 
-class CheckpointSigner:
+class CheckpointSigner(KeyHolder):
     """Holds the private key that signs checkpoints. Host-side only, like a grant signer."""
 
-    def __init__(self, private_key: Ed25519PrivateKey) -> None:
-        self._key = private_key
-        self.public_key = private_key.public_key()
-        self.key_id = key_id_of(self.public_key)
-
-    @classmethod
-    def generate(cls) -> CheckpointSigner:
-        return cls(Ed25519PrivateKey.generate())
-
-    @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> CheckpointSigner:
-        return cls(load_private_key(path, purpose=KeyPurpose.CHECKPOINT))
+    purpose = KeyPurpose.CHECKPOINT
 
     def sign(
         self, store: str, seq: int, head_hash: str, *, now: datetime | None = None
@@ -195,15 +191,10 @@ class UncoveredTailError(CheckpointError):
 
 
 @dataclass(frozen=True, slots=True)
-class LogVerifyReport:
-    """What :func:`verify_log` found. ``first_bad_seq`` and ``problem`` are set when not ok."""
+class LogVerifyReport(VerifyReport):
+    """What :func:`verify_log` found: the chain's findings (:class:`VerifyReport`) and the
+    checkpoints'."""
 
-    ok: bool
-    events: int
-    head_seq: int
-    head_hash: str
-    first_bad_seq: int | None = None
-    problem: str | None = None
     #: The failure is about a checkpoint (signature, key, or disagreement with the chain).
     checkpoint_failure: bool = False
     checkpoints: int = 0

@@ -408,6 +408,8 @@ def seal(seq: int, prev_hash: str, draft: EventDraft) -> Event:
 
 @dataclass(frozen=True, slots=True)
 class VerifyReport:
+    """What :func:`verify_chain` found. ``first_bad_seq`` and ``problem`` are set when not ok."""
+
     ok: bool
     events: int
     head_seq: int

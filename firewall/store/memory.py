@@ -18,6 +18,7 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -54,6 +55,17 @@ from gnomon.firewall.store.keys import index_tokens, micros
 
 K1 = 1.2
 B = 0.75
+
+
+def _reindex(
+    index: dict[str, set[str]], record_id: str, old_keys: Iterable[str], new_keys: Iterable[str]
+) -> None:
+    """Move ``record_id`` in the reverse index ``index`` from the keys its previous version
+    listed to the keys its new version lists."""
+    for key in old_keys:
+        index.get(key, set()).discard(record_id)
+    for key in new_keys:
+        index.setdefault(key, set()).add(record_id)
 
 
 def bm25_idf(rows: int, hits: int) -> float:
@@ -196,7 +208,9 @@ class MemoryStore(Store):
         """Seal and stage everything that can fail, before anything is mutated."""
         seq, prev = self._head()
         sealed: list[Event] = []
-        try:
+        with self._nothing_written(
+            "commit failed and was rolled back", "fix the draft that could not be stored"
+        ):
             for draft in drafts:
                 seq += 1
                 event = seal(seq, prev, draft)
@@ -204,13 +218,6 @@ class MemoryStore(Store):
                 sealed.append(event)
             records = self._resolved([d.typed_records() for d in drafts])
             staged = [_stage_belief(b) for rec in records for b in rec.beliefs]
-        except GnomonError:
-            raise
-        except Exception as exc:
-            raise StoreError(
-                f"{self.url}: commit failed and was rolled back: {exc!r}",
-                hint="nothing was written; fix the draft that could not be stored",
-            ) from exc
         return sealed, records, staged
 
     def _resolved(self, records: list[Records]) -> list[Records]:
@@ -225,17 +232,26 @@ class MemoryStore(Store):
         for event in events:
             check_continues(event, seq, prev)
             seq, prev = event.seq, event.hash
-        try:
+        with self._nothing_written(
+            "the events' records could not be read",
+            "the events verify but their payload is not a record this version reads",
+        ):
             records = self._resolved([event.records() for event in events])
             staged = [_stage_belief(b) for rec in records for b in rec.beliefs]
+        return records, staged
+
+    @contextmanager
+    def _nothing_written(self, failure: str, hint: str) -> Iterator[None]:
+        """Staging, before anything is mutated: any error but a :class:`GnomonError` becomes a
+        :class:`StoreError` saying ``failure`` and that nothing was written."""
+        try:
+            yield
         except GnomonError:
             raise
         except Exception as exc:
             raise StoreError(
-                f"{self.url}: the events' records could not be read: {exc!r}; nothing was written",
-                hint="the events verify but their payload is not a record this version reads",
+                f"{self.url}: {failure}: {exc!r}", hint=f"nothing was written; {hint}"
             ) from exc
-        return records, staged
 
     def _apply(
         self, sealed: list[Event], records: Sequence[Records], staged: list[_BeliefRow]
@@ -357,12 +373,10 @@ class MemoryStore(Store):
 
     def _put_decision(self, decision: Decision) -> None:
         old = self._decisions.get(decision.id)
-        if old is not None:
-            for belief_id in old.depends_on:
-                self._decision_deps.get(belief_id, set()).discard(decision.id)
         self._decisions[decision.id] = decision
-        for belief_id in decision.depends_on:
-            self._decision_deps.setdefault(belief_id, set()).add(decision.id)
+        _reindex(
+            self._decision_deps, decision.id, old.depends_on if old else (), decision.depends_on
+        )
 
     def _put_revision(self, revision: Revision) -> None:
         old = self._revisions.get(revision.id)
@@ -381,12 +395,13 @@ class MemoryStore(Store):
 
     def _put_contradiction(self, contradiction: Contradiction) -> None:
         old = self._contradictions.get(contradiction.id)
-        if old is not None:
-            for belief_id in old.belief_ids:
-                self._contradictions_by_belief.get(belief_id, set()).discard(contradiction.id)
         self._contradictions[contradiction.id] = contradiction
-        for belief_id in contradiction.belief_ids:
-            self._contradictions_by_belief.setdefault(belief_id, set()).add(contradiction.id)
+        _reindex(
+            self._contradictions_by_belief,
+            contradiction.id,
+            old.belief_ids if old else (),
+            contradiction.belief_ids,
+        )
 
     def _put_binding(self, binding: StoreBinding) -> None:
         key = (binding.store, binding.belief_id)

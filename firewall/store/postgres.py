@@ -99,11 +99,15 @@ from gnomon.firewall.store.memory import K1, B
 from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
     BatchRow,
+    ChainRow,
     ProjectionRows,
     batch_rows,
     belief_keys,
     derived_queries,
     derived_row,
+    equality_conditions,
+    log_pages,
+    status_conditions,
     version_rows,
     within_admissible,
 )
@@ -1104,25 +1108,17 @@ class PostgresStore(Store):
         )
         return (int(rows[0][0]), rows[0][1]) if rows else (0, GENESIS_HASH)
 
-    def _pages(self, after: int, limit: int | None) -> Iterator[tuple[int, bytes, str, str]]:
-        # Pages, so that no connection is held while the caller consumes the log.
-        remaining = limit
-        cursor = after
-        while remaining is None or remaining > 0:
-            size = PAGE if remaining is None else min(PAGE, remaining)
+    def _pages(self, after: int, limit: int | None) -> Iterator[ChainRow]:
+        def fetch(cursor: int, size: int) -> list[ChainRow]:
             page = self._read(
                 "reading events",
                 "SELECT seq, body, prev_hash, hash FROM events "
                 "WHERE tenant = %s AND seq > %s ORDER BY seq LIMIT %s",
                 (self.tenant, cursor, size),
             )
-            for seq, body, prev_hash, digest in page:
-                yield int(seq), bytes(body), prev_hash, digest
-            if len(page) < size:
-                return
-            cursor = page[-1][0]
-            if remaining is not None:
-                remaining -= len(page)
+            return [(int(seq), bytes(body), prev, digest) for seq, body, prev, digest in page]
+
+        return log_pages(fetch, after, limit, page_size=PAGE)
 
     def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
         for seq, body, prev_hash, digest in self._pages(after, limit):
@@ -1414,17 +1410,10 @@ def _pg_conditions(
     tenant, or None when nothing can match."""
     params: dict[str, Any] = {"tenant": tenant}
     conds = ["b.tenant = %(tenant)s"]
-    for column, values in (
-        ("truth", where.truth),
-        ("retrieval", where.retrieval),
-        ("security", where.security),
-        ("freshness", where.freshness),
-    ):
-        if values is None:
-            continue
-        if not values:
-            return None
-        ordered = sorted(values)
+    statuses = status_conditions(where)
+    if statuses is None:
+        return None
+    for column, ordered in statuses:
         if len(ordered) == 1:
             conds.append(f"b.{column} = %({column})s")
             params[column] = ordered[0]
@@ -1451,14 +1440,9 @@ def _pg_conditions(
     if where.subject_prefix is not None:
         conds.append("starts_with(b.subject, %(subject_prefix)s)")
         params["subject_prefix"] = where.subject_prefix
-    for column, value in (
-        ("subject", where.subject),
-        ("predicate", where.predicate),
-        ("session_id", where.session_id),
-    ):
-        if value is not None:
-            conds.append(f"b.{column} = %({column})s")
-            params[column] = value
+    for column, value in equality_conditions(where):
+        conds.append(f"b.{column} = %({column})s")
+        params[column] = value
     if where.exclude_ids:
         conds.append(f"NOT (b.{id_column} = ANY(%(exclude)s::text[]))")
         params["exclude"] = sorted(where.exclude_ids)

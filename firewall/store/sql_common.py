@@ -13,7 +13,7 @@ document: the four axes, the sensitivity rank, the time keys in integer microsec
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -50,6 +50,64 @@ from gnomon.firewall.store.keys import micros
 ADMISSIBLE_TRUTH = TruthStatus.SUPPORTED.value
 ADMISSIBLE_RETRIEVAL = RetrievalStatus.NORMAL.value
 ADMISSIBLE_SECURITY = SecurityStatus.CLEAN.value
+
+
+def status_conditions(where: BeliefFilter) -> list[tuple[str, list[str]]] | None:
+    """The status columns ``where`` restricts, each with its allowed values sorted, or None
+    when one of them allows no value at all (nothing can match)."""
+    found: list[tuple[str, list[str]]] = []
+    for column, values in (
+        ("truth", where.truth),
+        ("retrieval", where.retrieval),
+        ("security", where.security),
+        ("freshness", where.freshness),
+    ):
+        if values is None:
+            continue
+        if not values:
+            return None
+        found.append((column, sorted(values)))
+    return found
+
+
+def equality_conditions(where: BeliefFilter) -> list[tuple[str, str]]:
+    """The columns ``where`` requires to equal one value: subject, predicate, session."""
+    return [
+        (column, value)
+        for column, value in (
+            ("subject", where.subject),
+            ("predicate", where.predicate),
+            ("session_id", where.session_id),
+        )
+        if value is not None
+    ]
+
+
+#: One row of the log as a SQL backend reads it: ``(seq, body, prev_hash, hash)``.
+ChainRow = tuple[int, bytes, str, str]
+
+
+def log_pages(
+    fetch: Callable[[int, int], Sequence[ChainRow]],
+    after: int,
+    limit: int | None,
+    *,
+    page_size: int,
+) -> Iterator[ChainRow]:
+    """The log's rows after seq ``after`` (at most ``limit`` of them), read a page at a time by
+    ``fetch(after_seq, size)``, so that no cursor, connection or lock is held while the caller
+    consumes them."""
+    remaining = limit
+    cursor = after
+    while remaining is None or remaining > 0:
+        size = page_size if remaining is None else min(page_size, remaining)
+        page = fetch(cursor, size)
+        yield from page
+        if len(page) < size:
+            return
+        cursor = page[-1][0]
+        if remaining is not None:
+            remaining -= len(page)
 
 
 def within_admissible(where: BeliefFilter) -> bool:
@@ -333,12 +391,16 @@ __all__ = [
     "PROJECTION_KEYS",
     "BatchRow",
     "BeliefKeys",
+    "ChainRow",
     "ProjectionRows",
     "batch_keys",
     "batch_rows",
     "belief_keys",
     "derived_queries",
     "derived_row",
+    "equality_conditions",
+    "log_pages",
+    "status_conditions",
     "version_rows",
     "with_moved",
     "within_admissible",

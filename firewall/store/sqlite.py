@@ -76,10 +76,14 @@ from gnomon.firewall.store.base import DecayRow, Store, check_continues
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
+    ChainRow,
     batch_keys,
     belief_keys,
     derived_queries,
     derived_row,
+    equality_conditions,
+    log_pages,
+    status_conditions,
     with_moved,
     within_admissible,
 )
@@ -628,24 +632,17 @@ class SQLiteStore(Store):
             row = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         return (row[0], row[1]) if row else (0, GENESIS_HASH)
 
-    def _pages(self, after: int, limit: int | None) -> Iterator[tuple[int, bytes, str, str]]:
-        # Pages, so that no cursor (and no lock) is held while the caller consumes the log.
-        remaining = limit
-        cursor = after
-        while remaining is None or remaining > 0:
-            size = PAGE if remaining is None else min(PAGE, remaining)
+    def _pages(self, after: int, limit: int | None) -> Iterator[ChainRow]:
+        def fetch(cursor: int, size: int) -> list[ChainRow]:
             with self._guard("reading events") as conn:
-                page = conn.execute(
+                page: list[ChainRow] = conn.execute(
                     "SELECT seq, body, prev_hash, hash FROM events "
                     "WHERE seq > ? ORDER BY seq LIMIT ?",
                     (cursor, size),
                 ).fetchall()
-            yield from page
-            if len(page) < size:
-                return
-            cursor = page[-1][0]
-            if remaining is not None:
-                remaining -= len(page)
+            return page
+
+        return log_pages(fetch, after, limit, page_size=PAGE)
 
     def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
         for seq, body, prev_hash, digest in self._pages(after, limit):
@@ -1235,17 +1232,10 @@ def _conditions(where: BeliefFilter, *, id_column: str) -> tuple[list[str], list
     unary ``+`` keeps the others out of index selection)."""
     conds: list[str] = []
     params: list[Any] = []
-    for column, values in (
-        ("truth", where.truth),
-        ("retrieval", where.retrieval),
-        ("security", where.security),
-        ("freshness", where.freshness),
-    ):
-        if values is None:
-            continue
-        if not values:
-            return None
-        ordered = sorted(values)
+    statuses = status_conditions(where)
+    if statuses is None:
+        return None
+    for column, ordered in statuses:
         if len(ordered) == 1:
             conds.append(f"b.{column} = ?")
         else:
@@ -1270,14 +1260,9 @@ def _conditions(where: BeliefFilter, *, id_column: str) -> tuple[list[str], list
         # a range on the subject index: every text starting with the prefix sorts inside it
         conds.append("b.subject >= ? AND b.subject < ?")
         params.extend((where.subject_prefix, where.subject_prefix + "\U0010ffff"))
-    for column, value in (
-        ("subject", where.subject),
-        ("predicate", where.predicate),
-        ("session_id", where.session_id),
-    ):
-        if value is not None:
-            conds.append(f"b.{column} = ?")
-            params.append(value)
+    for column, value in equality_conditions(where):
+        conds.append(f"b.{column} = ?")
+        params.append(value)
     if where.exclude_ids:
         conds.append(f"+b.{id_column} NOT IN ({','.join('?' * len(where.exclude_ids))})")
         params.extend(sorted(where.exclude_ids))
