@@ -233,15 +233,7 @@ class Guard:
                     f"a guarded {store} client needs a session or a project",
                     hint="pass project='...' (and actor=, user=) or session=wall_session",
                 )
-            session = Session.start(
-                wall,
-                project=project,
-                actor=actor,
-                user=user,
-                model_id=None,
-                prompt_id=None,
-                tool_version=None,
-            )
+            session = Session.start(wall, project=project, actor=actor, user=user)
         self.session = session
         self.announcer = Announcer(store, session.project)
         self._user_channel = self._checked_user_channel(user_channel)
