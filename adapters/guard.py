@@ -90,7 +90,7 @@ from gnomon.firewall.model.states import (
 from . import conflicts
 from .base import StoreItem
 from .quoted_fields import beside_quote_problem
-from .withheld import Announcer, report
+from .withheld import QUOTE_CAP, Announcer, report
 
 Verdict = Literal["accepted", "quoted", "rejected", "dropped"]
 
@@ -872,7 +872,10 @@ class Guard:
         resolved = dict(
             (binding.store_id, (binding, belief)) for binding, belief in self.resolve_items(items)
         )
-        out = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items]
+        out = capped(
+            [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items],
+            policy.quote.max_items,
+        )
         self.log(out, query=query, k=k, now=now, policy=policy, digest=digest)
         hits = Hits(out, report(out, policy=policy.name))
         reader = Reader(policy, self.session.project, self.session.user, now)
@@ -997,6 +1000,27 @@ class Guard:
         return views
 
 
+def capped(screened: list[Screened], max_items: int) -> list[Screened]:
+    """``screened`` with at most ``max_items`` quoted hits (the policy's ``quote.max_items``, in
+    store order): each one past the cap is withheld with its reasons and the note
+    :data:`~adapters.withheld.QUOTE_CAP`, so a store cannot flood a read with quoted data.
+
+    >>> from gnomon.adapters.base import StoreItem
+    >>> hits = [Screened(StoreItem(str(i), "t"), None, "quoted") for i in range(3)]
+    >>> [s.verdict for s in capped(hits, 2)]
+    ['quoted', 'quoted', 'rejected']
+    """
+    out, quoted = [], 0
+    for s in screened:
+        if s.verdict == "quoted":
+            quoted += 1
+            if quoted > max_items:
+                note = f"{QUOTE_CAP}: the policy quotes at most {max_items} item(s) per read"
+                s = Screened(s.item, s.belief, "rejected", s.reasons, note=note)
+        out.append(s)
+    return out
+
+
 def rivals(old: Belief, new: Belief) -> bool:
     """True when ``new`` may not supersede ``old`` although it is as trusted: both are
     supported and standing, and ``new`` does not come from ``old``'s own origin (another
@@ -1026,6 +1050,7 @@ __all__ = [
     "PendingWrite",
     "Screened",
     "annotated",
+    "capped",
     "outranks",
     "passed",
     "rivals",

@@ -519,14 +519,19 @@ class _Core(Core):
 
     def context(
         self, response: Any, graph: str, call: str, query: str
-    ) -> tuple[str, Any, list[dict[str, Any]]]:
+    ) -> tuple[str, Any, Summary]:
         """The rebuilt blob, the screened results of a ``graph.get_context`` response, and the
-        contradiction channel of all three reads (edges, nodes, episodes)."""
+        report of its edges and nodes (screened as one read: the policy's quote cap holds for
+        the blob as a whole) with the contradiction channel of all three reads (edges, nodes,
+        episodes)."""
         results = getattr(response, "results", None)
         if not isinstance(response, GraphContextResponse) or results is None:
             raise EDGE.malformed(call, "a context response with results", response)
-        edges = self.screen_derived(results.edges or [], graph, call, query)
-        nodes = self.screen_derived(results.nodes or [], graph, call, query)
+        derived = self.screen_derived(
+            [*(results.edges or []), *(results.nodes or [])], graph, call, query
+        )
+        edges = [s for s in derived if text_field(s.item.raw) is not None]
+        nodes = [s for s in derived if text_field(s.item.raw) is None]
         episodes = self.contents(results.episodes or [], graph, call, query)
         facts = [s.item.raw for s in edges if s.verdict == "accepted"]
         entities = [s.item.raw for s in nodes if s.verdict == "accepted"]
@@ -546,10 +551,10 @@ class _Core(Core):
             episodes=episodes,
         )
         channel: dict[str, dict[str, Any]] = {}
-        for summary in (edges.summary, nodes.summary, getattr(episodes, "gnomon", {})):
+        for summary in (derived.summary, getattr(episodes, "gnomon", {})):
             for entry in summary.get("contradictions", []):
                 channel.setdefault(entry["id"], entry)
-        return blob, results, list(channel.values())
+        return blob, results, Summary({**derived.summary, "contradictions": list(channel.values())})
 
     def context_query(self, messages: list[Any], call: str) -> str:
         texts = [getattr(m, "content", None) for m in messages[-CONTEXT_MESSAGES:]]
@@ -693,13 +698,13 @@ class Graph(_Refusing):
         """Rebuilt from the edges and nodes that pass the policy (see the module docstring)."""
         graph, query = a["graph_uuid"], a["query"]
         response = yield a.raw(include_results=True)
-        blob, results, channel = self._core.context(response, graph, a.name, query)
+        blob, results, summary = self._core.context(response, graph, a.name, query)
         answer = GraphContextResponse(
             context=blob,
             results=results if a.get("include_results") else None,
             truncated=response.truncated,
         )
-        return attach(answer, Summary({"contradictions": channel}))
+        return attach(answer, summary)
 
 
 class User(_Refusing):

@@ -74,6 +74,7 @@ from gnomon.adapters.errors import (
 )
 from gnomon.adapters.fern_errors import FernEdge
 from gnomon.adapters.guard import PendingWrite, Screened
+from gnomon.adapters.withheld import attach
 
 STORE = "zep-legacy"
 #: Zep v2 message metadata is a free JSON object; nesting is allowed.
@@ -340,9 +341,10 @@ class LegacyMemory(_Refusing):
         summary = memory.summary
         if summary is not None and isinstance(summary.content, str):
             items.append(derived_item("summary", summary.uuid_, summary.content, session, summary))
-        passed = [s for s in self._core.screen(items, a.name) if s.passed]
+        hits = self._core.screen(items, a.name)
+        passed = [s for s in hits if s.passed]
         kept = {id(s.item.raw): annotate(s) for s in passed}
-        return memory.copy(
+        rebuilt = memory.copy(
             update={
                 "messages": [kept[id(m)] for m in memory.messages or [] if id(m) in kept],
                 "relevant_facts": [
@@ -352,6 +354,7 @@ class LegacyMemory(_Refusing):
                 "summary": kept.get(id(summary)) if summary is not None else None,
             }
         )
+        return attach(rebuilt, hits.summary)
 
     @guarded
     def search_sessions(self, a: Args) -> Flow:
@@ -382,7 +385,7 @@ class LegacyMemory(_Refusing):
             for (result, field, _), s in zip(pairs, screened, strict=True)
             if s.passed
         ]
-        return response.copy(update={"results": kept})
+        return attach(response.copy(update={"results": kept}), screened.summary)
 
     @guarded
     def get_session_messages(self, a: Args) -> Flow:
@@ -390,7 +393,7 @@ class LegacyMemory(_Refusing):
         response = yield a.raw()
         items = [message_item(m, session, a.name) for m in _messages(response, a.name)]
         kept = self._core.passed([i for i in items if not deleted(i.raw)], a.name)
-        return response.copy(update={"messages": list(kept)})
+        return attach(response.copy(update={"messages": list(kept)}), kept.gnomon)
 
 
 class LegacyUser(_Refusing):
