@@ -105,7 +105,7 @@ from gnomon.adapters.guard import Hits, PendingWrite
 from gnomon.adapters.withheld import Summary, attach
 from gnomon.adapters.zep_context import render_context
 from gnomon.firewall.host.channels import WriteOrigin
-from gnomon.firewall.model.chain import Belief, BindingState
+from gnomon.firewall.model.chain import Belief, BindingState, content_hash
 from gnomon.firewall.model.origin import Origin
 from gnomon.firewall.model.states import SecurityStatus
 
@@ -158,8 +158,23 @@ def content_item(obj: Any, graph: str, call: str) -> StoreItem:
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
         scope={"graph_uuid": _graph_of(obj, graph)},
         raw=obj,
+        rendered=speaker_fields(obj),
         text_field="content",
+        earlier_hash=content_hash(text),
     )
+
+
+def speaker_fields(obj: Any) -> dict[str, str]:
+    """Who said a message or episode and its metadata, as rendered fields: the binding's hash
+    covers them, so a store edit of the speaker or the metadata is drift. A message and the
+    episode Zep ingests it as share a store id, so both render the same three fields (a
+    message's ``name`` is its episode's ``role_name``)."""
+    name = getattr(obj, "name", None) if hasattr(obj, "name") else getattr(obj, "role_name", None)
+    return {
+        "role": rendered_value(getattr(obj, "role", None)),
+        "name": rendered_value(name),
+        "metadata": rendered_value(getattr(obj, "metadata", None)),
+    }
 
 
 def _sources_signature(episode_uuids: Sequence[str]) -> str:
@@ -402,7 +417,7 @@ class _Core(Core):
             raise EDGE.malformed(call, f"{len(pendings)} stored messages", result)
         items = [content_item(m, graph, call) for m in stored]
         for pending, item in zip(pendings, items, strict=True):
-            self.guard.confirm_write(pending, item.store_id)
+            self.guard.confirm_write(pending, item.store_id, stored=item)
 
     # reads
 
@@ -517,9 +532,7 @@ class _Core(Core):
         )
         self.guard.confirm_write(pending, item.store_id)
 
-    def context(
-        self, response: Any, graph: str, call: str, query: str
-    ) -> tuple[str, Any, Summary]:
+    def context(self, response: Any, graph: str, call: str, query: str) -> tuple[str, Any, Summary]:
         """The rebuilt blob, the screened results of a ``graph.get_context`` response, and the
         report of its edges and nodes (screened as one read: the policy's quote cap holds for
         the blob as a whole) with the contradiction channel of all three reads (edges, nodes,
@@ -652,7 +665,7 @@ class Episodes(_Refusing):
             return content_item(episode, a["graph_uuid"], a.name)
 
         result, _ = yield from self._core.write(
-            pending, a.raw(data=pending.text, metadata=pending.metadata), parse
+            pending, a.raw(data=pending.text, metadata=pending.metadata), parse, stored=True
         )
         return result
 

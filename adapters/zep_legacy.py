@@ -65,7 +65,14 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
     raise MissingSDKError("zep-legacy", "zep-legacy", "zep-python") from exc
 
-from gnomon.adapters.base import BELIEF_KEY, MetadataLimits, Page, StoreBackend, StoreItem
+from gnomon.adapters.base import (
+    BELIEF_KEY,
+    MetadataLimits,
+    Page,
+    StoreBackend,
+    StoreItem,
+    rendered_value,
+)
 from gnomon.adapters.base import merged_metadata as _merged
 from gnomon.adapters.core import WRITE, Args, Call, Core, Flow, GuardedClient, Resource, guarded
 from gnomon.adapters.errors import (
@@ -75,6 +82,7 @@ from gnomon.adapters.errors import (
 from gnomon.adapters.fern_errors import FernEdge
 from gnomon.adapters.guard import PendingWrite, Screened
 from gnomon.adapters.withheld import attach
+from gnomon.firewall.model.chain import content_hash
 
 STORE = "zep-legacy"
 #: Zep v2 message metadata is a free JSON object; nesting is allowed.
@@ -132,8 +140,15 @@ def message_item(message: Any, session_id: str, call: str) -> StoreItem:
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
         scope={"session_id": session_id},
         raw=message,
+        rendered={f: rendered_value(getattr(message, f, None)) for f in SPEAKER_FIELDS},
         text_field="content",
+        earlier_hash=content_hash(text),
     )
+
+
+#: Who said a message (v2: ``role`` is the speaker's name) and its metadata: the binding's
+#: hash covers them, so a store edit of either is drift.
+SPEAKER_FIELDS = ("role", "role_type", "metadata")
 
 
 def derived_item(kind: str, uuid: str | None, text: str, session_id: str, raw: Any) -> StoreItem:
@@ -312,13 +327,22 @@ class LegacyMemory(_Refusing):
             result = yield a.raw(messages=sent)
             items = yield Call(a.name, lambda: find_written(self._raw, session, metadatas, a.name))
         for pending, item in zip(pendings, items, strict=True):
-            guard.confirm_write(pending, item.store_id)
+            guard.confirm_write(pending, item.store_id, stored=item)
         return result
 
     @guarded
     def update_message_metadata(self, a: Args) -> Flow:
-        """Passed through, the firewall's ``gnomon_*`` keys refused."""
+        """Passed through for a message the firewall has not seen, the firewall's ``gnomon_*``
+        keys refused. A message it holds a binding for is refused: its binding's hash covers
+        its metadata, so the edit would make a memory read back as drifted."""
         merged_metadata(a.name, a["metadata"])
+        if self._core.guard.bound(store_id(a["session_id"], a["message_uuid"])) is not None:
+            raise StoreCallError(
+                "a message the firewall holds is not edited in place: its metadata is part of "
+                "what its binding attests; add a new message instead",
+                store=STORE,
+                call=a.name,
+            )
         return (yield a.raw())
 
     # reads
