@@ -619,10 +619,10 @@ class Thread(_Refusing):
         with self._core.guard.writing(pendings, a.name):
             result = yield a.raw(messages=sent, return_context=...)
             self._core.confirm_messages(pendings, result, graph, a.name)
+        context = None  # the server's own blob, asked for or not, never reaches the caller
         if a.get("return_context"):
             context = yield from self._context(a["thread_uuid"])
-            return result.model_copy(update={"context": context})
-        return result
+        return result.model_copy(update={"context": context})
 
     @_paged()
     def list_messages(self, a: Args) -> Flow:
