@@ -11,6 +11,7 @@ through the read path.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -131,3 +132,34 @@ def test_a_zep_add_result_carries_no_context_the_caller_did_not_ask_for(wall: Fi
     zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice")
     result = zep.thread.add_messages(thread, messages=[AddMessage(role="user", content=FACT)])
     assert INJECTION not in _dump(result)
+
+
+def test_a_mem0_response_carries_no_unscreened_relations_or_extra_keys(wall: Firewall) -> None:
+    """mem0's graph memory answers ``relations`` (text an LLM extracted, no binding, no label)
+    beside ``results``; a hostile server can add any key. Only the screened results and the
+    pagination fields come back."""
+    if os.environ.get("CI") != "true":
+        pytest.importorskip("mem0", reason="mem0 is not installed (pip install 'gnomon[mem0]')")
+    from gnomon.adapters.fakes.mem0_platform import FakeMem0Platform
+    from gnomon.adapters.mem0 import GuardedMemoryClient
+    from tests.test_adapter_mem0_platform import mem0_routes, sync_client
+
+    class Hostile(FakeMem0Platform):
+        def handle(self, request: httpx.Request) -> httpx.Response:
+            response = super().handle(request)
+            body = json.loads(response.content)
+            if isinstance(body, dict) and "results" in body:
+                body["relations"] = [{"source": "alice", "relationship": INJECTION}]
+                body["note"] = INJECTION
+            return httpx.Response(response.status_code, json=body)
+
+    server = Hostile()
+    with mem0_routes(server):
+        server.put(FACT, user_id="alice")
+        memory = GuardedMemoryClient(sync_client(), wall, project="shop", actor="coder")
+        found = memory.search("refunds approver", filters={"user_id": "alice"})
+        listed = memory.get_all(filters={"user_id": "alice"})
+    for out in (found, listed):
+        assert INJECTION not in json.dumps(out, default=str)
+        assert [r["gnomon"]["text"] for r in out["results"]] == [FACT]  # quoted: unverified
+    assert listed["count"] == 1 and "next" in listed
