@@ -82,7 +82,7 @@ def test_the_written_message_and_its_episode_verify(wall: Firewall) -> None:
 def test_a_zep_message_speaker_or_metadata_edit_is_drift(
     wall: Firewall, edit: dict[str, Any]
 ) -> None:
-    server, zep, thread, graph = _zep(wall)
+    server, zep, thread, _graph = _zep(wall)
     server.messages[thread][0].update(edit)  # around the firewall
     messages = zep.thread.list_messages(thread)
     assert messages.items == [] and messages.gnomon["withheld"] == 1
