@@ -30,6 +30,7 @@ from gnomon.adapters.mem0 import AsyncGuardedMemory, GuardedMemory
 from gnomon.adapters.testing import HashEmbedder, offline_config, offline_memory
 from gnomon.firewall.gate.policy import resolve
 from gnomon.firewall.host.firewall import Firewall
+from tests.fakes_zep import served_client, served_legacy_client
 
 CAP = resolve("assistant").quote.max_items
 FLOOD = CAP + 7
@@ -116,19 +117,11 @@ def test_letta_blocks_and_passages_quote_at_most_max_items(wall: Firewall) -> No
 
 def test_zep_thread_messages_quote_at_most_max_items(wall: Firewall) -> None:
     from zep_cloud import AddMessage
-    from zep_cloud.client import Zep
 
     from gnomon.adapters.fakes.zep import FakeZepServer
     from gnomon.adapters.zep import GuardedZep
 
-    server = FakeZepServer()
-    raw = Zep(
-        api_key="k",
-        base_url="http://zep.local/api/v4",
-        max_retries=0,
-        httpx_client=httpx.Client(transport=server.transport()),
-    )
-    thread = raw.thread.create(user_uuid=raw.user.create(user_id="alice").uuid_).uuid_
+    raw, _graph, thread = served_client(FakeZepServer().transport())
     raw.thread.add_messages(thread, messages=[AddMessage(role="tool", content=t) for t in TEXTS])
     with wall.session(project="shop", actor="coder", user="alice") as session:
         zep = GuardedZep(raw, wall, session=session)
@@ -137,18 +130,13 @@ def test_zep_thread_messages_quote_at_most_max_items(wall: Firewall) -> None:
 
 
 def test_legacy_zep_messages_quote_at_most_max_items(wall: Firewall) -> None:
-    from zep_python.client import Zep
     from zep_python.types import Message
 
     from gnomon.adapters.fakes.zep_legacy import FakeLegacyZepServer
     from gnomon.adapters.zep_legacy import GuardedLegacyZep
 
     server = FakeLegacyZepServer()
-    raw = Zep(
-        api_key="k",
-        base_url="http://zep.test",
-        httpx_client=httpx.Client(transport=server.transport()),
-    )
+    raw = served_legacy_client(server.transport())
     raw.memory.add_session(session_id="s", user_id="alice")
     raw.memory.add("s", messages=[Message(role="x", role_type="tool", content=t) for t in TEXTS])
     zep = GuardedLegacyZep(raw, wall, project="shop", actor="coder", user="alice")
@@ -157,23 +145,6 @@ def test_legacy_zep_messages_quote_at_most_max_items(wall: Firewall) -> None:
     finally:
         zep.close()
     _held(listed.gnomon, len(listed.messages))
-
-
-def _zep() -> tuple[Any, str, str]:
-    from zep_cloud.client import Zep
-
-    from gnomon.adapters.fakes.zep import FakeZepServer
-
-    server = FakeZepServer()
-    raw = Zep(
-        api_key="k",
-        base_url="http://zep.local/api/v4",
-        max_retries=0,
-        httpx_client=httpx.Client(transport=server.transport()),
-    )
-    user = raw.user.create(user_id="alice")
-    thread = raw.thread.create(user_uuid=user.uuid_).uuid_
-    return raw, user.graph_uuid, thread
 
 
 def test_a_zep_context_blob_quotes_at_most_max_items(wall: Firewall) -> None:
@@ -185,7 +156,9 @@ def test_a_zep_context_blob_quotes_at_most_max_items(wall: Firewall) -> None:
     small = assistant.model_copy(
         update={"quote": assistant.quote.model_copy(update={"max_items": 3})}
     )
-    raw, graph, _thread = _zep()
+    from gnomon.adapters.fakes.zep import FakeZepServer
+
+    raw, graph, _thread = served_client(FakeZepServer().transport())
     for i in range(8):  # around the firewall: each sentence an edge Zep extracts
         raw.graph.episode.add(graph, data=f"Ticket {i} review is ready. Ticket {i} owner is Bo.")
     with wall.session(project="shop", actor="coder", user="alice") as session:

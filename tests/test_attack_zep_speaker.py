@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from gnomon import firewall
@@ -23,6 +22,7 @@ from gnomon.firewall import Origin
 from gnomon.firewall.host.firewall import Firewall
 from gnomon.firewall.model.chain import BindingState, content_hash
 from gnomon.firewall.model.states import SecurityStatus
+from tests.fakes_zep import served_client, served_legacy_client
 
 FACT = "Deploys go through ArgoCD."
 
@@ -36,26 +36,18 @@ def wall() -> Iterator[Firewall]:
 
 def _zep(wall: Firewall) -> tuple[Any, Any, str, str]:
     from zep_cloud import AddMessage
-    from zep_cloud.client import Zep
 
     from gnomon.adapters.fakes.zep import FakeZepServer
     from gnomon.adapters.zep import GuardedZep
 
     server = FakeZepServer()
-    raw = Zep(
-        api_key="k",
-        base_url="http://zep.local/api/v4",
-        max_retries=0,
-        httpx_client=httpx.Client(transport=server.transport()),
-    )
-    user = raw.user.create(user_id="alice")
-    thread = raw.thread.create(user_uuid=user.uuid_).uuid_
+    raw, graph, thread = served_client(server.transport())
     alice = wall.channel(Origin.user("alice"), project="shop")
     zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice", user_channel=alice)
     zep.thread.add_messages(
         thread, messages=[AddMessage(role="user", name="Alice", content=FACT, metadata={"k": "v"})]
     )
-    return server, zep, thread, user.graph_uuid
+    return server, zep, thread, graph
 
 
 def _read(zep: Any, thread: str, graph: str) -> tuple[list[str], list[str]]:
@@ -106,18 +98,13 @@ def test_a_binding_from_before_still_verifies_then_an_edit_is_drift(wall: Firewa
 
 
 def _legacy(wall: Firewall) -> tuple[Any, Any]:
-    from zep_python.client import Zep
     from zep_python.types import Message
 
     from gnomon.adapters.fakes.zep_legacy import FakeLegacyZepServer
     from gnomon.adapters.zep_legacy import GuardedLegacyZep
 
     server = FakeLegacyZepServer()
-    raw = Zep(
-        api_key="k",
-        base_url="http://zep.test",
-        httpx_client=httpx.Client(transport=server.transport()),
-    )
+    raw = served_legacy_client(server.transport())
     raw.memory.add_session(session_id="s", user_id="alice")
     alice = wall.channel(Origin.user("alice"), project="shop")
     zep = GuardedLegacyZep(
