@@ -575,7 +575,7 @@ class _Core(Core):
 
     def episode(self, item: StoreItem, query: str) -> Any:
         """One episode read: annotated, or the same shape with none of its text."""
-        return self.one(item, query, content="", metadata={})
+        return self.one(item, query)
 
 
 def _thread_graph(thread: Any, call: str) -> str:

@@ -152,3 +152,33 @@ def test_a_mem0_response_carries_no_unscreened_relations_or_extra_keys(wall: Fir
         assert INJECTION not in json.dumps(out, default=str)
         assert [r["gnomon"]["text"] for r in out["results"]] == [FACT]  # quoted: unverified
     assert listed["count"] == 1 and "next" in listed
+
+
+def test_a_withheld_zep_episode_or_letta_block_shows_none_of_its_text(wall: Firewall) -> None:
+    """A single read of an item the policy withholds keeps the SDK's shape with its text
+    blanked: every other text field of it (an episode's ``source_description``, a block's
+    ``label`` or ``template_name``) is the store's text too."""
+    from letta_client import Letta
+
+    from gnomon.adapters.fakes.letta import FakeLettaServer
+    from gnomon.adapters.fakes.zep import FakeZepServer
+    from gnomon.adapters.letta import GuardedLetta
+    from gnomon.adapters.zep import GuardedZep
+
+    raw, graph, _thread = served_client(FakeZepServer().transport())
+    made = raw.graph.episode.add(graph, data=FACT, source_description=INJECTION).episode
+    zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice", policy="default")
+    episode = zep.graph.episode.get(graph, made.uuid_)
+    assert episode.content == "" and episode.gnomon["withheld"]
+    assert INJECTION not in _dump(episode)
+
+    server = FakeLettaServer()
+    letta = Letta(
+        base_url="http://letta.local",
+        max_retries=0,
+        http_client=httpx.Client(transport=server.transport()),
+    )
+    block = letta.blocks.create(label=INJECTION, value=FACT, template_name=INJECTION)
+    guarded = GuardedLetta(letta, wall, project="shop", actor="coder", policy="default")
+    shown = guarded.blocks.retrieve(block.id)
+    assert shown.value == "" and INJECTION not in _dump(shown)
