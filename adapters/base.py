@@ -66,6 +66,11 @@ class StoreItem:
     admits only as quoted data is returned with that
     field wrapped in its ``<quoted-data>`` marker. An item without one is never quoted (the
     label could not be shown where the text is read), only withheld.
+
+    ``earlier_hash``: the hash a binding recorded for this item before its adapter rendered
+    the fields it renders now (a Zep message's text alone, before its role, name and metadata
+    were covered). A written binding holding it is not drift: the read path moves it to
+    :attr:`content_hash` once, on the record (:meth:`adapters.guard.Guard.resolve_items`).
     """
 
     store_id: str
@@ -77,6 +82,7 @@ class StoreItem:
     raw: Any = None
     rendered: Mapping[str, str] = field(default_factory=dict)
     text_field: str | None = None
+    earlier_hash: str | None = None
 
     @property
     def content_hash(self) -> str:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -342,18 +342,44 @@ class Core:
         hits = self.screen(items, query)
         return attach([self.annotate(s) for s in hits if s.passed], hits.summary)
 
-    def one(self, item: StoreItem, query: str, **blank: Any) -> Any:
-        """One item read: annotated if it passed, else the same shape with ``blank`` fields
-        (its text and whatever renders with it) and ``gnomon`` saying why it was withheld."""
+    def one(self, item: StoreItem, query: str) -> Any:
+        """One item read: annotated if it passed, else the same shape with every text field
+        blanked (:func:`blanked`; its text field "") and ``gnomon`` saying why it was withheld."""
         (screened,) = self.screen([item], query)
         if screened.passed:
             return self.annotate(screened)
-        return screened.item.raw.model_copy(update={**blank, "gnomon": withheld_note(screened)})
+        raw, field = screened.item.raw, screened.item.text_field
+        text = {field: ""} if field is not None and "." not in field else {}
+        return raw.model_copy(update={**blanked(raw), **text, "gnomon": withheld_note(screened)})
 
     def annotate(self, screened: Screened) -> Any:
         """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)
         and, when quoted, its text marked (:meth:`Screened.shown`)."""
         return screened.item.raw.model_copy(update=screened.shown())
+
+
+def _identifying(name: str) -> bool:
+    return name == "id" or name.endswith(("_id", "uuid", "uuid_", "_at"))
+
+
+def blanked(model: Any) -> dict[str, Any]:
+    """The fields of a withheld SDK model that carry the store's text, blanked: every string,
+    list and mapping but its ids and timestamps (an optional string becomes None, a required one
+    ""), so no text of an item the policy withheld reaches the caller, whichever field holds it.
+    """
+    fields = type(model).model_fields
+    out: dict[str, Any] = {}
+    for name, info in fields.items():
+        value = getattr(model, name, None)
+        if _identifying(name) or value is None:
+            continue
+        if isinstance(value, str):
+            out[name] = "" if info.is_required() else None
+        elif isinstance(value, list | tuple):
+            out[name] = []
+        elif isinstance(value, Mapping):
+            out[name] = {}
+    return out
 
 
 # -- resources and the one constructor -----------------------------------------------------------

@@ -29,7 +29,11 @@ with :meth:`Session.log_recall`.
 **What a binding's hash covers.** :attr:`StoreItem.content_hash` covers the text *and* every
 other field the adapter renders to a caller (:attr:`StoreItem.rendered`); a write records the
 hash of what the store holds after it (``stored=`` on :meth:`Guard.confirm_write`, or the
-``rendered`` fields the write sets), so an edit of any rendered field is drift.
+``rendered`` fields the write sets), so an edit of any rendered field is drift. Binding hashes
+carry no version: where an adapter starts rendering more fields (Zep messages' speaker and
+metadata), its items name the hash bindings recorded before (:attr:`StoreItem.earlier_hash`);
+a written binding holding it still verifies (the text it attested matches) and is moved, on the
+record, to the hash that covers the fields as first read (``binding.rebound``).
 
 **Lower-integrity revisions never retire higher-integrity beliefs.** An update or delete whose
 write label (the host's ``origin``, else the agent joined with everything the session has read)
@@ -90,7 +94,7 @@ from gnomon.firewall.model.states import (
 from . import conflicts
 from .base import StoreItem
 from .quoted_fields import beside_quote_problem
-from .withheld import Announcer, report
+from .withheld import QUOTE_CAP, Announcer, report
 
 Verdict = Literal["accepted", "quoted", "rejected", "dropped"]
 
@@ -99,6 +103,14 @@ Verdict = Literal["accepted", "quoted", "rejected", "dropped"]
 DROP_IN_POLICY = "assistant"
 
 _HIDEABLE = (RetrievalStatus.NORMAL, RetrievalStatus.RESTRICTED)
+
+#: Why a binding recorded before its item's rendered fields were covered moves to the hash
+#: that covers them (:attr:`StoreItem.earlier_hash`): what it attested (the text) still
+#: matches, and from now on an edit of any rendered field is drift.
+EARLIER_HASH_UPGRADE = (
+    "hash upgraded to cover the item's rendered fields as first read; the text matched the "
+    "earlier text-only hash"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,15 +245,7 @@ class Guard:
                     f"a guarded {store} client needs a session or a project",
                     hint="pass project='...' (and actor=, user=) or session=wall_session",
                 )
-            session = Session.start(
-                wall,
-                project=project,
-                actor=actor,
-                user=user,
-                model_id=None,
-                prompt_id=None,
-                tool_version=None,
-            )
+            session = Session.start(wall, project=project, actor=actor, user=user)
         self.session = session
         self.announcer = Announcer(store, session.project)
         self._user_channel = self._checked_user_channel(user_channel)
@@ -782,7 +786,10 @@ class Guard:
             if belief is None:  # a binding to a belief this store does not hold: fail closed
                 continue
             if binding.state == BindingState.WRITTEN and item.content_hash != binding.content_hash:
-                binding, belief = self.mark_drifted(binding, belief, item)
+                if item.earlier_hash is not None and binding.content_hash == item.earlier_hash:
+                    binding = self.rebind(binding, item.content_hash, EARLIER_HASH_UPGRADE)
+                else:
+                    binding, belief = self.mark_drifted(binding, belief, item)
                 bindings[item.store_id] = binding
             out.append((binding, belief))
         return out
@@ -880,7 +887,10 @@ class Guard:
         resolved = dict(
             (binding.store_id, (binding, belief)) for binding, belief in self.resolve_items(items)
         )
-        out = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items]
+        out = capped(
+            [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items],
+            policy.quote.max_items,
+        )
         self.log(out, query=query, k=k, now=now, policy=policy, digest=digest)
         hits = Hits(out, report(out, policy=policy.name))
         reader = Reader(policy, self.session.project, self.session.user, now)
@@ -1005,6 +1015,27 @@ class Guard:
         return views
 
 
+def capped(screened: list[Screened], max_items: int) -> list[Screened]:
+    """``screened`` with at most ``max_items`` quoted hits (the policy's ``quote.max_items``, in
+    store order): each one past the cap is withheld with its reasons and the note
+    :data:`~adapters.withheld.QUOTE_CAP`, so a store cannot flood a read with quoted data.
+
+    >>> from gnomon.adapters.base import StoreItem
+    >>> hits = [Screened(StoreItem(str(i), "t"), None, "quoted") for i in range(3)]
+    >>> [s.verdict for s in capped(hits, 2)]
+    ['quoted', 'quoted', 'rejected']
+    """
+    out, quoted = [], 0
+    for s in screened:
+        if s.verdict == "quoted":
+            quoted += 1
+            if quoted > max_items:
+                note = f"{QUOTE_CAP}: the policy quotes at most {max_items} item(s) per read"
+                s = Screened(s.item, s.belief, "rejected", s.reasons, note=note)
+        out.append(s)
+    return out
+
+
 def rivals(old: Belief, new: Belief) -> bool:
     """True when ``new`` may not supersede ``old`` although it is as trusted: both are
     supported and standing, and ``new`` does not come from ``old``'s own origin (another
@@ -1034,6 +1065,7 @@ __all__ = [
     "PendingWrite",
     "Screened",
     "annotated",
+    "capped",
     "outranks",
     "passed",
     "rivals",

@@ -108,9 +108,6 @@ from gnomon.adapters.letta_backend import (
 from gnomon.adapters.letta_loop import AgentMessages, LoopCore
 from gnomon.firewall.host.channels import WriteOrigin
 
-#: What a withheld block keeps: its shape, nothing of its text or what renders with it.
-BLANK_BLOCK = {"value": "", "description": None, "metadata": {}}
-
 
 class _Core(Core, LoopCore):
     """The firewall side shared by the sync and async resources."""
@@ -130,7 +127,7 @@ class _Core(Core, LoopCore):
 
     def one_block(self, item: StoreItem, query: str) -> Any:
         """A block read: annotated, or redacted (same shape, no text) when it fails."""
-        return self.one(item, query, **BLANK_BLOCK)
+        return self.one(item, query)
 
     def update_block(self, a: Args, current: Call | str, scope: dict[str, str] | None) -> Flow:
         """A new value is a revision, authored by the agent (inheriting its session's label)

@@ -31,7 +31,9 @@ Adoption is one line::
 * ``search``, ``get`` and ``get_all`` return only the hits the ContextPolicy admits or quotes
   (the default, ``assistant``, quotes unverified clean memories), each with a ``gnomon`` key
   holding its labels; a quoted hit's ``memory`` is its escaped ``<quoted-data origin=...>``
-  line and its raw text is ``gnomon["text"]``. ``update``, ``delete`` and ``delete_all`` are
+  line and its raw text is ``gnomon["text"]``; at most the policy's ``quote.max_items`` come
+  back quoted, and beside the results only the platform's pagination fields (no graph
+  ``relations``: unscreened text). ``update``, ``delete`` and ``delete_all`` are
   revisions. ``history(memory_id, grant=...)`` needs an auditor grant and is logged.
 * ``reset``, ``chat`` and every other public SDK method are refused
   (:class:`~adapters.errors.BypassRefusedError`): nothing reaches the store around the guard.

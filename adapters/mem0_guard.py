@@ -192,7 +192,8 @@ class _Guarded(Constructed, Refusing):
         shown = passed(hits)
         if isinstance(out, Mapping):
             channel = hits.summary["contradictions"]
-            return {**out, "results": shown, "contradictions": channel, "gnomon": hits.summary}
+            paging = {k: out[k] for k in PAGING if k in out}  # anything else is unscreened text
+            return {**paging, "results": shown, "contradictions": channel, "gnomon": hits.summary}
         return attach(shown, hits.summary)
 
     def _screen_one(self, row: Any, memory_id: str) -> Any:
@@ -230,8 +231,14 @@ class _Guarded(Constructed, Refusing):
         self.gnomon._guard.authorize_history(memory_id, grant=grant)
 
 
+#: The fields of a mem0 read's answer returned beside its screened ``results``: the platform's
+#: pagination. Everything else (graph memory's ``relations``: text an LLM extracted, with no
+#: binding or label; any key a hostile server adds) is not returned.
+PAGING = ("count", "next", "previous")
+
+
 def _scope(**ids: str | None) -> dict[str, str]:
     return {k: v for k, v in ids.items() if v}
 
 
-__all__ = ["_BIG", "_UNSET", "_Guarded", "_scope"]
+__all__ = ["PAGING", "_BIG", "_UNSET", "_Guarded", "_scope"]

@@ -34,8 +34,16 @@ EXPLAIN = (
 )
 
 
+#: The reason code (and note prefix) of a quoted hit withheld past the policy's
+#: ``quote.max_items`` (:func:`adapters.guard.capped`).
+QUOTE_CAP = "quote_cap"
+
+
 def reason_codes(screened: Screened) -> list[str]:
-    """Why one hit was withheld, as codes (``truth``, ``security``…, or the drop note's kind)."""
+    """Why one hit was withheld, as codes (``truth``, ``security``…, ``quote_cap``, or the drop
+    note's kind)."""
+    if screened.note is not None and screened.note.startswith(QUOTE_CAP):
+        return [QUOTE_CAP]
     if screened.reasons:
         return [r.code.value for r in screened.reasons]
     note = screened.note or screened.verdict
@@ -136,4 +144,4 @@ class ScreenedList(list[Any]):
         self.gnomon = summary
 
 
-__all__ = ["EXPLAIN", "Announcer", "ScreenedList", "Summary", "attach", "report"]
+__all__ = ["EXPLAIN", "QUOTE_CAP", "Announcer", "ScreenedList", "Summary", "attach", "report"]

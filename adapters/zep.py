@@ -105,7 +105,7 @@ from gnomon.adapters.guard import Hits, PendingWrite
 from gnomon.adapters.withheld import Summary, attach
 from gnomon.adapters.zep_context import render_context
 from gnomon.firewall.host.channels import WriteOrigin
-from gnomon.firewall.model.chain import Belief, BindingState
+from gnomon.firewall.model.chain import Belief, BindingState, content_hash
 from gnomon.firewall.model.origin import Origin
 from gnomon.firewall.model.states import SecurityStatus
 
@@ -158,8 +158,23 @@ def content_item(obj: Any, graph: str, call: str) -> StoreItem:
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
         scope={"graph_uuid": _graph_of(obj, graph)},
         raw=obj,
+        rendered=speaker_fields(obj),
         text_field="content",
+        earlier_hash=content_hash(text),
     )
+
+
+def speaker_fields(obj: Any) -> dict[str, str]:
+    """Who said a message or episode and its metadata, as rendered fields: the binding's hash
+    covers them, so a store edit of the speaker or the metadata is drift. A message and the
+    episode Zep ingests it as share a store id, so both render the same three fields (a
+    message's ``name`` is its episode's ``role_name``)."""
+    name = getattr(obj, "name", None) if hasattr(obj, "name") else getattr(obj, "role_name", None)
+    return {
+        "role": rendered_value(getattr(obj, "role", None)),
+        "name": rendered_value(name),
+        "metadata": rendered_value(getattr(obj, "metadata", None)),
+    }
 
 
 def _sources_signature(episode_uuids: Sequence[str]) -> str:
@@ -402,7 +417,7 @@ class _Core(Core):
             raise EDGE.malformed(call, f"{len(pendings)} stored messages", result)
         items = [content_item(m, graph, call) for m in stored]
         for pending, item in zip(pendings, items, strict=True):
-            self.guard.confirm_write(pending, item.store_id)
+            self.guard.confirm_write(pending, item.store_id, stored=item)
 
     # reads
 
@@ -517,16 +532,19 @@ class _Core(Core):
         )
         self.guard.confirm_write(pending, item.store_id)
 
-    def context(
-        self, response: Any, graph: str, call: str, query: str
-    ) -> tuple[str, Any, list[dict[str, Any]]]:
+    def context(self, response: Any, graph: str, call: str, query: str) -> tuple[str, Any, Summary]:
         """The rebuilt blob, the screened results of a ``graph.get_context`` response, and the
-        contradiction channel of all three reads (edges, nodes, episodes)."""
+        report of its edges and nodes (screened as one read: the policy's quote cap holds for
+        the blob as a whole) with the contradiction channel of all three reads (edges, nodes,
+        episodes)."""
         results = getattr(response, "results", None)
         if not isinstance(response, GraphContextResponse) or results is None:
             raise EDGE.malformed(call, "a context response with results", response)
-        edges = self.screen_derived(results.edges or [], graph, call, query)
-        nodes = self.screen_derived(results.nodes or [], graph, call, query)
+        derived = self.screen_derived(
+            [*(results.edges or []), *(results.nodes or [])], graph, call, query
+        )
+        edges = [s for s in derived if text_field(s.item.raw) is not None]
+        nodes = [s for s in derived if text_field(s.item.raw) is None]
         episodes = self.contents(results.episodes or [], graph, call, query)
         facts = [s.item.raw for s in edges if s.verdict == "accepted"]
         entities = [s.item.raw for s in nodes if s.verdict == "accepted"]
@@ -546,10 +564,10 @@ class _Core(Core):
             episodes=episodes,
         )
         channel: dict[str, dict[str, Any]] = {}
-        for summary in (edges.summary, nodes.summary, getattr(episodes, "gnomon", {})):
+        for summary in (derived.summary, getattr(episodes, "gnomon", {})):
             for entry in summary.get("contradictions", []):
                 channel.setdefault(entry["id"], entry)
-        return blob, results, list(channel.values())
+        return blob, results, Summary({**derived.summary, "contradictions": list(channel.values())})
 
     def context_query(self, messages: list[Any], call: str) -> str:
         texts = [getattr(m, "content", None) for m in messages[-CONTEXT_MESSAGES:]]
@@ -557,7 +575,7 @@ class _Core(Core):
 
     def episode(self, item: StoreItem, query: str) -> Any:
         """One episode read: annotated, or the same shape with none of its text."""
-        return self.one(item, query, content="", metadata={})
+        return self.one(item, query)
 
 
 def _thread_graph(thread: Any, call: str) -> str:
@@ -601,10 +619,10 @@ class Thread(_Refusing):
         with self._core.guard.writing(pendings, a.name):
             result = yield a.raw(messages=sent, return_context=...)
             self._core.confirm_messages(pendings, result, graph, a.name)
+        context = None  # the server's own blob, asked for or not, never reaches the caller
         if a.get("return_context"):
             context = yield from self._context(a["thread_uuid"])
-            return result.model_copy(update={"context": context})
-        return result
+        return result.model_copy(update={"context": context})
 
     @_paged()
     def list_messages(self, a: Args) -> Flow:
@@ -647,7 +665,7 @@ class Episodes(_Refusing):
             return content_item(episode, a["graph_uuid"], a.name)
 
         result, _ = yield from self._core.write(
-            pending, a.raw(data=pending.text, metadata=pending.metadata), parse
+            pending, a.raw(data=pending.text, metadata=pending.metadata), parse, stored=True
         )
         return result
 
@@ -693,13 +711,13 @@ class Graph(_Refusing):
         """Rebuilt from the edges and nodes that pass the policy (see the module docstring)."""
         graph, query = a["graph_uuid"], a["query"]
         response = yield a.raw(include_results=True)
-        blob, results, channel = self._core.context(response, graph, a.name, query)
+        blob, results, summary = self._core.context(response, graph, a.name, query)
         answer = GraphContextResponse(
             context=blob,
             results=results if a.get("include_results") else None,
             truncated=response.truncated,
         )
-        return attach(answer, Summary({"contradictions": channel}))
+        return attach(answer, summary)
 
 
 class User(_Refusing):

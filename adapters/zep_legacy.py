@@ -14,8 +14,10 @@ is refused (:class:`~adapters.errors.BypassRefusedError`):
 
 * ``zep.memory.add`` (writes), ``zep.memory.get``, ``zep.memory.search_sessions`` and
   ``zep.memory.get_session_messages`` (reads), ``zep.memory.update_message_metadata``
-  (the firewall's ``gnomon_*`` keys refused);
-* ``zep.memory.add_session / get_session`` and ``zep.user.add / get`` (containers, passed through).
+  (the firewall's ``gnomon_*`` keys refused; a message the firewall holds is refused: its
+  binding covers its metadata);
+* ``zep.memory.add_session / get_session`` and ``zep.user.add / get`` (containers, passed
+  through, except a session's ``facts``: memory text, screened as :meth:`get`'s facts are).
 
 **Writes.** Each message is recorded with its origin (the agent's, joined with what its session
 has read, unless the host passes ``gnomon_origin=``), then sent with the firewall's four
@@ -29,7 +31,9 @@ provenance: each is treated as an item written around the firewall, i.e. unknown
 content bound under ``"<session>/fact:<uuid or hash>"`` / ``"<session>/summary:<uuid>"``, and
 screened like any other hit (the default policy drops it, a laxer one may show it labelled).
 Nothing a screen excluded is returned: ``memory.get`` and ``search_sessions`` rebuild their
-responses from what passed.
+responses from what passed (a search result keeps only its parts that passed; a memory's
+free-form ``metadata`` is not returned). A message's ``role``, ``role_type`` and metadata are
+covered by its binding's hash, so a store edit of who said it is drift.
 
 **No per-message delete.** The v2 API cannot delete or edit one message. The contract's
 ``delete`` marks the message with ``gnomon_deleted=true`` (the firewall hides its belief and the
@@ -61,11 +65,18 @@ try:
     from zep_python.core.api_error import ApiError
     from zep_python.external_clients import memory as sdk_memory
     from zep_python.external_clients import user as sdk_user
-    from zep_python.types import Memory, Message, SessionSearchResponse
+    from zep_python.types import Memory, Message, Session, SessionSearchResponse
 except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
     raise MissingSDKError("zep-legacy", "zep-legacy", "zep-python") from exc
 
-from gnomon.adapters.base import BELIEF_KEY, MetadataLimits, Page, StoreBackend, StoreItem
+from gnomon.adapters.base import (
+    BELIEF_KEY,
+    MetadataLimits,
+    Page,
+    StoreBackend,
+    StoreItem,
+    rendered_value,
+)
 from gnomon.adapters.base import merged_metadata as _merged
 from gnomon.adapters.core import WRITE, Args, Call, Core, Flow, GuardedClient, Resource, guarded
 from gnomon.adapters.errors import (
@@ -74,6 +85,8 @@ from gnomon.adapters.errors import (
 )
 from gnomon.adapters.fern_errors import FernEdge
 from gnomon.adapters.guard import PendingWrite, Screened
+from gnomon.adapters.withheld import attach
+from gnomon.firewall.model.chain import content_hash
 
 STORE = "zep-legacy"
 #: Zep v2 message metadata is a free JSON object; nesting is allowed.
@@ -131,8 +144,15 @@ def message_item(message: Any, session_id: str, call: str) -> StoreItem:
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
         scope={"session_id": session_id},
         raw=message,
+        rendered={f: rendered_value(getattr(message, f, None)) for f in SPEAKER_FIELDS},
         text_field="content",
+        earlier_hash=content_hash(text),
     )
+
+
+#: Who said a message (v2: ``role`` is the speaker's name) and its metadata: the binding's
+#: hash covers them, so a store edit of either is drift.
+SPEAKER_FIELDS = ("role", "role_type", "metadata")
 
 
 def derived_item(kind: str, uuid: str | None, text: str, session_id: str, raw: Any) -> StoreItem:
@@ -275,7 +295,23 @@ class LegacyMemory(_Refusing):
 
     # containers
     add_session = guarded()
-    get_session = guarded()
+
+    @guarded
+    def get_session(self, a: Args) -> Flow:
+        """The session (a container), its ``facts`` (memory text Zep derived) screened as the
+        facts of :meth:`get` are: only those that pass, as plain text."""
+        found = yield a.raw()
+        if not isinstance(found, Session):
+            raise EDGE.malformed(a.name, "a Session", found)
+        facts = [f for f in found.facts or [] if isinstance(f, str)]
+        if not facts:
+            return found.copy(update={"facts": None}) if found.facts else found
+        session = a["session_id"]
+        items = [derived_item("fact", None, f, session, f) for f in facts]
+        hits = self._core.screen(items, a.name)
+        return attach(
+            found.copy(update={"facts": [s.item.text for s in hits if s.passed]}), hits.summary
+        )
 
     # writes
 
@@ -311,13 +347,22 @@ class LegacyMemory(_Refusing):
             result = yield a.raw(messages=sent)
             items = yield Call(a.name, lambda: find_written(self._raw, session, metadatas, a.name))
         for pending, item in zip(pendings, items, strict=True):
-            guard.confirm_write(pending, item.store_id)
+            guard.confirm_write(pending, item.store_id, stored=item)
         return result
 
     @guarded
     def update_message_metadata(self, a: Args) -> Flow:
-        """Passed through, the firewall's ``gnomon_*`` keys refused."""
+        """Passed through for a message the firewall has not seen, the firewall's ``gnomon_*``
+        keys refused. A message it holds a binding for is refused: its binding's hash covers
+        its metadata, so the edit would make a memory read back as drifted."""
         merged_metadata(a.name, a["metadata"])
+        if self._core.guard.bound(store_id(a["session_id"], a["message_uuid"])) is not None:
+            raise StoreCallError(
+                "a message the firewall holds is not edited in place: its metadata is part of "
+                "what its binding attests; add a new message instead",
+                store=STORE,
+                call=a.name,
+            )
         return (yield a.raw())
 
     # reads
@@ -340,9 +385,10 @@ class LegacyMemory(_Refusing):
         summary = memory.summary
         if summary is not None and isinstance(summary.content, str):
             items.append(derived_item("summary", summary.uuid_, summary.content, session, summary))
-        passed = [s for s in self._core.screen(items, a.name) if s.passed]
+        hits = self._core.screen(items, a.name)
+        passed = [s for s in hits if s.passed]
         kept = {id(s.item.raw): annotate(s) for s in passed}
-        return memory.copy(
+        rebuilt = memory.copy(
             update={
                 "messages": [kept[id(m)] for m in memory.messages or [] if id(m) in kept],
                 "relevant_facts": [
@@ -350,39 +396,45 @@ class LegacyMemory(_Refusing):
                 ],
                 "facts": [s.item.text for s in passed if s.item.raw.__class__ is str],
                 "summary": kept.get(id(summary)) if summary is not None else None,
+                "metadata": None,  # the store's free text about the memory: no label to screen
             }
         )
+        return attach(rebuilt, hits.summary)
 
     @guarded
     def search_sessions(self, a: Args) -> Flow:
-        """Only results whose message, fact or summary passes the screen (no raw text)."""
+        """Only results with a part (message, fact, summary) that passes the screen, holding only
+        the parts that passed: a part the screen did not pass is never returned (no raw text)."""
         response = yield a.raw()
         if not isinstance(response, SessionSearchResponse):
             raise EDGE.malformed(a.name, "a SessionSearchResponse", response)
-        pairs: list[tuple[Any, str, StoreItem]] = []
-        for result in response.results or []:
+        results = list(response.results or [])
+        parts: list[tuple[int, str, StoreItem]] = []
+        for n, result in enumerate(results):
             session = result.session_id or ""
-            if result.message is not None:
-                if deleted(result.message):
-                    continue
-                pairs.append((result, "message", message_item(result.message, session, a.name)))
-            elif result.fact is not None and isinstance(result.fact.fact, str):
-                item = derived_item(
-                    "fact", result.fact.uuid_, result.fact.fact, session, result.fact
+            if result.message is not None and not deleted(result.message):
+                parts.append((n, "message", message_item(result.message, session, a.name)))
+            fact = result.fact
+            if fact is not None and isinstance(fact.fact, str):
+                parts.append(
+                    (n, "fact", derived_item("fact", fact.uuid_, fact.fact, session, fact))
                 )
-                pairs.append((result, "fact", item))
-            elif result.summary is not None and isinstance(result.summary.content, str):
-                s = result.summary
-                pairs.append(
-                    (result, "summary", derived_item("summary", s.uuid_, s.content, session, s))
+            s = result.summary
+            if s is not None and isinstance(s.content, str):
+                parts.append(
+                    (n, "summary", derived_item("summary", s.uuid_, s.content, session, s))
                 )
-        screened = self._core.screen([item for _, _, item in pairs], a.get("text") or a.name)
+        screened = self._core.screen([item for _, _, item in parts], a.get("text") or a.name)
+        shown: dict[int, dict[str, Any]] = {}
+        for (n, field, _), one in zip(parts, screened, strict=True):
+            if one.passed:
+                shown.setdefault(n, {})[field] = annotate(one)
         kept = [
-            result.copy(update={field: annotate(s)})
-            for (result, field, _), s in zip(pairs, screened, strict=True)
-            if s.passed
+            result.copy(update={"message": None, "fact": None, "summary": None, **shown[n]})
+            for n, result in enumerate(results)
+            if n in shown
         ]
-        return response.copy(update={"results": kept})
+        return attach(response.copy(update={"results": kept}), screened.summary)
 
     @guarded
     def get_session_messages(self, a: Args) -> Flow:
@@ -390,7 +442,7 @@ class LegacyMemory(_Refusing):
         response = yield a.raw()
         items = [message_item(m, session, a.name) for m in _messages(response, a.name)]
         kept = self._core.passed([i for i in items if not deleted(i.raw)], a.name)
-        return response.copy(update={"messages": list(kept)})
+        return attach(response.copy(update={"messages": list(kept)}), kept.gnomon)
 
 
 class LegacyUser(_Refusing):

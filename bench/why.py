@@ -191,10 +191,11 @@ def bench_history(args: argparse.Namespace) -> None:
             store, f"{pairs[i][0]}/{pairs[i][1]}", at=moments[i]
         ),
     }
-    for i in range(min(200, len(ids))):  # warm the page cache
+    warm = min(200, len(ids))
+    for i in range(warm):  # warm the page cache
         for fn in cases.values():
             fn(i)
-    found = sum(len(cases["as-of by subject/predicate"](i)) for i in range(200)) / 200
+    found = sum(len(cases["as-of by subject/predicate"](i)) for i in range(warm)) / max(warm, 1)
     print(f"mean as-of results by subject/predicate: {found:.1f}")
     reps: dict[str, list[list[float]]] = {name: [] for name in cases}
     clock = time.perf_counter
@@ -230,15 +231,14 @@ def bench_report(args: argparse.Namespace) -> None:
         rng = random.Random(3)
         t0 = time.perf_counter()
         with firewall.open(url, clock=clock) as wall:
+            alice = wall.channel(Origin.user("alice"), project=PROJECT)  # the host's channel
             with wall.session(project=PROJECT, actor="agent", user="alice") as s:
                 events = 1
                 last: list[str] = []
                 while events < args.events - 1:
                     roll = rng.random()
                     if roll < 0.6 or not last:
-                        origin = (
-                            Origin.user("alice") if rng.random() < 0.2 else Origin.external("web")
-                        )
+                        origin = alice if rng.random() < 0.2 else Origin.external("web")
                         made = s.observe(tool="fetch", content=corpus.sentence(rng), origin=origin)
                         last = [b.id for b in made.content] or last
                     elif roll < 0.85:

@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import httpx
 import respx
@@ -48,3 +49,27 @@ def async_client(**options: object) -> object:
 def request_json(mock: respx.MockRouter, route: str) -> object:
     request: httpx.Request = mock.routes[route].calls.last.request
     return json.loads(request.content)
+
+
+def served_client(transport: httpx.BaseTransport) -> tuple[Any, str, str]:
+    """A real ``Zep`` served by ``transport`` (a fake server's, or one wrapping it), with user
+    ``alice`` and one thread: ``(client, her graph, the thread)``."""
+    from zep_cloud.client import Zep
+
+    raw = Zep(
+        api_key="k",
+        base_url=BASE_URL,
+        max_retries=0,
+        httpx_client=httpx.Client(transport=transport),
+    )
+    user = raw.user.create(user_id="alice")
+    return raw, user.graph_uuid, raw.thread.create(user_uuid=user.uuid_).uuid_
+
+
+def served_legacy_client(transport: httpx.BaseTransport) -> Any:
+    """A real ``zep_python`` (v2) ``Zep`` served by ``transport``."""
+    from zep_python.client import Zep
+
+    return Zep(
+        api_key="k", base_url="http://zep.test", httpx_client=httpx.Client(transport=transport)
+    )

@@ -17,7 +17,8 @@ entropy plugins' limits (4.5 bits for base64, 3.0 for hex) to their quoted strin
 
 **Gnomon's patterns.** :data:`PATTERNS`, applied always: two shapes detect-secrets 1.5 does not
 flag on a line of prose, a secret-looking name assigned a value (``ADMIN_TOKEN = "…"``,
-``token: …``) and ``sk-live-…``/``sk-proj-…`` style keys with hyphens.
+``token: …``) and ``sk-live-…``/``sk-proj-…`` style keys with hyphens; and :data:`PREFIXED`,
+issued keys by their well-known prefix at lengths below detect-secrets' own patterns.
 
 **Fallback.** If detect-secrets cannot be imported (a trimmed install), :data:`FALLBACK`, a small
 documented regex set for the most common issued keys, is used with :data:`PATTERNS`, and
@@ -29,6 +30,8 @@ documented regex set for the most common issued keys, is used with :data:`PATTER
 True
 >>> credential_kinds("We deploy on Fridays.")
 ()
+>>> [credential_kinds(k) for k in ("sk-live-123", "sk_live_123", "ghp_abc123", "xoxb-1234")]
+[('hyphenated API key',), ('Stripe Access Key',), ('GitHub Token',), ('Slack Token',)]
 """
 
 from __future__ import annotations
@@ -40,6 +43,20 @@ from typing import Any
 
 from gnomon.firewall.model.render import shown_text
 
+#: Issued keys by their well-known prefix, at any length past a short minimum: detect-secrets
+#: matches these shapes only at their full issued length (or above its entropy limits), so a
+#: short or truncated key (``sk_live_123``, ``ghp_abc12345``, ``xoxb-1234-abcd``) went
+#: unflagged. The prefix is what makes them credentials; the minimum keeps a bare prefix named
+#: in prose (``the ghp_ prefix``) from counting. Kinds use detect-secrets' names.
+PREFIXED: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("AWS Access Key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{8,}\b")),
+    ("GitHub Token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{6,}|github_pat_\w{6,})")),
+    ("GitLab Token", re.compile(r"\bglpat-[\w-]{6,}")),
+    ("Slack Token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{4,}")),
+    ("Stripe Access Key", re.compile(r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{3,}")),
+    ("Google API Key", re.compile(r"\bAIza[\w-]{10,}")),
+)
+
 #: Gnomon's own patterns, applied with either engine: ``(kind, pattern)``.
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -49,16 +66,13 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|private[_-]?key|credentials?)\b[\"']?\s*[:=]\s*[\"']?[^\s\"',;${<][^\s\"',;]{5,}"
         ),
     ),
-    ("hyphenated API key", re.compile(r"\b(?:sk|pk|rk)-(?:live|test|proj|ant)-[\w-]{8,}")),
+    ("hyphenated API key", re.compile(r"\b(?:sk|pk|rk)-(?:live|test|proj|ant)-[\w-]{3,}")),
+    *PREFIXED,
 )
 
-#: Used only when detect-secrets is not importable: the most common issued keys.
+#: Used only when detect-secrets is not importable: the issued keys :data:`PREFIXED` does not
+#: cover.
 FALLBACK: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("AWS Access Key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
-    ("GitHub Token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}\b")),
-    ("GitLab Token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20}\b")),
-    ("Slack Token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("Stripe Access Key", re.compile(r"\b[rs]k_live_[0-9a-zA-Z]{24,}")),
     ("Private Key", re.compile(r"BEGIN (?:[A-Z]+ )?PRIVATE KEY")),
     ("JSON Web Token", re.compile(r"\beyJ[\w-]+\.eyJ[\w-]+\.[\w-]*")),
     ("Basic Auth Credentials", re.compile(r"://[^:/?#\s]+:[^@/\s]+@")),
@@ -152,4 +166,4 @@ def _kinds(text: str) -> set[str]:
     return kinds
 
 
-__all__ = ["FALLBACK", "PATTERNS", "credential_kinds", "engine"]
+__all__ = ["FALLBACK", "PATTERNS", "PREFIXED", "credential_kinds", "engine"]

@@ -138,10 +138,12 @@ class Session:
         project: str,
         actor: str,
         user: str | None,
-        model_id: str | None,
-        prompt_id: str | None,
-        tool_version: str | None,
+        model_id: str | None = None,
+        prompt_id: str | None = None,
+        tool_version: str | None = None,
     ) -> Session:
+        """A new session, logged as ``session.started``; ``model_id``, ``prompt_id`` and
+        ``tool_version`` (None: not known) are recorded with it and named by its events."""
         info = SessionInfo(
             id=new_id("ses"),
             project=checked_name("project", project),

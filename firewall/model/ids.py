@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import time
 
+from gnomon.firewall.model.errors import InputError
+
 PREFIXES = frozenset(
     {
         "obs",
@@ -30,9 +32,30 @@ PREFIXES = frozenset(
 )
 
 
+class UnknownPrefixError(InputError):
+    """An id was asked for with a prefix that is not one of :data:`PREFIXES`."""
+
+
+def checked_prefix(prefix: object) -> str:
+    """``prefix`` if it is one of :data:`PREFIXES`, else :class:`UnknownPrefixError` (a check
+    that holds under ``python -O``, unlike an ``assert``).
+
+    >>> try:
+    ...     checked_prefix("nope")
+    ... except UnknownPrefixError as exc:
+    ...     print(exc.message)
+    unknown id prefix 'nope'
+    """
+    if not isinstance(prefix, str) or prefix not in PREFIXES:
+        raise UnknownPrefixError(
+            f"unknown id prefix {prefix!r}", hint=f"use one of {', '.join(sorted(PREFIXES))}"
+        )
+    return prefix
+
+
 def new_id(prefix: str) -> str:
     """A fresh id such as ``bel_018f3a2b4c5d9e0f1a2b3c4d5e6f``."""
-    assert prefix in PREFIXES, prefix
+    checked_prefix(prefix)
     return f"{prefix}_{time.time_ns() // 1_000_000:012x}{os.urandom(8).hex()}"
 
 
@@ -44,7 +67,7 @@ def new_ids(prefix: str, count: int) -> list[str]:
     >>> a[:16] == b[:16] and a != b and len(a) == len(new_id("bel"))
     True
     """
-    assert prefix in PREFIXES, prefix
+    checked_prefix(prefix)
     head = f"{prefix}_{time.time_ns() // 1_000_000:012x}"
     tail = os.urandom(8 * count).hex()
     return [head + tail[i : i + 16] for i in range(0, 16 * count, 16)]
