@@ -1,7 +1,8 @@
 """Attack: a hostile store floods a guarded read with quoted data.
 
 The drop-in ``assistant`` preset returns unverified clean content as ``<quoted-data>`` text, up
-to its ``quote.max_items`` (20) per read. A store written around Gnomon holds far more clean
+to its ``quote.max_items`` per read (100, one default mem0 page; these attacks run the preset
+with a cap of 20 so that a flood fits in one page of every SDK). A store written around Gnomon holds far more clean
 unverified items than that (each becomes an unbound external belief, clean and quotable), so
 without a cap one read would fill the model's context with them. The promise, on every
 adapter's read path (mem0 search/get_all, sync and async; Letta blocks and passages; Zep
@@ -32,7 +33,11 @@ from gnomon.firewall.gate.policy import resolve
 from gnomon.firewall.host.firewall import Firewall
 from tests.fakes_zep import served_client, served_legacy_client
 
-CAP = resolve("assistant").quote.max_items
+ASSISTANT = resolve("assistant")
+CAP = 20
+SMALL = ASSISTANT.model_copy(
+    update={"quote": ASSISTANT.quote.model_copy(update={"max_items": CAP})}
+)
 FLOOD = CAP + 7
 TEXTS = [f"Ticket {i} is ready for review." for i in range(FLOOD)]
 
@@ -57,7 +62,7 @@ def test_mem0_get_all_and_search_quote_at_most_max_items(wall: Firewall) -> None
     for text in TEXTS:  # around the firewall
         raw.add(text, user_id="alice", infer=False)
     with wall.session(project="shop", actor="coder", user="alice") as session:
-        memory = GuardedMemory(raw, wall, session=session)
+        memory = GuardedMemory(raw, wall, session=session, policy=SMALL)
         listed = memory.get_all(filters={"user_id": "alice"}, top_k=100)
         found = memory.search("ticket ready review", filters={"user_id": "alice"}, top_k=100)
     for out in (listed, found):
@@ -74,7 +79,9 @@ def test_async_mem0_get_all_quotes_at_most_max_items(wall: Firewall) -> None:
     async def run() -> Any:
         for text in TEXTS:
             await raw.add(text, user_id="alice", infer=False)
-        memory = AsyncGuardedMemory(raw, wall, project="shop", actor="coder", user="alice")
+        memory = AsyncGuardedMemory(
+            raw, wall, project="shop", actor="coder", user="alice", policy=SMALL
+        )
         try:
             return await memory.get_all(filters={"user_id": "alice"}, top_k=100)
         finally:
@@ -107,7 +114,7 @@ def test_letta_blocks_and_passages_quote_at_most_max_items(wall: Firewall) -> No
     for text in TEXTS:  # around the firewall
         letta.archives.passages.create(archive.id, text=text)
     with wall.session(project="shop", actor="coder", user="alice") as session:
-        client = GuardedLetta(letta, wall, session=session)
+        client = GuardedLetta(letta, wall, session=session, policy=SMALL)
         blocks = client.agents.blocks.list(agent)
         hits = client.passages.search(query="ticket", archive_id=archive.id, limit=100)
     assert all(b.value.startswith("<quoted-data ") for b in blocks.items)
@@ -124,7 +131,7 @@ def test_zep_thread_messages_quote_at_most_max_items(wall: Firewall) -> None:
     raw, _graph, thread = served_client(FakeZepServer().transport())
     raw.thread.add_messages(thread, messages=[AddMessage(role="tool", content=t) for t in TEXTS])
     with wall.session(project="shop", actor="coder", user="alice") as session:
-        zep = GuardedZep(raw, wall, session=session)
+        zep = GuardedZep(raw, wall, session=session, policy=SMALL)
         page = zep.thread.list_messages(thread, page_size=100)
     _held(page.gnomon, len(page.items))
 
@@ -139,7 +146,7 @@ def test_legacy_zep_messages_quote_at_most_max_items(wall: Firewall) -> None:
     raw = served_legacy_client(server.transport())
     raw.memory.add_session(session_id="s", user_id="alice")
     raw.memory.add("s", messages=[Message(role="x", role_type="tool", content=t) for t in TEXTS])
-    zep = GuardedLegacyZep(raw, wall, project="shop", actor="coder", user="alice")
+    zep = GuardedLegacyZep(raw, wall, project="shop", actor="coder", user="alice", policy=SMALL)
     try:
         listed = zep.memory.get_session_messages("s", limit=100)
     finally:
@@ -152,9 +159,8 @@ def test_a_zep_context_blob_quotes_at_most_max_items(wall: Firewall) -> None:
     edges and nodes together, and the response's report counts the rest."""
     from gnomon.adapters.zep import GuardedZep
 
-    assistant = resolve("assistant")
-    small = assistant.model_copy(
-        update={"quote": assistant.quote.model_copy(update={"max_items": 3})}
+    small = ASSISTANT.model_copy(
+        update={"quote": ASSISTANT.quote.model_copy(update={"max_items": 3})}
     )
     from gnomon.adapters.fakes.zep import FakeZepServer
 
@@ -167,3 +173,9 @@ def test_a_zep_context_blob_quotes_at_most_max_items(wall: Firewall) -> None:
     _facts, quoted = ctx.context.split("<QUOTED>")
     assert len([line for line in quoted.splitlines() if line.startswith("  - ")]) == 3
     assert ctx.gnomon["quoted"] == 3 and ctx.gnomon["reasons"].get("quote_cap", 0) >= 1
+
+
+def test_the_drop_in_preset_caps_quotes_at_one_default_page() -> None:
+    """The preset keeps a cap, at mem0's default page (100): a default read is not cut short,
+    a read asking for more is."""
+    assert ASSISTANT.quote.enabled and ASSISTANT.quote.max_items == 100
