@@ -11,7 +11,9 @@ The host exports the log twice with the SDK's in-memory exporter, ceiling ``inte
 - Two exports of the same log give the same trace and span ids.
 
 **Does not claim.** That a backend receiving the spans keeps them private, or that text outside
-labelled beliefs (queries, summaries, arguments) is exported at all: those leave as hashes only.
+labelled beliefs (queries, summaries, arguments) is exported at all: those leave as hashes only,
+and the rest of the unlabelled text (tool names, reasons) takes the log's sensitivity
+(``tests/test_otel.py`` attacks it).
 """
 
 from __future__ import annotations

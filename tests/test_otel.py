@@ -161,7 +161,7 @@ def test_attack_a_public_belief_holding_a_key_leaves_flagged_redacted(tmp_path: 
     assert shown[pasted.id]["gnomon.belief.content_hash"] == content_hash(f"the bot token is {key}")
 
 
-# -- unlabelled text takes the sensitivity of the log ------------------------------------------------
+# -- unlabelled text takes the sensitivity of the log ---------------------------------------------
 
 KEY = "wombat_orchid_91"  # what the agent read in a secret record and copies elsewhere
 

@@ -19,7 +19,8 @@ id-shaped recall query is still a query):
   ``store``, …: they are also in every event's envelope, which is not the caller's to write).
 
 Evidence for a labelled claim of the same event is the claim's own metadata (its source and
-independence group name the claim's origins) and is skipped with it. Mapping keys are judged too: a key outside the known field names is free text, and everything
+independence group name the claim's origins) and is skipped with it. Mapping keys are judged
+too: a key outside the known field names is free text, and everything
 under a caller's own data (``args``) is free text, keys included. Records that carry a
 sensitivity label (observations, claims, beliefs, and the rows of an import batch) are skipped
 when ``labelled_ok`` says their labels are at or below the ceiling: they carry their own text
@@ -307,7 +308,9 @@ def _claim_ids(records: Mapping[str, Any]) -> frozenset[str]:
     claims = records.get("claims")
     if not isinstance(claims, list):
         return frozenset()
-    return frozenset(c["id"] for c in claims if isinstance(c, Mapping) and isinstance(c.get("id"), str))
+    return frozenset(
+        c["id"] for c in claims if isinstance(c, Mapping) and isinstance(c.get("id"), str)
+    )
 
 
 def _collect(value: Any, scan: TextScan) -> None:

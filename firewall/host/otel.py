@@ -43,10 +43,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import partial
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from gnomon.firewall.model.errors import InputError
@@ -241,10 +241,9 @@ class SpanBuilder:
     ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in attributes.items():
-            if key in STRUCTURAL:
-                text = self._text
-            elif key in LABELLED and level is None:
-                text = self._text  # a belief's own text, already judged by its label
+            text: Callable[[str], str]
+            if key in STRUCTURAL or (key in LABELLED and level is None):
+                text = self._text  # firewall-made, or a belief's own text judged by its label
             else:
                 text = self._free if level is None else partial(self._text, level=level)
             if isinstance(value, str):
@@ -549,8 +548,8 @@ class OtelSubscriber:
 __all__ = [
     "DEFAULT_CEILING",
     "LABELLED",
-    "STRUCTURAL",
     "LIFECYCLE",
+    "STRUCTURAL",
     "JsonLinesExporter",
     "OtelSubscriber",
     "SpanBuilder",
