@@ -285,18 +285,18 @@ def scan_payload(payload: Mapping[str, Any], *, labelled_ok: bool = True) -> Tex
             claims = _claim_ids(value) if labelled_ok else frozenset()
             for name, items in value.items():
                 if name in LABELLED and labelled_ok:
-                    _collect(items, scan)
+                    _collect(name, items, scan)
                 elif name == "evidence" and isinstance(items, list):
                     for item in items:
                         # evidence for a labelled claim of this event: the claim's own metadata
                         if isinstance(item, Mapping) and item.get("claim_id") in claims:
-                            _collect(item, scan)
+                            _collect(name, item, scan)
                         else:
                             _walk(name, item, scan)
                 else:
                     _walk(name, items, scan)
-        elif key == IMPORTS and labelled_ok:
-            _collect(value, scan)
+        elif key == IMPORTS and labelled_ok and isinstance(value, Mapping):
+            _imports(value, scan)
         elif key == MOVES and isinstance(value, Mapping):
             _moves(value, scan)
         else:
@@ -313,17 +313,38 @@ def _claim_ids(records: Mapping[str, Any]) -> frozenset[str]:
     )
 
 
-def _collect(value: Any, scan: TextScan) -> None:
-    """Strings of a labelled record, for the credential scan only."""
+def _collect(key: str, value: Any, scan: TextScan) -> None:
+    """Strings of a labelled record, for the credential scan only (structural ones skipped)."""
     if isinstance(value, str):
-        scan.texts.append(value)
+        if not structural(key, value):
+            scan.texts.append(value)
     elif isinstance(value, Mapping):
         for k, v in value.items():
-            _collect(k, scan)
-            _collect(v, scan)
+            if isinstance(k, str) and not _known_key(k):
+                scan.texts.append(k)
+            _collect(k, v, scan)
     elif isinstance(value, list):
         for v in value:
-            _collect(v, scan)
+            _collect(key, v, scan)
+
+
+#: Where an import batch row (:mod:`firewall.log.batch`) keeps text: the statement, its source,
+#: the id the memory store gave it. The rest of a row is ids, a label, a time and a digest.
+_IMPORT_TEXT = (3, 4, 7)
+
+
+def _imports(value: Mapping[str, Any], scan: TextScan) -> None:
+    """An import batch whose rows are labelled at or below the ceiling: their text, for the
+    credential scan; anything unexpected in the batch is collected whole."""
+    for key, item in value.items():
+        if key != "rows" or not isinstance(item, list):
+            _collect(key, item, scan)
+            continue
+        for row in item:
+            if not isinstance(row, list) or len(row) != 9:
+                _collect(key, row, scan)
+                continue
+            scan.texts.extend(row[i] for i in _IMPORT_TEXT if isinstance(row[i], str))
 
 
 def _caller(value: Any, scan: TextScan) -> None:

@@ -50,7 +50,7 @@ from typing import IO, Any
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from gnomon.firewall.audit.credentials import credential_kinds
+from gnomon.firewall.audit.credentials import credential_kinds_memo
 from gnomon.firewall.audit.free_text import scan_payload
 from gnomon.firewall.log.checkpoints import Checkpoint, LogVerifyReport, verify_log
 from gnomon.firewall.log.events import (
@@ -150,8 +150,7 @@ def _why(body: bytes, level: Sensitivity | None, tainted: bool) -> str | None:
     if level is not None:
         return LABEL
     scan = scan_payload(_payload(orjson.loads(body)))
-    # one scan for the event: a separator no pattern spans (\x00 is not whitespace)
-    if scan.texts and credential_kinds("\n\x00\n".join(scan.texts)):
+    if any(credential_kinds_memo(text) for text in scan.texts):
         return CREDENTIAL
     if tainted and scan.free:
         return LOG_ABOVE_CEILING
