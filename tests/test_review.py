@@ -300,13 +300,16 @@ def _race(
     return raced
 
 
-def _walls(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Any, Any]:
+def _walls(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest | None = None
+) -> tuple[Any, Any]:
     if backend == "memory":
         wall = firewall.open("memory://")
         return wall, wall
     if backend == "sqlite":
         url = f"sqlite:///{tmp_path / 'g.db'}"
     else:
+        assert request is not None
         base = request.getfixturevalue("postgres_url")
         url = f"{base}&tenant=review_{secrets.token_hex(4)}"
     return firewall.open(url), firewall.open(url)
@@ -399,3 +402,28 @@ def test_attack_cli_approve_refuses_a_belief_changed_since_the_listed_version(
     approved = runner.invoke(cli, [*base, f"{listed.id}@{current}", "--json"])
     assert approved.exit_code == 0, approved.output
     assert json.loads(approved.output)["version"] == current
+
+
+def test_attack_two_approvals_racing_land_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two humans approve the same candidate; the second one's commit is forced between the
+    first one's check and commit (a second connection): exactly one approval lands, the other is
+    re-checked and refused as already approved."""
+    wall, other = _walls("sqlite", tmp_path)
+    try:
+        listed = _candidate(wall)
+        RACES["approval"] = lambda w, b: approve(
+            w, b, grant=w.grant("user", "bob", beliefs=[b]), reason="bob", version=listed.version
+        )
+        try:
+            _race(wall, other, monkeypatch, "approval", listed.id)
+            grant = wall.grant("user", "alice", beliefs=[listed.id])
+            with pytest.raises(NotACandidateError, match="already approved"):
+                approve(wall, listed.id, grant=grant, reason="alice", version=listed.version)
+        finally:
+            del RACES["approval"]
+        assert len(_approvals(wall)) == 1
+    finally:
+        wall.close()
+        other.close()

@@ -348,3 +348,13 @@ def test_a_log_with_nothing_above_the_ceiling_ships_whole(tmp_path: Path) -> Non
     CliRunner().invoke(cli, ["log", "export", "--url", url, "--out", str(plain)])
     assert shipped.read_text().splitlines()[1:] == plain.read_text().splitlines()[1:]
     assert "on-call rota" in shipped.read_text() and "double-check" in shipped.read_text()
+
+
+def test_shipping_a_one_pass_iterable_is_a_typed_error(tmp_path: Path) -> None:
+    """Shipping reads the log twice: handed the rows themselves (a generator) it says so."""
+    from gnomon.firewall.model.errors import InputError
+
+    url = _store(tmp_path)
+    with firewall.open(url) as wall, pytest.raises(InputError, match="chain_rows"):
+        ship_to_file(wall.store.chain_rows(), tmp_path / "x.ndjson", Sensitivity.INTERNAL)  # type: ignore[arg-type]
+    assert not (tmp_path / "x.ndjson").exists()

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gnomon.firewall.gate.policy import ReasonCode
-from gnomon.firewall.log.events import IMPORTS, MOVES
+from gnomon.firewall.log.events import IMPORTS, MOVES, RECORD_TYPES
 from gnomon.firewall.model.chain import BindingState
 from gnomon.firewall.model.ids import PREFIXES
 from gnomon.firewall.model.origin import Integrity, OriginClass
@@ -205,8 +205,6 @@ def _known_key(key: str) -> bool:
 
 
 def _field_names() -> frozenset[str]:
-    from gnomon.firewall.log.events import RECORD_TYPES
-
     names: set[str] = set(name for name, _ in RECORD_TYPES)
     for _, model in RECORD_TYPES:
         names.update(model.model_fields)

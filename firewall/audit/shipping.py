@@ -61,7 +61,7 @@ from gnomon.firewall.log.events import (
     records_from_payload,
 )
 from gnomon.firewall.log.ndjson import export_to_file, header_line, parse, read_file, write_export
-from gnomon.firewall.model.errors import LogFormatError, RedactionError
+from gnomon.firewall.model.errors import InputError, LogFormatError, RedactionError
 from gnomon.firewall.model.states import Sensitivity
 
 Row = tuple[int, bytes, str, str]
@@ -166,6 +166,12 @@ _NOTES = {
 def redact_rows(rows: Rows, shipment: Shipment) -> Iterator[tuple[int, Body, str, str]]:
     """The log from ``rows()`` with every event that must not leave replaced by its digest
     (two passes over ``rows()``; see the module docstring for the rule)."""
+    if not callable(rows):
+        raise InputError(
+            f"shipping reads the log twice, so it needs a function that yields the rows, "
+            f"not a {type(rows).__name__}",
+            hint="pass store.chain_rows (not store.chain_rows())",
+        )
     ceiling = shipment.ceiling
     above_seqs, last = _survey(rows(), ceiling)
     shipment.above_ceiling = bool(above_seqs)
