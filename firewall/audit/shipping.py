@@ -29,6 +29,13 @@ can show a redacted event's body matches its digest. An event written under hash
 cannot be redacted this way, and shipping one that must be redacted is refused
 (:class:`~firewall.model.errors.RedactionError`) rather than leaked or broken.
 
+What this does not withhold: text the agent copies into a record it labels at or below the
+ceiling (the label is the promise; a credential is still found), and what structural fields
+(which ids an event names, how many there are) could encode. What it costs: in a log holding
+any record above the ceiling, most events an agent's session writes carry some free text (a
+tool name, a query) and are withheld, so such a shipment says what happened (kinds, ids, states,
+times, labelled text at or below the ceiling), not what the agent asked.
+
 What a shipped file does not prove: *who* redacted. Anyone on the way can replace a kept body by
 its digest and the file still verifies (it loses information, it cannot gain any: a digest has no
 body but its own). The ``redacted`` note on a line and the ceiling in the header are not covered
