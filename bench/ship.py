@@ -8,7 +8,9 @@ labelled ``secret``. Each repetition, interleaved, writes the same log three way
 * shipped, log above the ceiling (ceiling ``internal``): two passes, every event's records
   judged, every body's free text walked and credential-scanned, most events redacted;
 * shipped, nothing above the ceiling (ceiling ``secret``): the same work, nothing but
-  credentials redacted.
+  credentials redacted;
+* labels only: one pass judging each event's records (:func:`event_sensitivity`), which is what
+  shipping did before unlabelled text was judged.
 
     .venv/bin/python bench/ship.py --sessions 2000 --repeat 5
 """
@@ -26,7 +28,7 @@ import _common as common
 
 from gnomon import firewall
 from gnomon.firewall.audit.credentials import credential_kinds_memo
-from gnomon.firewall.audit.shipping import ship
+from gnomon.firewall.audit.shipping import event_sensitivity, ship
 from gnomon.firewall.log.ndjson import write_export
 from gnomon.firewall.model.states import Sensitivity
 
@@ -63,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         url = f"sqlite:///{Path(tmp) / 'g.db'}"
         events = build(url, args.sessions)
         print(f"log: {events} events")
-        times: dict[str, list[float]] = {"plain": [], "above": [], "below": []}
+        times: dict[str, list[float]] = {"plain": [], "above": [], "below": [], "labels": []}
         redacted: dict[str, int] = {}
         with firewall.open(url) as wall:
             store = wall.store
@@ -71,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
                 start = time.perf_counter()
                 write_export(store.chain_rows(), io.BytesIO())
                 times["plain"].append(time.perf_counter() - start)
+                start = time.perf_counter()
+                for _, body, _, _ in store.chain_rows():
+                    event_sensitivity(body)
+                times["labels"].append(time.perf_counter() - start)
                 for key, ceiling in (
                     ("above", Sensitivity.INTERNAL),
                     ("below", Sensitivity.SECRET),
@@ -89,14 +95,15 @@ def main(argv: list[str] | None = None) -> int:
                 )
     ratios = {
         key: common.median([t / p for t, p in zip(times[key], times["plain"], strict=True)])
-        for key in ("above", "below")
+        for key in ("above", "below", "labels")
     }
     med = {key: events / common.median(v) for key, v in times.items()}
     print(
         f"median: plain {med['plain']:,.0f} events/s; shipped with the log above the ceiling "
         f"{med['above']:,.0f}/s ({ratios['above']:.1f}x the plain time, {redacted['above']} "
         f"redacted); nothing above {med['below']:,.0f}/s ({ratios['below']:.1f}x, "
-        f"{redacted['below']} redacted)"
+        f"{redacted['below']} redacted); labels only {med['labels']:,.0f}/s "
+        f"({ratios['labels']:.1f}x)"
     )
     return 0
 
