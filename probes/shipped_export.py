@@ -1,19 +1,22 @@
 """Probe: a shipped export redacts above the ceiling and still verifies; tampering with it fails.
 
-**Scenario.** A session records a public fact, a secret one and an internal one. The host ships
-the log with a ceiling of ``internal`` (``gnomon log export --sensitivity-ceiling internal``),
-then an attacker who intercepts the file edits it.
+**Scenario.** A session records a public fact, a secret one and an internal one. In another
+session the (hostile) agent copies the secret's key into unlabelled fields: a recall's query
+and a decision's summary. The host ships the log with a ceiling of ``internal`` (``gnomon log
+export --sensitivity-ceiling internal``), then an attacker who intercepts the file edits it.
 
 **Asserts.**
-- The shipped file never carries the secret text; the event that held it keeps only its body's
-  digest, and that digest is the digest of the body the store holds.
-- The shipped file verifies from genesis, and the report counts one redacted event.
+- The shipped file never carries the secret text, nor the key smuggled into other events; the
+  event that held the secret keeps only its body's digest, and that digest is the digest of the
+  body the store holds; the smuggling events are redacted as free text in a log above the
+  ceiling; the public and internal facts are kept.
+- The shipped file verifies from genesis, counting the redacted events.
 - Editing the redacted event's digest, or a kept event's body, or dropping the redacted event,
   makes verification fail.
 
-**Does not claim.** That text outside labelled records (a recall's query, a decision's summary)
-is redacted: redaction follows sensitivity labels, and the ``redacted`` note on a line is not
-covered by the hash.
+**Does not claim.** That structural fields (ids, digests, states) cannot carry a covert
+channel, or that a secret the agent labels ``public`` itself is withheld (unless it is a
+credential). The ``redacted`` note on a line is not covered by the hash.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ NAME = "shipped_export"
 TITLE = "A shipped export redacts above the ceiling, still verifies, and resists tampering"
 
 SECRET = "the payroll signing key is pk-wombat-7731"
+KEY = "pk-wombat-7731"
 
 
 def _verifies(data: bytes) -> tuple[bool, int]:
@@ -61,21 +65,32 @@ def check(url: str, c: Checks) -> None:
     with open_firewall(url) as wall:
         head = wall.store.head()[0]  # a shared store: judge this probe's events
         with wall.session(project=project, actor="coder") as s:
-            s.remember("the wiki lives at wiki.example", sensitivity=Sensitivity.PUBLIC)
+            wiki = s.remember("the wiki lives at wiki.example", sensitivity=Sensitivity.PUBLIC)
             s.remember(SECRET, sensitivity=Sensitivity.SECRET)
             s.remember("the standup is at ten")
-        held = next(e for e in wall.store.events(after=head) if SECRET.encode() in e.body)
+        with wall.session(project=project, actor="coder") as s:
+            s.recall(f"who else uses {KEY}", "default")
+            s.decide(f"rotate {KEY} tonight", depends_on=[wiki.id])
+        events = list(wall.store.events(after=head))
+        held = next(e for e in events if SECRET.encode() in e.body)
+        smuggled = [e.seq for e in events if KEY.encode() in e.body and e.seq != held.seq]
         out = io.BytesIO()
-        shipment = ship(wall.store.chain_rows(), out, Sensitivity.INTERNAL)
+        shipment = ship(wall.store.chain_rows, out, Sensitivity.INTERNAL)
     data = out.getvalue()
-    c.expect(SECRET.encode() not in data, "the shipped file never carries the secret text")
+    c.expect(KEY.encode() not in data, "the shipped file never carries the secret text")
     lines = data.splitlines()
     seqs = [orjson.loads(raw).get("seq") for raw in lines]
     red = [i for i, raw in enumerate(lines) if b'"body_digest"' in raw and seqs[i] > head]
     c.expect(
-        [seqs[i] for i in red] == [held.seq] and held.seq in shipment.redacted_seqs,
-        "exactly the secret's event is redacted",
+        [seqs[i] for i in red] == [held.seq, *smuggled]
+        and len(smuggled) == 2
+        and held.seq in shipment.redacted_seqs,
+        "the secret's event and the two that smuggled its key are redacted, nothing else",
         got=[seqs[i] for i in red],
+    )
+    c.expect(
+        b"the standup is at ten" in data and b"wiki.example" in data,
+        "the internal and public facts are kept",
     )
     c.expect(
         orjson.loads(lines[red[0]])["body_digest"] == body_digest(held.body),
@@ -85,7 +100,7 @@ def check(url: str, c: Checks) -> None:
     c.expect(
         ok and redacted == shipment.redacted, "the shipped file verifies, redacted from digests"
     )
-    kept = red[0] + 1
+    kept = next(i for i, raw in enumerate(lines) if b"the standup is at ten" in raw)
     body = orjson.loads(lines[kept])["body"].replace("ten", "eleven")
     for what, forged in (
         ("the redacted event's digest", _edit(data, red[0], {"body_digest": "ab" * 32})),

@@ -292,6 +292,32 @@ class StoreContract(LogContract, ABC):
             report.raise_for_problem()
         assert err.value.seq == 2
 
+    def test_a_commit_pinned_to_a_head_lands_only_on_that_head(self, store: Store) -> None:
+        # Eight threads read the same head and race to commit on it: exactly one lands; the
+        # others get None and write nothing (what a review approval relies on).
+        store.commit([make_draft()])
+        head = store.head()[0]
+        won: list[int] = []
+        barrier = threading.Barrier(8)
+
+        def worker() -> None:
+            barrier.wait()
+            events = store.commit_if_head([make_draft(kind="review.approved")], head)
+            if events is not None:
+                won.extend(e.seq for e in events)
+
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert won == [head + 1]
+        assert [e.kind for e in store.events(after=head)] == ["review.approved"]
+        assert store.commit_if_head([make_draft()], head) is None, "a stale head never lands"
+        assert store.head()[0] == head + 1 and store.verify().ok
+        landed = store.commit_if_head([make_draft(), make_draft()], head + 1)
+        assert landed is not None and [e.seq for e in landed] == [head + 2, head + 3]
+
     def test_concurrent_threads_keep_one_chain(self, store: Store) -> None:
         def worker() -> None:
             for _ in range(25):

@@ -249,6 +249,22 @@ def test_file_log_sees_other_writers(tmp_path: Path) -> None:
     b.close()
 
 
+def test_a_commit_pinned_to_a_head_sees_other_writers(tmp_path: Path) -> None:
+    """Two processes on one file log: a head ``b`` read before ``a`` appended is stale, so b's
+    pinned commit lands nothing (b catches up under the file lock before it decides)."""
+    path = tmp_path / "log.ndjson"
+    a, b = FileLogStore(path), FileLogStore(path)
+    a.commit([make_draft()])
+    seen = b.head()[0]
+    a.commit([make_draft(data={"by": "a"})])
+    assert b.commit_if_head([make_draft(data={"by": "b"})], seen) is None
+    assert b.commit_if_head([make_draft(data={"by": "b"})], seen + 1) is not None
+    a.refresh()
+    assert [e.payload.get("by") for e in a.events()] == [None, "a", "b"]
+    a.close()
+    b.close()
+
+
 def test_torn_last_line_is_recovered_and_reported(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

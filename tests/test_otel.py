@@ -25,7 +25,7 @@ SECRET = "the prod database password is Tr0ub4dor-wombat"
 def _exported(url: str, ceiling: Sensitivity = Sensitivity.INTERNAL) -> list[ReadableSpan]:
     exporter = InMemorySpanExporter()
     with firewall.open(url) as wall:
-        export_events(wall.store.events(), exporter, ceiling=ceiling)
+        export_events(wall.store.events, exporter, ceiling=ceiling)
     return list(exporter.get_finished_spans())
 
 
@@ -77,11 +77,15 @@ def test_the_session_span_parents_recall_decision_and_action_spans(tmp_path: Pat
     assert root.attributes["gen_ai.operation.name"] == "invoke_agent"
     assert root.attributes["gen_ai.conversation.id"] == session
     children = {s.name: s for s in spans if s.parent is not None}
-    for name in ("retrieval gnomon", "gnomon.decision", "execute_tool post_message"):
+    # the log holds a secret record, so the tool name the agent chose is withheld (by hash)
+    tool = next(s for s in spans if s.name.startswith("execute_tool "))
+    children["execute_tool"] = tool
+    for name in ("retrieval gnomon", "gnomon.decision", "execute_tool"):
         assert children[name].parent is not None
         assert children[name].parent.span_id == root.context.span_id, name
-    tool = children["execute_tool post_message"]
-    assert tool.attributes is not None and tool.attributes["gen_ai.tool.name"] == "post_message"
+    assert tool.attributes is not None
+    assert str(tool.attributes["gen_ai.tool.name"]).startswith("[redacted: secret] ")
+    assert tool.attributes["gen_ai.operation.name"] == "execute_tool"
     recall = children["retrieval gnomon"]
     assert (
         recall.attributes is not None and recall.attributes["gen_ai.operation.name"] == "retrieval"
@@ -94,7 +98,7 @@ def test_a_hold_is_a_child_of_its_action_span_live_and_from_the_log(tmp_path: Pa
     live = InMemorySpanExporter()
     url = f"sqlite:///{tmp_path / 'k.db'}"
     with firewall.open(url) as wall, host(wall) as h:
-        wall.subscribe(OtelSubscriber(live))
+        wall.subscribe(OtelSubscriber(live, above_ceiling=False))  # a fresh store
         with wall.session(project="shop", actor="coder") as s:
             result = h.kernel.handle(s).request(
                 "git_push", {"repo": str(h.repo), "remote": "origin", "branch": "main"}
@@ -155,3 +159,102 @@ def test_attack_a_public_belief_holding_a_key_leaves_flagged_redacted(tmp_path: 
     assert "gnomon.belief.statement" not in shown[pasted.id]
     assert shown[pasted.id]["gnomon.belief.redacted"] is True
     assert shown[pasted.id]["gnomon.belief.content_hash"] == content_hash(f"the bot token is {key}")
+
+
+# -- unlabelled text takes the sensitivity of the log ---------------------------------------------
+
+KEY = "wombat_orchid_91"  # what the agent read in a secret record and copies elsewhere
+
+
+def _smuggling_log(url: str) -> None:
+    """The agent read a secret in one session; in ANOTHER it names an action after it, and a
+    sentinel flags an origin named after it with a reason quoting it: none of these fields has
+    a label. (A record the agent labels at or below the ceiling carries its own text: that is
+    the label's promise, not this one's.)"""
+    from gnomon.firewall.host.sentinels.sentinel import Sentinel
+
+    with firewall.open(url) as wall:
+        with wall.session(project="shop", actor="coder") as s:
+            s.remember(f"the passphrase is {KEY}", sensitivity=Sensitivity.SECRET)
+        with wall.session(project="shop", actor="coder") as s:
+            kept = s.remember("the standup is at ten")
+            decision = s.decide("post the standup", depends_on=[kept.id])
+            s.act(decision.id, KEY, {"text": "hi"})
+        Sentinel(wall).flag_origin(f"external:{KEY}", reason=f"planted {KEY}")
+
+
+def _dump(spans: list[ReadableSpan]) -> str:
+    return "\n".join(_everything(s) for s in spans)
+
+
+def test_attack_secret_text_in_unlabelled_span_attributes_is_withheld(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    _smuggling_log(url)
+    spans = _exported(url)
+    dump = _dump(spans)
+    assert KEY not in dump, [s.name for s in spans if KEY in _everything(s)]
+    assert "the standup is at ten" in dump, "labelled text at or below the ceiling still leaves"
+    flagged = next(s for s in spans if s.name == "gnomon.origin.flagged")
+    assert flagged.attributes is not None
+    assert str(flagged.attributes["gnomon.alert.reason"]).startswith("[redacted: secret] ")
+    # one pass over an iterable, and live export, assume the worst: the same holds
+    one_pass = InMemorySpanExporter()
+    with firewall.open(url) as wall:
+        export_events(wall.store.events(), one_pass)
+    assert KEY not in _dump(list(one_pass.get_finished_spans()))
+
+
+def test_attack_live_export_withholds_unlabelled_text_once_a_secret_is_committed(
+    tmp_path: Path,
+) -> None:
+    """Live, on a store the host knows is fresh: text leaves in clear until the first record
+    above the ceiling is committed, and is withheld from then on."""
+    live = InMemorySpanExporter()
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall:
+        wall.subscribe(OtelSubscriber(live, above_ceiling=False))
+        with wall.session(project="shop", actor="coder") as s:
+            kept = s.remember("the standup is at ten")
+            s.act(s.decide("warm up", depends_on=[kept.id]).id, "early_tool", {})
+            s.remember(f"the passphrase is {KEY}", sensitivity=Sensitivity.SECRET)
+            s.act(s.decide("post", depends_on=[kept.id]).id, KEY, {})
+    dump = _dump(list(live.get_finished_spans()))
+    assert KEY not in dump
+    assert "execute_tool early_tool" in dump, "before the secret, nothing to withhold"
+
+
+def test_a_log_with_nothing_above_the_ceiling_exports_its_text(tmp_path: Path) -> None:
+    """Utility: with no record above the ceiling, tool names and reasons leave in clear."""
+    from gnomon.firewall.host.sentinels.sentinel import Sentinel
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall:
+        with wall.session(project="shop", actor="coder") as s:
+            kept = s.remember("the standup is at ten")
+            s.act(s.decide("post", depends_on=[kept.id]).id, "post_message", {})
+            s.observe(tool="read_file", content="x", origin=firewall.Origin.external("file:W.md"))
+        Sentinel(wall).flag_origin("external:file:W.md", reason="planted file")
+    spans = _exported(url)
+    assert any(s.name == "execute_tool post_message" for s in spans)
+    flagged = next(s for s in spans if s.name == "gnomon.origin.flagged")
+    assert flagged.attributes is not None
+    assert flagged.attributes["gnomon.alert.reason"] == "planted file"
+    assert flagged.attributes["gnomon.alert.origin_id"] == "external:file:W.md"
+
+
+def test_beliefs_of_an_import_batch_are_exported_under_their_labels(tmp_path: Path) -> None:
+    from gnomon.firewall import ImportItem
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    items = [
+        ImportItem(text="imported public fact", source_id="m1", sensitivity=Sensitivity.PUBLIC),
+        ImportItem(text=SECRET, source_id="m2", sensitivity=Sensitivity.SECRET),
+    ]
+    with firewall.open(url) as wall:
+        assert wall.import_records(items, store_name="mem0", project="shop") == 2
+    spans = _exported(url)
+    batch = next(s for s in spans if s.name == "gnomon.beliefs.imported")
+    shown = [dict(e.attributes or {}) for e in batch.events]
+    assert len(shown) == 2
+    assert {e.get("gnomon.belief.statement") for e in shown} == {"imported public fact", None}
+    assert content_hash(SECRET) in _dump(spans) and SECRET not in _dump(spans)

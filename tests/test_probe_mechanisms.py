@@ -44,6 +44,14 @@ def nothing_above_the_ceiling(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(shipping, "event_sensitivity", lambda body: shipping.Sensitivity.PUBLIC)
 
 
+def free_text_not_judged(mp: pytest.MonkeyPatch) -> None:
+    """Shipping judges events by their labelled records only: unlabelled text is never free."""
+    import gnomon.firewall.audit.shipping as shipping
+    from gnomon.firewall.audit.free_text import TextScan
+
+    mp.setattr(shipping, "scan_payload", lambda payload: TextScan())
+
+
 def otel_ignores_the_ceiling(mp: pytest.MonkeyPatch) -> None:
     """OpenTelemetry export puts every belief's text in its span event."""
     import gnomon.firewall.host.otel as otel
@@ -612,6 +620,7 @@ CASES: list[tuple[str, Patch, str]] = [
     ("calibration_escalates", calibration_never_bad, "held for its calibration class"),
     ("calibration_escalates", calibration_events_not_checked, "an edited calibration event"),
     ("shipped_export", nothing_above_the_ceiling, "never carries the secret text"),
+    ("shipped_export", free_text_not_judged, "never carries the secret text"),
     ("shipped_export", redacted_links_unchecked, "editing the redacted event's digest"),
     ("otel_ceiling", otel_ignores_the_ceiling, "no span carries the secret belief's text"),
     ("otel_ceiling", otel_random_ids, "the same ids"),

@@ -1,12 +1,16 @@
 """``gnomon review``: only supported, clean, durable lessons are candidates for long-term memory;
 flagged beliefs are listed for a human; approving needs a user grant covering the belief (attacks:
-no grant, a wrong-scope grant, a wrong-authority grant, a candidate quarantined after listing)."""
+no grant, a wrong-scope grant, a wrong-authority grant, a candidate quarantined after listing; the
+approval is pinned to the version listed: a revision or quarantine between listing and approval,
+and a quarantine or alert forced between the approval's check and its commit, on every backend)."""
 
 from __future__ import annotations
 
 import json
+import secrets
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -16,7 +20,13 @@ from gnomon.firewall import Origin
 from gnomon.firewall.cli import cli
 from gnomon.firewall.gate.grants import GrantSigner
 from gnomon.firewall.host.config import pinned_keys
-from gnomon.firewall.host.review import APPROVED_KIND, NotACandidateError, approve, harvest
+from gnomon.firewall.host.review import (
+    APPROVED_KIND,
+    BeliefChangedError,
+    NotACandidateError,
+    approve,
+    harvest,
+)
 from gnomon.firewall.model.errors import ForgedGrantError, GrantScopeError, MissingGrantError
 from gnomon.firewall.model.states import Sensitivity
 
@@ -184,3 +194,236 @@ def test_attack_the_review_listing_never_prints_a_secret_or_a_credential(tmp_pat
         cli, ["review", "--project", PROJECT, "--url", url, "--sensitivity-ceiling", "secret"]
     )
     assert "The vault PIN is 4417" in raised.output
+
+
+# -- the approval is pinned to what the human saw ------------------------------------------------
+
+
+def _candidate(wall: firewall.Firewall) -> firewall.Belief:
+    user = wall.channel(Origin.user("alice"), project=PROJECT)
+    with wall.session(project=PROJECT, actor="coder", user="alice") as s:
+        said = s.observe(tool="chat", content="Deploys go through ArgoCD", origin=user)
+    (listed,) = harvest(wall.store, PROJECT, now=wall.clock()).candidates
+    assert listed.id == said.content[0].id
+    return listed
+
+
+def _approvals(wall: firewall.Firewall) -> list[int]:
+    return [e.seq for e in wall.store.events() if e.kind == APPROVED_KIND]
+
+
+def test_attack_a_candidate_revised_between_listing_and_approval_is_refused(
+    wall: firewall.Firewall,
+) -> None:
+    """The human reads version N. Meanwhile the belief is quarantined, then cleared and promoted:
+    a candidate again, but not what the human saw. The approval names N and is refused."""
+    listed = _candidate(wall)
+    wall.quarantine(listed.id, reason="suspicious", authority=firewall.Authority.SENTINEL)
+    user = wall.grant("user", "bob", beliefs=[listed.id])
+    wall.clear(listed.id, grant=user, reason="looked fine to bob")
+    wall.promote(listed.id, grant=wall.grant("user", "bob", beliefs=[listed.id]), reason="ok")
+    now = wall.require_belief(listed.id)
+    assert now.version > listed.version
+    assert [b.id for b in harvest(wall.store, PROJECT, now=wall.clock()).candidates] == [now.id]
+    grant = wall.grant("user", "alice", beliefs=[listed.id])
+    with pytest.raises(BeliefChangedError, match=f"since version {listed.version}"):
+        approve(wall, listed.id, grant=grant, reason="as listed", version=listed.version)
+    with pytest.raises(BeliefChangedError, match="says something else"):
+        approve(wall, now.id, grant=grant, reason="x", version=now.version, statement_hash="x")
+    assert _approvals(wall) == []
+    approve(wall, now.id, grant=grant, reason="re-read it", version=now.version)
+    (event,) = [e for e in wall.store.events() if e.kind == APPROVED_KIND]
+    assert event.payload["version"] == now.version
+
+
+def test_attack_a_candidate_quarantined_between_listing_and_approval_names_the_version(
+    wall: firewall.Firewall,
+) -> None:
+    listed = _candidate(wall)
+    wall.quarantine(listed.id, reason="suspicious", authority=firewall.Authority.SENTINEL)
+    grant = wall.grant("user", "alice", beliefs=[listed.id])
+    with pytest.raises(BeliefChangedError, match="security quarantined"):
+        approve(wall, listed.id, grant=grant, reason="as listed", version=listed.version)
+    assert _approvals(wall) == []
+
+
+def _alert(wall: firewall.Firewall, belief_id: str) -> None:
+    wall.commit(
+        wall.draft(
+            "sentinel.alert",
+            actor="sentinel:probe",
+            now=wall.clock(),
+            project=PROJECT,
+            data={
+                "alert_id": "alr_race",
+                "sentinel": "probe",
+                "reason": "race",
+                "belief_ids": [belief_id],
+            },
+        )
+    )
+
+
+def _unrelated(wall: firewall.Firewall, belief_id: str) -> None:
+    with wall.session(project=PROJECT, actor="ci") as s:
+        s.remember("the build cache lives in S3")
+
+
+RACES = {
+    "quarantine": lambda w, b: w.quarantine(
+        b, reason="raced", authority=firewall.Authority.SENTINEL
+    ),
+    "alert": _alert,
+}
+
+
+def _race(
+    wall: firewall.Firewall,
+    other: firewall.Firewall,
+    monkeypatch: pytest.MonkeyPatch,
+    race: str,
+    belief_id: str,
+) -> list[str]:
+    """Force the interleaving: the approval has read the log and checked the belief; just
+    before its conditional commit, ``other`` (a second connection to the same store, or the
+    same firewall for memory://) moves or alerts the belief."""
+    raced: list[str] = []
+    real = wall.store.commit_if_head
+
+    def commit_if_head(drafts: Any, head: int) -> Any:
+        if not raced:
+            raced.append(race)
+            RACES[race](other, belief_id)
+        return real(drafts, head)
+
+    monkeypatch.setattr(wall.store, "commit_if_head", commit_if_head)
+    return raced
+
+
+def _walls(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest | None = None
+) -> tuple[Any, Any]:
+    if backend == "memory":
+        wall = firewall.open("memory://")
+        return wall, wall
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'g.db'}"
+    else:
+        assert request is not None
+        base = request.getfixturevalue("postgres_url")
+        url = f"{base}&tenant=review_{secrets.token_hex(4)}"
+    return firewall.open(url), firewall.open(url)
+
+
+BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.mark.parametrize("race", sorted(RACES))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_attack_a_sentinel_acting_between_check_and_commit_blocks_the_approval(
+    backend: str,
+    race: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    wall, other = _walls(backend, tmp_path, request)
+    try:
+        listed = _candidate(wall)
+        raced = _race(wall, other, monkeypatch, race, listed.id)
+        grant = wall.grant("user", "alice", beliefs=[listed.id])
+        with pytest.raises((BeliefChangedError, NotACandidateError)):
+            approve(wall, listed.id, grant=grant, reason="as listed", version=listed.version)
+        assert raced == [race], "the race ran between the check and the commit"
+        assert _approvals(wall) == [], "no approval landed on the belief the sentinel acted on"
+        # without naming a version the approval pins the one current at the call: same refusal
+        with pytest.raises((BeliefChangedError, NotACandidateError)):
+            approve(wall, listed.id, grant=grant, reason="unpinned")
+        assert _approvals(wall) == []
+    finally:
+        wall.close()
+        if other is not wall:
+            other.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_unrelated_event_between_check_and_commit_only_retries(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Liveness: another session writing meanwhile moves the head; the approval re-reads the
+    log, finds the belief unchanged and lands, once."""
+    wall, other = _walls(backend, tmp_path, request)
+    try:
+        listed = _candidate(wall)
+        RACES["unrelated"] = _unrelated
+        try:
+            _race(wall, other, monkeypatch, "unrelated", listed.id)
+            grant = wall.grant("user", "alice", beliefs=[listed.id])
+            approve(wall, listed.id, grant=grant, reason="as listed", version=listed.version)
+        finally:
+            del RACES["unrelated"]
+        assert len(_approvals(wall)) == 1
+    finally:
+        wall.close()
+        if other is not wall:
+            other.close()
+
+
+def test_attack_cli_approve_refuses_a_belief_changed_since_the_listed_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["keys", "generate"]).exit_code == 0
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    key = tmp_path / ".gnomon" / "keys" / "operator.key"
+    pinned = pinned_keys(tmp_path / ".gnomon" / "trusted_keys")
+    with firewall.open(url, trusted_keys=pinned, signer=GrantSigner.from_file(key)) as wall:
+        listed = _candidate(wall)
+    shown = runner.invoke(cli, ["review", "--project", PROJECT, "--url", url])
+    assert f"{listed.id}@{listed.version}" in shown.output, shown.output
+    doc = json.loads(
+        runner.invoke(cli, ["review", "--project", PROJECT, "--url", url, "--json"]).output
+    )
+    assert doc["candidates"][0]["version"] == listed.version
+    with firewall.open(url, trusted_keys=pinned, signer=GrantSigner.from_file(key)) as wall:
+        wall.quarantine(listed.id, reason="suspicious", authority=firewall.Authority.SENTINEL)
+        grant = wall.grant("user", "bob", beliefs=[listed.id])
+        wall.clear(listed.id, grant=grant, reason="fine")
+        wall.promote(listed.id, grant=wall.grant("user", "bob", beliefs=[listed.id]), reason="ok")
+        current = wall.require_belief(listed.id).version
+    base = ["review", "approve", "--key", str(key), "--reason", "durable", "--url", url]
+    refused = runner.invoke(cli, [*base, f"{listed.id}@{listed.version}"])
+    assert refused.exit_code != 0 and f"since version {listed.version}" in refused.output
+    refused = runner.invoke(cli, [*base, listed.id, "--version", str(listed.version)])
+    assert refused.exit_code != 0 and "changed since" in refused.output
+    clash = runner.invoke(cli, [*base, f"{listed.id}@{current}", "--version", "1"])
+    assert clash.exit_code == 2
+    approved = runner.invoke(cli, [*base, f"{listed.id}@{current}", "--json"])
+    assert approved.exit_code == 0, approved.output
+    assert json.loads(approved.output)["version"] == current
+
+
+def test_attack_two_approvals_racing_land_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two humans approve the same candidate; the second one's commit is forced between the
+    first one's check and commit (a second connection): exactly one approval lands, the other is
+    re-checked and refused as already approved."""
+    wall, other = _walls("sqlite", tmp_path)
+    try:
+        listed = _candidate(wall)
+        RACES["approval"] = lambda w, b: approve(
+            w, b, grant=w.grant("user", "bob", beliefs=[b]), reason="bob", version=listed.version
+        )
+        try:
+            _race(wall, other, monkeypatch, "approval", listed.id)
+            grant = wall.grant("user", "alice", beliefs=[listed.id])
+            with pytest.raises(NotACandidateError, match="already approved"):
+                approve(wall, listed.id, grant=grant, reason="alice", version=listed.version)
+        finally:
+            del RACES["approval"]
+        assert len(_approvals(wall)) == 1
+    finally:
+        wall.close()
+        other.close()

@@ -1,6 +1,9 @@
 """Session shipping as attacks: an export with a sensitivity ceiling never carries the text of a
-record above it, still verifies (with the count of redacted events), and any tampering with the
-shipped file (a kept body, a digest, a hash, a dropped event) fails verification."""
+record above it, nor that text smuggled by a hostile agent into unlabelled fields of other events
+(a recall's query, an action's arguments, a decision's summary, alert and review reasons, an
+origin id), in the same session or another; it still verifies (with the count of redacted events
+and why), and any tampering with the shipped file (a kept body, a digest, a hash, a dropped
+event) fails verification. A log with nothing above the ceiling ships whole."""
 
 from __future__ import annotations
 
@@ -61,21 +64,24 @@ def test_a_shipped_export_redacts_the_secret_and_still_verifies(tmp_path: Path) 
     url = _store(tmp_path)
     out = tmp_path / "ship.ndjson"
     summary = _ship(url, out)
-    assert summary["redacted"] == 1 and summary["sensitivity_ceiling"] == "internal"
+    # the secret's event by its label; the observation by its unlabelled tool name, in a log
+    # that holds a secret record
+    assert summary["redacted"] == 2 and summary["sensitivity_ceiling"] == "internal"
+    assert summary["reasons"] == {"label": 1, "log_above_ceiling": 1}
     text = out.read_text()
     assert SECRET not in text and "s.QxZ81" not in text
     assert "the on-call rota is in the wiki" in text, "what is at or below the ceiling is kept"
     code, output = _verify(out)
     assert code == 0, output
-    assert "redacted: 1 event(s)" in output
+    assert "redacted: 2 event(s)" in output
     report = verify_file(out)
-    assert report.ok and report.redacted == 1
+    assert report.ok and report.redacted == 2
     # the digest kept is the digest of the event the store holds (the holder can show it)
     with firewall.open(url) as wall:
         secret_event = next(e for e in wall.store.events() if SECRET.encode() in e.body)
-    redacted = [json.loads(x) for x in text.splitlines()[1:] if "body_digest" in x]
-    assert redacted[0]["body_digest"] == body_digest(secret_event.body)
-    assert redacted[0]["hash"] == secret_event.hash
+    shipped = next(x for x in _lines(out)[1:] if x["seq"] == secret_event.seq)
+    assert shipped["body_digest"] == body_digest(secret_event.body)
+    assert shipped["hash"] == secret_event.hash
 
 
 def test_a_ceiling_of_secret_redacts_nothing_and_matches_the_plain_export(tmp_path: Path) -> None:
@@ -172,7 +178,7 @@ def test_a_version1_event_above_the_ceiling_is_refused_not_leaked(tmp_path: Path
     CliRunner().invoke(cli, ["log", "import", str(FIXTURE), "--url", url])
     out = tmp_path / "ship.ndjson"
     with firewall.open(url) as wall, pytest.raises(RedactionError, match="hash version 1"):
-        ship_to_file(wall.store.chain_rows(), out, Sensitivity.PUBLIC)
+        ship_to_file(wall.store.chain_rows, out, Sensitivity.PUBLIC)
     assert not out.exists()
 
 
@@ -203,8 +209,152 @@ def test_a_shipped_export_keeps_its_signed_checkpoints(tmp_path: Path) -> None:
     with firewall.open(url) as wall:
         write_checkpoint(wall.store, signer)
     out = tmp_path / "ship.ndjson"
-    assert _ship(url, out)["redacted"] == 1
+    redacted = _ship(url, out)["redacted"]
     report = verify_file(out, keys=[signer.public_key])
-    assert report.ok and report.redacted == 1 and report.signed_through is not None
+    assert report.ok and report.redacted == redacted == 2 and report.signed_through is not None
     other = CheckpointSigner.generate()
     assert not verify_file(out, keys=[other.public_key]).ok, "an unpinned signer is refused"
+
+
+# -- secret text smuggled into unlabelled fields ---------------------------------------------------
+
+SMUGGLED = "QxZ81-do-not-ship"  # the part of SECRET a hostile agent copies into other fields
+
+
+def _smuggle(wall: firewall.Firewall, how: str) -> None:
+    """The agent read SECRET in one session; in ANOTHER it puts the text where no label is."""
+    from gnomon.firewall.host.sentinels.sentinel import Sentinel
+
+    with wall.session(project="shop", actor="coder") as s:
+        s.remember(SECRET, sensitivity=Sensitivity.SECRET)
+        s.remember("the on-call rota is in the wiki")
+    user = wall.channel(firewall.Origin.user("alice"), project="shop")
+    with wall.session(project="shop", actor="coder", user="alice") as s:
+        lesson = s.observe(tool="chat", content="deploys go through ArgoCD", origin=user)
+        belief = lesson.content[0]
+        if how == "recall_query":
+            s.recall(f"what is {SMUGGLED} for", "default")
+        elif how == "action_arguments":
+            decision = s.decide("set the config", depends_on=[belief.id])
+            s.act(decision.id, "write_file", {"path": "cfg", SMUGGLED: SMUGGLED})
+        elif how == "decision_summary":
+            s.decide(f"rotate {SMUGGLED} tonight", depends_on=[belief.id])
+        elif how == "outcome_summary":
+            decision = s.decide("set the config", depends_on=[belief.id])
+            action = s.act(decision.id, "write_file", {"path": "cfg"})
+            s.record_outcome(action.id, success=True, summary=f"wrote {SMUGGLED}")
+        elif how == "origin_id":
+            s.observe(tool="read_file", content="x", origin=firewall.Origin.external(SMUGGLED))
+    if how == "alert_reason":
+        wall.quarantine(
+            belief.id, reason=f"leaked {SMUGGLED}", authority=firewall.Authority.SENTINEL
+        )
+    elif how == "flagged_origin":
+        Sentinel(wall).flag_origin(f"external:file:{SMUGGLED}", reason="planted")
+    elif how == "review_reason":
+        from gnomon.firewall.host.review import approve
+
+        grant = wall.grant("user", "alice", beliefs=[belief.id])
+        approve(wall, belief.id, grant=grant, reason=f"checked against {SMUGGLED}")
+
+
+ATTACKS = [
+    "recall_query",
+    "action_arguments",
+    "decision_summary",
+    "outcome_summary",
+    "origin_id",
+    "alert_reason",
+    "flagged_origin",
+    "review_reason",
+]
+
+
+@pytest.mark.parametrize("how", ATTACKS)
+def test_attack_secret_text_smuggled_into_unlabelled_fields_does_not_ship(
+    tmp_path: Path, how: str
+) -> None:
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall:
+        _smuggle(wall, how)
+        smuggled = [e.seq for e in wall.store.events() if SMUGGLED.encode() in e.body]
+    assert len(smuggled) >= 2, "the secret's text is in its own event and in another one"
+    out = tmp_path / "ship.ndjson"
+    summary = _ship(url, out)
+    text = out.read_text()
+    assert SMUGGLED not in text, f"{how}: the secret's text left in the shipped file"
+    assert summary["reasons"]["log_above_ceiling"] >= 1  # type: ignore[index]
+    shipped = {x["seq"]: x for x in _lines(out)[1:]}
+    assert all("body_digest" in shipped[seq] for seq in smuggled)
+    code, output = _verify(out)
+    assert code == 0, output
+    assert "the on-call rota is in the wiki" in text, "a labelled internal record still ships"
+
+
+def test_attack_an_id_shaped_query_is_still_free_text(tmp_path: Path) -> None:
+    """A field is judged by what it is, not by how its value looks: a recall query shaped like
+    a belief id (the secret hex-encoded) is a query, so it is redacted."""
+    encoded = "bel_" + SMUGGLED.encode()[:14].hex()
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall:
+        with wall.session(project="shop", actor="coder") as s:
+            s.remember(SECRET, sensitivity=Sensitivity.SECRET)
+        with wall.session(project="shop", actor="coder") as s:
+            s.recall(encoded, "default")
+    out = tmp_path / "ship.ndjson"
+    _ship(url, out)
+    assert encoded not in out.read_text()
+    assert verify_file(out).ok
+
+
+def test_attack_a_credential_in_unlabelled_text_is_redacted_without_any_secret_record(
+    tmp_path: Path,
+) -> None:
+    """Nothing is labelled above the ceiling, but a live key pasted into a recall query (or a
+    record labelled public) is still found by the credential scanner and withheld."""
+    key = "ADMIN_TOKEN = 'sk-live-4f9a1c0ffee1234'"
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall, wall.session(project="shop", actor="coder") as s:
+        s.recall(f"where do I put {key}", "default")
+        s.remember(f"the key is {key}", sensitivity=Sensitivity.PUBLIC)
+        s.remember("the on-call rota is in the wiki")
+    out = tmp_path / "ship.ndjson"
+    summary = _ship(url, out)
+    assert summary["reasons"] == {"credential": 2}
+    text = out.read_text()
+    assert "sk-live-4f9a1c0ffee1234" not in text
+    assert "the on-call rota is in the wiki" in text
+    assert verify_file(out).ok
+
+
+def test_a_log_with_nothing_above_the_ceiling_ships_whole(tmp_path: Path) -> None:
+    """Utility: free text is withheld only because of what else the log holds. With no record
+    above the ceiling (and no credential), queries, arguments, summaries and reasons all ship,
+    byte for byte the plain export."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall:
+        user = wall.channel(firewall.Origin.user("alice"), project="shop")
+        with wall.session(project="shop", actor="coder", user="alice") as s:
+            belief = s.observe(tool="chat", content="deploys use ArgoCD", origin=user).content[0]
+            s.remember("the on-call rota is in the wiki", sensitivity=Sensitivity.INTERNAL)
+            s.recall("on-call rota", "default")
+            decision = s.decide("page the on-call", depends_on=[belief.id])
+            action = s.act(decision.id, "page", {"who": "on-call"})
+            s.record_outcome(action.id, success=True, summary="paged")
+        wall.quarantine(belief.id, reason="double-check", authority=firewall.Authority.SENTINEL)
+    shipped, plain = tmp_path / "ship.ndjson", tmp_path / "plain.ndjson"
+    summary = _ship(url, shipped)
+    assert summary["redacted"] == 0 and summary["reasons"] == {}
+    CliRunner().invoke(cli, ["log", "export", "--url", url, "--out", str(plain)])
+    assert shipped.read_text().splitlines()[1:] == plain.read_text().splitlines()[1:]
+    assert "on-call rota" in shipped.read_text() and "double-check" in shipped.read_text()
+
+
+def test_shipping_a_one_pass_iterable_is_a_typed_error(tmp_path: Path) -> None:
+    """Shipping reads the log twice: handed the rows themselves (a generator) it says so."""
+    from gnomon.firewall.model.errors import InputError
+
+    url = _store(tmp_path)
+    with firewall.open(url) as wall, pytest.raises(InputError, match="chain_rows"):
+        ship_to_file(wall.store.chain_rows(), tmp_path / "x.ndjson", Sensitivity.INTERNAL)  # type: ignore[arg-type]
+    assert not (tmp_path / "x.ndjson").exists()

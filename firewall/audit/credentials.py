@@ -151,6 +151,13 @@ def credential_kinds(text: str) -> tuple[str, ...]:
     return tuple(sorted(kinds))
 
 
+@lru_cache(maxsize=16384)
+def credential_kinds_memo(text: str) -> tuple[str, ...]:
+    """:func:`credential_kinds`, remembered for the last texts scanned: a log repeats a record's
+    text in every event that carries a new version of it (a shipped export scans them all)."""
+    return credential_kinds(text)
+
+
 def _kinds(text: str) -> set[str]:
     kinds: set[str] = set()
     for kind, pattern in PATTERNS:
@@ -166,4 +173,11 @@ def _kinds(text: str) -> set[str]:
     return kinds
 
 
-__all__ = ["FALLBACK", "PATTERNS", "PREFIXED", "credential_kinds", "engine"]
+__all__ = [
+    "FALLBACK",
+    "PATTERNS",
+    "PREFIXED",
+    "credential_kinds",
+    "credential_kinds_memo",
+    "engine",
+]

@@ -8,11 +8,33 @@ carries the digest in place of the body (:class:`~firewall.log.events.RedactedBo
 and every checkpoint in it, verifies as before (``gnomon log verify --file``). Changing a kept
 body, a digest, a hash, or dropping or reordering an event breaks it.
 
-Redaction is per event: an event is redacted when any record it carries (an observation, claim
-or belief snapshot, an import batch's rows included) is labelled above the ceiling. Whoever holds
-the full log can show a redacted event's body matches its digest. An event written under hash
-version 1 cannot be redacted this way, and shipping one above the ceiling is refused
+Redaction is per event, and an event is redacted for one of three reasons (counted by reason
+in :class:`Shipment`):
+
+* ``label``: a record it carries (an observation, claim or belief snapshot, an import batch's
+  rows included) is labelled above the ceiling;
+* ``credential``: a string in it that is not structural, in a labelled record or not, holds a
+  credential (:func:`~firewall.audit.credentials.credential_kinds`), whatever its label says;
+* ``log_above_ceiling``: the export holds a record above the ceiling anywhere, and this event
+  carries unlabelled free text (:func:`~firewall.audit.free_text.scan_payload`, by
+  default-deny: a recall's query, an action's arguments, a decision's summary, a reason, an
+  origin id). Such text carries no label of its own and a hostile agent can put what it read
+  into it, in any session, so it takes the sensitivity of the whole log.
+
+So the export takes two passes over the store's rows (:func:`ship` takes a function that
+yields them, ``store.chain_rows``): the first finds the events whose records are above the
+ceiling (it keeps only their sequence numbers), the second writes, up to the same head. A log
+with nothing above the ceiling ships with only credentials redacted. Whoever holds the full log
+can show a redacted event's body matches its digest. An event written under hash version 1
+cannot be redacted this way, and shipping one that must be redacted is refused
 (:class:`~firewall.model.errors.RedactionError`) rather than leaked or broken.
+
+What this does not withhold: text the agent copies into a record it labels at or below the
+ceiling (the label is the promise; a credential is still found), and what structural fields
+(which ids an event names, how many there are) could encode. What it costs: in a log holding
+any record above the ceiling, most events an agent's session writes carry some free text (a
+tool name, a query) and are withheld, so such a shipment says what happened (kinds, ids, states,
+times, labelled text at or below the ceiling), not what the agent asked.
 
 What a shipped file does not prove: *who* redacted. Anyone on the way can replace a kept body by
 its digest and the file still verifies (it loses information, it cannot gain any: a digest has no
@@ -27,13 +49,16 @@ by the hash; the holder of the full log can show any redacted body.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Any
 
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from gnomon.firewall.audit.credentials import credential_kinds_memo
+from gnomon.firewall.audit.free_text import scan_payload
 from gnomon.firewall.log.checkpoints import Checkpoint, LogVerifyReport, verify_log
 from gnomon.firewall.log.events import (
     Body,
@@ -43,10 +68,17 @@ from gnomon.firewall.log.events import (
     records_from_payload,
 )
 from gnomon.firewall.log.ndjson import export_to_file, header_line, parse, read_file, write_export
-from gnomon.firewall.model.errors import LogFormatError, RedactionError
+from gnomon.firewall.model.errors import InputError, LogFormatError, RedactionError
 from gnomon.firewall.model.states import Sensitivity
 
 Row = tuple[int, bytes, str, str]
+#: Where a shipment reads the log from, once per pass: e.g. ``store.chain_rows``.
+Rows = Callable[[], Iterable[Row]]
+
+#: Why an event was redacted (:attr:`Shipment.reasons`).
+LABEL = "label"
+CREDENTIAL = "credential"
+LOG_ABOVE_CEILING = "log_above_ceiling"
 
 
 def above(level: Sensitivity, ceiling: Sensitivity) -> bool:
@@ -61,9 +93,17 @@ def event_sensitivity(body: bytes) -> Sensitivity:
     rebuild uses, so every form a body may take (an import batch's template and rows included)
     is judged by the records it stands for, not by where a label happens to sit in the JSON.
     """
-    doc = orjson.loads(body)
+    return payload_sensitivity(_payload(orjson.loads(body)))
+
+
+def _payload(doc: Any) -> dict[str, Any]:
     payload = doc.get("payload") if isinstance(doc, dict) else None
-    if not isinstance(payload, dict):
+    return payload if isinstance(payload, dict) else {}
+
+
+def payload_sensitivity(payload: dict[str, Any]) -> Sensitivity:
+    """:func:`event_sensitivity` of a parsed payload."""
+    if not payload:
         return Sensitivity.PUBLIC
     records = records_from_payload(payload)
     levels = [
@@ -76,11 +116,15 @@ def event_sensitivity(body: bytes) -> Sensitivity:
 
 @dataclass(slots=True)
 class Shipment:
-    """What one shipped export held: events written, how many were redacted, and their seqs."""
+    """What one shipped export held: events written, which were redacted, and why (counts by
+    reason: :data:`LABEL`, :data:`CREDENTIAL`, :data:`LOG_ABOVE_CEILING`)."""
 
     ceiling: Sensitivity
     events: int = 0
     redacted_seqs: list[int] = field(default_factory=list)
+    reasons: Counter[str] = field(default_factory=Counter)
+    #: Does the log hold any record above the ceiling (so its free text is redacted too)?
+    above_ceiling: bool = False
 
     @property
     def redacted(self) -> int:
@@ -90,29 +134,76 @@ class Shipment:
         return {
             "events": self.events,
             "redacted": self.redacted,
+            "reasons": dict(sorted(self.reasons.items())),
             "sensitivity_ceiling": self.ceiling.value,
         }
 
 
-def redact_rows(rows: Iterable[Row], shipment: Shipment) -> Iterator[tuple[int, Body, str, str]]:
-    """``rows`` with every body above ``shipment.ceiling`` replaced by its digest."""
-    ceiling = shipment.ceiling
-    for seq, body, prev_hash, digest in rows:
-        shipment.events += 1
+def _survey(rows: Iterable[Row], ceiling: Sensitivity) -> tuple[dict[int, Sensitivity], int]:
+    """Pass one: the events whose records are above ``ceiling`` (seq to level), and the last
+    seq, so pass two stops at the same head even if the log grows meanwhile."""
+    above_seqs: dict[int, Sensitivity] = {}
+    last = 0
+    for seq, body, _, _ in rows:
+        last = seq
         level = event_sensitivity(body)
-        if not above(level, ceiling):
+        if above(level, ceiling):
+            above_seqs[seq] = level
+    return above_seqs, last
+
+
+def _why(body: bytes, level: Sensitivity | None, tainted: bool) -> str | None:
+    """Why this event must be redacted, or None to keep it."""
+    if level is not None:
+        return LABEL
+    scan = scan_payload(_payload(orjson.loads(body)))
+    if any(credential_kinds_memo(text) for text in scan.texts):
+        return CREDENTIAL
+    if tainted and scan.free:
+        return LOG_ABOVE_CEILING
+    return None
+
+
+_NOTES = {
+    CREDENTIAL: "a credential in its text",
+    LOG_ABOVE_CEILING: "unlabelled text in a log holding records above the {ceiling} ceiling",
+}
+
+
+def redact_rows(rows: Rows, shipment: Shipment) -> Iterator[tuple[int, Body, str, str]]:
+    """The log from ``rows()`` with every event that must not leave replaced by its digest
+    (two passes over ``rows()``; see the module docstring for the rule)."""
+    if not callable(rows):
+        raise InputError(
+            f"shipping reads the log twice, so it needs a function that yields the rows, "
+            f"not a {type(rows).__name__}",
+            hint="pass store.chain_rows (not store.chain_rows())",
+        )
+    ceiling = shipment.ceiling
+    above_seqs, last = _survey(rows(), ceiling)
+    shipment.above_ceiling = bool(above_seqs)
+    for seq, body, prev_hash, digest in rows():
+        if seq > last:
+            break
+        shipment.events += 1
+        level = above_seqs.get(seq)
+        why = _why(body, level, shipment.above_ceiling)
+        if why is None:
             yield seq, body, prev_hash, digest
             continue
+        if level is not None:
+            note = f"{level.value} records above the {ceiling.value} ceiling"
+        else:
+            note = _NOTES[why].format(ceiling=ceiling.value)
         if chain_hash(seq, prev_hash, body) != digest:
             raise RedactionError(
                 seq,
-                f"holds {level.value} records, above the {ceiling.value} ceiling, but was "
-                "written under hash version 1, whose link needs the whole body: it cannot be "
-                "redacted and still verify (ship with a ceiling of "
-                f"{level.value}, or keep this log in-house)",
+                f"must be redacted ({note}) but was written under hash version 1, whose link "
+                "needs the whole body: it cannot be redacted and still verify (ship with a "
+                "higher ceiling, or keep this log in-house)",
             )
         shipment.redacted_seqs.append(seq)
-        note = f"{level.value} records above the {ceiling.value} ceiling"
+        shipment.reasons[why] += 1
         yield seq, RedactedBody(body_digest(body), note), prev_hash, digest
 
 
@@ -120,16 +211,14 @@ def _header(ceiling: Sensitivity) -> bytes:
     return header_line(sensitivity_ceiling=ceiling.value)
 
 
-def ship(rows: Iterable[Row], out: IO[bytes], ceiling: Sensitivity) -> Shipment:
-    """Write a shipped export of ``rows`` to a binary stream."""
+def ship(rows: Rows, out: IO[bytes], ceiling: Sensitivity) -> Shipment:
+    """Write a shipped export of the log ``rows()`` yields to a binary stream."""
     shipment = Shipment(ceiling)
     write_export(redact_rows(rows, shipment), out, _header(ceiling))
     return shipment
 
 
-def ship_to_file(
-    rows: Iterable[Row], path: str | os.PathLike[str], ceiling: Sensitivity
-) -> Shipment:
+def ship_to_file(rows: Rows, path: str | os.PathLike[str], ceiling: Sensitivity) -> Shipment:
     """Write a shipped export atomically (nothing is left behind when it is refused)."""
     shipment = Shipment(ceiling)
     export_to_file(redact_rows(rows, shipment), path, _header(ceiling))
@@ -157,9 +246,14 @@ def verify_file(
 
 
 __all__ = [
+    "CREDENTIAL",
+    "LABEL",
+    "LOG_ABOVE_CEILING",
+    "Rows",
     "Shipment",
     "above",
     "event_sensitivity",
+    "payload_sensitivity",
     "redact_rows",
     "ship",
     "ship_to_file",

@@ -14,7 +14,7 @@ import click
 
 from gnomon.firewall.audit.import_check import check_transitions
 from gnomon.firewall.audit.rebuild import rebuild as rebuild_store
-from gnomon.firewall.audit.shipping import ship, ship_to_file, verify_file
+from gnomon.firewall.audit.shipping import Shipment, ship, ship_to_file, verify_file
 from gnomon.firewall.cli.common import (
     F,
     ceiling_option,
@@ -182,8 +182,10 @@ def log_checkpoint(
     help="Write to FILE (atomically) instead of standard output.",
 )
 @ceiling_option(
-    "Ship the log: an event carrying records above LEVEL keeps only its body's digest "
-    "(the export still verifies with `gnomon log verify --file`, but cannot be imported).",
+    "Ship the log: an event carrying records above LEVEL keeps only its body's digest, and so "
+    "does, when the log holds any such record, every event carrying unlabelled free text "
+    "(queries, arguments, reasons), and any event whose text holds a credential (the export "
+    "still verifies with `gnomon log verify --file`, but cannot be imported).",
     default=None,
 )
 @json_option
@@ -194,27 +196,36 @@ def log_export(
     """Write the whole event log as NDJSON (the portable, verifiable format). With --out and
     --json, the summary is a JSON object on stdout; without --out, stdout is the NDJSON."""
     level = Sensitivity(ceiling) if ceiling is not None else None
-    redacted: int | None = None
+    shipment: Shipment | None = None
     with _open(ctx, url) as store:
         if out and level is not None:
-            shipment = ship_to_file(store.chain_rows(), out, level)
-            count, redacted = shipment.events, shipment.redacted
+            shipment = ship_to_file(store.chain_rows, out, level)
+            count = shipment.events
         elif out:
             count = export_to_file(store.chain_rows(), out)
         else:
             if level is not None:
-                ship(store.chain_rows(), sys.stdout.buffer, level)
+                ship(store.chain_rows, sys.stdout.buffer, level)
             else:
                 write_export(store.chain_rows(), sys.stdout.buffer)
             sys.stdout.buffer.flush()
             return
     if as_json:
         summary: dict[str, object] = {"exported": count, "out": out}
-        if level is not None:
-            summary.update(redacted=redacted, sensitivity_ceiling=level.value)
+        if shipment is not None:
+            summary.update(
+                redacted=shipment.redacted,
+                reasons=dict(sorted(shipment.reasons.items())),
+                sensitivity_ceiling=shipment.ceiling.value,
+            )
         echo_json(summary)
-    elif level is not None:
-        echo(f"shipped {count} events to {out}; {redacted} redacted above {level.value}", err=True)
+    elif shipment is not None:
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(shipment.reasons.items()))
+        echo(
+            f"shipped {count} events to {out}; {shipment.redacted} redacted at the "
+            f"{shipment.ceiling.value} ceiling" + (f" ({why})" if why else ""),
+            err=True,
+        )
     else:
         echo(f"exported {count} events to {out}", err=True)
 

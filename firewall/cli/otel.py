@@ -52,11 +52,11 @@ def otel_export(
     with open_store(resolve_url(ctx, url)) as store:
         if out is None:
             stdout = JsonLinesExporter(sys.stdout.buffer.write)
-            count = export_events(store.events(), stdout, ceiling=level)
+            count = export_events(store.events, stdout, ceiling=level)
             sys.stdout.buffer.flush()
             return
         with staged_file(out) as staged:
-            count = export_events(store.events(), JsonLinesExporter(staged.write), ceiling=level)
+            count = export_events(store.events, JsonLinesExporter(staged.write), ceiling=level)
     if as_json:
         echo_json({"spans": count, "out": out, "sensitivity_ceiling": level.value})
     else:

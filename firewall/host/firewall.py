@@ -193,7 +193,16 @@ class Firewall:
         )
 
     def commit(self, *drafts: EventDraft) -> list[Event]:
-        events = self.store.commit(drafts)
+        return self._committed(self.store.commit(drafts))
+
+    def commit_if_head(self, head: int, *drafts: EventDraft) -> list[Event] | None:
+        """:meth:`commit`, only if the log's last seq is still ``head`` (checked in the same
+        transaction, :meth:`Store.commit_if_head <firewall.store.base.Store.commit_if_head>`);
+        ``None`` and nothing written otherwise."""
+        events = self.store.commit_if_head(drafts, head)
+        return None if events is None else self._committed(events)
+
+    def _committed(self, events: list[Event]) -> list[Event]:
         every = self.checkpoint_every
         # periodic checkpoints: one integer comparison per commit unless a multiple was crossed
         if every and events and events[-1].seq // every != (events[0].seq - 1) // every:

@@ -20,9 +20,19 @@ attribute under ``gnomon.*``.
 
 **Redaction.** The text of a belief is exported only when its sensitivity is at or below the
 ceiling (``internal`` by default); above it the span event carries the belief's content hash
-(``gnomon.belief.content_hash``) and never the text. Observation blocks, action arguments,
-recall queries and decision summaries are exported as hashes only: they carry no label of their
-own to decide by.
+(``gnomon.belief.content_hash``) and never the text (nor its origin ids). Observation blocks,
+action arguments, recall queries and decision summaries are exported as hashes only: they carry
+no label of their own to decide by. The rest of the unlabelled text a span carries (an action's
+tool name, a kernel's reasons, an alert's reason and origin id: a hostile agent can put what it
+read into any of them) takes the sensitivity of the whole log, as in a shipped export
+(:mod:`firewall.audit.shipping`): when the log holds any record above the ceiling, every
+attribute that is not structural (:data:`STRUCTURAL`: ids, digests, states, host-given names)
+leaves as ``[redacted: LEVEL]`` and its hash. :func:`export_events` given a function that yields
+the events reads them twice to know; given a one-pass iterable, or live (:class:`OtelSubscriber`),
+it assumes the worst until told otherwise (``above_ceiling=False``) and, either way, switches on
+at the first record above the ceiling it sees. Credentials are redacted wherever they are.
+Beliefs an import batch created (no session) are span events of a ``gnomon.beliefs.imported``
+span.
 
 Two ways in: :func:`export_events` for a log read from a store (``gnomon otel export``), and
 :class:`OtelSubscriber`, a :meth:`Firewall.subscribe <firewall.Firewall.subscribe>` subscriber
@@ -36,6 +46,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from gnomon.firewall.model.errors import InputError
@@ -55,7 +66,8 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
 
 from gnomon.firewall import __about__
 from gnomon.firewall.audit.report import Redactor
-from gnomon.firewall.log.events import Event
+from gnomon.firewall.audit.shipping import payload_sensitivity
+from gnomon.firewall.log.events import IMPORTS, Event
 from gnomon.firewall.model.chain import Belief, content_hash
 from gnomon.firewall.model.states import Sensitivity
 
@@ -116,6 +128,46 @@ _MICRO = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - _EPOCH
 #: Text the firewall made itself (an id, a hash, a state): nothing for the scanner to find.
 _OWN = re.compile(r"[a-z]{2,5}_[0-9a-f]{28}|sha256:[0-9a-f]{64}|[0-9a-f]{64}|[a-z_.]{1,40}")
 
+#: Attributes whose values the firewall or the host made (ids, digests, states, levels, names the
+#: host gave): exported as they are even in a log above the ceiling. Any other string attribute
+#: is free text (default-deny).
+STRUCTURAL = frozenset(
+    {
+        "gen_ai.agent.name",
+        "gen_ai.conversation.id",
+        "gen_ai.data_source.id",
+        "gen_ai.operation.name",
+        "gen_ai.request.model",
+        "gen_ai.tool.call.id",
+        "gnomon.action.cites",
+        "gnomon.action.inputs_digest",
+        "gnomon.action.level",
+        "gnomon.action.outcome",
+        "gnomon.alert.act",
+        "gnomon.alert.alert_id",
+        "gnomon.alert.belief_ids",
+        "gnomon.alert.sentinel",
+        "gnomon.belief.content_hash",
+        "gnomon.belief.id",
+        "gnomon.belief.security",
+        "gnomon.belief.sensitivity",
+        "gnomon.belief.truth",
+        "gnomon.decision.depends_on",
+        "gnomon.decision.id",
+        "gnomon.event.kind",
+        "gnomon.import.store",
+        "gnomon.policy",
+        "gnomon.project",
+        "gnomon.recall.accepted",
+        "gnomon.recall.query_hash",
+        "gnomon.recall.quoted",
+        "gnomon.request.id",
+        "gnomon.session.id",
+    }
+)
+#: A belief's own text: exported under its label, at or below the ceiling.
+LABELLED = frozenset({"gnomon.belief.statement", "gnomon.belief.origin"})
+
 
 @dataclass(slots=True)
 class _Session:
@@ -133,11 +185,22 @@ class SpanBuilder:
     open sessions, the sensitivity of every belief seen (a belief never seen counts as above
     the ceiling), and which action each kernel request is about."""
 
-    def __init__(self, ceiling: Sensitivity = DEFAULT_CEILING) -> None:
+    def __init__(
+        self, ceiling: Sensitivity = DEFAULT_CEILING, *, above_ceiling: bool = True
+    ) -> None:
         self.ceiling = ceiling
         self._redact = Redactor(ceiling)
         self._sessions: dict[str, _Session] = {}
         self._requests: dict[str, str] = {}
+        #: The sensitivity unlabelled text takes: the log's, once it holds a record above the
+        #: ceiling (``above_ceiling``: assume it does until a survey of the log says otherwise).
+        self.free_text_level = Sensitivity.SECRET if above_ceiling else Sensitivity.PUBLIC
+
+    def learn(self, event: Event) -> None:
+        """Raise the level of unlabelled text to that of ``event``'s records, if higher."""
+        level = payload_sensitivity(dict(event.payload))
+        if level.rank > self.free_text_level.rank:
+            self.free_text_level = level
 
     # -- attributes -----------------------------------------------------------------------------
 
@@ -155,23 +218,38 @@ class SpanBuilder:
         # it would change leaves no stand-in, only the hash above and the flag
         if self._redact(belief.statement, belief.sensitivity) == belief.statement:
             out["gnomon.belief.statement"] = belief.statement
-        else:
-            out["gnomon.belief.redacted"] = True
-        return self._scrubbed(out)
+            return self._scrubbed(out)
+        out["gnomon.belief.redacted"] = True
+        # the origin ids of a withheld belief are its text too (a file path can be a secret)
+        return self._scrubbed(out, level=belief.sensitivity)
 
-    def _text(self, text: str) -> str:
-        """``text`` as a span may carry it: agent text (a tool name it chose, an origin id, a
-        statement it labelled public) holding a credential leaves as ``[redacted: …]`` and its
-        hash, whatever label it came with (:class:`~firewall.audit.report.Redactor`)."""
-        return text if _OWN.fullmatch(text) else self._redact(text)
+    def _text(self, text: str, level: Sensitivity = Sensitivity.PUBLIC) -> str:
+        """``text`` as a span may carry it, labelled ``level``: above the ceiling it leaves as
+        ``[redacted: LEVEL]`` and its hash; agent text (a tool name it chose, an origin id, a
+        statement it labelled public) holding a credential leaves the same way, whatever label it
+        came with (:class:`~firewall.audit.report.Redactor`)."""
+        if level.rank <= self.ceiling.rank and _OWN.fullmatch(text):
+            return text
+        return self._redact(text, level)
 
-    def _scrubbed(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+    def _free(self, text: str) -> str:
+        """Unlabelled text: it takes the level of the log (:attr:`free_text_level`)."""
+        return self._text(text, self.free_text_level)
+
+    def _scrubbed(
+        self, attributes: Mapping[str, Any], *, level: Sensitivity | None = None
+    ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in attributes.items():
+            text: Callable[[str], str]
+            if key in STRUCTURAL or (key in LABELLED and level is None):
+                text = self._text  # firewall-made, or a belief's own text judged by its label
+            else:
+                text = self._free if level is None else partial(self._text, level=level)
             if isinstance(value, str):
-                value = self._text(value)
+                value = text(value)
             elif isinstance(value, list | tuple):
-                value = [self._text(v) if isinstance(v, str) else v for v in value]
+                value = [text(v) if isinstance(v, str) else v for v in value]
             out[key] = value
         return out
 
@@ -201,7 +279,7 @@ class SpanBuilder:
         if event.project:
             attrs.setdefault("gnomon.project", event.project)
         return ReadableSpan(
-            name=self._text(name),
+            name=name,
             context=self._context(trace, span_id or event_span_id(event)),
             parent=self._context(trace, parent_id) if parent_id else None,
             resource=RESOURCE,
@@ -244,7 +322,10 @@ class SpanBuilder:
 
     def feed(self, event: Event) -> list[ReadableSpan]:
         """The spans ``event`` finishes (a session's span leaves with its ``session.ended``)."""
-        records = event.records() if "records" in event.payload else None
+        payload = event.payload
+        records = event.records() if "records" in payload or IMPORTS in payload else None
+        if records is not None:
+            self.learn(event)
         out: list[ReadableSpan] = []
         kind, data = event.kind, event.payload
         if kind == "session.started" and records is not None:
@@ -271,6 +352,8 @@ class SpanBuilder:
             out.append(self._lifecycle(event, data, records))
         elif kind in ("sentinel.alert", "origin.flagged"):
             out.append(self._alert(event, data))
+        elif IMPORTS in data and records is not None and state is None:
+            out.append(self._imported(event, data, records.beliefs))
         if kind == "session.ended" and state is not None:
             out.append(self._session_span(self._sessions.pop(state.id), _ns(event.at)))
         return out
@@ -331,7 +414,7 @@ class SpanBuilder:
         failed = "denied" if data.get("outcome") == "deny" else None
         return self._span(
             event,
-            f"execute_tool {name}",
+            f"execute_tool {self._free(name)}",
             attrs,
             span_id=action_span_id(action_id),
             failed=failed,
@@ -366,6 +449,19 @@ class SpanBuilder:
             failed=event.kind.split(".", 1)[1] if event.kind in _FAILED else None,
         )
 
+    def _imported(
+        self, event: Event, data: Mapping[str, Any], beliefs: Sequence[Belief]
+    ) -> ReadableSpan:
+        """An import batch (no session): one span, each belief it created a span event."""
+        at = _ns(event.at)
+        attrs: dict[str, Any] = {"gnomon.import.count": len(beliefs)}
+        if isinstance(data.get("store"), str):
+            attrs["gnomon.import.store"] = data["store"]
+        written = [
+            SpanEvent("gnomon.belief", self.belief_attributes(b), timestamp=at) for b in beliefs
+        ]
+        return self._span(event, f"gnomon.{event.kind}", attrs, events=written)
+
     def _alert(self, event: Event, data: Mapping[str, Any]) -> ReadableSpan:
         attrs: dict[str, Any] = {}
         for key in ("alert_id", "sentinel", "reason", "origin_id", "act"):
@@ -377,15 +473,26 @@ class SpanBuilder:
 
 
 def export_events(
-    events: Iterable[Event],
+    events: Iterable[Event] | Callable[[], Iterable[Event]],
     exporter: SpanExporter,
     *,
     ceiling: Sensitivity = DEFAULT_CEILING,
     batch: int = 512,
 ) -> int:
     """Export a log's events as spans; returns how many spans were exported. Sessions still
-    open at the end of the log end at their last event."""
-    builder = SpanBuilder(ceiling)
+    open at the end of the log end at their last event.
+
+    ``events`` a function (``store.events``): read twice, first to learn whether the log holds
+    a record above the ceiling (then its unlabelled text is withheld); an iterable: read once,
+    withholding unlabelled text throughout (what comes later is unknown)."""
+    if callable(events):
+        builder = SpanBuilder(ceiling, above_ceiling=False)
+        for event in events():
+            if "records" in event.payload or IMPORTS in event.payload:
+                builder.learn(event)
+        events = events()
+    else:
+        builder = SpanBuilder(ceiling)
     pending: list[ReadableSpan] = []
     count = 0
     last: datetime | None = None
@@ -419,9 +526,18 @@ class OtelSubscriber:
     """Live export: ``wall.subscribe(OtelSubscriber(exporter))``. Each commit's finished spans
     go to ``exporter`` after the commit is durable."""
 
-    def __init__(self, exporter: SpanExporter, *, ceiling: Sensitivity = DEFAULT_CEILING) -> None:
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        *,
+        ceiling: Sensitivity = DEFAULT_CEILING,
+        above_ceiling: bool = True,
+    ) -> None:
+        """``above_ceiling``: may the log already hold records above the ceiling? (True unless
+        the host knows better, e.g. a fresh store: then unlabelled text leaves in clear until
+        the first such record is committed.)"""
         self.exporter = exporter
-        self.builder = SpanBuilder(ceiling)
+        self.builder = SpanBuilder(ceiling, above_ceiling=above_ceiling)
 
     def __call__(self, events: list[Event]) -> None:
         spans = [span for event in events for span in self.builder.feed(event)]
@@ -431,7 +547,9 @@ class OtelSubscriber:
 
 __all__ = [
     "DEFAULT_CEILING",
+    "LABELLED",
     "LIFECYCLE",
+    "STRUCTURAL",
     "JsonLinesExporter",
     "OtelSubscriber",
     "SpanBuilder",

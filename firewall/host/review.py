@@ -17,6 +17,14 @@ the belief (:mod:`firewall.gate.grants`); the approval is an event (``review.app
 grant, and the belief is re-checked at that moment: a belief that stopped being a candidate since
 the list was read (quarantined, alerted, stale) is refused, whatever the list said.
 
+The approval is pinned to what the human saw: it names the belief's version (and may name its
+statement hash), and is refused (:class:`BeliefChangedError`) if the belief is no longer at that
+version (revised, quarantined) or says something else. The re-check and the commit cannot be
+split either: the approval is committed only if the log's head is still the one the check read
+(:meth:`Store.commit_if_head <firewall.store.base.Store.commit_if_head>`, one transaction on every
+backend), so a quarantine or an alert landing between them makes the commit fail; the log is read
+again and the approval re-checked (and refused) on what it now says.
+
 The projection is rebuilt from the store and the log on every call: nothing here is a second
 source of truth.
 """
@@ -50,10 +58,22 @@ if TYPE_CHECKING:
 APPROVED_KIND = "review.approved"
 #: How many beliefs one listing reads per bucket.
 DEFAULT_LIMIT = 200
+#: How many times an approval re-reads the log when other events land between its check and
+#: its commit, before giving up (each try reads only the events since the last).
+PIN_ATTEMPTS = 8
 
 
 class NotACandidateError(InputError):
     """The belief is not (or no longer) a candidate for long-term memory."""
+
+
+class BeliefChangedError(InputError):
+    """The belief changed since the version the approval names: the human approved something
+    else than what the store now holds."""
+
+
+class ReviewBusyError(InputError):
+    """The log kept moving between the approval's check and its commit."""
 
 
 @dataclass
@@ -66,10 +86,19 @@ class ReviewLog:
     @classmethod
     def read(cls, store: Store) -> ReviewLog:
         state = cls()
-        for event in state.sentinels.catch_up(store):
-            if event.kind == APPROVED_KIND:
-                state.approved.add(str(event.payload["belief_id"]))
+        state.catch_up(store)
         return state
+
+    @property
+    def seq(self) -> int:
+        """The last event this projection has read."""
+        return self.sentinels.seq
+
+    def catch_up(self, store: Store) -> None:
+        """Read the events after :attr:`seq` (an indexed tail read) and learn them."""
+        for event in self.sentinels.catch_up(store):
+            if event.kind == APPROVED_KIND:
+                self.approved.add(str(event.payload["belief_id"]))
 
     def flagged_origins_of(self, belief: Belief) -> list[str]:
         return sorted(belief.origin.origin_ids & self.sentinels.flagged_origins)
@@ -138,6 +167,8 @@ class ReviewQueue:
         def item(belief: Belief, **extra: str) -> dict[str, object]:
             return {
                 "id": belief.id,
+                "version": belief.version,
+                "statement_hash": content_hash(belief.statement),
                 "statement": belief.statement if shown is None else shown(belief),
                 "sensitivity": belief.sensitivity.value,
                 "security": belief.security_status.value,
@@ -195,48 +226,97 @@ def _chain(*groups: Iterable[Belief]) -> Iterable[Belief]:
 
 
 @checked_call
-def approve(wall: Firewall, belief_id: str, *, grant: Grant, reason: str) -> Belief:
+def approve(
+    wall: Firewall,
+    belief_id: str,
+    *,
+    grant: Grant,
+    reason: str,
+    version: int | None = None,
+    statement_hash: str | None = None,
+) -> Belief:
     """Approve a candidate for long-term memory on a ``user`` grant that covers it; one
-    ``review.approved`` event. Refused (typed) without a grant, with a forged, expired, wrong
-    authority or wrong-scope grant, or when the belief is not a candidate now."""
+    ``review.approved`` event naming the version approved and its statement hash.
+
+    ``version`` (and ``statement_hash``) pin what the human saw (``gnomon review`` shows both);
+    without ``version`` the approval pins the version current when it is called. Refused
+    (typed) without a grant, with a forged, expired, wrong authority or wrong-scope grant, when
+    the belief is not a candidate now, or when it is not at the pinned version or statement
+    (:class:`BeliefChangedError`). Committed only on the log the check read (module docstring).
+    """
     if not isinstance(reason, str) or not reason:
         raise InputError("an approval needs a reason", hint="pass reason='...'")
-    belief = wall.require_belief(belief_id)
-    now = wall.clock()
-    checked = wall.verifier.verify(
-        grant,
-        {GrantAuthority.USER},
-        now=now,
-        operation=f"approving {belief_id} for long-term memory",
-        belief=belief,
-    )
-    why = why_not_candidate(belief, ReviewLog.read(wall.store), now)
-    if why is not None:
-        raise NotACandidateError(
-            f"{belief_id} is not a candidate for long-term memory: {why}",
-            hint="`gnomon review` lists the candidates; a flagged belief needs checking first",
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+        raise InputError(
+            f"version must be a whole number, got {type(version).__name__}",
+            hint="the version `gnomon review` listed, e.g. version=3",
         )
-    wall.commit(
-        wall.draft(
+    log = ReviewLog.read(wall.store)
+    for _ in range(PIN_ATTEMPTS):
+        head = log.seq
+        # read after the log: a belief newer than ``head`` moves the head, and the commit fails
+        belief = wall.require_belief(belief_id)
+        if version is None:
+            version = belief.version
+        _check_pinned(belief, version, statement_hash)
+        now = wall.clock()
+        checked = wall.verifier.verify(
+            grant,
+            {GrantAuthority.USER},
+            now=now,
+            operation=f"approving {belief_id} for long-term memory",
+            belief=belief,
+        )
+        why = why_not_candidate(belief, log, now)
+        if why is not None:
+            raise NotACandidateError(
+                f"{belief_id} is not a candidate for long-term memory: {why}",
+                hint="`gnomon review` lists the candidates; a flagged belief needs checking first",
+            )
+        draft = wall.draft(
             APPROVED_KIND,
             actor=f"user:{checked.subject}",
             now=now,
             project=belief.project,
             data={
                 "belief_id": belief.id,
+                "version": belief.version,
                 "grant_id": checked.id,
                 "reason": reason,
                 "statement_hash": content_hash(belief.statement),
             },
         )
+        if wall.commit_if_head(head, draft) is not None:
+            return belief
+        log.catch_up(wall.store)  # something landed between the check and the commit
+    raise ReviewBusyError(
+        f"approving {belief_id}: the log moved between the check and the commit "
+        f"{PIN_ATTEMPTS} times; nothing was approved",
+        hint="try again when the store is quieter",
     )
-    return belief
+
+
+def _check_pinned(belief: Belief, version: int, statement_hash: str | None) -> None:
+    if belief.version != version:
+        raise BeliefChangedError(
+            f"{belief.id} changed since version {version}: it is at version {belief.version} "
+            f"now (truth {belief.truth_status.value}, security {belief.security_status.value})",
+            hint="list it again with `gnomon review` and approve the version you see",
+        )
+    if statement_hash is not None and content_hash(belief.statement) != statement_hash:
+        raise BeliefChangedError(
+            f"{belief.id} says something else than the statement {statement_hash} named",
+            hint="list it again with `gnomon review` and approve the statement you see",
+        )
 
 
 __all__ = [
     "APPROVED_KIND",
+    "PIN_ATTEMPTS",
+    "BeliefChangedError",
     "Flagged",
     "NotACandidateError",
+    "ReviewBusyError",
     "ReviewLog",
     "ReviewQueue",
     "approve",

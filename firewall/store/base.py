@@ -119,6 +119,16 @@ class Store(ABC):
         self.close()
 
     @abstractmethod
+    def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
+        """Commit ``drafts`` only if the chain's last seq is still ``head``; else ``None``.
+
+        The check and the commit are one transaction (under the same lock every writer takes),
+        so nothing can be committed between them: a caller that decided on the state the log
+        had at ``head`` (read after it) commits on exactly that state or not at all, and reads
+        again. This is how a review approval is pinned to what was checked
+        (:func:`firewall.host.review.approve`)."""
+
+    @abstractmethod
     def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
         """Claim the one execution of ``request_id``, committing ``draft`` with the claim.
 

@@ -187,6 +187,13 @@ class MemoryStore(Store):
             self._apply(sealed, records, staged)
             return sealed
 
+    def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
+        with self._lock:
+            self._check_open()
+            if self._head()[0] != head:
+                return None
+            return self.commit(drafts)
+
     def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
         with self._lock:
             self._check_open()

@@ -235,6 +235,15 @@ class FileLogStore(MemoryStore):
                 self._catch_up(recover=True)
                 return self._append(drafts)
 
+    def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
+        with self._lock:
+            self._check_open()
+            with self._flock(fcntl.LOCK_EX):
+                self._catch_up(recover=True)  # what other processes appended counts too
+                if self._head()[0] != head:
+                    return None
+                return self._append(drafts) if drafts else []
+
     def append_sealed(self, events: Sequence[Event]) -> None:
         if not events:
             return

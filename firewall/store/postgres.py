@@ -613,6 +613,18 @@ class PostgresStore(Store):
             return []
         return self._retrying("committing events", lambda conn: self._write(conn, drafts))
 
+    def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
+        def work(conn: psycopg.Connection[Any]) -> list[Event] | None:
+            # The head row is locked FOR UPDATE when the transaction begins: no other writer
+            # of this tenant commits until this one ends, so the seq read is the one continued.
+            locked = self._lock_head(conn)
+            if locked[0] != head:
+                return None
+            self._heads[id(conn)] = locked  # _write takes the lock this transaction holds
+            return self._write(conn, drafts) if drafts else []
+
+        return self._retrying("committing on a pinned head", work)
+
     def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
         def work(conn: psycopg.Connection[Any]) -> Event | None:
             # A concurrent claimer of the same id waits on the primary key until this

@@ -377,6 +377,17 @@ class SQLiteStore(Store):
             return []
         return self._atomic("committing events", lambda conn: self._write(conn, drafts))
 
+    def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
+        def work(conn: sqlite3.Connection) -> list[Event] | None:
+            # Under BEGIN IMMEDIATE (one writer at a time): the head read here is the one
+            # _write continues.
+            row = conn.execute("SELECT max(seq) FROM events").fetchone()
+            if (row[0] or 0) != head:
+                return None
+            return self._write(conn, drafts) if drafts else []
+
+        return self._atomic("committing on a pinned head", work)
+
     def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
         def work(conn: sqlite3.Connection) -> Event | None:
             # Under BEGIN IMMEDIATE (one writer at a time): the primary key decides the winner.
