@@ -337,7 +337,10 @@ class StoreContract(LogContract, ABC):
 
         events = store.claim_execution("req_two", drafts("req_two"))
         assert events is not None
-        assert [(e.seq, e.kind) for e in events] == [(1, "action.proposed"), (2, "action.executing")]
+        assert [(e.seq, e.kind) for e in events] == [
+            (1, "action.proposed"),
+            (2, "action.executing"),
+        ]
         assert store.claim_execution("req_two", drafts("req_two")) is None
         assert store.head()[0] == 2
         # a draft that cannot be stored rolls the whole claim back: the request stays claimable

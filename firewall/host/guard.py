@@ -31,14 +31,14 @@ The framework integrations (``firewall.integrations.langchain``, ``.openai_agent
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gnomon.firewall.host.channels import Channel
 from gnomon.firewall.host.tool_calls import ToolCall
 from gnomon.firewall.kernel import ledger as L
-from gnomon.firewall.kernel.kernel import Flow, adrive, drive
+from gnomon.firewall.kernel.kernel import Flow, Run, adrive, drive
 from gnomon.firewall.log.events import EventDraft
 from gnomon.firewall.model.errors import GnomonError
 from gnomon.firewall.model.origin import Origin
@@ -117,13 +117,18 @@ class GuardedTool:
             return self._invalid(exc)
         return self._reply(result, outcome)
 
-    async def acall(self, args: Mapping[str, Any] | None = None) -> tuple[ToolReply, Recording]:
+    async def acall(
+        self,
+        args: Mapping[str, Any] | None = None,
+        run: Callable[[Run], Awaitable[object]] | None = None,
+    ) -> tuple[ToolReply, Recording]:
         """Host side, in the event loop: the call's reply, and what is left to record (the
-        outcome and the observation of a call that ran; :meth:`record` commits it). The
-        executor may be async (awaited here, no worker thread). The caller must record before
-        the session's next decision: until then the session's label lacks what this read."""
+        outcome and the observation of a call that ran; :meth:`record` commits it). The tool
+        runs through ``run`` (or its executor, awaited if async): no worker thread. The caller
+        must record before the session's next decision: until then the session's label lacks
+        what this call read."""
         try:
-            result, outcome = await adrive(self._flow(args))
+            result, outcome = await adrive(self._flow(args), run)
         except GnomonError as exc:
             return self._invalid(exc), None
         reply = self._answer(result)

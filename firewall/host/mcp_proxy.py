@@ -32,9 +32,10 @@ command is one ``http(s)://`` URL, a server already running over streamable HTTP
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -46,15 +47,19 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from gnomon import firewall
+from gnomon.firewall.__about__ import __version__
 from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
-from gnomon.firewall.host.guard import GuardedTool, ToolReply, guard
+from gnomon.firewall.host.guard import GuardedTool, Recording, ToolReply, guard
 from gnomon.firewall.host.mcp_config import ProxyConfig
 from gnomon.firewall.host.sentinels import SentinelArbiter
 from gnomon.firewall.host.session import Session
 from gnomon.firewall.kernel import ActionKernel, load_action_policy
-from gnomon.firewall.kernel.kernel import ActionResult
+from gnomon.firewall.kernel.kernel import ActionResult, Run
 from gnomon.firewall.model.errors import GnomonError, InputError
 from gnomon.firewall.model.origin import Origin
 
@@ -70,7 +75,15 @@ def result_text(output: object) -> str:
 
 
 class Proxy:
-    """Host-side: the kernel, the session and the guarded tools of one proxied server."""
+    """Host-side: the kernel, the session and the guarded tools of the proxied servers.
+
+    Every call takes the proxy's one lane (an async lock, FIFO): it first waits until the
+    previous call's record is committed, then decides, claims and runs (the upstream call
+    awaited in the event loop). With ``defer_records``, a call that ran is recorded (its
+    outcome and observation, one commit) by the proxy's one writer thread after the reply has
+    gone back, so the next decision still sees what this call read (label, log) but the agent
+    does not wait for the record. A record that fails stops the proxy: every later call is
+    refused (it could not see what the failed record carried)."""
 
     def __init__(
         self,
@@ -78,6 +91,8 @@ class Proxy:
         wall: firewall.Firewall,
         session: Session,
         upstream: Client | Mapping[str, Client],
+        *,
+        defer_records: bool = False,
     ) -> None:
         self._config = config
         self._wall = wall
@@ -87,10 +102,14 @@ class Proxy:
             {config.server: upstream} if isinstance(upstream, Client) else dict(upstream)
         )
         self._served_by: dict[str, str] = {}  # tool name -> the server that offers it
-        self._lock = threading.Lock()  # one kernel operation at a time (worker threads)
         self._tools: list[types.Tool] = []
+        self._listing: dict[str, Any] = {}  # the tools/list result, serialized once
         self._guarded: dict[str, GuardedTool] = {}
         self._kernel: ActionKernel | None = None
+        self._lane = anyio.Lock()  # one call at a time: decide, run, then the record
+        self._writer = ThreadPoolExecutor(1, "gnomon-proxy-writer") if defer_records else None
+        self._pending: Future[None] | None = None  # the last call's record, not yet waited for
+        self._broken: BaseException | None = None  # a record that failed
 
     async def start(self) -> None:
         for server, client in self._upstreams.items():
@@ -102,6 +121,9 @@ class Proxy:
                         hint="put them behind two proxies, or drop one from servers:",
                     )
                 self._tools.append(tool)
+        self._listing = types.ListToolsResult(tools=self._tools).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
         names = [t.name for t in self._tools]
         config = self._config
         operator = [load_public_key(p, purpose=KeyPurpose.POLICY) for p in config.operator_keys]
@@ -120,11 +142,15 @@ class Proxy:
 
     def _executor(self, name: str) -> Any:
         def run(args: dict[str, Any]) -> types.CallToolResult:
-            # runs in a worker thread (the kernel is synchronous): call back into the loop
+            # an approved hold runs in a worker thread (see _wait): call back into the loop
             client = self._upstreams[self._served_by[name]]
             return anyio.from_thread.run(client.call_tool, name, args)
 
         return run
+
+    async def _run(self, step: Run) -> types.CallToolResult:
+        """An allowed call's upstream call, awaited in the event loop."""
+        return await self._upstreams[self._served_by[step.tool]].call_tool(step.tool, step.args)
 
     def _tool(self, name: str) -> GuardedTool:
         tool = self._guarded.get(name)
@@ -143,52 +169,162 @@ class Proxy:
             self._guarded[name] = tool
         return tool
 
-    def call(self, name: str, args: dict[str, Any]) -> ToolReply:
-        """One call, synchronously (in a worker thread): propose, then wait out a hold."""
-        try:
-            with self._lock:
+    async def call(self, name: str, args: dict[str, Any]) -> ToolReply:
+        """One call: through the kernel, and a hold waited out (up to ``hold_timeout``)."""
+        async with self._lane:
+            await self._settle()
+            if self._broken is not None:
+                meta = {"verdict": "refused", "rule": None, "request_id": None}
+                text = (
+                    f"gnomon: {name} was not run: the proxy could not record an earlier result "
+                    f"({self._broken!r}); restart it"
+                )
+                return ToolReply(text, True, meta)
+            try:
                 tool = self._tool(name)
-                reply = tool(args)
-        except GnomonError as exc:  # a tool name no label or contract can hold
-            meta = {"verdict": "denied", "rule": None, "request_id": None}
-            return ToolReply(f"gnomon: {name} was not run: {exc}", True, meta)
-        if reply.meta.get("verdict") != "held":
-            return reply
-        return self._wait(tool, str(reply.meta["request_id"]), reply)
+                reply, recording = await tool.acall(args, self._run)
+            except GnomonError as exc:  # a tool name no label or contract can hold
+                meta = {"verdict": "denied", "rule": None, "request_id": None}
+                return ToolReply(f"gnomon: {name} was not run: {exc}", True, meta)
+            if recording is not None:
+                if self._writer is None:
+                    self._record(tool, recording)
+                else:
+                    self._pending = self._writer.submit(self._record, tool, recording)
+            if reply.meta.get("verdict") != "held":
+                return reply
+            request_id = str(reply.meta["request_id"])
+            return await anyio.to_thread.run_sync(self._wait, tool, request_id)
 
-    def _wait(self, tool: GuardedTool, request_id: str, held: ToolReply) -> ToolReply:
+    def _record(self, tool: GuardedTool, recording: Recording) -> None:
+        """Commit a call's outcome and observation (the writer thread, when deferred)."""
+        tool.record(recording)
+
+    async def _settle(self) -> None:
+        """Wait until the last call's record is committed; remember a failure."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        if not pending.done():  # only when the next call came before the writer finished
+            await anyio.to_thread.run_sync(wait_futures, [pending])
+        problem = pending.exception()
+        if problem is not None and self._broken is None:
+            self._broken = problem
+
+    async def aclose(self) -> None:
+        """Commit the last record and stop the writer."""
+        async with self._lane:
+            await self._settle()
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+
+    def _wait(self, tool: GuardedTool, request_id: str) -> ToolReply:
+        """A held call, in a worker thread (the lane is held): poll for ``gnomon approve``."""
         kernel = self._kernel
         assert kernel is not None
         deadline = time.monotonic() + self._config.hold_timeout
         while time.monotonic() < deadline:
-            with self._lock:
-                for outcome in kernel.process_submitted():
-                    if isinstance(outcome, ActionResult) and outcome.request_id == request_id:
-                        return tool._reply(outcome)
-                status = kernel.status(request_id)
-                if status.status != "held":
-                    return tool._reply(status)
+            for outcome in kernel.process_submitted(request_id):
+                if isinstance(outcome, ActionResult) and outcome.request_id == request_id:
+                    return tool._reply(outcome)
+            status = kernel.status(request_id)
+            if status.status != "held":
+                return tool._reply(status)
             time.sleep(self._config.poll_interval)
-        with self._lock:
-            reason = (
-                f"approval timed out: no approval within {self._config.hold_timeout:g}s "
-                "(denied; a later approval does not run it)"
-            )
-            return tool._reply(kernel.withdraw(request_id, reason))
+        reason = (
+            f"approval timed out: no approval within {self._config.hold_timeout:g}s "
+            "(denied; a later approval does not run it)"
+        )
+        return tool._reply(kernel.withdraw(request_id, reason))
 
     # -- the MCP server in front ------------------------------------------------------------
 
     def server(self) -> Server[Any]:
+        """The SDK's lowlevel server over this proxy (streamable HTTP, in-process clients)."""
+
         async def list_tools(
             _ctx: Any, _params: types.PaginatedRequestParams | None
         ) -> types.ListToolsResult:
             return types.ListToolsResult(tools=self._tools)
 
         async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-            reply = await anyio.to_thread.run_sync(self.call, params.name, params.arguments or {})
-            return to_result(reply)
+            return to_result(await self.call(params.name, params.arguments or {}))
 
         return Server("gnomon-mcp-proxy", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def relay(
+        self,
+        read: ReadStream[SessionMessage | Exception],
+        write: WriteStream[SessionMessage],
+    ) -> None:
+        """Serve the agent's side of a transport (stdio) at the message level: each JSON-RPC
+        request is parsed once by the transport and answered here, without the SDK's server
+        session (no second validation, dispatch and context per message). ``initialize``,
+        ``ping``, ``tools/list`` and ``tools/call`` are answered; every other request is
+        "method not found" (the proxy offers tools only: a resource or prompt passed through
+        would reach the agent unrecorded); notifications need no answer."""
+        async with anyio.create_task_group() as tasks:
+            async for item in read:
+                if isinstance(item, Exception):
+                    await write.send(_error(None, types.PARSE_ERROR, f"unreadable message: {item}"))
+                elif isinstance(item.message, types.JSONRPCRequest):
+                    tasks.start_soon(self._answer, item.message, write)
+
+    async def _answer(
+        self, request: types.JSONRPCRequest, write: WriteStream[SessionMessage]
+    ) -> None:
+        try:
+            reply = await self._reply(request)
+        except Exception as exc:  # never a crashed relay: the agent gets a JSON-RPC error
+            reply = _error(request.id, types.INTERNAL_ERROR, f"gnomon mcp proxy: {exc!r}")
+        await write.send(reply)
+
+    async def _reply(self, request: types.JSONRPCRequest) -> SessionMessage:
+        params = request.params or {}
+        method = request.method
+        reply: SessionMessage
+        if method == "tools/call":
+            name, args = params.get("name"), params.get("arguments")
+            if not isinstance(name, str) or not isinstance(args, dict | None):
+                why = "tools/call takes params {name: string, arguments: object}"
+                reply = _error(request.id, types.INVALID_PARAMS, why)
+            else:
+                result = to_result(await self.call(name, args or {}))
+                reply = _response(request.id, result.model_dump(**_WIRE))
+        elif method == "tools/list":
+            reply = _response(request.id, self._listing)
+        elif method == "ping":
+            reply = _response(request.id, {})
+        elif method == "initialize":
+            asked = params.get("protocolVersion")
+            version = asked if asked in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+            reply = _response(request.id, _initialized(version))
+        else:
+            why = f"gnomon mcp proxy offers tools only: {method!r} is not relayed"
+            reply = _error(request.id, types.METHOD_NOT_FOUND, why)
+        return reply
+
+
+#: How a result is written on the wire (the SDK's own serialization of a result).
+_WIRE: dict[str, Any] = {"mode": "json", "by_alias": True, "exclude_none": True}
+
+
+def _initialized(version: str) -> dict[str, Any]:
+    result = types.InitializeResult(
+        protocol_version=version,
+        capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
+        server_info=types.Implementation(name="gnomon-mcp-proxy", version=__version__),
+    )
+    return result.model_dump(**_WIRE)
+
+
+def _response(request_id: types.RequestId, result: dict[str, Any]) -> SessionMessage:
+    return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result))
+
+
+def _error(request_id: types.RequestId | None, code: int, message: str) -> SessionMessage:
+    error = types.ErrorData(code=code, message=message)
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
 def to_result(reply: ToolReply) -> types.CallToolResult:
@@ -265,7 +401,7 @@ async def run_proxy(
         session = stack.enter_context(
             wall.session(project=config.project, actor=config.actor, user=config.user)
         )
-        proxy = Proxy(config, wall, session, upstreams)
+        proxy = Proxy(config, wall, session, upstreams, defer_records=True)
         try:
             await proxy.start()
         except GnomonError as exc:
@@ -273,12 +409,15 @@ async def run_proxy(
             # their task groups' exception group, not as the typed error it is
             problem = exc
         else:
-            server = proxy.server()
-            if http is not None:
-                await _serve_http(server, *http)
-            else:
-                read, write = await stack.enter_async_context(stdio_server())
-                await server.run(read, write, server.create_initialization_options())
+            try:
+                if http is not None:
+                    await _serve_http(proxy.server(), *http)
+                else:
+                    read, write = await stack.enter_async_context(stdio_server())
+                    await proxy.relay(read, write)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await proxy.aclose()
     if problem is not None:
         raise problem
 

@@ -24,7 +24,7 @@ Flow of one request (every step an event carrying the session's context ids):
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -88,9 +88,10 @@ class ActionResult:
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One step of an execution flow: the driver runs ``executor(args)`` (awaiting it when the
-    driver is async and it returns an awaitable) and sends back ``(output, error)``."""
+    """One step of an execution flow: the driver runs ``executor(args)`` (an async driver may run
+    ``tool`` its own way, and awaits an awaitable) and sends back ``(output, error)``."""
 
+    tool: str
     executor: Executor
     args: dict[str, Any]
 
@@ -115,14 +116,17 @@ def drive(flow: Flow) -> tuple[ActionResult, EventDraft | None]:
         return done.value  # type: ignore[no-any-return]
 
 
-async def adrive(flow: Flow) -> tuple[ActionResult, EventDraft | None]:
-    """Run ``flow`` in the event loop, awaiting an executor that returns an awaitable (the
-    upstream call of an MCP proxy): no worker thread between the kernel and the tool."""
+async def adrive(
+    flow: Flow, run: Callable[[Run], Awaitable[object]] | None = None
+) -> tuple[ActionResult, EventDraft | None]:
+    """Run ``flow`` in the event loop: the tool through ``run`` when given (the upstream call
+    of an MCP proxy), else its executor, awaited when it returns an awaitable. No worker
+    thread between the kernel and the tool."""
     try:
         step = next(flow)
         while True:
             try:
-                output = step.executor(step.args)
+                output = step.executor(step.args) if run is None else run(step)
                 if inspect.isawaitable(output):
                     output = await output
                 ran: tuple[object, Exception | None] = (output, None)
@@ -470,17 +474,19 @@ class ActionKernel:
     def _execute_flow(self, request_id: str, *, proposed: EventDraft | None = None) -> Flow:
         """Claim and run ``request_id``. With ``proposed`` (an allowed proposal not yet
         written), the proposal is committed in the claim's transaction."""
+        known: L.RequestState | None = None
         if proposed is None:
-            state = self._state(request_id)
-            if state is None:
+            known = self._state(request_id)
+            if known is None:
                 raise UnknownIdError("request", request_id)
-            if state.status not in EXECUTABLE:
+            if known.status not in EXECUTABLE:
                 raise ActionPendingError(
-                    f"request {request_id} is {state.status}: only an allowed or approved "
+                    f"request {request_id} is {known.status}: only an allowed or approved "
                     "action executes",
                     hint="a held action needs a signed approval from a pinned approver key",
                 )
-            claims = [self._draft_for(state, L.EXECUTING, {"request_id": request_id})]
+            claims = [self._draft_for(known, L.EXECUTING, {"request_id": request_id})]
+            action_id = known.action_id
         else:
             executing = self._draft(
                 proposed.session_id,
@@ -490,16 +496,17 @@ class ActionKernel:
                 {"request_id": request_id},
             )
             claims = [proposed, executing]
+            action_id = str(proposed.data["action_id"])
         claimed = self._wall.claim_execution(request_id, claims)
         if claimed is None:
-            action_id = state.action_id if proposed is None else str(proposed.data["action_id"])
-            result = ActionResult(
-                request_id, action_id, "executing", ("another process executed it",)
-            )
-            return result, None
-        if proposed is not None:
-            # the request's state from the events just committed, not a read of the store
-            state = L.read_ledger(self._wall.store, events=claimed).requests[request_id]
+            reasons = ("another process executed it",)
+            return ActionResult(request_id, action_id, "executing", reasons), None
+        # an allowed proposal's state comes from the events just committed, not a store read
+        state = (
+            L.read_ledger(self._wall.store, events=claimed).requests[request_id]
+            if known is None
+            else known
+        )
         now = self._wall.clock()
         problems = revalidate(
             [Snapshot.model_validate(s) for s in state.proposal.get("preconditions", [])],
@@ -516,7 +523,7 @@ class ActionKernel:
             self._record_for(request_id, L.REFUSED, {"problems": problems}, state=state)
             return ActionResult(request_id, state.action_id, "refused", tuple(problems)), None
         assert executor is not None
-        output, error = yield Run(executor, dict(state.proposal["args"]))
+        output, error = yield Run(tool, executor, dict(state.proposal["args"]))
         if error is None:
             success, summary = True, _summary(output)
         else:
@@ -608,9 +615,7 @@ class ActionKernel:
         *,
         records: Records | None = None,
     ) -> EventDraft:
-        return self._draft(
-            state.session_id, state.project, state.user, kind, data, records=records
-        )
+        return self._draft(state.session_id, state.project, state.user, kind, data, records=records)
 
     def _record_in(
         self, session: Session, request_id: str, kind: str, data: Mapping[str, Any]

@@ -62,7 +62,6 @@ class DecayRow(NamedTuple):
     expired: bool
 
 
-
 def claim_drafts(drafts: Sequence[EventDraft]) -> Sequence[EventDraft]:
     """``drafts`` for :meth:`Store.claim_execution`, which needs at least one (an empty claim
     would be indistinguishable from a lost race)."""
@@ -72,6 +71,7 @@ def claim_drafts(drafts: Sequence[EventDraft]) -> Sequence[EventDraft]:
             hint="pass the action.executing draft (and any event to commit with it)",
         )
     return drafts
+
 
 class Store(ABC):
     """Abstract store: one transactional commit, log reads, and indexed projection reads."""
