@@ -5,19 +5,20 @@ by the ``mcp`` SDK client three ways in the same run, the calls interleaved so t
 see the same machine load:
 
 * **direct**: the client talks to the server;
-* **relay**: through a bare SDK relay (this file with ``--relay CMD``: the same lowlevel ``Server``
-  in front of the same ``Client``, the same worker-thread hop, no kernel), the floor any
-  stdio-in-front proxy built on the SDK pays;
-* **proxied**: through ``gnomon mcp proxy`` (a signed default action policy, a SQLite store).
-  Each call is a kernel proposal (its request state read by request id), the sentinel arbiter's
-  look at the log's tail, the execution claim, the upstream call, the outcome and the recorded
-  observation (envelope + content claims), all committed to the store: four commits.
+* **relay**: through a bare SDK relay (this file with ``--relay CMD``: the SDK's lowlevel
+  ``Server`` in front of the same ``Client``, with the worker-thread hop the proxy used to
+  make, no kernel): what a stdio-in-front proxy built on the SDK's server session pays;
+* **proxied**: through ``gnomon mcp proxy`` (a signed default action policy, a SQLite store):
+  its message-level relay in front, the kernel's decision (the sentinel arbiter's look at the
+  log's tail; the proposal and the execution claim in one commit), the upstream call awaited
+  in the event loop; the outcome and the observation (envelope + content claims) are one
+  commit by the proxy's writer thread after the reply, ordered before the next decision.
 
 The figure is p50(proxied) - p50(direct), with p50(relay) - p50(direct) beside it. Target:
 <= 2 ms. Figures and the breakdown are in docs/benchmarks.md ("MCP proxy").
 
 ``--in-process`` measures the proxy's own work without any process hop: ``Proxy.call`` against
-a canned upstream, in the worker thread the proxy uses, after ``--log`` earlier calls (the
+a canned upstream, its record committed before it returns, after ``--log`` earlier calls (the
 kernel's reads must not grow with the log), as wall and CPU time per call.
 
     .venv/bin/python bench/mcp_proxy.py --n 200 --rounds 3
@@ -126,7 +127,8 @@ class _Canned:
 
 
 async def in_process(n: int, log: int) -> tuple[float, float]:
-    """p50 wall and CPU milliseconds of one ``Proxy.call`` after ``log`` earlier calls."""
+    """p50 wall and CPU milliseconds of one ``Proxy.call`` after ``log`` earlier calls, its
+    record included (committed before the call returns)."""
     from gnomon import firewall
     from gnomon.firewall.host.mcp_config import load_proxy_config
     from gnomon.firewall.host.mcp_proxy import Proxy
@@ -136,11 +138,11 @@ async def in_process(n: int, log: int) -> tuple[float, float]:
         proxy = Proxy(config, wall, s, {"bench": _Canned()})  # type: ignore[dict-item]
         await proxy.start()
         for _ in range(log):
-            await anyio.to_thread.run_sync(proxy.call, "read_readme", {})
+            await proxy.call("read_readme", {})
         walls, cpus = [], []
         for _ in range(n):
             start, cpu = time.perf_counter(), time.process_time()
-            reply = await anyio.to_thread.run_sync(proxy.call, "read_readme", {})
+            reply = await proxy.call("read_readme", {})
             walls.append(time.perf_counter() - start)
             cpus.append(time.process_time() - cpu)
             assert not reply.is_error
@@ -157,6 +159,7 @@ def main() -> None:
     parser.add_argument("--in-process", action="store_true", help="the proxy's own work only")
     parser.add_argument("--log", type=int, default=2000, help="earlier calls (--in-process)")
     args = parser.parse_args()
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.in_process:
         for _ in range(args.rounds):
             w, c = anyio.run(in_process, args.n, args.log)
@@ -194,7 +197,8 @@ def main() -> None:
     floor = statistics.median(r - d for d, r, _ in rows)
     print(
         f"median of {args.rounds} rounds x {args.n} calls: proxy adds {added:.2f} ms "
-        f"(target <= 2 ms); a bare SDK relay adds {floor:.2f} ms"
+        f"(target <= 2 ms); a bare SDK relay adds {floor:.2f} ms; "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
 
 

@@ -46,7 +46,6 @@ import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.server.lowlevel.server import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
@@ -56,6 +55,7 @@ from gnomon.firewall.__about__ import __version__
 from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
 from gnomon.firewall.host.guard import GuardedTool, Recording, ToolReply, guard
 from gnomon.firewall.host.mcp_config import ProxyConfig
+from gnomon.firewall.host.mcp_stdio import stdio_pipes
 from gnomon.firewall.host.sentinels import SentinelArbiter
 from gnomon.firewall.host.session import Session
 from gnomon.firewall.kernel import ActionKernel, load_action_policy
@@ -413,7 +413,7 @@ async def run_proxy(
                 if http is not None:
                     await _serve_http(proxy.server(), *http)
                 else:
-                    read, write = await stack.enter_async_context(stdio_server())
+                    read, write = await stack.enter_async_context(stdio_pipes())
                     await proxy.relay(read, write)
             finally:
                 with anyio.CancelScope(shield=True):
