@@ -38,13 +38,16 @@ async def stdio_pipes() -> AsyncIterator[
     try:
         incoming_w, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         outgoing, outgoing_r = anyio.create_memory_object_stream[SessionMessage](0)
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_read_lines, wire_in, incoming_w)
-            tasks.start_soon(_write_lines, wire_out, outgoing_r)
-            try:
-                yield incoming, outgoing
-            finally:
-                tasks.cancel_scope.cancel()
+        async with anyio.create_task_group() as writing:
+            writing.start_soon(_write_lines, wire_out, outgoing_r)
+            async with anyio.create_task_group() as reading:
+                reading.start_soon(_read_lines, wire_in, incoming_w)
+                try:
+                    yield incoming, outgoing
+                finally:
+                    reading.cancel_scope.cancel()
+                    # what was sent is written before the wire is given back
+                    outgoing.close()
     finally:
         _release(0, wire_in)
         _release(1, wire_out)
