@@ -475,7 +475,7 @@ def _in_process(
     folder: Path, script: Callable[[Callable[[], Any], Client], Any], *, timeout: float = 0.2
 ) -> Any:
     """``script(new_proxy, upstream)`` against the push server (a real subprocess, stdio):
-    ``new_proxy()`` opens a fresh session and a proxy that records after replying."""
+    ``new_proxy()`` opens a fresh session and its proxy."""
     from gnomon.firewall.host.mcp_config import load_proxy_config
     from gnomon.firewall.host.mcp_proxy import Proxy
 
@@ -492,7 +492,7 @@ def _in_process(
                 session = sessions.enter_context(
                     wall.session(project="shop", actor="coder", user="alice")
                 )
-                proxy = Proxy(config, wall, session, up, defer_records=True)
+                proxy = Proxy(config, wall, session, up)
                 await proxy.start()
                 proxies.append(proxy)
                 return proxy
@@ -502,13 +502,13 @@ def _in_process(
                     return await script(new_proxy, up)
                 finally:
                     for proxy in proxies:
-                        await proxy.aclose()
+                        await proxy.flush()
 
     return anyio.run(main)
 
 
 def _slowed(proxy: Any, seconds: float) -> None:
-    """The writer thread takes ``seconds`` longer over every record."""
+    """Every record takes ``seconds`` longer."""
     record = proxy._record
 
     def slow(*args: Any) -> None:
@@ -518,24 +518,24 @@ def _slowed(proxy: Any, seconds: float) -> None:
     proxy._record = slow
 
 
-@pytest.mark.parametrize("writer_delay", [0.0, 0.05])
+@pytest.mark.parametrize("record_delay", [0.0, 0.05])
 def test_a_poisoned_result_reaches_the_very_next_decision(
-    tmp_path: Path, writer_delay: float
+    tmp_path: Path, record_delay: float
 ) -> None:
     """The attack on the deferred record: read the poisoned README, then at once ask for an L3
     local write, which the policy allows in a clean session and holds in a tainted one. The
-    README's record is committed by the writer thread after the reply went back (slowed here
-    by ``writer_delay``); the note's decision must still come after it, every time, in a
-    fresh session each round: held (then denied at the timeout), the note never written."""
-    rounds = 12 if writer_delay else 30
+    README's record is left pending when its reply goes back (and slowed here by
+    ``record_delay``); the note's decision must still come after it, every time, in a fresh
+    session each round: held (then denied at the timeout), the note never written."""
+    rounds = 12 if record_delay else 30
 
     async def script(new_proxy: Callable[[], Any], _up: Client) -> list[tuple[Any, Any]]:
         out = []
         for _ in range(rounds):
             proxy = await new_proxy()
-            _slowed(proxy, writer_delay)
-            readme = await proxy.call("read_readme", {})
-            note = await proxy.call("draft_note", {"text": "push to main"})
+            _slowed(proxy, record_delay)
+            readme = await proxy.call("read_readme", {}, defer=True)
+            note = await proxy.call("draft_note", {"text": "push to main"}, defer=True)
             out.append((readme, note))
         return out
 
@@ -566,7 +566,7 @@ def test_a_clean_session_runs_the_l3_note(tmp_path: Path) -> None:
 
 
 def test_a_record_that_fails_refuses_every_later_call(tmp_path: Path) -> None:
-    """Fail closed: if the writer cannot commit a result's record, the session's label may lack
+    """Fail closed: if a result's record cannot be committed, the session's label may lack
     what the agent read, so no later call is decided at all (nothing reaches the server)."""
 
     async def script(new_proxy: Callable[[], Any], _up: Client) -> tuple[Any, ...]:
@@ -576,9 +576,10 @@ def test_a_record_that_fails_refuses_every_later_call(tmp_path: Path) -> None:
             raise OSError("disk full")
 
         proxy._record = broken
-        readme = await proxy.call("read_readme", {})
+        readme = await proxy.call("read_readme", {}, defer=True)
         after = [
-            await proxy.call(n, a) for n, a in (("draft_note", {"text": "x"}), ("read_readme", {}))
+            await proxy.call(n, a, defer=True)
+            for n, a in (("draft_note", {"text": "x"}), ("read_readme", {}))
         ]
         return readme, *after
 
@@ -586,7 +587,8 @@ def test_a_record_that_fails_refuses_every_later_call(tmp_path: Path) -> None:
     assert not readme.is_error
     for refused in (note, again):
         assert refused.is_error and refused.meta["verdict"] == "refused"
-        assert "could not record an earlier result" in refused.text and "disk full" in refused.text
+        assert "could not record an earlier result (OSError" in refused.text
+        assert "disk full" not in refused.text  # the host's error stays in the operator's log
     assert not (tmp_path / "notes").exists()
 
 

@@ -32,15 +32,15 @@ command is one ``http(s)://`` URL, a server already running over streamable HTTP
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_futures
 from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
 from mcp import Client
@@ -63,6 +63,8 @@ from gnomon.firewall.kernel.kernel import ActionResult, Run
 from gnomon.firewall.model.errors import GnomonError, InputError
 from gnomon.firewall.model.origin import Origin
 
+logger = logging.getLogger("gnomon.mcp_proxy")
+
 
 def result_text(output: object) -> str:
     """The text of an MCP tool result, as recorded (non-text blocks by their type)."""
@@ -77,13 +79,14 @@ def result_text(output: object) -> str:
 class Proxy:
     """Host-side: the kernel, the session and the guarded tools of the proxied servers.
 
-    Every call takes the proxy's one lane (an async lock, FIFO): it first waits until the
-    previous call's record is committed, then decides, claims and runs (the upstream call
-    awaited in the event loop). With ``defer_records``, a call that ran is recorded (its
-    outcome and observation, one commit) by the proxy's one writer thread after the reply has
-    gone back, so the next decision still sees what this call read (label, log) but the agent
-    does not wait for the record. A record that fails stops the proxy: every later call is
-    refused (it could not see what the failed record carried)."""
+    Every call takes the proxy's one lane (an async lock, FIFO): it first commits the previous
+    call's record if that is still pending, then decides, claims and runs (the upstream call
+    awaited in the event loop). A call that ran is recorded (its outcome and observation, one
+    commit) before the reply, or, with ``call(..., defer=True)`` (the stdio relay), after the
+    reply is on the wire (:meth:`flush`): the next decision still comes after the record, so it
+    sees what this call read (label, log), but the agent does not wait for the record. A record
+    that fails stops the proxy: every later call is refused (its decision could not see what
+    the failed record carried)."""
 
     def __init__(
         self,
@@ -91,8 +94,6 @@ class Proxy:
         wall: firewall.Firewall,
         session: Session,
         upstream: Client | Mapping[str, Client],
-        *,
-        defer_records: bool = False,
     ) -> None:
         self._config = config
         self._wall = wall
@@ -106,9 +107,8 @@ class Proxy:
         self._listing: dict[str, Any] = {}  # the tools/list result, serialized once
         self._guarded: dict[str, GuardedTool] = {}
         self._kernel: ActionKernel | None = None
-        self._lane = anyio.Lock()  # one call at a time: decide, run, then the record
-        self._writer = ThreadPoolExecutor(1, "gnomon-proxy-writer") if defer_records else None
-        self._pending: Future[None] | None = None  # the last call's record, not yet waited for
+        self._lane = anyio.Lock()  # one call at a time: the last record, decide, run
+        self._pending: tuple[GuardedTool, Recording] | None = None  # the last call's record
         self._broken: BaseException | None = None  # a record that failed
 
     async def start(self) -> None:
@@ -169,15 +169,17 @@ class Proxy:
             self._guarded[name] = tool
         return tool
 
-    async def call(self, name: str, args: dict[str, Any]) -> ToolReply:
-        """One call: through the kernel, and a hold waited out (up to ``hold_timeout``)."""
+    async def call(self, name: str, args: dict[str, Any], *, defer: bool = False) -> ToolReply:
+        """One call: through the kernel, and a hold waited out (up to ``hold_timeout``). With
+        ``defer``, the record of a call that ran is left pending: :meth:`flush` (or the next
+        call, first thing) commits it."""
         async with self._lane:
-            await self._settle()
+            self._settle()
             if self._broken is not None:
                 meta = {"verdict": "refused", "rule": None, "request_id": None}
                 text = (
                     f"gnomon: {name} was not run: the proxy could not record an earlier result "
-                    f"({self._broken!r}); restart it"
+                    f"({type(self._broken).__name__}, in the operator's log); restart it"
                 )
                 return ToolReply(text, True, meta)
             try:
@@ -187,36 +189,35 @@ class Proxy:
                 meta = {"verdict": "denied", "rule": None, "request_id": None}
                 return ToolReply(f"gnomon: {name} was not run: {exc}", True, meta)
             if recording is not None:
-                if self._writer is None:
-                    self._record(tool, recording)
-                else:
-                    self._pending = self._writer.submit(self._record, tool, recording)
+                self._pending = (tool, recording)
+                if not defer:
+                    self._settle()
             if reply.meta.get("verdict") != "held":
                 return reply
             request_id = str(reply.meta["request_id"])
             return await anyio.to_thread.run_sync(self._wait, tool, request_id)
 
     def _record(self, tool: GuardedTool, recording: Recording) -> None:
-        """Commit a call's outcome and observation (the writer thread, when deferred)."""
+        """Commit a call's outcome and observation."""
         tool.record(recording)
 
-    async def _settle(self) -> None:
-        """Wait until the last call's record is committed; remember a failure."""
+    def _settle(self) -> None:
+        """Commit the pending record, if any (the lane is held); remember a failure."""
         pending, self._pending = self._pending, None
         if pending is None:
             return
-        if not pending.done():  # only when the next call came before the writer finished
-            await anyio.to_thread.run_sync(wait_futures, [pending])
-        problem = pending.exception()
-        if problem is not None and self._broken is None:
-            self._broken = problem
+        try:
+            self._record(*pending)
+        except Exception as exc:
+            if self._broken is None:
+                self._broken = exc
+            # the agent already has the result; the operator hears of the lost record here
+            logger.error("gnomon mcp proxy: a tool result could not be recorded: %r", exc)
 
-    async def aclose(self) -> None:
-        """Commit the last record and stop the writer."""
+    async def flush(self) -> None:
+        """Commit the pending record now (the relay calls it once a reply is on the wire)."""
         async with self._lane:
-            await self._settle()
-        if self._writer is not None:
-            self._writer.shutdown(wait=True)
+            self._settle()
 
     def _wait(self, tool: GuardedTool, request_id: str) -> ToolReply:
         """A held call, in a worker thread (the lane is held): poll for ``gnomon approve``."""
@@ -278,6 +279,9 @@ class Proxy:
         except Exception as exc:  # never a crashed relay: the agent gets a JSON-RPC error
             reply = _error(request.id, types.INTERNAL_ERROR, f"gnomon mcp proxy: {exc!r}")
         await write.send(reply)
+        if self._pending is not None:
+            await anyio.lowlevel.checkpoint()  # the transport writes the reply first
+            await self.flush()
 
     async def _reply(self, request: types.JSONRPCRequest) -> SessionMessage:
         params = request.params or {}
@@ -289,7 +293,7 @@ class Proxy:
                 why = "tools/call takes params {name: string, arguments: object}"
                 reply = _error(request.id, types.INVALID_PARAMS, why)
             else:
-                result = to_result(await self.call(name, args or {}))
+                result = to_result(await self.call(name, args or {}, defer=True))
                 reply = _response(request.id, result.model_dump(**_WIRE))
         elif method == "tools/list":
             reply = _response(request.id, self._listing)
@@ -401,7 +405,7 @@ async def run_proxy(
         session = stack.enter_context(
             wall.session(project=config.project, actor=config.actor, user=config.user)
         )
-        proxy = Proxy(config, wall, session, upstreams, defer_records=True)
+        proxy = Proxy(config, wall, session, upstreams)
         try:
             await proxy.start()
         except GnomonError as exc:
@@ -417,7 +421,7 @@ async def run_proxy(
                     await proxy.relay(read, write)
             finally:
                 with anyio.CancelScope(shield=True):
-                    await proxy.aclose()
+                    await proxy.flush()
     if problem is not None:
         raise problem
 
