@@ -28,6 +28,16 @@ HTTP client shares the proxy's one session, so what any of them read taints the 
 of all of them (the conservative join). Behind it, the server is a command (stdio) or, when the
 command is one ``http(s)://`` URL, a server already running over streamable HTTP.
 ``pip install 'gnomon[mcp]'``.
+
+The per-call path is kept short. Over stdio, :meth:`Proxy.relay` answers the agent's JSON-RPC
+messages itself (``initialize``, ``ping``, ``tools/list``, ``tools/call``; anything else is
+"method not found": a resource or prompt passed through would reach the agent unrecorded),
+over :mod:`firewall.host.mcp_stdio` (non-blocking pipes, no worker thread per line), instead
+of a second SDK server session. Calls take one lane: the previous call's record first, then the
+kernel's decision, where an allowed call's proposal and execution claim are one commit, durable
+before the upstream call, which is awaited in the event loop. A call that ran is recorded
+(outcome and observation, one commit) once its reply is on the wire, and always before the
+next decision. Behind the proxy, each server is the SDK's ``Client``.
 """
 
 from __future__ import annotations
