@@ -176,17 +176,9 @@ class Session:
             out.update(extra)
         return out
 
-    def _commit(
-        self,
-        kind: str,
-        *,
-        data: Mapping[str, Any] | None = None,
-        records: Records | None = None,
-        versions: Mapping[str, Any] | None = None,
-        now: datetime | None = None,
-    ) -> int:
-        draft = self._draft(kind, data=data, records=records, versions=versions, now=now)
-        return self._wall.commit(draft)[-1].seq
+    def _commit(self, kind: str, **fields: Any) -> int:
+        """Commit one event of this session (``fields`` as :meth:`_draft` takes them)."""
+        return self._wall.commit(self._draft(kind, **fields))[-1].seq
 
     def _draft(
         self,

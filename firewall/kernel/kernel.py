@@ -589,24 +589,6 @@ class ActionKernel:
             versions={"action_policy_digest": self._policy.digest},
         )
 
-    def _record(
-        self,
-        session_id: str | None,
-        project: str | None,
-        user: str | None,
-        kind: str,
-        data: Mapping[str, Any],
-        *,
-        records: Records | None = None,
-        actor: str = "host",
-        now: datetime | None = None,
-    ) -> None:
-        self._wall.commit(
-            self._draft(
-                session_id, project, user, kind, data, records=records, actor=actor, now=now
-            )
-        )
-
     def _draft_for(
         self,
         state: L.RequestState,
@@ -621,9 +603,10 @@ class ActionKernel:
         self, session: Session, request_id: str, kind: str, data: Mapping[str, Any]
     ) -> None:
         """An event about ``request_id``, proposed in ``session`` (this process has it)."""
-        self._record(
+        draft = self._draft(
             session.id, session.project, session.user, kind, {"request_id": request_id, **data}
         )
+        self._wall.commit(draft)
 
     def _record_for(
         self,
@@ -648,14 +631,16 @@ class ActionKernel:
                 request_id=request_id,
                 session_id=state.session_id,
             )
-        self._record(
-            state.session_id,
-            state.project,
-            state.user,
-            kind,
-            {"request_id": request_id, **data},
-            records=records,
-            actor=actor,
+        self._wall.commit(
+            self._draft(
+                state.session_id,
+                state.project,
+                state.user,
+                kind,
+                {"request_id": request_id, **data},
+                records=records,
+                actor=actor,
+            )
         )
 
 
