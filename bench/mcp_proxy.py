@@ -5,22 +5,23 @@ by the ``mcp`` SDK client three ways in the same run, the calls interleaved so t
 see the same machine load:
 
 * **direct**: the client talks to the server;
-* **relay**: through a bare SDK relay (this file with ``--relay CMD``: the same lowlevel ``Server``
-  in front of the same ``Client``, the same worker-thread hop, no kernel), the floor any
-  stdio-in-front proxy built on the SDK pays;
-* **proxied**: through ``gnomon mcp proxy`` (a signed default action policy, a SQLite store).
-  Each call is a kernel proposal (its request state read by request id), the sentinel arbiter's
-  look at the log's tail, the execution claim, the upstream call, the outcome and the recorded
-  observation (envelope + content claims), all committed to the store: four commits.
+* **relay**: through a bare SDK relay (this file with ``--relay CMD``: the SDK's lowlevel
+  ``Server`` in front of the same ``Client``, with the worker-thread hop the proxy used to
+  make, no kernel): what a stdio-in-front proxy built on the SDK's server session pays;
+* **proxied**: through ``gnomon mcp proxy`` (a signed default action policy, a SQLite store):
+  its message-level relay in front, the kernel's decision (the sentinel arbiter's look at the
+  log's tail; the proposal and the execution claim in one commit), the upstream call awaited
+  in the event loop; the outcome and the observation (envelope + content claims) are one
+  commit by the proxy's writer thread after the reply, ordered before the next decision.
 
 The figure is p50(proxied) - p50(direct), with p50(relay) - p50(direct) beside it. Target:
 <= 2 ms. Figures and the breakdown are in docs/benchmarks.md ("MCP proxy").
 
 ``--in-process`` measures the proxy's own work without any process hop: ``Proxy.call`` against
-a canned upstream, in the worker thread the proxy uses, after ``--log`` earlier calls (the
-kernel's reads must not grow with the log), as wall and CPU time per call.
+a canned upstream after ``--log`` earlier calls (the kernel's reads must not grow with the log),
+as wall and CPU time per call, split into the part before the reply and the record after it.
 
-    .venv/bin/python bench/mcp_proxy.py --n 200 --rounds 3
+    .venv/bin/python bench/mcp_proxy.py --n 200 --rounds 3 [--baseline-tree ../main]
     .venv/bin/python bench/mcp_proxy.py --in-process --n 300 --log 2000
 """
 
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -92,21 +94,60 @@ async def relay(command: list[str]) -> None:
             await server.run(read, write, server.create_initialization_options())
 
 
-async def timed(servers: list[StdioServerParameters], n: int) -> list[list[float]]:
-    """``n`` calls to each of ``servers``, interleaved, so all see the same machine load."""
-    async with Client(servers[0]) as a, Client(servers[1]) as b, Client(servers[2]) as c:
-        clients = (a, b, c)
+def children_cpu() -> dict[int, tuple[str, float]]:
+    """CPU seconds (user + system) so far of each child process of this one, by pid, with its
+    command line and ``PYTHONPATH`` (Linux ``/proc``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                cmd += " " + " ".join(e.decode() for e in env if e.startswith(b"PYTHONPATH="))
+            except OSError:
+                continue
+            out[int(pid)] = (cmd, (int(stat[11]) + int(stat[12])) / tick)
+    return out
+
+
+async def timed(
+    servers: list[StdioServerParameters], n: int
+) -> tuple[list[list[float]], dict[int, tuple[str, float]]]:
+    """``n`` calls to each of ``servers``, interleaved, so all see the same machine load; and
+    the CPU seconds each child process spent over them."""
+    async with AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(Client(server)) for server in servers]
         for _ in range(5):  # warm up
             for client in clients:
                 await client.call_tool("read_readme", {})
-        out: list[list[float]] = [[], [], []]
+        out: list[list[float]] = [[] for _ in clients]
+        before = children_cpu()
         for _ in range(n):
             for client, times in zip(clients, out, strict=True):
                 start = time.perf_counter()
                 result = await client.call_tool("read_readme", {})
                 times.append(time.perf_counter() - start)
                 assert not result.is_error
-        return out
+        after = children_cpu()
+        spent = {p: (cmd, cpu - before[p][1]) for p, (cmd, cpu) in after.items() if p in before}
+        return out, spent
+
+
+def proxy_cpu(spent: dict[int, tuple[str, float]], tree: Path, n: int) -> float:
+    """Milliseconds of CPU per call of the ``gnomon mcp proxy`` process of ``tree``."""
+    for cmd, cpu in spent.values():
+        if " mcp proxy " in cmd and cmd.endswith(f" PYTHONPATH={tree}"):
+            return cpu / n * 1e3
+    return float("nan")
+
+
+def proxy_params(config: Path, server: list[str], tree: Path = ROOT) -> StdioServerParameters:
+    """``gnomon mcp proxy`` of the source tree ``tree`` in front of ``server``."""
+    gnomon = ["-m", "gnomon.firewall.cli", "mcp", "proxy", "--config", str(config), "--", *server]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return StdioServerParameters(command=sys.executable, args=gnomon, env=env)
 
 
 class _Canned:
@@ -125,8 +166,11 @@ class _Canned:
         return types.CallToolResult(content=[types.TextContent(text=text)])
 
 
-async def in_process(n: int, log: int) -> tuple[float, float]:
-    """p50 wall and CPU milliseconds of one ``Proxy.call`` after ``log`` earlier calls."""
+async def in_process(n: int, log: int) -> tuple[float, float, float, float]:
+    """p50 wall and CPU milliseconds of one ``Proxy.call`` after ``log`` earlier calls, split
+    as the stdio relay runs it: the call up to its reply (the decision, with the proposal and
+    the execution claim in one commit, and the upstream call), then the record committed once
+    the reply is out (:meth:`Proxy.flush`: the outcome and the observation in one commit)."""
     from gnomon import firewall
     from gnomon.firewall.host.mcp_config import load_proxy_config
     from gnomon.firewall.host.mcp_proxy import Proxy
@@ -136,15 +180,20 @@ async def in_process(n: int, log: int) -> tuple[float, float]:
         proxy = Proxy(config, wall, s, {"bench": _Canned()})  # type: ignore[dict-item]
         await proxy.start()
         for _ in range(log):
-            await anyio.to_thread.run_sync(proxy.call, "read_readme", {})
-        walls, cpus = [], []
+            await proxy.call("read_readme", {})
+        walls: tuple[list[float], list[float]] = ([], [])
+        cpus: tuple[list[float], list[float]] = ([], [])
         for _ in range(n):
-            start, cpu = time.perf_counter(), time.process_time()
-            reply = await anyio.to_thread.run_sync(proxy.call, "read_readme", {})
-            walls.append(time.perf_counter() - start)
-            cpus.append(time.process_time() - cpu)
-            assert not reply.is_error
-    return statistics.median(walls) * 1e3, statistics.median(cpus) * 1e3
+            for i, step in enumerate(
+                (lambda: proxy.call("read_readme", {}, defer=True), proxy.flush)
+            ):
+                start, cpu = time.perf_counter(), time.process_time()
+                reply = await step()
+                walls[i].append(time.perf_counter() - start)
+                cpus[i].append(time.process_time() - cpu)
+                assert reply is None or not reply.is_error
+    w, c = (tuple(statistics.median(t) * 1e3 for t in pair) for pair in (walls, cpus))
+    return w[0], c[0], w[1], c[1]
 
 
 def main() -> None:
@@ -156,45 +205,59 @@ def main() -> None:
         return
     parser.add_argument("--in-process", action="store_true", help="the proxy's own work only")
     parser.add_argument("--log", type=int, default=2000, help="earlier calls (--in-process)")
+    parser.add_argument(
+        "--baseline-tree",
+        type=Path,
+        help="also time the proxy of this source tree (e.g. a checkout of main), same run",
+    )
     args = parser.parse_args()
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.in_process:
         for _ in range(args.rounds):
-            w, c = anyio.run(in_process, args.n, args.log)
-            print(f"Proxy.call after {args.log} calls: wall p50 {w:.2f} ms, cpu p50 {c:.2f} ms")
+            w, c, rw, rc = anyio.run(in_process, args.n, args.log)
+            print(
+                f"Proxy.call after {args.log} calls: to the reply wall p50 {w:.2f} ms, cpu p50 "
+                f"{c:.2f} ms; the record after it wall p50 {rw:.2f} ms, cpu p50 {rc:.2f} ms; "
+                f"total cpu {c + rc:.2f} ms"
+            )
         return
     rows = []
     for _ in range(args.rounds):
         folder = Path(tempfile.mkdtemp())
         config = setup(folder)
         server = [*SERVER, str(folder)]
-        direct = StdioServerParameters(command=server[0], args=server[1:], env=ENV)
-        relayed = StdioServerParameters(
-            command=sys.executable, args=[__file__, "--relay", *server], env=ENV
-        )
-        gnomon = [
-            "-m",
-            "gnomon.firewall.cli",
-            "mcp",
-            "proxy",
-            "--config",
-            str(config),
-            "--",
-            *server,
+        paths = [
+            StdioServerParameters(command=server[0], args=server[1:], env=ENV),
+            StdioServerParameters(
+                command=sys.executable, args=[__file__, "--relay", *server], env=ENV
+            ),
+            proxy_params(config, server),
         ]
-        proxied = StdioServerParameters(command=sys.executable, args=gnomon, env=ENV)
-        d, r, p = (
-            statistics.median(t) * 1e3 for t in anyio.run(timed, [direct, relayed, proxied], args.n)
-        )
-        rows.append((d, r, p))
+        if args.baseline_tree is not None:  # its own store: two proxies on one file contend
+            paths.append(proxy_params(setup(Path(tempfile.mkdtemp())), server, args.baseline_tree))
+        times, spent = anyio.run(timed, paths, args.n)
+        d, r, p, *b = (statistics.median(t) * 1e3 for t in times)
+        rows.append((d, r, p, *b))
+        cpu = [proxy_cpu(spent, tree, args.n) for tree in (ROOT, args.baseline_tree) if tree]
         print(
             f"direct p50 {d:.2f} ms | relay p50 {r:.2f} ms (+{r - d:.2f}) | "
-            f"proxied p50 {p:.2f} ms (+{p - d:.2f}, {p / d:.1f}x direct)"
+            f"proxied p50 {p:.2f} ms (+{p - d:.2f}, {p / d:.1f}x direct, its process "
+            f"{cpu[0]:.2f} ms CPU a call)"
+            + "".join(
+                f" | baseline p50 {x:.2f} ms (+{x - d:.2f}, {c:.2f} ms CPU a call)"
+                for x, c in zip(b, cpu[1:], strict=True)
+            )
         )
-    added = statistics.median(p - d for d, _, p in rows)
-    floor = statistics.median(r - d for d, r, _ in rows)
+    added = statistics.median(row[2] - row[0] for row in rows)
+    floor = statistics.median(row[1] - row[0] for row in rows)
+    before = ""
+    if args.baseline_tree is not None:
+        old = statistics.median(row[3] - row[0] for row in rows)
+        before = f"; the baseline tree's proxy adds {old:.2f} ms"
     print(
         f"median of {args.rounds} rounds x {args.n} calls: proxy adds {added:.2f} ms "
-        f"(target <= 2 ms); a bare SDK relay adds {floor:.2f} ms"
+        f"(target <= 2 ms); a bare SDK relay adds {floor:.2f} ms{before}; "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
 
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from gnomon.firewall.log.events import GENESIS_HASH
 from gnomon.firewall.model.chain import Belief, BindingState
-from gnomon.firewall.model.errors import LogIntegrityError, StoreError
+from gnomon.firewall.model.errors import InputError, LogIntegrityError, StoreError
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import (
     FreshnessStatus,
@@ -338,11 +338,11 @@ class StoreContract(LogContract, ABC):
 
         def worker() -> None:
             barrier.wait()
-            event = store.claim_execution(
-                "req_race", make_draft(kind="action.executing", data={"request_id": "req_race"})
+            events = store.claim_execution(
+                "req_race", [make_draft(kind="action.executing", data={"request_id": "req_race"})]
             )
-            if event is not None:
-                won.append(event.seq)
+            if events is not None:
+                won.append(events[-1].seq)
 
         threads = [threading.Thread(target=worker) for _ in range(8)]
         for thread in threads:
@@ -352,9 +352,40 @@ class StoreContract(LogContract, ABC):
         assert len(won) == 1
         assert [e.kind for e in store.events()] == ["action.executing"]
         again = make_draft(kind="action.executing", data={"request_id": "req_race"})
-        assert store.claim_execution("req_race", again) is None
+        assert store.claim_execution("req_race", [again]) is None
         other = make_draft(kind="action.executing", data={"request_id": "req_other"})
-        assert store.claim_execution("req_other", other) is not None
+        assert store.claim_execution("req_other", [other]) is not None
+        assert store.verify().ok
+
+    def test_a_claim_commits_several_drafts_in_one_transaction(self, store: Store) -> None:
+        # The kernel folds an allowed action's proposal into its execution claim: both events
+        # are written with the claim, or (a lost race, a failing draft) neither is.
+        def drafts(request_id: str, *extra: Any) -> list[Any]:
+            data = {"request_id": request_id}
+            return [
+                make_draft(kind="action.proposed", data=data),
+                *extra,
+                make_draft(kind="action.executing", data=data),
+            ]
+
+        events = store.claim_execution("req_two", drafts("req_two"))
+        assert events is not None
+        assert [(e.seq, e.kind) for e in events] == [
+            (1, "action.proposed"),
+            (2, "action.executing"),
+        ]
+        assert store.claim_execution("req_two", drafts("req_two")) is None
+        assert store.head()[0] == 2
+        # a draft that cannot be stored rolls the whole claim back: the request stays claimable
+        bad = make_draft(data={"unserializable": object()})
+        with pytest.raises(StoreError):
+            store.claim_execution("req_bad", drafts("req_bad", bad))
+        assert store.head()[0] == 2
+        again = store.claim_execution("req_bad", drafts("req_bad"))
+        assert again is not None and [e.seq for e in again] == [3, 4]
+        with pytest.raises(InputError):
+            store.claim_execution("req_none", [])
+        assert store.claim_execution("req_none", drafts("req_none")) is not None
         assert store.verify().ok
 
     # -- projections ------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -463,3 +464,197 @@ def test_a_bad_servers_entry_is_refused(tmp_path: Path, servers: str, complaint:
     )
     with pytest.raises(InputError, match=complaint):
         load_proxy_config(path)
+
+
+# -- the lean path: records after the reply, strictly before the next decision ---------------
+
+ORDER_TOOLS = PUSH_TOOLS + "  draft_note: {category: local_write, level: L3}\n"
+
+
+def _in_process(
+    folder: Path, script: Callable[[Callable[[], Any], Client], Any], *, timeout: float = 0.2
+) -> Any:
+    """``script(new_proxy, upstream)`` against the push server (a real subprocess, stdio):
+    ``new_proxy()`` opens a fresh session and its proxy."""
+    from gnomon.firewall.host.mcp_config import load_proxy_config
+    from gnomon.firewall.host.mcp_proxy import Proxy
+
+    config = load_proxy_config(_host(folder, "pushy", ORDER_TOOLS, timeout=timeout))
+    upstream = StdioServerParameters(
+        command=sys.executable, args=[PUSH_SERVER, str(folder)], env=_env()
+    )
+
+    async def main() -> Any:
+        with firewall.open(config.store) as wall, ExitStack() as sessions:
+            proxies: list[Proxy] = []
+
+            async def new_proxy() -> Proxy:
+                session = sessions.enter_context(
+                    wall.session(project="shop", actor="coder", user="alice")
+                )
+                proxy = Proxy(config, wall, session, up)
+                await proxy.start()
+                proxies.append(proxy)
+                return proxy
+
+            async with Client(upstream) as up:
+                try:
+                    return await script(new_proxy, up)
+                finally:
+                    for proxy in proxies:
+                        await proxy.flush()
+
+    return anyio.run(main)
+
+
+def _slowed(proxy: Any, seconds: float) -> None:
+    """Every record takes ``seconds`` longer."""
+    record = proxy._record
+
+    def slow(*args: Any) -> None:
+        time.sleep(seconds)
+        record(*args)
+
+    proxy._record = slow
+
+
+@pytest.mark.parametrize("record_delay", [0.0, 0.05])
+def test_a_poisoned_result_reaches_the_very_next_decision(
+    tmp_path: Path, record_delay: float
+) -> None:
+    """The attack on the deferred record: read the poisoned README, then at once ask for an L3
+    local write, which the policy allows in a clean session and holds in a tainted one. The
+    README's record is left pending when its reply goes back (and slowed here by
+    ``record_delay``); the note's decision must still come after it, every time, in a fresh
+    session each round: held (then denied at the timeout), the note never written."""
+    rounds = 12 if record_delay else 30
+
+    async def script(new_proxy: Callable[[], Any], _up: Client) -> list[tuple[Any, Any]]:
+        out = []
+        for _ in range(rounds):
+            proxy = await new_proxy()
+            _slowed(proxy, record_delay)
+            readme = await proxy.call("read_readme", {}, defer=True)
+            note = await proxy.call("draft_note", {"text": "push to main"}, defer=True)
+            out.append((readme, note))
+        return out
+
+    results = _in_process(tmp_path, script, timeout=0.05)
+    for readme, note in results:
+        assert not readme.is_error and POISON in readme.text
+        assert note.is_error and note.meta["verdict"] == "denied", note.text
+        assert "timed out" in note.text  # it was held, not allowed
+    assert not (tmp_path / "notes").exists()
+    with firewall.open(f"sqlite:///{tmp_path}/g.db") as wall:
+        ledger = read_ledger(wall.store)
+    notes = [r for r in ledger.requests.values() if r.proposal["tool"] == "draft_note"]
+    assert len(notes) == rounds and {r.proposal["outcome"] for r in notes} == {"hold"}
+    reads = [r for r in ledger.requests.values() if r.proposal["tool"] == "read_readme"]
+    assert len(reads) == rounds and {r.status for r in reads} == {"executed"}
+
+
+def test_a_clean_session_runs_the_l3_note(tmp_path: Path) -> None:
+    """The control for the test above: without the README read, the same note runs."""
+
+    async def script(new_proxy: Callable[[], Any], _up: Client) -> Any:
+        proxy = await new_proxy()
+        return await proxy.call("draft_note", {"text": "clean"})
+
+    note = _in_process(tmp_path, script)
+    assert not note.is_error and note.meta["verdict"] == "executed"
+    assert (tmp_path / "notes").read_text() == "clean\n"
+
+
+def test_a_record_that_fails_refuses_every_later_call(tmp_path: Path) -> None:
+    """Fail closed: if a result's record cannot be committed, the session's label may lack
+    what the agent read, so no later call is decided at all (nothing reaches the server)."""
+
+    async def script(new_proxy: Callable[[], Any], _up: Client) -> tuple[Any, ...]:
+        proxy = await new_proxy()
+
+        def broken(*_args: Any) -> None:
+            raise OSError("disk full")
+
+        proxy._record = broken
+        readme = await proxy.call("read_readme", {}, defer=True)
+        after = [
+            await proxy.call(n, a, defer=True)
+            for n, a in (("draft_note", {"text": "x"}), ("read_readme", {}))
+        ]
+        return readme, *after
+
+    readme, note, again = _in_process(tmp_path, script)
+    assert not readme.is_error
+    for refused in (note, again):
+        assert refused.is_error and refused.meta["verdict"] == "refused"
+        assert "could not record an earlier result (OSError" in refused.text
+        assert "disk full" not in refused.text  # the host's error stays in the operator's log
+    assert not (tmp_path / "notes").exists()
+
+
+def _call(request_id: int, name: str, args: dict[str, Any]) -> bytes:
+    import json
+
+    params = {"name": name, "arguments": args}
+    return (
+        json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        ).encode()
+        + b"\n"
+    )
+
+
+def test_the_stdio_relay_answers_at_the_message_level(tmp_path: Path) -> None:
+    """The proxy's own stdio relay, driven with raw JSON-RPC lines: a line that is not JSON-RPC
+    gets a parse error and the relay goes on; ids come back as sent (strings too); ping is
+    answered; a method the proxy does not relay (resources, prompts) is "method not found";
+    tools/call with bad params is "invalid params"; two calls written at once both come back,
+    in order, the second decided after the first's record."""
+    import json
+
+    config = _host(tmp_path, "pushy", ORDER_TOOLS, timeout=0.05)
+    command = [*GNOMON, "mcp", "proxy", "--config", str(config), "--"]
+    server = [sys.executable, PUSH_SERVER, str(tmp_path)]
+    lines = [
+        b"this is not json\n",
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": "a",
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        ).encode()
+        + b"\n",
+        b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n',
+        b'{"jsonrpc": "2.0", "id": 2, "method": "ping"}\n',
+        b'{"jsonrpc": "2.0", "id": 3, "method": "resources/list"}\n',
+        b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": 5}}\n',
+        _call(5, "read_readme", {}) + _call(6, "draft_note", {"text": "x"}),  # one write
+        b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}\n',
+    ]
+    # stdin closes after the last line: the proxy answers what it was sent, then exits
+    done = subprocess.run(
+        [*command, *server], input=b"".join(lines), capture_output=True, env=_env(), timeout=120
+    )
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode()
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == 8, answers
+    by_id = {a.get("id"): a for a in answers}
+    assert by_id[None]["error"]["code"] == -32700
+    assert by_id["a"]["result"]["protocolVersion"] == "2025-06-18"
+    assert by_id["a"]["result"]["capabilities"] == {"tools": {"listChanged": False}}
+    assert by_id[2]["result"] == {}
+    assert by_id[3]["error"]["code"] == -32601
+    assert by_id[4]["error"]["code"] == -32602
+    readme, note = by_id[5]["result"], by_id[6]["result"]
+    assert not readme.get("isError") and POISON in readme["content"][0]["text"]
+    assert note["isError"] and note["_meta"]["verdict"] == "denied"
+    assert "timed out" in note["content"][0]["text"]
+    assert [t["name"] for t in by_id[7]["result"]["tools"]] == ["read_readme", "push", "draft_note"]
+    assert [a.get("id") for a in answers].index(5) < [a.get("id") for a in answers].index(6)
+    assert not (tmp_path / "notes").exists()

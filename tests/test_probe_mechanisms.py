@@ -454,16 +454,16 @@ def action_events_lose_context(mp: pytest.MonkeyPatch) -> None:
     """Events about a request after its proposal are recorded without the session's ids."""
     from gnomon.firewall.kernel.kernel import ActionKernel
 
-    original = ActionKernel._record
+    original = ActionKernel._draft
 
-    def record(
+    def draft(
         self: Any, session_id: Any, project: Any, user: Any, kind: str, *a: Any, **kw: Any
-    ) -> None:
+    ) -> Any:
         if kind != "action.proposed":
             session_id = user = None
-        original(self, session_id, project, user, kind, *a, **kw)
+        return original(self, session_id, project, user, kind, *a, **kw)
 
-    mp.setattr(ActionKernel, "_record", record)
+    mp.setattr(ActionKernel, "_draft", draft)
 
 
 def session_label_ignored(mp: pytest.MonkeyPatch) -> None:

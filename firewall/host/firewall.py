@@ -202,6 +202,12 @@ class Firewall:
         events = self.store.commit_if_head(drafts, head)
         return None if events is None else self._committed(events)
 
+    def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
+        """:meth:`Store.claim_execution`, then what follows every commit (checkpoints,
+        subscribers) when the claim was won."""
+        events = self.store.claim_execution(request_id, drafts)
+        return None if events is None else self._committed(events)
+
     def _committed(self, events: list[Event]) -> list[Event]:
         every = self.checkpoint_every
         # periodic checkpoints: one integer comparison per commit unless a multiple was crossed

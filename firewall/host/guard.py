@@ -31,12 +31,15 @@ The framework integrations (``firewall.integrations.langchain``, ``.openai_agent
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gnomon.firewall.host.channels import Channel
+from gnomon.firewall.host.tool_calls import ToolCall
 from gnomon.firewall.kernel import ledger as L
+from gnomon.firewall.kernel.kernel import Flow, Run, adrive, drive
+from gnomon.firewall.log.events import EventDraft
 from gnomon.firewall.model.errors import GnomonError
 from gnomon.firewall.model.origin import Origin
 
@@ -57,6 +60,11 @@ class ToolReply:
     meta: Mapping[str, Any] = field(default_factory=dict)
     #: the tool's own return value when it ran (``None`` otherwise)
     output: object = None
+
+
+#: What :meth:`GuardedTool.acall` leaves to record: the reply of a call that ran and its
+#: ``action.executed`` draft, or ``None``.
+Recording = tuple[ToolReply, EventDraft | None] | None
 
 
 class GuardedTool:
@@ -104,16 +112,53 @@ class GuardedTool:
 
     def __call__(self, args: Mapping[str, Any] | None = None) -> ToolReply:
         try:
-            result = self._handle.request(self.name, dict(args or {}))
+            result, outcome = drive(self._flow(args))
         except GnomonError as exc:
-            # bad arguments are the agent's to fix: a tool message, not a crash of its loop
-            invalid = {"verdict": "invalid", "rule": None, "request_id": None}
-            return ToolReply(f"gnomon: {self.name} was not run: {exc}", True, invalid)
-        return self._reply(result)
+            return self._invalid(exc)
+        return self._reply(result, outcome)
 
-    def _reply(self, result: ActionResult) -> ToolReply:
-        """Host side: the reply for a kernel result (recording the output of one that ran).
+    async def acall(
+        self,
+        args: Mapping[str, Any] | None = None,
+        run: Callable[[Run], Awaitable[object]] | None = None,
+    ) -> tuple[ToolReply, Recording]:
+        """Host side, in the event loop: the call's reply, and what is left to record (the
+        outcome and the observation of a call that ran; :meth:`record` commits it). The tool
+        runs through ``run`` (or its executor, awaited if async): no worker thread. The caller
+        must record before the session's next decision: until then the session's label lacks
+        what this call read."""
+        try:
+            result, outcome = await adrive(self._flow(args), run)
+        except GnomonError as exc:
+            return self._invalid(exc), None
+        reply = self._answer(result)
+        return reply, (reply, outcome) if result.status == "executed" else None
+
+    def record(self, recording: Recording) -> None:
+        """Host side: commit what :meth:`acall` left to record (nothing for ``None``)."""
+        if recording is not None:
+            self._record(*recording)
+
+    def _flow(self, args: Mapping[str, Any] | None) -> Flow:
+        handle = self._handle
+        return handle._kernel._propose_flow(handle._session, self.name, args, ())
+
+    def _invalid(self, exc: GnomonError) -> ToolReply:
+        # bad arguments are the agent's to fix: a tool message, not a crash of its loop
+        invalid = {"verdict": "invalid", "rule": None, "request_id": None}
+        return ToolReply(f"gnomon: {self.name} was not run: {exc}", True, invalid)
+
+    def _reply(self, result: ActionResult, outcome: EventDraft | None = None) -> ToolReply:
+        """Host side: the reply for a kernel result, recording the output of one that ran
+        (with ``outcome``, its ``action.executed`` still to commit, in the same commit).
         Private: an agent that could hand in its own result would forge a host observation."""
+        reply = self._answer(result)
+        if result.status == "executed":
+            self._record(reply, outcome)
+        return reply
+
+    def _answer(self, result: ActionResult) -> ToolReply:
+        """The reply for a kernel result; records nothing."""
         if result.status != "executed":
             meta: dict[str, Any] = {
                 "verdict": result.status,
@@ -128,10 +173,21 @@ class GuardedTool:
             )
             return ToolReply(text, True, meta)
         text = "" if result.output is None else self._text_of(result.output)
-        session = self._handle._session
-        session.observe(tool=self.name, content=text or "(no output)", origin=self._channel)
         meta = {"verdict": "executed", "request_id": result.request_id}
         return ToolReply(text, False, meta, result.output)
+
+    def _record(self, reply: ToolReply, outcome: EventDraft | None) -> None:
+        """The outcome (when still to commit) and the observation of a call that ran, in one
+        commit; the outcome alone if the observation cannot be recorded."""
+        session = self._handle._session
+        call = ToolCall(tool=self.name, content=reply.text or "(no output)", origin=self._channel)
+        before = () if outcome is None else (outcome,)
+        try:
+            session._observe_call(call, before)
+        except BaseException:
+            if outcome is not None:
+                self._wall.commit(outcome)
+            raise
 
     def __repr__(self) -> str:
         return f"GuardedTool({self.name})"

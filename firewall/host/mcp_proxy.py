@@ -28,11 +28,21 @@ HTTP client shares the proxy's one session, so what any of them read taints the 
 of all of them (the conservative join). Behind it, the server is a command (stdio) or, when the
 command is one ``http(s)://`` URL, a server already running over streamable HTTP.
 ``pip install 'gnomon[mcp]'``.
+
+The per-call path is kept short. Over stdio, :meth:`Proxy.relay` answers the agent's JSON-RPC
+messages itself (``initialize``, ``ping``, ``tools/list``, ``tools/call``; anything else is
+"method not found": a resource or prompt passed through would reach the agent unrecorded),
+over :mod:`firewall.host.mcp_stdio` (non-blocking pipes, no worker thread per line), instead
+of a second SDK server session. Calls take one lane: the previous call's record first, then the
+kernel's decision, where an allowed call's proposal and execution claim are one commit, durable
+before the upstream call, which is awaited in the event loop. A call that ran is recorded
+(outcome and observation, one commit) once its reply is on the wire, and always before the
+next decision. Behind the proxy, each server is the SDK's ``Client``.
 """
 
 from __future__ import annotations
 
-import threading
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -40,23 +50,30 @@ from typing import Any
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.server.lowlevel.server import Server
-from mcp.server.stdio import stdio_server
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from gnomon import firewall
+from gnomon.firewall.__about__ import __version__
 from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
-from gnomon.firewall.host.guard import GuardedTool, ToolReply, guard
+from gnomon.firewall.host.guard import GuardedTool, Recording, ToolReply, guard
 from gnomon.firewall.host.mcp_config import ProxyConfig
+from gnomon.firewall.host.mcp_stdio import stdio_pipes
 from gnomon.firewall.host.sentinels import SentinelArbiter
 from gnomon.firewall.host.session import Session
 from gnomon.firewall.kernel import ActionKernel, load_action_policy
-from gnomon.firewall.kernel.kernel import ActionResult
+from gnomon.firewall.kernel.kernel import ActionResult, Run
 from gnomon.firewall.model.errors import GnomonError, InputError
 from gnomon.firewall.model.origin import Origin
+
+logger = logging.getLogger("gnomon.mcp_proxy")
 
 
 def result_text(output: object) -> str:
@@ -70,7 +87,16 @@ def result_text(output: object) -> str:
 
 
 class Proxy:
-    """Host-side: the kernel, the session and the guarded tools of one proxied server."""
+    """Host-side: the kernel, the session and the guarded tools of the proxied servers.
+
+    Every call takes the proxy's one lane (an async lock, FIFO): it first commits the previous
+    call's record if that is still pending, then decides, claims and runs (the upstream call
+    awaited in the event loop). A call that ran is recorded (its outcome and observation, one
+    commit) before the reply, or, with ``call(..., defer=True)`` (the stdio relay), after the
+    reply is on the wire (:meth:`flush`): the next decision still comes after the record, so it
+    sees what this call read (label, log), but the agent does not wait for the record. A record
+    that fails stops the proxy: every later call is refused (its decision could not see what
+    the failed record carried)."""
 
     def __init__(
         self,
@@ -87,10 +113,13 @@ class Proxy:
             {config.server: upstream} if isinstance(upstream, Client) else dict(upstream)
         )
         self._served_by: dict[str, str] = {}  # tool name -> the server that offers it
-        self._lock = threading.Lock()  # one kernel operation at a time (worker threads)
         self._tools: list[types.Tool] = []
+        self._listing: dict[str, Any] = {}  # the tools/list result, serialized once
         self._guarded: dict[str, GuardedTool] = {}
         self._kernel: ActionKernel | None = None
+        self._lane = anyio.Lock()  # one call at a time: the last record, decide, run
+        self._pending: tuple[GuardedTool, Recording] | None = None  # the last call's record
+        self._broken: BaseException | None = None  # a record that failed
 
     async def start(self) -> None:
         for server, client in self._upstreams.items():
@@ -102,6 +131,9 @@ class Proxy:
                         hint="put them behind two proxies, or drop one from servers:",
                     )
                 self._tools.append(tool)
+        self._listing = types.ListToolsResult(tools=self._tools).model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
         names = [t.name for t in self._tools]
         config = self._config
         operator = [load_public_key(p, purpose=KeyPurpose.POLICY) for p in config.operator_keys]
@@ -120,11 +152,15 @@ class Proxy:
 
     def _executor(self, name: str) -> Any:
         def run(args: dict[str, Any]) -> types.CallToolResult:
-            # runs in a worker thread (the kernel is synchronous): call back into the loop
+            # an approved hold runs in a worker thread (see _wait): call back into the loop
             client = self._upstreams[self._served_by[name]]
             return anyio.from_thread.run(client.call_tool, name, args)
 
         return run
+
+    async def _run(self, step: Run) -> types.CallToolResult:
+        """An allowed call's upstream call, awaited in the event loop."""
+        return await self._upstreams[self._served_by[step.tool]].call_tool(step.tool, step.args)
 
     def _tool(self, name: str) -> GuardedTool:
         tool = self._guarded.get(name)
@@ -143,52 +179,166 @@ class Proxy:
             self._guarded[name] = tool
         return tool
 
-    def call(self, name: str, args: dict[str, Any]) -> ToolReply:
-        """One call, synchronously (in a worker thread): propose, then wait out a hold."""
-        try:
-            with self._lock:
+    async def call(self, name: str, args: dict[str, Any], *, defer: bool = False) -> ToolReply:
+        """One call: through the kernel, and a hold waited out (up to ``hold_timeout``). With
+        ``defer``, the record of a call that ran is left pending: :meth:`flush` (or the next
+        call, first thing) commits it."""
+        async with self._lane:
+            self._settle()
+            if self._broken is not None:
+                meta = {"verdict": "refused", "rule": None, "request_id": None}
+                text = (
+                    f"gnomon: {name} was not run: the proxy could not record an earlier result "
+                    f"({type(self._broken).__name__}, in the operator's log); restart it"
+                )
+                return ToolReply(text, True, meta)
+            try:
                 tool = self._tool(name)
-                reply = tool(args)
-        except GnomonError as exc:  # a tool name no label or contract can hold
-            meta = {"verdict": "denied", "rule": None, "request_id": None}
-            return ToolReply(f"gnomon: {name} was not run: {exc}", True, meta)
-        if reply.meta.get("verdict") != "held":
-            return reply
-        return self._wait(tool, str(reply.meta["request_id"]), reply)
+                reply, recording = await tool.acall(args, self._run)
+            except GnomonError as exc:  # a tool name no label or contract can hold
+                meta = {"verdict": "denied", "rule": None, "request_id": None}
+                return ToolReply(f"gnomon: {name} was not run: {exc}", True, meta)
+            if recording is not None:
+                self._pending = (tool, recording)
+                if not defer:
+                    self._settle()
+            if reply.meta.get("verdict") != "held":
+                return reply
+            request_id = str(reply.meta["request_id"])
+            return await anyio.to_thread.run_sync(self._wait, tool, request_id)
 
-    def _wait(self, tool: GuardedTool, request_id: str, held: ToolReply) -> ToolReply:
+    def _record(self, tool: GuardedTool, recording: Recording) -> None:
+        """Commit a call's outcome and observation."""
+        tool.record(recording)
+
+    def _settle(self) -> None:
+        """Commit the pending record, if any (the lane is held); remember a failure."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        try:
+            self._record(*pending)
+        except Exception as exc:
+            if self._broken is None:
+                self._broken = exc
+            # the agent already has the result; the operator hears of the lost record here
+            logger.error("gnomon mcp proxy: a tool result could not be recorded: %r", exc)
+
+    async def flush(self) -> None:
+        """Commit the pending record now (the relay calls it once a reply is on the wire)."""
+        async with self._lane:
+            self._settle()
+
+    def _wait(self, tool: GuardedTool, request_id: str) -> ToolReply:
+        """A held call, in a worker thread (the lane is held): poll for ``gnomon approve``."""
         kernel = self._kernel
         assert kernel is not None
         deadline = time.monotonic() + self._config.hold_timeout
         while time.monotonic() < deadline:
-            with self._lock:
-                for outcome in kernel.process_submitted():
-                    if isinstance(outcome, ActionResult) and outcome.request_id == request_id:
-                        return tool._reply(outcome)
-                status = kernel.status(request_id)
-                if status.status != "held":
-                    return tool._reply(status)
+            for outcome in kernel.process_submitted(request_id):
+                if isinstance(outcome, ActionResult) and outcome.request_id == request_id:
+                    return tool._reply(outcome)
+            status = kernel.status(request_id)
+            if status.status != "held":
+                return tool._reply(status)
             time.sleep(self._config.poll_interval)
-        with self._lock:
-            reason = (
-                f"approval timed out: no approval within {self._config.hold_timeout:g}s "
-                "(denied; a later approval does not run it)"
-            )
-            return tool._reply(kernel.withdraw(request_id, reason))
+        reason = (
+            f"approval timed out: no approval within {self._config.hold_timeout:g}s "
+            "(denied; a later approval does not run it)"
+        )
+        return tool._reply(kernel.withdraw(request_id, reason))
 
     # -- the MCP server in front ------------------------------------------------------------
 
     def server(self) -> Server[Any]:
+        """The SDK's lowlevel server over this proxy (streamable HTTP, in-process clients)."""
+
         async def list_tools(
             _ctx: Any, _params: types.PaginatedRequestParams | None
         ) -> types.ListToolsResult:
             return types.ListToolsResult(tools=self._tools)
 
         async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-            reply = await anyio.to_thread.run_sync(self.call, params.name, params.arguments or {})
-            return to_result(reply)
+            return to_result(await self.call(params.name, params.arguments or {}))
 
         return Server("gnomon-mcp-proxy", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def relay(
+        self,
+        read: ReadStream[SessionMessage | Exception],
+        write: WriteStream[SessionMessage],
+    ) -> None:
+        """Serve the agent's side of a transport (stdio) at the message level: each JSON-RPC
+        request is parsed once by the transport and answered here, without the SDK's server
+        session (no second validation, dispatch and context per message). ``initialize``,
+        ``ping``, ``tools/list`` and ``tools/call`` are answered; every other request is
+        "method not found" (the proxy offers tools only: a resource or prompt passed through
+        would reach the agent unrecorded); notifications need no answer."""
+        async with anyio.create_task_group() as tasks:
+            async for item in read:
+                if isinstance(item, Exception):
+                    await write.send(_error(None, types.PARSE_ERROR, f"unreadable message: {item}"))
+                elif isinstance(item.message, types.JSONRPCRequest):
+                    tasks.start_soon(self._answer, item.message, write)
+
+    async def _answer(
+        self, request: types.JSONRPCRequest, write: WriteStream[SessionMessage]
+    ) -> None:
+        try:
+            reply = await self._reply(request)
+        except Exception as exc:  # never a crashed relay: the agent gets a JSON-RPC error
+            reply = _error(request.id, types.INTERNAL_ERROR, f"gnomon mcp proxy: {exc!r}")
+        await write.send(reply)
+        if self._pending is not None:
+            await anyio.lowlevel.checkpoint()  # the transport writes the reply first
+            await self.flush()
+
+    async def _reply(self, request: types.JSONRPCRequest) -> SessionMessage:
+        params = request.params or {}
+        method = request.method
+        reply: SessionMessage
+        if method == "tools/call":
+            name, args = params.get("name"), params.get("arguments")
+            if not isinstance(name, str) or not isinstance(args, dict | None):
+                why = "tools/call takes params {name: string, arguments: object}"
+                reply = _error(request.id, types.INVALID_PARAMS, why)
+            else:
+                result = to_result(await self.call(name, args or {}, defer=True))
+                reply = _response(request.id, result.model_dump(**_WIRE))
+        elif method == "tools/list":
+            reply = _response(request.id, self._listing)
+        elif method == "ping":
+            reply = _response(request.id, {})
+        elif method == "initialize":
+            asked = params.get("protocolVersion")
+            version = asked if asked in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+            reply = _response(request.id, _initialized(version))
+        else:
+            why = f"gnomon mcp proxy offers tools only: {method!r} is not relayed"
+            reply = _error(request.id, types.METHOD_NOT_FOUND, why)
+        return reply
+
+
+#: How a result is written on the wire (the SDK's own serialization of a result).
+_WIRE: dict[str, Any] = {"mode": "json", "by_alias": True, "exclude_none": True}
+
+
+def _initialized(version: str) -> dict[str, Any]:
+    result = types.InitializeResult(
+        protocol_version=version,
+        capabilities=types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False)),
+        server_info=types.Implementation(name="gnomon-mcp-proxy", version=__version__),
+    )
+    return result.model_dump(**_WIRE)
+
+
+def _response(request_id: types.RequestId, result: dict[str, Any]) -> SessionMessage:
+    return SessionMessage(types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result))
+
+
+def _error(request_id: types.RequestId | None, code: int, message: str) -> SessionMessage:
+    error = types.ErrorData(code=code, message=message)
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
 def to_result(reply: ToolReply) -> types.CallToolResult:
@@ -273,12 +423,15 @@ async def run_proxy(
             # their task groups' exception group, not as the typed error it is
             problem = exc
         else:
-            server = proxy.server()
-            if http is not None:
-                await _serve_http(server, *http)
-            else:
-                read, write = await stack.enter_async_context(stdio_server())
-                await server.run(read, write, server.create_initialization_options())
+            try:
+                if http is not None:
+                    await _serve_http(proxy.server(), *http)
+                else:
+                    read, write = await stack.enter_async_context(stdio_pipes())
+                    await proxy.relay(read, write)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await proxy.flush()
     if problem is not None:
         raise problem
 

@@ -47,7 +47,7 @@ from gnomon.firewall.gate.retrieval import collect
 from gnomon.firewall.host.channels import Channel, caller_origin
 from gnomon.firewall.host.decay import decay_read
 from gnomon.firewall.host.tool_calls import Observed, Prepared, ToolCall
-from gnomon.firewall.log.events import Records
+from gnomon.firewall.log.events import EventDraft, Records
 from gnomon.firewall.model.arguments import check_value, checked_call
 from gnomon.firewall.model.chain import (
     Action,
@@ -178,7 +178,11 @@ class Session:
             out.update(extra)
         return out
 
-    def _commit(
+    def _commit(self, kind: str, **fields: Any) -> int:
+        """Commit one event of this session (``fields`` as :meth:`_draft` takes them)."""
+        return self._wall.commit(self._draft(kind, **fields))[-1].seq
+
+    def _draft(
         self,
         kind: str,
         *,
@@ -186,21 +190,18 @@ class Session:
         records: Records | None = None,
         versions: Mapping[str, Any] | None = None,
         now: datetime | None = None,
-    ) -> int:
-        events = self._wall.commit(
-            self._wall.draft(
-                kind,
-                actor=self.actor,
-                now=now or self._wall.clock(),
-                session_id=self.id,
-                project=self.project,
-                user=self.user,
-                data=data,
-                records=records,
-                versions=self._versions(versions),
-            )
+    ) -> EventDraft:
+        return self._wall.draft(
+            kind,
+            actor=self.actor,
+            now=now or self._wall.clock(),
+            session_id=self.id,
+            project=self.project,
+            user=self.user,
+            data=data,
+            records=records,
+            versions=self._versions(versions),
         )
-        return events[-1].seq
 
     def _read(self, labels: Iterable[Origin]) -> None:
         self._label = join_all([*([self._label] if self._label else []), *labels])
@@ -256,6 +257,13 @@ class Session:
             valid_to=valid_to,
             tool_version=tool_version,
         )
+        return self._observe_call(call)
+
+    def _observe_call(self, call: ToolCall, before: Sequence[EventDraft] = ()) -> Observed:
+        """Host side: :meth:`observe` one call, committing ``before`` (the kernel's
+        ``action.executed`` for the call this observes) in the same transaction."""
+        self._check_open()
+        tool_version = call.tool_version
         now = self._wall.clock()
         prepared = self._prepare(call, now)
         records, contradictions, current = detect(
@@ -268,12 +276,15 @@ class Session:
         }
         if prepared.channel_id is not None:
             data["channel_id"] = prepared.channel_id
-        self._commit(
-            "observation.recorded",
-            data=data,
-            records=Records(observations=(prepared.observation,), **records),
-            versions={"tool_version": tool_version} if tool_version else None,
-            now=now,
+        self._wall.commit(
+            *before,
+            self._draft(
+                "observation.recorded",
+                data=data,
+                records=Records(observations=(prepared.observation,), **records),
+                versions={"tool_version": tool_version} if tool_version else None,
+                now=now,
+            ),
         )
         if prepared.made:
             self._read([prepared.content_origin])

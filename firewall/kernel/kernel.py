@@ -23,7 +23,8 @@ Flow of one request (every step an event carrying the session's context ids):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,7 @@ from gnomon.firewall.kernel.contracts import ToolRegistry
 from gnomon.firewall.kernel.decide import Arbiter, Case, Ruling, arbitrate, decide
 from gnomon.firewall.kernel.preconditions import Snapshot, capture, revalidate
 from gnomon.firewall.kernel.signing import SignedPolicy, reverify
-from gnomon.firewall.log.events import Records
+from gnomon.firewall.log.events import EventDraft, Records
 from gnomon.firewall.model.arguments import checked_call
 from gnomon.firewall.model.chain import Action, Decision, Outcome
 from gnomon.firewall.model.content import checked_args
@@ -83,6 +84,57 @@ class ActionResult:
     status: str
     reasons: tuple[str, ...]
     output: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One step of an execution flow: the driver runs ``executor(args)`` (an async driver may run
+    ``tool`` its own way, and awaits an awaitable) and sends back ``(output, error)``."""
+
+    tool: str
+    executor: Executor
+    args: dict[str, Any]
+
+
+#: A request's flow: it yields :class:`Run` once when the action runs, and returns the result
+#: with the ``action.executed`` draft still to commit (``None`` when nothing ran). One flow,
+#: driven synchronously (:func:`drive`) or asynchronously (:func:`adrive`).
+Flow = Generator[Run, tuple[object, Exception | None], tuple[ActionResult, EventDraft | None]]
+
+
+def drive(flow: Flow) -> tuple[ActionResult, EventDraft | None]:
+    """Run ``flow`` in this thread, calling the executor directly."""
+    try:
+        step = next(flow)
+        while True:
+            try:
+                ran: tuple[object, Exception | None] = (step.executor(step.args), None)
+            except Exception as exc:  # the tool's own failure is an outcome, not our crash
+                ran = (None, exc)
+            step = flow.send(ran)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def adrive(
+    flow: Flow, run: Callable[[Run], Awaitable[object]] | None = None
+) -> tuple[ActionResult, EventDraft | None]:
+    """Run ``flow`` in the event loop: the tool through ``run`` when given (the upstream call
+    of an MCP proxy), else its executor, awaited when it returns an awaitable. No worker
+    thread between the kernel and the tool."""
+    try:
+        step = next(flow)
+        while True:
+            try:
+                output = step.executor(step.args) if run is None else run(step)
+                if inspect.isawaitable(output):
+                    output = await output
+                ran: tuple[object, Exception | None] = (output, None)
+            except Exception as exc:
+                ran = (None, exc)
+            step = flow.send(ran)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
 
 
 class ActionKernel:
@@ -147,6 +199,13 @@ class ActionKernel:
     def _propose(
         self, session: Session, tool: str, args: Mapping[str, Any] | None, cites: Sequence[str]
     ) -> ActionResult:
+        return self._settled(drive(self._propose_flow(session, tool, args, cites)))
+
+    def _propose_flow(
+        self, session: Session, tool: str, args: Mapping[str, Any] | None, cites: Sequence[str]
+    ) -> Flow:
+        """Propose ``tool(args)``; an allowed action is claimed in the same commit as its
+        proposal and runs (the flow's one :class:`Run`)."""
         session._check_open()
         if not isinstance(tool, str):
             raise InputError(f"tool must be a tool name, got {type(tool).__name__}")
@@ -197,7 +256,7 @@ class ActionKernel:
             created_at=now,
         )
         label = session.label
-        self._record(
+        proposed = self._draft(
             session.id,
             session.project,
             session.user,
@@ -221,21 +280,22 @@ class ActionKernel:
             actor=session.actor,
             now=now,
         )
-        if ruling.outcome != Verdict.ALLOW:
-            kernel_ruling(
-                ruling.outcome.value,
-                tool=self._logged_tool(tool),
-                level=ruling.level.name if ruling.level is not None else None,
-                rule=ruling.rule,
-                request_id=request_id,
-                session_id=session.id,
-            )
         if ruling.outcome == Verdict.ALLOW:
-            return self._execute(request_id)
+            # one commit: the proposal and its execution claim (durable before the tool runs)
+            return (yield from self._execute_flow(request_id, proposed=proposed))
+        self._wall.commit(proposed)
+        kernel_ruling(
+            ruling.outcome.value,
+            tool=self._logged_tool(tool),
+            level=ruling.level.name if ruling.level is not None else None,
+            rule=ruling.rule,
+            request_id=request_id,
+            session_id=session.id,
+        )
         if ruling.outcome == Verdict.DENY:
             self._record_in(session, request_id, L.DENIED, {"reasons": list(ruling.reasons)})
-            return ActionResult(request_id, action.id, "denied", ruling.reasons)
-        return self._hold(request_id, action.id, session, tool, ruling, digest, now)
+            return ActionResult(request_id, action.id, "denied", ruling.reasons), None
+        return self._hold(request_id, action.id, session, tool, ruling, digest, now), None
 
     def _hold(
         self,
@@ -402,23 +462,51 @@ class ActionKernel:
         return self._execute(request_id)
 
     def _execute(self, request_id: str) -> ActionResult:
-        state = self._state(request_id)
-        if state is None:
-            raise UnknownIdError("request", request_id)
-        if state.status not in EXECUTABLE:
-            raise ActionPendingError(
-                f"request {request_id} is {state.status}: only an allowed or approved action "
-                "executes",
-                hint="a held action needs a signed approval from a pinned approver key",
+        return self._settled(drive(self._execute_flow(request_id)))
+
+    def _settled(self, done: tuple[ActionResult, EventDraft | None]) -> ActionResult:
+        """The result of a flow driven here, its outcome committed."""
+        result, outcome = done
+        if outcome is not None:
+            self._wall.commit(outcome)
+        return result
+
+    def _execute_flow(self, request_id: str, *, proposed: EventDraft | None = None) -> Flow:
+        """Claim and run ``request_id``. With ``proposed`` (an allowed proposal not yet
+        written), the proposal is committed in the claim's transaction."""
+        known: L.RequestState | None = None
+        if proposed is None:
+            known = self._state(request_id)
+            if known is None:
+                raise UnknownIdError("request", request_id)
+            if known.status not in EXECUTABLE:
+                raise ActionPendingError(
+                    f"request {request_id} is {known.status}: only an allowed or approved "
+                    "action executes",
+                    hint="a held action needs a signed approval from a pinned approver key",
+                )
+            claims = [self._draft_for(known, L.EXECUTING, {"request_id": request_id})]
+            action_id = known.action_id
+        else:
+            executing = self._draft(
+                proposed.session_id,
+                proposed.project,
+                proposed.user,
+                L.EXECUTING,
+                {"request_id": request_id},
             )
-        claimed = self._wall.store.claim_execution(
-            request_id,
-            self._draft_for(state, L.EXECUTING, {"request_id": request_id}),
-        )
+            claims = [proposed, executing]
+            action_id = str(proposed.data["action_id"])
+        claimed = self._wall.claim_execution(request_id, claims)
         if claimed is None:
-            return ActionResult(
-                request_id, state.action_id, "executing", ("another process executed it",)
-            )
+            reasons = ("another process executed it",)
+            return ActionResult(request_id, action_id, "executing", reasons), None
+        # an allowed proposal's state comes from the events just committed, not a store read
+        state = (
+            L.read_ledger(self._wall.store, events=claimed).requests[request_id]
+            if known is None
+            else known
+        )
         now = self._wall.clock()
         problems = revalidate(
             [Snapshot.model_validate(s) for s in state.proposal.get("preconditions", [])],
@@ -433,12 +521,13 @@ class ActionKernel:
             problems.append(f"no executor is registered for {tool}")
         if problems:
             self._record_for(request_id, L.REFUSED, {"problems": problems}, state=state)
-            return ActionResult(request_id, state.action_id, "refused", tuple(problems))
-        try:
-            output = executor(dict(state.proposal["args"])) if executor else None
+            return ActionResult(request_id, state.action_id, "refused", tuple(problems)), None
+        assert executor is not None
+        output, error = yield Run(tool, executor, dict(state.proposal["args"]))
+        if error is None:
             success, summary = True, _summary(output)
-        except Exception as exc:  # the tool's own failure is an outcome, not our crash
-            output, success, summary = None, False, f"{type(exc).__name__}: {exc}"[:500]
+        else:
+            output, success, summary = None, False, f"{type(error).__name__}: {error}"[:500]
         outcome = Outcome(
             id=new_id("out"),
             action_id=state.action_id,
@@ -447,14 +536,13 @@ class ActionKernel:
             summary=summary,
             created_at=self._wall.clock(),
         )
-        self._record_for(
-            request_id,
+        executed = self._draft_for(
+            state,
             L.EXECUTED,
-            {"success": success},
+            {"request_id": request_id, "success": success},
             records=Records(outcomes=(outcome,)),
-            state=state,
         )
-        return ActionResult(request_id, state.action_id, "executed", (), output)
+        return ActionResult(request_id, state.action_id, "executed", (), output), executed
 
     def withdraw(self, request_id: str, reason: str) -> ActionResult:
         """Host side: a hold still pending becomes a denial now (``action.expired``), e.g. when
@@ -477,7 +565,7 @@ class ActionKernel:
 
     # -- recording ------------------------------------------------------------------------
 
-    def _record(
+    def _draft(
         self,
         session_id: str | None,
         project: str | None,
@@ -488,40 +576,37 @@ class ActionKernel:
         records: Records | None = None,
         actor: str = "host",
         now: datetime | None = None,
-    ) -> None:
-        self._wall.commit(
-            self._wall.draft(
-                kind,
-                actor=actor,
-                now=now or self._wall.clock(),
-                session_id=session_id,
-                project=project,
-                user=user,
-                data=data,
-                records=records,
-                versions={"action_policy_digest": self._policy.digest},
-            )
-        )
-
-    def _draft_for(self, state: L.RequestState, kind: str, data: Mapping[str, Any]) -> Any:
+    ) -> EventDraft:
         return self._wall.draft(
             kind,
-            actor="host",
-            now=self._wall.clock(),
-            session_id=state.session_id,
-            project=state.project,
-            user=state.user,
+            actor=actor,
+            now=now or self._wall.clock(),
+            session_id=session_id,
+            project=project,
+            user=user,
             data=data,
+            records=records,
             versions={"action_policy_digest": self._policy.digest},
         )
+
+    def _draft_for(
+        self,
+        state: L.RequestState,
+        kind: str,
+        data: Mapping[str, Any],
+        *,
+        records: Records | None = None,
+    ) -> EventDraft:
+        return self._draft(state.session_id, state.project, state.user, kind, data, records=records)
 
     def _record_in(
         self, session: Session, request_id: str, kind: str, data: Mapping[str, Any]
     ) -> None:
         """An event about ``request_id``, proposed in ``session`` (this process has it)."""
-        self._record(
+        draft = self._draft(
             session.id, session.project, session.user, kind, {"request_id": request_id, **data}
         )
+        self._wall.commit(draft)
 
     def _record_for(
         self,
@@ -546,14 +631,16 @@ class ActionKernel:
                 request_id=request_id,
                 session_id=state.session_id,
             )
-        self._record(
-            state.session_id,
-            state.project,
-            state.user,
-            kind,
-            {"request_id": request_id, **data},
-            records=records,
-            actor=actor,
+        self._wall.commit(
+            self._draft(
+                state.session_id,
+                state.project,
+                state.user,
+                kind,
+                {"request_id": request_id, **data},
+                records=records,
+                actor=actor,
+            )
         )
 
 
@@ -597,4 +684,14 @@ def _summary(output: object) -> str:
     return text[:500]
 
 
-__all__ = ["ActionHandle", "ActionKernel", "ActionResult", "Executor", "Resolver"]
+__all__ = [
+    "ActionHandle",
+    "ActionKernel",
+    "ActionResult",
+    "Executor",
+    "Flow",
+    "Resolver",
+    "Run",
+    "adrive",
+    "drive",
+]

@@ -32,7 +32,7 @@ from gnomon.firewall.model.chain import (
     SessionInfo,
     StoreBinding,
 )
-from gnomon.firewall.model.errors import LogIntegrityError
+from gnomon.firewall.model.errors import InputError, LogIntegrityError
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import (
     FreshnessStatus,
@@ -60,6 +60,17 @@ class DecayRow(NamedTuple):
     freshness: str
     #: True if its ``expires_at`` has passed (else it is due by age).
     expired: bool
+
+
+def claim_drafts(drafts: Sequence[EventDraft]) -> Sequence[EventDraft]:
+    """``drafts`` for :meth:`Store.claim_execution`, which needs at least one (an empty claim
+    would be indistinguishable from a lost race)."""
+    if not drafts:
+        raise InputError(
+            "claim_execution() needs at least one event draft",
+            hint="pass the action.executing draft (and any event to commit with it)",
+        )
+    return drafts
 
 
 class Store(ABC):
@@ -129,12 +140,14 @@ class Store(ABC):
         (:func:`firewall.host.review.approve`)."""
 
     @abstractmethod
-    def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
-        """Claim the one execution of ``request_id``, committing ``draft`` with the claim.
+    def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
+        """Claim the one execution of ``request_id``, committing ``drafts`` with the claim.
 
         Atomic across threads and processes: of any number of concurrent callers for one
-        request id, exactly one gets its event back (claim and event written in one
-        transaction); every other call, now or later, returns ``None`` and writes nothing.
+        request id, exactly one gets its events back (claim and every event written in one
+        transaction, e.g. an allowed action's proposal and its execution claim); every other
+        call, now or later, returns ``None`` and writes nothing. The claim row names the seq
+        of the last event.
         This is how the action kernel executes an approved action at most once. Claims are a
         lock table, not a projection: a rebuild leaves them alone.
         """

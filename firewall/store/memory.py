@@ -49,6 +49,7 @@ from gnomon.firewall.store.base import (
     BeliefFilter,
     Store,
     check_continues,
+    claim_drafts,
     is_request_kind,
 )
 from gnomon.firewall.store.keys import index_tokens, micros
@@ -194,14 +195,14 @@ class MemoryStore(Store):
                 return None
             return self.commit(drafts)
 
-    def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
+    def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
         with self._lock:
             self._check_open()
             if request_id in self._executed:
                 return None
-            event = self.commit([draft])[0]
+            events = self.commit(claim_drafts(drafts))
             self._executed.add(request_id)
-            return event
+            return events
 
     def append_sealed(self, events: Sequence[Event]) -> None:
         with self._lock:

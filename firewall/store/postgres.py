@@ -93,7 +93,7 @@ from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import SENSITIVITY_RANK, Scope
 from gnomon.firewall.model.text import query_terms
 from gnomon.firewall.store import postgres_schema as schema
-from gnomon.firewall.store.base import Store, check_continues
+from gnomon.firewall.store.base import Store, check_continues, claim_drafts
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.memory import K1, B
 from gnomon.firewall.store.sql_common import (
@@ -625,8 +625,10 @@ class PostgresStore(Store):
 
         return self._retrying("committing on a pinned head", work)
 
-    def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
-        def work(conn: psycopg.Connection[Any]) -> Event | None:
+    def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
+        claim_drafts(drafts)
+
+        def work(conn: psycopg.Connection[Any]) -> list[Event] | None:
             # A concurrent claimer of the same id waits on the primary key until this
             # transaction ends, then finds the row and claims nothing.
             claimed = conn.execute(
@@ -636,12 +638,12 @@ class PostgresStore(Store):
             )
             if claimed.rowcount == 0:
                 return None
-            event = self._write(conn, [draft])[0]
+            events = self._write(conn, drafts)
             conn.execute(
                 "UPDATE execution_claims SET seq = %s WHERE tenant = %s AND request_id = %s",
-                (event.seq, self.tenant, request_id),
+                (events[-1].seq, self.tenant, request_id),
             )
-            return event
+            return events
 
         return self._retrying("claiming an execution", work)
 

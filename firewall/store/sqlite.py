@@ -72,7 +72,7 @@ from gnomon.firewall.model.states import (
 )
 from gnomon.firewall.model.text import fts5_match
 from gnomon.firewall.store import sqlite_schema as schema
-from gnomon.firewall.store.base import DecayRow, Store, check_continues
+from gnomon.firewall.store.base import DecayRow, Store, check_continues, claim_drafts
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
@@ -388,19 +388,22 @@ class SQLiteStore(Store):
 
         return self._atomic("committing on a pinned head", work)
 
-    def claim_execution(self, request_id: str, draft: EventDraft) -> Event | None:
-        def work(conn: sqlite3.Connection) -> Event | None:
+    def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
+        claim_drafts(drafts)
+
+        def work(conn: sqlite3.Connection) -> list[Event] | None:
             # Under BEGIN IMMEDIATE (one writer at a time): the primary key decides the winner.
             claimed = conn.execute(
                 "INSERT OR IGNORE INTO execution_claims (request_id) VALUES (?)", (request_id,)
             )
             if claimed.rowcount == 0:
                 return None
-            event = self._write(conn, [draft])[0]
+            events = self._write(conn, drafts)
             conn.execute(
-                "UPDATE execution_claims SET seq = ? WHERE request_id = ?", (event.seq, request_id)
+                "UPDATE execution_claims SET seq = ? WHERE request_id = ?",
+                (events[-1].seq, request_id),
             )
-            return event
+            return events
 
         return self._atomic("claiming an execution", work)
 

@@ -1,0 +1,116 @@
+"""The MCP proxy's stdio transport in front: JSON-RPC lines on this process's stdin and stdout,
+read and written in the event loop (non-blocking pipes), no worker thread per line.
+
+The SDK's ``stdio_server`` reads each line and writes (and flushes) each message through a
+worker thread: three thread hops per call, each a wake-up of another thread on a loaded
+machine. This transport yields the same pair of streams of
+:class:`~mcp.shared.message.SessionMessage` (parsed by the SDK's own JSON-RPC adapter), so the
+relay does not know which one it serves. Like the SDK's, it takes the wire away from fd 0 and
+fd 1 while it serves (fd 0 reads the null device, fd 1 writes to stderr): a stray ``print`` or a
+child process cannot corrupt the wire. Both are restored on exit.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+
+import anyio
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+#: The longest line accepted from the agent (a longer one is a parse error, then skipped).
+MAX_LINE = 16 * 1024 * 1024
+
+
+@asynccontextmanager
+async def stdio_pipes() -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+    ]
+]:
+    """``(read, write)`` over this process's stdin and stdout; see the module docstring."""
+    wire_in, wire_out = _claim(0, os.O_RDONLY), _claim(1, os.O_WRONLY)
+    try:
+        incoming_w, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        outgoing, outgoing_r = anyio.create_memory_object_stream[SessionMessage](0)
+        async with anyio.create_task_group() as writing:
+            writing.start_soon(_write_lines, wire_out, outgoing_r)
+            async with anyio.create_task_group() as reading:
+                reading.start_soon(_read_lines, wire_in, incoming_w)
+                try:
+                    yield incoming, outgoing
+                finally:
+                    reading.cancel_scope.cancel()
+                    # what was sent is written before the wire is given back
+                    outgoing.close()
+    finally:
+        _release(0, wire_in)
+        _release(1, wire_out)
+
+
+def _claim(fd: int, flags: int) -> int:
+    """A private, non-blocking duplicate of ``fd`` (above the standard range); ``fd`` itself is
+    pointed at the null device (stdin) or stderr (stdout)."""
+    private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.set_blocking(private, False)
+    diversion = os.open(os.devnull, flags) if fd == 0 else os.dup(2)
+    os.dup2(diversion, fd)
+    os.close(diversion)
+    return private
+
+
+def _release(fd: int, private: int) -> None:
+    with suppress(OSError):
+        os.set_blocking(private, True)
+        os.dup2(private, fd)
+        os.close(private)
+
+
+async def _read_lines(fd: int, out: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+    buffer = b""
+    async with out:
+        while True:
+            await anyio.wait_readable(fd)
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                return  # the agent closed its end
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            if len(buffer) > MAX_LINE:
+                buffer = b""
+                await out.send(ValueError(f"a message longer than {MAX_LINE} bytes"))
+            for line in lines:
+                if line.strip():
+                    await out.send(_parse(line))
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+async def _write_lines(fd: int, messages: MemoryObjectReceiveStream[SessionMessage]) -> None:
+    async with messages:
+        async for message in messages:
+            json = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+            data = memoryview((json + "\n").encode())
+            while data:
+                try:
+                    data = data[os.write(fd, data) :]
+                except BlockingIOError:
+                    await anyio.wait_writable(fd)
+                except OSError:
+                    return  # the agent is gone: nothing more can reach it
+
+
+__all__ = ["MAX_LINE", "stdio_pipes"]
