@@ -60,6 +60,13 @@ def claim_of(event: Event) -> str | None:
     return claim if isinstance(claim, str) else None
 
 
+def claims_in(events: Sequence[Event]) -> list[tuple[str, int]]:
+    """``(claim, seq)`` for every event of ``events`` committed with a claim (:func:`claim_of`):
+    what a store appending sealed events, or rebuilding, derives into its claims table, so a
+    store replayed from a log holds the claims its first store granted."""
+    return [(claim, e.seq) for e in events if (claim := claim_of(e)) is not None]
+
+
 #: Kinds of the events that belong to one action request (the kernel's ledger, each naming it as
 #: ``payload.request_id``): what :meth:`Store.request_events` indexes.
 REQUEST_KIND_PREFIXES = ("action.", "approval.")
@@ -146,7 +153,10 @@ class Store(ABC):
         transaction); every other call, now or later, returns ``None`` and writes nothing.
         This is how the action kernel executes an approved action at most once, and how a
         single-use grant is spent once (:func:`grant_claim`). Claims are a lock table, not a
-        projection: a rebuild leaves them alone.
+        projection: a rebuild never removes one, but every claim an event of the log records
+        (:func:`claims_in`) is derived again by :meth:`append_sealed` and
+        :meth:`rebuild_projections`, so a store replayed from the log holds them all, and
+        ``gnomon rebuild`` compares them (table ``execution_claims``).
         """
 
     # -- the log --------------------------------------------------------------------------
@@ -397,6 +407,7 @@ __all__ = [
     "Store",
     "check_continues",
     "claim_of",
+    "claims_in",
     "grant_claim",
     "is_request_kind",
 ]
