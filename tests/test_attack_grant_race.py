@@ -94,6 +94,26 @@ def _two_walls(url: str, tmp_path: Path) -> Iterator[tuple[Firewall, Firewall]]:
         yield one, two
 
 
+def _race_pairs(
+    one: Firewall, two: Firewall, pairs: list[tuple[Grant, Belief, Belief]], use: str
+) -> list[list[object]]:
+    """For each grant, ``one`` and ``two`` call ``use`` (promote, clear) at once, each on one of
+    the two beliefs it covers; what each call raised, per grant."""
+    outcomes: list[list[object]] = []
+    first: Callable[..., object] = getattr(one, use)
+    second: Callable[..., object] = getattr(two, use)
+    for grant, a, b in pairs:
+        outcomes.append(
+            list(
+                _race(
+                    lambda a=a, g=grant: first(a.id, grant=g, reason="mine"),  # type: ignore[misc]
+                    lambda b=b, g=grant: second(b.id, grant=g, reason="mine too"),  # type: ignore[misc]
+                )
+            )
+        )
+    return outcomes
+
+
 @pytest.mark.parametrize("scheme", ["memory", "sqlite", "ndjson"])
 def test_threads_racing_one_grant_promote_once(scheme: str, tmp_path: Path) -> None:
     url = {
@@ -103,33 +123,13 @@ def test_threads_racing_one_grant_promote_once(scheme: str, tmp_path: Path) -> N
     }[scheme]
     with firewall.open(url) as wall:
         pairs = _pairs(wall, ROUNDS)
-        outcomes: list[list[object]] = []
-        for grant, a, b in pairs:
-            outcomes.append(
-                list(
-                    _race(
-                        lambda a=a, g=grant: wall.promote(a.id, grant=g, reason="mine"),  # type: ignore[misc]
-                        lambda b=b, g=grant: wall.promote(b.id, grant=g, reason="mine too"),  # type: ignore[misc]
-                    )
-                )
-            )
-        _assert_one_landed(wall, pairs, outcomes)
+        _assert_one_landed(wall, pairs, _race_pairs(wall, wall, pairs, "promote"))
 
 
 def test_two_connections_racing_one_grant_on_postgres(postgres_url: str, tmp_path: Path) -> None:
     with _two_walls(postgres_url, tmp_path) as (one, two):
         pairs = _pairs(one, ROUNDS)
-        outcomes: list[list[object]] = []
-        for grant, a, b in pairs:
-            outcomes.append(
-                list(
-                    _race(
-                        lambda a=a, g=grant: one.promote(a.id, grant=g, reason="mine"),  # type: ignore[misc]
-                        lambda b=b, g=grant: two.promote(b.id, grant=g, reason="mine too"),  # type: ignore[misc]
-                    )
-                )
-            )
-        _assert_one_landed(one, pairs, outcomes)
+        _assert_one_landed(one, pairs, _race_pairs(one, two, pairs, "promote"))
 
 
 def test_a_clearing_grant_raced_from_two_ndjson_stores_clears_once(tmp_path: Path) -> None:
@@ -140,16 +140,7 @@ def test_a_clearing_grant_raced_from_two_ndjson_stores_clears_once(tmp_path: Pat
             for belief in (a, b):
                 one.quarantine(belief.id, reason="sentinel", authority=Authority.SENTINEL)
         two.store.refresh()  # type: ignore[attr-defined]
-        outcomes: list[list[object]] = []
-        for grant, a, b in pairs:
-            outcomes.append(
-                list(
-                    _race(
-                        lambda a=a, g=grant: one.clear(a.id, grant=g, reason="false positive"),  # type: ignore[misc]
-                        lambda b=b, g=grant: two.clear(b.id, grant=g, reason="this one too"),  # type: ignore[misc]
-                    )
-                )
-            )
+        outcomes = _race_pairs(one, two, pairs, "clear")
         one.store.refresh()  # type: ignore[attr-defined]
         for (grant, a, b), raised in zip(pairs, outcomes, strict=True):
             cleared = [one.require_belief(x.id).security_status == "clean" for x in (a, b)]

@@ -47,19 +47,20 @@ from tests.factories import (
 EXTERNAL = Origin.external("https://evil.example/page")
 
 
-def _adopted(**overrides: object) -> tuple[Belief, object]:
-    """An external page's belief as the gate adopts it (unverified, restricted), with its
-    reading-class evidence, in one draft."""
-    belief = make_belief(
-        origin=EXTERNAL,
-        authority=Authority.AUTO_OBSERVATION,
-        truth_status=TruthStatus.UNVERIFIED,
-        retrieval_status=RetrievalStatus.RESTRICTED,
+def _adopted(
+    origin: Origin = EXTERNAL,
+    quality: EvidenceQuality = EvidenceQuality.EXTERNAL_DOCUMENT,
+    **overrides: object,
+) -> tuple[Belief, object]:
+    """A belief as the gate adopts it, with its evidence, in one draft: by default an external
+    page's (unverified, restricted, reading-class evidence)."""
+    fields: dict[str, object] = {
+        "truth_status": TruthStatus.UNVERIFIED,
+        "retrieval_status": RetrievalStatus.RESTRICTED,
         **overrides,
-    )
-    evidence = make_evidence(
-        claim_id=belief.claim_id, quality=EvidenceQuality.EXTERNAL_DOCUMENT, origin=EXTERNAL
-    )
+    }
+    belief = make_belief(origin=origin, authority=Authority.AUTO_OBSERVATION, **fields)
+    evidence = make_evidence(claim_id=belief.claim_id, quality=quality, origin=origin)
     return belief, make_draft(make_records(evidence=[evidence], beliefs=[belief]))
 
 
@@ -380,17 +381,13 @@ def _forged_user_promotion() -> tuple[MemoryStore, Belief]:
 def _forged_user_statement() -> tuple[MemoryStore, Belief]:
     """A 'user said so' belief with its human evidence: adopted supported by the gate."""
     source = MemoryStore()
-    alice = Origin.user("alice")
-    belief = make_belief(
-        origin=alice,
-        authority=Authority.AUTO_OBSERVATION,
+    belief, adopted = _adopted(
+        Origin.user("alice"),
+        EvidenceQuality.HUMAN_ASSERTION,
         truth_status=TruthStatus.SUPPORTED,
         retrieval_status=RetrievalStatus.NORMAL,
     )
-    evidence = make_evidence(
-        claim_id=belief.claim_id, quality=EvidenceQuality.HUMAN_ASSERTION, origin=alice
-    )
-    source.commit([make_draft(make_records(evidence=[evidence], beliefs=[belief]))])
+    source.commit([adopted])  # type: ignore[list-item]
     return source, belief
 
 
