@@ -91,19 +91,26 @@ def test_verify_refuses_an_unpinned_signer(demo: tuple[str, Path], keys: tuple[s
     fails(run("log", "verify", "--url", url, "--key", public), "not pinned")
 
 
-def test_export_import_round_trip(demo: tuple[str, Path], tmp_path: Path) -> None:
+def test_export_import_round_trip(
+    demo: tuple[str, Path], keys: tuple[str, str], tmp_path: Path
+) -> None:
     url, _ = demo
+    private, public = keys
+    target = f"sqlite:///{tmp_path / 'copy.db'}"
+    run("log", "export", "--url", url, "--out", "unsigned.ndjson")
+    # the demo holds users' statements and grants: no key, no import of that authority
+    fails(run("log", "import", "unsigned.ndjson", "--url", target), "no pinned key vouches")
+    assert run("log", "checkpoint", "--url", url, "--key", private).exit_code == 0
     result = run("log", "export", "--url", url, "--out", "log.ndjson")
     assert result.exit_code == 0 and "exported" in result.stderr
     stdout = run("log", "export", "--url", url)
     assert stdout.stdout_bytes == Path("log.ndjson").read_bytes()
-    target = f"sqlite:///{tmp_path / 'copy.db'}"
-    result = run("log", "import", "log.ndjson", "--url", target, "--json")
+    result = run("log", "import", "log.ndjson", "--url", target, "--key", public, "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["imported"] > 10
     assert run("rebuild", "--url", target).exit_code == 0
-    again = run("log", "import", "log.ndjson", "--url", target)
+    again = run("log", "import", "log.ndjson", "--url", target, "--key", public)
     assert again.exit_code == 0 and "imported 0 events" in again.output
     as_file_log = run("log", "verify", "--url", "memory:///log.ndjson")
     assert as_file_log.exit_code == 0, as_file_log.output

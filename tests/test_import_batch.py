@@ -105,7 +105,7 @@ def test_a_batch_template_edited_to_a_trusted_fact_is_refused_on_import() -> Non
     events = _forged_log(promote)
     target = MemoryStore()
     with pytest.raises(IllegalTransitionError) as err:
-        check_transitions(target, events)
+        check_transitions(target, events, verified=True)
     assert err.value.seq == 1 and "unexplained-move" in str(err.value)
     assert target.head()[0] == 0
 
@@ -124,7 +124,7 @@ def test_a_batch_template_edited_to_a_trusted_fact_is_refused_on_import() -> Non
 def test_a_malformed_batch_is_a_log_integrity_error(edit: Any) -> None:
     events = _forged_log(edit)
     with pytest.raises(LogIntegrityError):
-        check_transitions(MemoryStore(), events)
+        check_transitions(MemoryStore(), events, verified=True)
     target = MemoryStore()
     with pytest.raises(firewall.GnomonError):
         target.append_sealed(events)

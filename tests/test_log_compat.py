@@ -48,7 +48,7 @@ def test_schema1_log_imports_verifies_and_rebuilds(target: Store) -> None:
     events = read_events(read_file(FIXTURE), str(FIXTURE), head=target.head())
     assert len(events) == 19
     assert {e.body.count(b'"schema":1') >= 1 for e in events} == {True}
-    check_transitions(target, events)
+    check_transitions(target, events, verified=True)
     target.append_sealed(events)
     assert target.verify().ok
     report = rebuild(target)

@@ -71,7 +71,7 @@ def _pages(wall: firewall.Firewall, origin: Origin, *texts: str) -> list[str]:
 def _same_log_elsewhere(events: list[Event]) -> MemoryStore:
     """The log imported into a fresh store the way ``gnomon log import`` does: gate first."""
     fresh = MemoryStore()
-    check_transitions(fresh, events)
+    check_transitions(fresh, events, verified=True)
     fresh.append_sealed(events)
     return fresh
 
@@ -284,7 +284,7 @@ def test_a_log_carrying_a_forged_move_batch_is_refused_by_import_and_replay(atta
     log = _chained_with(events, moves)
     assert firewall.log.events.verify_chain((e.seq, e.body, e.prev_hash, e.hash) for e in log).ok
     with pytest.raises(LogIntegrityError):
-        check_transitions(MemoryStore(), log)
+        check_transitions(MemoryStore(), log, verified=True)
     source = MemoryStore()
     source.append_sealed(events)
     with pytest.raises((LogIntegrityError, GateError, StoreError)):
@@ -415,7 +415,7 @@ def test_attack_a_log_with_a_user_move_batch_is_refused_by_import_append_and_rep
     }
     log = _chained_with(events, moves)
     with pytest.raises(LogIntegrityError):
-        check_transitions(MemoryStore(), log)
+        check_transitions(MemoryStore(), log, verified=True)
     with pytest.raises((LogIntegrityError, GateError, StoreError)):
         MemoryStore().append_sealed(log)
     with pytest.raises((LogIntegrityError, GateError, StoreError)):

@@ -93,7 +93,9 @@ def test_a_batch_records_what_observe_records_in_one_event(wall: Firewall) -> No
         assert s.label == single_label  # read everything the calls returned
     assert wall.verify_log().ok
     assert rebuild(wall.store).ok
-    check_transitions(MemoryStore(), list(wall.store.events()))  # the log import's gate check
+    check_transitions(
+        MemoryStore(), list(wall.store.events()), verified=True
+    )  # the log import's gate check
 
 
 def _refused(wall: Firewall, calls: list[Any], error: type[Exception]) -> None:

@@ -27,8 +27,15 @@ from
 The first violation raises :class:`IllegalTransitionError` naming the event's seq, the belief and
 the rule; the caller imports nothing (``gnomon log import`` is all or nothing).
 
-What this does not claim: an attested origin (a user statement) in an imported log is taken as
-recorded; only a pinned checkpoint says the log came from a host that held the key.
+**Authority needs a key** (policy). The gate can check that a move was *legal*, not who asked for
+it: a ``user`` revision naming a grant id, a belief or evidence attributed to a user or a probe
+(attested origin, human or probe evidence), the action kernel's own ledger (a proposal it
+allowed, an approval it accepted, a policy it loaded) are all just JSON anyone can write and
+re-chain. So unless the caller verified the log against a pinned key (``verified=True``:
+``gnomon log import --key``, every event covered by a checkpoint that key signed), the first
+event that carries such authority raises :class:`UnverifiedAuthorityError` naming its seq and
+what it claims, and nothing is imported. A log of agent, tool and external content alone needs
+no key: everything in it is held to the gate as untrusted or observed content.
 """
 
 from __future__ import annotations
@@ -44,18 +51,23 @@ from gnomon.firewall.log.moves import resolve_moves
 from gnomon.firewall.model.chain import Belief, EvidenceItem, EvidenceSet, Revision
 from gnomon.firewall.model.errors import GateError, LogIntegrityError
 from gnomon.firewall.model.ids import id_prefix
+from gnomon.firewall.model.origin import Integrity, Origin
 from gnomon.firewall.model.states import (
+    GRANTED_AUTHORITIES,
     Authority,
     Axis,
     EvidenceQuality,
     FreshnessStatus,
     SecurityStatus,
 )
-from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.base import Store, is_request_kind
 
 #: Fields a belief keeps for life: a new version that changes one was not made by the gate.
 IMMUTABLE = ("claim_id", "statement", "origin", "project", "kind", "created_at")
-_GRANTED = frozenset({Authority.USER, Authority.PROBE})
+#: Evidence only a user or a probe gives: it lets a later policy move pass parallax.
+_ATTESTED_EVIDENCE = frozenset({EvidenceQuality.HUMAN_ASSERTION, EvidenceQuality.SYNTHETIC_PROBE})
+#: The action kernel's policy event (its ledger's other kinds are request kinds).
+_KERNEL_POLICY_PREFIX = "action_policy."
 
 
 class IllegalTransitionError(LogIntegrityError):
@@ -69,6 +81,19 @@ class IllegalTransitionError(LogIntegrityError):
         )
         self.belief_id = belief_id
         self.rule = rule
+
+
+class UnverifiedAuthorityError(LogIntegrityError):
+    """An imported log that no pinned key vouches for carries user, probe or operator authority."""
+
+    def __init__(self, seq: int, claim: str) -> None:
+        super().__init__(seq, f"{claim}, but no pinned key vouches for who wrote this log")
+        self.hint = (
+            "nothing was imported; authority in a log counts only when its writer's key "
+            "signed it: at the source run `gnomon log checkpoint --key KEYFILE` after the "
+            "last event, export, then import with `--key PUBFILE`"
+        )
+        self.claim = claim
 
 
 def _statuses(belief: Belief) -> tuple[str, str, str, str]:
@@ -85,9 +110,22 @@ def _call(revision: Revision) -> tuple[str, str | None, str, str]:
     return (revision.authority, revision.grant_id, revision.reason, revision.created_at.isoformat())
 
 
+def _attested(origin: Origin) -> bool:
+    return origin.integrity >= Integrity.ATTESTED
+
+
+def _authority_in(event: Event) -> str | None:
+    """What ``event`` itself asserts on a user's, probe's or the host kernel's behalf (apart
+    from revisions, checked per gate call), or ``None``."""
+    if is_request_kind(event.kind) or event.kind.startswith(_KERNEL_POLICY_PREFIX):
+        return f"it is an action-kernel record ({event.kind})"
+    return None
+
+
 class _Replay:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, verified: bool) -> None:
         self.store = store
+        self.verified = verified
         self.beliefs: dict[str, Belief] = {}
         self.evidence: dict[str, list[EvidenceItem]] = {}
 
@@ -105,11 +143,25 @@ class _Replay:
             self.evidence[claim_id] = list(self.store.get_evidence(claim_id).items)
         return EvidenceSet(claim_id=claim_id, items=list(self.evidence[claim_id]))
 
+    def unverified(self, seq: int, claim: str | None) -> None:
+        """Refuse authority the caller could not verify (:class:`UnverifiedAuthorityError`)."""
+        if claim is not None and not self.verified:
+            raise UnverifiedAuthorityError(seq, claim)
+
     def event(self, event: Event) -> None:
+        self.unverified(event.seq, _authority_in(event))
         try:
             rec = event.records()
         except (ValidationError, ValueError, TypeError, KeyError) as exc:
             raise LogIntegrityError(event.seq, f"its records do not validate ({exc})") from exc
+        for observation in rec.observations:
+            if _attested(observation.origin):
+                self.unverified(event.seq, f"observation {observation.id} has an attested origin")
+        for item in rec.evidence:
+            if _attested(item.origin):
+                self.unverified(event.seq, f"evidence {item.id} has an attested origin")
+            elif item.quality in _ATTESTED_EVIDENCE:
+                self.unverified(event.seq, f"evidence {item.id} is {item.quality.value}")
         if rec.moves:
             # a move batch's versions are derived from the known ones, then checked like any
             try:
@@ -158,6 +210,8 @@ class _Replay:
                         seq, belief.id, "immutable-field", f"its {name} changed"
                     )
             return before
+        if _attested(belief.origin):
+            self.unverified(seq, f"belief {belief.id} claims an attested (user or probe) origin")
         strongest = self.evidence_for(belief.claim_id).strongest()
         decided = adoption_for(belief.origin, strongest or EvidenceQuality.EXTERNAL_DOCUMENT)
         return belief.model_copy(
@@ -175,15 +229,16 @@ class _Replay:
             calls = list(group)
             first = calls[0]
             authority = Authority(first.authority)
-            if authority in _GRANTED and (
-                first.grant_id is None or id_prefix(first.grant_id) != "grt"
-            ):
-                raise IllegalTransitionError(
-                    seq,
-                    belief.id,
-                    "grant-required",
-                    f"a {authority.value}-authority revision without a grant id",
-                )
+            if authority in GRANTED_AUTHORITIES:
+                if first.grant_id is None or id_prefix(first.grant_id) != "grt":
+                    raise IllegalTransitionError(
+                        seq,
+                        belief.id,
+                        "grant-required",
+                        f"a {authority.value}-authority revision without a grant id",
+                    )
+                claim = f"belief {belief.id} was moved with {authority.value} authority"
+                self.unverified(seq, claim)
             moves = [Move(r.axis, r.to_state) for r in calls if r.axis and r.to_state]
             if len(moves) != len(calls):
                 raise IllegalTransitionError(
@@ -223,12 +278,14 @@ class _Replay:
                 )
 
 
-def check_transitions(store: Store, events: Sequence[Event]) -> None:
+def check_transitions(store: Store, events: Sequence[Event], *, verified: bool) -> None:
     """Refuse (:class:`IllegalTransitionError`) unless every belief state ``events`` write is
-    one the gate allows, starting from what ``store`` already holds."""
-    replay = _Replay(store)
+    one the gate allows, starting from what ``store`` already holds; and, unless ``verified``
+    (a pinned key vouches for the log), refuse (:class:`UnverifiedAuthorityError`) any user,
+    probe or kernel authority in it."""
+    replay = _Replay(store, verified=verified)
     for event in events:
         replay.event(event)
 
 
-__all__ = ["IMMUTABLE", "IllegalTransitionError", "check_transitions"]
+__all__ = ["IMMUTABLE", "IllegalTransitionError", "UnverifiedAuthorityError", "check_transitions"]

@@ -244,7 +244,7 @@ def log_import(
     data = read_file(file)
     with _open(ctx, url, must_exist=False) as store:
         events = read_events(data, file, head=store.head())
-        check_transitions(store, events)
+        check_transitions(store, events, verified=bool(pinned))
         if pinned:
             rows = [(e.seq, e.body, e.prev_hash, e.hash) for e in store.events()]
             rows += [(e.seq, e.body, e.prev_hash, e.hash) for e in events]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +84,7 @@ from gnomon.firewall.model.states import (
     Sensitivity,
     TruthStatus,
 )
-from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.base import CLAIM_FIELD, Store, grant_claim
 from gnomon.firewall.store.registry import default_url, open_store
 
 if TYPE_CHECKING:
@@ -208,7 +208,25 @@ class Firewall:
         events = self.store.claim_execution(request_id, drafts)
         return None if events is None else self._committed(events)
 
+    def spend(self, grant_id: str, draft: EventDraft) -> Event:
+        """Commit ``draft`` as the one use of the single-use grant ``grant_id``: the store's
+        atomic claim (:func:`~firewall.store.base.grant_claim`) decides, across threads and
+        processes, so of concurrent spenders exactly one commits and every other one raises
+        :class:`SpentGrantError` having written nothing."""
+        claim = grant_claim(grant_id)
+        events = self.claim_execution(
+            claim, [replace(draft, data={**draft.data, CLAIM_FIELD: claim})]
+        )
+        if events is None:
+            raise SpentGrantError(
+                f"{draft.kind}: grant {grant_id} was already used; a grant that promotes is "
+                "single-use",
+                hint="issue a fresh grant for this promotion",
+            )
+        return events[0]
+
     def _committed(self, events: list[Event]) -> list[Event]:
+        """After a durable commit: periodic checkpoints, then the subscribers."""
         every = self.checkpoint_every
         # periodic checkpoints: one integer comparison per commit unless a multiple was crossed
         if every and events and events[-1].seq // every != (events[0].seq - 1) // every:
@@ -490,7 +508,8 @@ class Firewall:
 
         ``spends``: the operation promotes or clears, so the grant must not have been used
         before; "used" is read from the store (revisions carry the grant id), so it holds across
-        processes and restarts.
+        processes and restarts. This check gives the clear error early; concurrent spenders
+        are decided by the atomic claim in :meth:`spend`.
         """
         checked = self.verifier.verify(
             grant,
@@ -530,9 +549,10 @@ class Firewall:
             raise InputError("a transition needs a reason", hint="pass reason='...'")
         belief = self.require_belief(belief_id)
         checked: Grant | None = None
+        spends = grant is not None and promoting(belief, moves)
         if grant is not None:
             acting, checked = self._authority(
-                grant, f"{kind} on {belief_id}", belief, spends=promoting(belief, moves)
+                grant, f"{kind} on {belief_id}", belief, spends=spends
             )
         elif authority is None or authority in GRANT_TO_AUTHORITY.values():
             acting, checked = self._authority(None, f"{kind} on {belief_id}", belief)
@@ -553,26 +573,28 @@ class Firewall:
             return updated  # already in the requested states: nothing to record
         # a dependency contradicted, quarantined or marked malicious flags its decisions
         extra_records = transition_flags(self.store, belief, updated)
-        self.commit(
-            self.draft(
-                kind,
-                actor=checked.subject if checked else acting.value,
-                now=now,
-                project=belief.project,
-                data={
-                    "belief_id": belief_id,
-                    "related_ids": list(related_ids),
-                    "authority": acting.value,
-                    "grant_id": checked.id if checked else None,
-                    "reason": reason,
-                },
-                records=Records(
-                    beliefs=(updated,),
-                    revisions=tuple(revisions),
-                    decisions=tuple(extra_records),
-                ),
-            )
+        draft = self.draft(
+            kind,
+            actor=checked.subject if checked else acting.value,
+            now=now,
+            project=belief.project,
+            data={
+                "belief_id": belief_id,
+                "related_ids": list(related_ids),
+                "authority": acting.value,
+                "grant_id": checked.id if checked else None,
+                "reason": reason,
+            },
+            records=Records(
+                beliefs=(updated,),
+                revisions=tuple(revisions),
+                decisions=tuple(extra_records),
+            ),
         )
+        if spends and checked is not None:
+            self.spend(checked.id, draft)
+        else:
+            self.commit(draft)
         return updated
 
     @checked_call

@@ -105,7 +105,8 @@ def adopt_store(
         moved.append(updated)
         revisions.extend(revs)
     if moved:
-        wall.commit(
+        wall.spend(
+            checked.id,
             wall.draft(
                 "store.adopted",
                 actor=checked.subject,
@@ -119,7 +120,7 @@ def adopt_store(
                     "reason": reason,
                 },
                 records=Records(beliefs=tuple(moved), revisions=tuple(revisions)),
-            )
+            ),
         )
     return AdoptionReport(checked.id, len(moved), skipped, tuple(b.id for b in moved))
 

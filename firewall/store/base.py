@@ -41,6 +41,32 @@ from gnomon.firewall.model.states import (
 #: The kind of the event an execution claim commits (the action kernel writes it).
 EXECUTION_CLAIM_KIND = "action.executing"
 
+#: The payload field naming the claim an event was committed with when it is not an execution
+#: (:func:`claim_of`): a single-use grant's spend is the claim :func:`grant_claim`.
+CLAIM_FIELD = "claim"
+
+
+def grant_claim(grant_id: str) -> str:
+    """The claim that spends the single-use grant ``grant_id`` (:meth:`Store.claim_execution`)."""
+    return f"grant:{grant_id}"
+
+
+def claim_of(event: Event) -> str | None:
+    """The claim ``event`` was committed with, or ``None``: the request id of an execution
+    (:data:`EXECUTION_CLAIM_KIND`), or the :data:`CLAIM_FIELD` of its payload."""
+    if event.kind == EXECUTION_CLAIM_KIND:
+        return str(event.payload.get("request_id"))
+    claim = event.payload.get(CLAIM_FIELD)
+    return claim if isinstance(claim, str) else None
+
+
+def claims_in(events: Sequence[Event]) -> list[tuple[str, int]]:
+    """``(claim, seq)`` for every event of ``events`` committed with a claim (:func:`claim_of`):
+    what a store appending sealed events, or rebuilding, derives into its claims table, so a
+    store replayed from a log holds the claims its first store granted."""
+    return [(claim, e.seq) for e in events if (claim := claim_of(e)) is not None]
+
+
 #: Kinds of the events that belong to one action request (the kernel's ledger, each naming it as
 #: ``payload.request_id``): what :meth:`Store.request_events` indexes.
 REQUEST_KIND_PREFIXES = ("action.", "approval.")
@@ -148,8 +174,12 @@ class Store(ABC):
         transaction, e.g. an allowed action's proposal and its execution claim); every other
         call, now or later, returns ``None`` and writes nothing. The claim row names the seq
         of the last event.
-        This is how the action kernel executes an approved action at most once. Claims are a
-        lock table, not a projection: a rebuild leaves them alone.
+        This is how the action kernel executes an approved action at most once, and how a
+        single-use grant is spent once (:func:`grant_claim`). Claims are a lock table, not a
+        projection: a rebuild never removes one, but every claim an event of the log records
+        (:func:`claims_in`) is derived again by :meth:`append_sealed` and
+        :meth:`rebuild_projections`, so a store replayed from the log holds them all, and
+        ``gnomon rebuild`` compares them (table ``execution_claims``).
         """
 
     # -- the log --------------------------------------------------------------------------
@@ -392,11 +422,15 @@ def check_continues(event: Event, seq: int, prev: str) -> None:
 
 
 __all__ = [
+    "CLAIM_FIELD",
     "EXECUTION_CLAIM_KIND",
     "REQUEST_KIND_PREFIXES",
     "BeliefFilter",
     "DecayRow",
     "Store",
     "check_continues",
+    "claim_of",
+    "claims_in",
+    "grant_claim",
     "is_request_kind",
 ]

@@ -45,11 +45,11 @@ from gnomon.firewall.model.errors import GnomonError, StoreError
 from gnomon.firewall.model.states import Scope
 from gnomon.firewall.model.text import query_terms
 from gnomon.firewall.store.base import (
-    EXECUTION_CLAIM_KIND,
     BeliefFilter,
     Store,
     check_continues,
     claim_drafts,
+    claim_of,
     is_request_kind,
 )
 from gnomon.firewall.store.keys import index_tokens, micros
@@ -182,27 +182,42 @@ class MemoryStore(Store):
     # -- write path -----------------------------------------------------------------------
 
     def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
+        if not drafts:
+            return []
         with self._lock:
             self._check_open()
-            sealed, records, staged = self._prepare(drafts)
-            self._apply(sealed, records, staged)
-            return sealed
+            with self._writing():
+                return self._append(drafts)
 
     def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
         with self._lock:
             self._check_open()
-            if self._head()[0] != head:
-                return None
-            return self.commit(drafts)
+            with self._writing():  # a shared file log: what other processes appended counts
+                if self._head()[0] != head:
+                    return None
+                return self._append(drafts) if drafts else []
 
     def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
         with self._lock:
             self._check_open()
-            if request_id in self._executed:
-                return None
-            events = self.commit(claim_drafts(drafts))
-            self._executed.add(request_id)
-            return events
+            with self._writing():
+                if request_id in self._executed:
+                    return None
+                events = self._append(claim_drafts(drafts))
+                self._executed.add(request_id)
+                return events
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Around every write, under ``_lock``: a log shared with other processes is locked
+        and caught up here (:class:`~firewall.store.ndjson_file.FileLogStore`)."""
+        yield
+
+    def _append(self, drafts: Sequence[EventDraft]) -> list[Event]:
+        """Seal the drafts and apply them; the caller holds ``_lock`` inside :meth:`_writing`."""
+        sealed, records, staged = self._prepare(drafts)
+        self._apply(sealed, records, staged)
+        return sealed
 
     def append_sealed(self, events: Sequence[Event]) -> None:
         with self._lock:
@@ -268,8 +283,9 @@ class MemoryStore(Store):
         self._events.extend(sealed)
         for event in sealed:
             # a log loaded from a file (or imported) keeps the claims it recorded
-            if event.kind == EXECUTION_CLAIM_KIND:
-                self._executed.add(str(event.payload.get("request_id")))
+            claimed = claim_of(event)
+            if claimed is not None:
+                self._executed.add(claimed)
             if is_request_kind(event.kind):
                 request_id = event.payload.get("request_id")
                 if isinstance(request_id, str):

@@ -206,6 +206,14 @@ class FileLogStore(MemoryStore):
             event.seq,
         )
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The exclusive file lock, and what other processes appended applied first: a
+        commit seals on the true head, a claim sees every claim already on file."""
+        with self._flock(fcntl.LOCK_EX):
+            self._catch_up(recover=True)
+            yield
+
     def _append(self, drafts: Sequence[EventDraft]) -> list[Event]:
         """Seal, write, fsync, apply. The caller holds both locks and has caught up."""
         sealed, records, staged = self._prepare(drafts)
@@ -226,31 +234,12 @@ class FileLogStore(MemoryStore):
 
     # -- the Store interface ----------------------------------------------------------------
 
-    def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
-        if not drafts:
-            return []
-        with self._lock:
-            self._check_open()
-            with self._flock(fcntl.LOCK_EX):
-                self._catch_up(recover=True)
-                return self._append(drafts)
-
-    def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
-        with self._lock:
-            self._check_open()
-            with self._flock(fcntl.LOCK_EX):
-                self._catch_up(recover=True)  # what other processes appended counts too
-                if self._head()[0] != head:
-                    return None
-                return self._append(drafts) if drafts else []
-
     def append_sealed(self, events: Sequence[Event]) -> None:
         if not events:
             return
         with self._lock:
             self._check_open()
-            with self._flock(fcntl.LOCK_EX):
-                self._catch_up(recover=True)
+            with self._writing():
                 records, staged = self._check_sealed(events)
                 self._write_events(events)
                 self._apply(list(events), records, staged)
@@ -284,8 +273,7 @@ class FileLogStore(MemoryStore):
     def rebuild_projections(self) -> int:
         with self._lock:
             self._check_open()
-            with self._flock(fcntl.LOCK_EX):
-                self._catch_up(recover=True)
+            with self._writing():
                 return super().rebuild_projections()
 
     def close(self) -> None:

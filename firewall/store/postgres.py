@@ -93,7 +93,7 @@ from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import SENSITIVITY_RANK, Scope
 from gnomon.firewall.model.text import query_terms
 from gnomon.firewall.store import postgres_schema as schema
-from gnomon.firewall.store.base import Store, check_continues, claim_drafts
+from gnomon.firewall.store.base import Store, check_continues, claim_drafts, claims_in
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.memory import K1, B
 from gnomon.firewall.store.sql_common import (
@@ -767,6 +767,17 @@ class PostgresStore(Store):
             seq, prev = event.seq, event.hash
         records = self._resolved(conn, [e.records() for e in events])
         self._store_events(conn, head, list(events), records)
+        self._derive_claims(conn, events)
+
+    def _derive_claims(self, conn: psycopg.Connection[Any], events: Sequence[Event]) -> None:
+        """The claims the events record (:func:`~firewall.store.base.claims_in`); kept ones stay."""
+        claims = claims_in(events)
+        if claims:
+            conn.cursor().executemany(
+                "INSERT INTO execution_claims (tenant, request_id, seq) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [(self.tenant, claim, seq) for claim, seq in claims],
+            )
 
     def _rebuild(self, conn: psycopg.Connection[Any]) -> int:
         tenant = self.tenant
@@ -792,6 +803,7 @@ class PostgresStore(Store):
             rows = ProjectionRows.of(page, self._resolved(conn, [e.records() for e in page]))
             count_delta, token_delta = self._write_beliefs(cur, rows)
             self._write_projections(cur, rows)
+            self._derive_claims(conn, page)
             belief_count += count_delta
             belief_tokens += token_delta
             count += len(page)
@@ -836,6 +848,12 @@ class PostgresStore(Store):
                 "corpus",
                 {"belief_count": int(count), "belief_tokens": int(tokens)},
             )
+        for claim, seq in self._read(
+            "reading execution_claims",
+            f"SELECT request_id, seq FROM execution_claims {where}",
+            params,
+        ):
+            yield "execution_claims", claim, {"seq": None if seq is None else int(seq)}
 
     def scratch(self) -> Store:
         """A fresh tenant of the same database, removed again by :meth:`discard`."""

@@ -72,7 +72,13 @@ from gnomon.firewall.model.states import (
 )
 from gnomon.firewall.model.text import fts5_match
 from gnomon.firewall.store import sqlite_schema as schema
-from gnomon.firewall.store.base import DecayRow, Store, check_continues, claim_drafts
+from gnomon.firewall.store.base import (
+    DecayRow,
+    Store,
+    check_continues,
+    claim_drafts,
+    claims_in,
+)
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
@@ -473,6 +479,14 @@ class SQLiteStore(Store):
             seq, prev = event.seq, event.hash
         self._insert_events(conn, events)
         self._apply_events(conn, events)
+        self._derive_claims(conn, events)
+
+    def _derive_claims(self, conn: sqlite3.Connection, events: Sequence[Event]) -> None:
+        """The claims the events record (:func:`~firewall.store.base.claims_in`); kept ones stay."""
+        conn.executemany(
+            "INSERT OR IGNORE INTO execution_claims (request_id, seq) VALUES (?, ?)",
+            claims_in(events),
+        )
 
     def _apply_events(self, conn: sqlite3.Connection, events: Sequence[Event]) -> None:
         rows = _Rows()
@@ -540,6 +554,7 @@ class SQLiteStore(Store):
             if not page:
                 return count
             self._apply_events(conn, page)
+            self._derive_claims(conn, page)
             count += len(page)
             after = page[-1].seq
 
@@ -616,6 +631,10 @@ class SQLiteStore(Store):
                 yield table, ident, {"claim_id": orjson.loads(doc)["claim_id"]}
         for index in TEXT_INDEXES:
             yield from self._text_index(index)
+        with self._guard("reading execution_claims") as conn:
+            claims = conn.execute("SELECT request_id, seq FROM execution_claims").fetchall()
+        for claim, seq in claims:
+            yield "execution_claims", claim, {"seq": seq}
 
     def _text_index(self, index: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
         """What an FTS5 index itself holds (not its content table): each belief's tokens in
