@@ -2,12 +2,13 @@
 
 The drop-in ``assistant`` preset returns unverified clean content as ``<quoted-data>`` text, up
 to its ``quote.max_items`` per read (100, one default mem0 page; these attacks run the preset
-with a cap of 20 so that a flood fits in one page of every SDK). A store written around Gnomon holds far more clean
-unverified items than that (each becomes an unbound external belief, clean and quotable), so
-without a cap one read would fill the model's context with them. The promise, on every
-adapter's read path (mem0 search/get_all, sync and async; Letta blocks and passages; Zep
-thread messages; legacy Zep messages): at most ``max_items`` hits come back quoted, the rest
-are withheld, and the ``gnomon`` report counts them (reason ``quote_cap``).
+with a cap of 20 so that a flood fits in one page of every SDK). A store written around
+Gnomon holds far more clean unverified items than that (each becomes an unbound external
+belief, clean and quotable), so without a cap one read would fill the model's context with
+them. The promise, on every adapter's read path (mem0 search/get_all, sync and async; Letta
+blocks and passages; Zep thread messages; legacy Zep messages): at most ``max_items`` hits
+come back quoted, the rest are withheld, and the ``gnomon`` report counts them (reason
+``quote_cap``).
 
 Skipped only when mem0 is not installed, and never under ``CI=true``.
 """
