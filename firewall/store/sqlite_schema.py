@@ -415,7 +415,8 @@ CLOSE_VERSION_BY_MOVE = (
 #: The next stored document after history row ``b``: a later version's, else the belief's.
 _NEXT_DOC = (
     "coalesce((SELECT n.doc FROM belief_versions n WHERE n.belief_id = b.belief_id "
-    "AND length(n.doc) > 0 AND (n.from_us > b.from_us OR (n.from_us = b.from_us AND n.rid > b.rid)) "
+    "AND length(n.doc) > 0 "
+    "AND (n.from_us > b.from_us OR (n.from_us = b.from_us AND n.rid > b.rid)) "
     "ORDER BY n.from_us, n.rid LIMIT 1), (SELECT c.doc FROM beliefs c WHERE c.id = b.belief_id))"
 )
 #: True for a history row (alias ``b``) whose document is derived from a later one.
