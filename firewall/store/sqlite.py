@@ -72,7 +72,7 @@ from gnomon.firewall.model.states import (
 )
 from gnomon.firewall.model.text import fts5_match
 from gnomon.firewall.store import sqlite_schema as schema
-from gnomon.firewall.store.base import DecayRow, Store, check_continues
+from gnomon.firewall.store.base import DecayRow, OriginRow, Store, check_continues
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.sql_common import (
     PROJECTION_KEYS,
@@ -803,6 +803,40 @@ class SQLiteStore(Store):
             "json_each(CAST(doc AS TEXT), '$.origin.origin_ids') WHERE value = ?) ORDER BY id",
             (orjson.dumps(origin_id)[1:-1], origin_id),
         )
+
+    def origin_rows(self, origin_id: str) -> list[OriginRow]:
+        # beliefs_with_origin's pass, the version and states read from each document (what
+        # the move is checked against when it is applied), no belief parsed into a record
+        with self._guard("reading beliefs with an origin") as conn:
+            rows = conn.execute(
+                "SELECT id, json_extract(CAST(doc AS TEXT), '$.version'), "
+                "json_extract(CAST(doc AS TEXT), '$.security_status'), "
+                "json_extract(CAST(doc AS TEXT), '$.retrieval_status') FROM beliefs "
+                "WHERE instr(doc, ?) > 0 AND EXISTS (SELECT 1 FROM "
+                "json_each(CAST(doc AS TEXT), '$.origin.origin_ids') WHERE value = ?) ORDER BY id",
+                (orjson.dumps(origin_id)[1:-1], origin_id),
+            ).fetchall()
+        return [OriginRow(*row) for row in rows]
+
+    def decisions_citing(self, belief_ids: Sequence[str]) -> list[tuple[str, Decision]]:
+        ids = list(dict.fromkeys(belief_ids))
+        place = {b: i for i, b in enumerate(ids)}
+        found: list[tuple[int, int, str, str, bytes]] = []
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            with self._guard("reading the decisions citing beliefs") as conn:
+                found.extend(
+                    (place[b], created, ident, b, doc)
+                    for b, created, ident, doc in conn.execute(
+                        "SELECT x.belief_id, d.created_us, d.id, d.doc FROM decision_deps x "
+                        f"JOIN decisions d ON d.id = x.decision_id WHERE x.belief_id IN ({marks})",
+                        chunk,
+                    )
+                )
+        found.sort(key=lambda r: r[:3])
+        validate = Decision.model_validate_json
+        return [(b, validate(doc, strict=False)) for _, _, _, b, doc in found]
 
     def decay_rows(
         self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
