@@ -547,13 +547,15 @@ class SQLiteStore(Store):
                     rowed[table].add(str(ident))
                 yield table, ident, doc
         yield from self._member_docs(rowed)
-        yield from self._moved_revision_docs(rowed["revisions"])
+        for ident, doc in self._moved_revisions(rowed["revisions"]):
+            yield "revisions", ident, b"null" if doc is None else _dumps(doc)
 
-    def _moved_revision_docs(self, rowed: set[str]) -> Iterator[tuple[str, str, bytes]]:
-        """The revisions of move batches (no row of their own), derived from their events one
-        batch at a time; a history row whose batch row is not its move is yielded as a
-        document that is no valid record, so a check names it. A revision with a row of its
-        own (in ``rowed``) is not yielded: reads serve that row too, so the check compares it."""
+    def _moved_revisions(self, rowed: set[str]) -> Iterator[tuple[str, dict[str, Any] | None]]:
+        """``(id, document)`` of the revisions of move batches (no row of their own), derived
+        from their events one batch at a time; a history row whose batch row is not its move
+        is yielded under a name of its own with no document, so a check names it. A revision
+        with a row of its own (in ``rowed``) is not yielded: reads serve that row too, so the
+        check compares it."""
         with self._guard("reading moved versions") as conn:
             seqs = [
                 s
@@ -572,11 +574,11 @@ class SQLiteStore(Store):
                 try:
                     docs = self._move_revisions(seq, row, belief_id, version)
                 except StoreCorruptError:
-                    yield "revisions", f"{belief_id} version {version} (move {seq})", b"null"
+                    yield f"{belief_id} version {version} (move {seq})", None
                     continue
                 for doc in docs:
                     if doc["id"] not in rowed:
-                        yield "revisions", doc["id"], _dumps(doc)
+                        yield doc["id"], doc
 
     def _member_docs(
         self, rowed: Mapping[str, set[str]] | None = None
@@ -620,11 +622,12 @@ class SQLiteStore(Store):
                     yield "evidence", str(evidence["id"]), _dumps(evidence)
 
     def derived_rows(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
-        moved = tuple(c for t, c in schema.MOVE_COLUMNS if t == "belief_versions")
-        kept = ", ".join(f"b.{c}" for c in (*schema.VERSION_COLUMNS[:-1], *moved))
+        # A move's pointer (``move_seq``, ``move_row``) is compared through what it derives:
+        # the revisions below and the version's document (stored or derived, read alike).
+        kept = ", ".join(f"b.{c}" for c in schema.VERSION_COLUMNS[:-1])
         queries = derived_queries(
             schema.BELIEF_COLUMNS[1:-1],
-            (*schema.VERSION_COLUMNS[1:], *moved),
+            schema.VERSION_COLUMNS[1:],
             "",
             versions_from=f"(SELECT b.rid, {kept}, {schema.VERSION_DOC} AS doc "
             "FROM belief_versions b)",
@@ -639,6 +642,11 @@ class SQLiteStore(Store):
         for table, ident, doc in self._member_docs():
             if table == "evidence":  # what the evidence table would index for it
                 yield table, ident, {"claim_id": orjson.loads(doc)["claim_id"]}
+        with self._guard("reading revisions") as conn:
+            rowed = {str(i) for (i,) in conn.execute("SELECT id FROM revisions")}
+        for ident, found in self._moved_revisions(rowed):
+            # what the revisions table would index for it
+            yield "revisions", ident, {} if found is None else _revision_keys(found)
         for index in TEXT_INDEXES:
             yield from self._text_index(index)
 
@@ -1462,6 +1470,12 @@ def _version_rows(
         open_at[belief_id] = len(rows)
         rows.append(row)
     return closes, rows
+
+
+def _revision_keys(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The indexed columns a revision row would hold for the revision ``doc``."""
+    created = micros(datetime.fromisoformat(str(doc["created_at"]).replace("Z", "+00:00")))
+    return {"belief_id": doc["belief_id"], "created_us": created}
 
 
 def _belief_row(b: Belief, doc: bytes) -> tuple[Any, ...]:
