@@ -13,7 +13,7 @@ quarantine pin) is refused at read time and named by ``gnomon rebuild``.
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import orjson
@@ -294,3 +294,18 @@ def test_attack_a_derived_version_edited_out_of_the_quarantine_pin_is_refused(
         assert "belief_versions" in {d.table for d in rebuild(wall.store).differences}
         assert rebuild(wall.store, apply=True).remaining == 0
         assert wall.store.belief_history(ids[0])[1] == quarantined[0]
+
+
+def test_a_version_written_at_another_offset_keeps_its_time_text(tmp_path: Path) -> None:
+    """A closed version is derived with its time written back as UTC text; a document whose
+    ``updated_at`` carries another offset keeps its own copy when the move closes it, so the
+    past reads with the offset it was written with."""
+    plus2 = timezone(timedelta(hours=2))
+    clock = [datetime(2026, 1, 1, 12, tzinfo=plus2)]
+    with _open(tmp_path / "g.db", clock) as wall:
+        ids = _import(wall, 2)
+        clock[0] = clock[0] + timedelta(days=40)
+        decay_all(wall)
+        first = wall.store.belief_history(ids[0])[0]
+        assert first.version == 1 and first.updated_at.utcoffset() == timedelta(hours=2)
+        _assert_reads_as_the_log_says(wall, ids)
