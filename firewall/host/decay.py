@@ -93,17 +93,16 @@ def _commit(
     batch: MoveBatch | None = None  # built on the first due move: a read usually has none
     stale_reason = f"not verified or observed within {window}"
     counts = {FreshnessStatus.STALE: 0, FreshnessStatus.EXPIRED: 0}
+    plans: dict[tuple[FreshnessStatus, FreshnessStatus], tuple[tuple[Axis, str, str], ...]] = {}
     for belief_id, version, current, target in due_now:
         reason = EXPIRED_REASON if target == FreshnessStatus.EXPIRED else stale_reason
         if batch is None:
             batch = MoveBatch(Authority.SYSTEM, now)
-        if batch.add(
-            belief_id,
-            version,
-            {Axis.FRESHNESS: current},
-            [Move(Axis.FRESHNESS, target)],
-            reason=reason,
-        ):
+        plan = plans.get((current, target))
+        if plan is None:  # the gate is asked once per (from, to), not once per belief
+            plan = batch.plan({Axis.FRESHNESS: current}, [Move(Axis.FRESHNESS, target)])
+            plans[current, target] = plan
+        if batch.add_planned(belief_id, version, plan, reason=reason):
             counts[target] += 1
     if batch is not None and batch:
         wall.commit(

@@ -235,6 +235,7 @@ class Firewall:
         why = f"origin {origin_id} flagged: {reason}"
         quarantine = [Move(Axis.SECURITY, SecurityStatus.QUARANTINED)]
         done = {SecurityStatus.QUARANTINED.value, SecurityStatus.MALICIOUS.value}
+        plans: dict[tuple[str, str], tuple[tuple[Axis, str, str], ...]] = {}
         moved: list[str] = []
         for row in self.store.origin_rows(origin_id):
             if row.security in done:
@@ -246,8 +247,11 @@ class Firewall:
                     hint="run `gnomon rebuild --apply` to restore the projections from the log, "
                     "then flag the origin again",
                 )
-            current = {Axis.SECURITY: row.security, Axis.RETRIEVAL: row.retrieval}
-            if batch.add(row.belief_id, row.version, current, quarantine, reason=why):
+            plan = plans.get((row.security, row.retrieval))
+            if plan is None:  # the gate is asked once per pair of states, not once per belief
+                current = {Axis.SECURITY: row.security, Axis.RETRIEVAL: row.retrieval}
+                plan = plans[row.security, row.retrieval] = batch.plan(current, quarantine)
+            if batch.add_planned(row.belief_id, row.version, plan, reason=why):
                 moved.append(row.belief_id)
         cited = self.store.decisions_citing(moved)
         flags = cited_flags(cited, why=SecurityStatus.QUARANTINED.value)

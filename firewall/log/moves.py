@@ -137,8 +137,6 @@ class MoveBatch:
         #: ``(belief_id, version, reason_index, ((revision_id, axis, from, to), ...))``
         self.rows: list[tuple[str, int, int, tuple[tuple[str, Axis, str, str], ...]]] = []
         self._records: Records | None = None
-        #: ``(axis, from, to)`` transitions the gate already allowed this batch's authority.
-        self._allowed: set[tuple[Axis, str, str]] = set()
         self._ids: list[str] = []
 
     @classmethod
@@ -182,25 +180,43 @@ class MoveBatch:
         """Add the moves of one belief now at ``version`` in the ``current`` states of the axes
         moved (quarantine and malicious add their retrieval move, as the gate couples them).
         Returns False if nothing moves; raises the gate's error for a move it refuses."""
+        return self.add_planned(belief_id, version, self.plan(current, moves), reason=reason)
+
+    def add_planned(
+        self,
+        belief_id: str,
+        version: int,
+        plan: tuple[tuple[Axis, str, str], ...],
+        *,
+        reason: str,
+    ) -> bool:
+        """:meth:`add` with the changes :meth:`plan` gave for the belief's states (a bulk
+        move plans once per distinct state and reuses it: no per-belief gate lookup)."""
+        if not plan:
+            return False
+        index = self.reasons.setdefault(reason, len(self.reasons))
+        rev_id = self._rev_id
+        self.rows.append((belief_id, version + 1, index, tuple([(rev_id(), *c) for c in plan])))
+        self._records = None
+        return True
+
+    def plan(
+        self, current: Mapping[Axis, str], moves: Iterable[Move]
+    ) -> tuple[tuple[Axis, str, str], ...]:
+        """The ``(axis, from, to)`` changes ``moves`` make from the ``current`` states, the
+        gate's coupled moves added and each transition checked against the gate's table for
+        this batch's authority (raises the gate's error for one it refuses)."""
         from gnomon.firewall.gate.gate import coupled_moves
 
-        changes: list[tuple[str, Axis, str, str]] = []
+        changes: list[tuple[Axis, str, str]] = []
         for move in coupled_moves(moves):
             before = str(current[move.axis])
             after = str(move.to_state)
             if before == after:
                 continue
-            key = (move.axis, before, after)
-            if key not in self._allowed:
-                check_change(move.axis, before, after, self.authority)
-                self._allowed.add(key)  # the gate's answer for one transition is the same
-            changes.append((self._rev_id(), move.axis, before, after))
-        if not changes:
-            return False
-        index = self.reasons.setdefault(reason, len(self.reasons))
-        self.rows.append((belief_id, version + 1, index, tuple(changes)))
-        self._records = None
-        return True
+            check_change(move.axis, before, after, self.authority)
+            changes.append((move.axis, before, after))
+        return tuple(changes)
 
     def _rev_id(self) -> str:
         """A fresh revision id, drawn in blocks (one clock read and one ``os.urandom`` call
@@ -241,7 +257,7 @@ class MoveBatch:
                     b,
                     v,
                     r,
-                    [[rev, axis.value, before, after] for rev, axis, before, after in changes],
+                    [[rev, axis._value_, before, after] for rev, axis, before, after in changes],
                 ]
                 for b, v, r, changes in self.rows
             ],

@@ -79,33 +79,36 @@ def apply_moves(conn: sqlite3.Connection, batch: MoveBatch, seq: int) -> None:
     """Apply ``batch``, sealed as event ``seq``, inside the caller's transaction (see the
     module docstring)."""
     at, at_us = batch.now_text, micros(batch.now)
-    groups: dict[tuple[Axis, ...], list[tuple[Any, ...]]] = {}
+    #: the rows of each shape of move (the axes moved, from and to), checked once per shape
+    groups: dict[tuple[tuple[str, str, str], ...], list[tuple[Any, ...]]] = {}
+    axes_of: dict[tuple[tuple[str, str, str], ...], tuple[Axis, ...]] = {}
     closes: list[tuple[int, str]] = []
     versions: list[tuple[int, int, int, int, str]] = []
-    checked: set[tuple[Axis, str, str]] = set()
     for row, (belief_id, version, _, changes) in enumerate(batch.rows):
-        for _, axis, before, after in changes:
-            # re-checked here too: the batch object is not trusted to be the one add() built
-            if (axis, before, after) not in checked:
+        shape = tuple([(axis._value_, before, after) for _, axis, before, after in changes])
+        rows = groups.get(shape)
+        if rows is None:
+            for _, axis, before, after in changes:
+                # re-checked here too: the batch object is not trusted to be the one add() built
                 check_change(axis, before, after, batch.authority)
-                checked.add((axis, before, after))
-        axes = tuple(axis for _, axis, _, _ in changes)
-        groups.setdefault(axes, []).append(
+            rows = groups[shape] = []
+            axes_of[shape] = tuple(axis for _, axis, _, _ in changes)
+        rows.append(
             (
-                *(after for _, _, _, after in changes),
+                *(after for _, _, after in shape),
                 version,
                 at,
                 belief_id,
                 version - 1,
-                *(before for _, _, before, _ in changes),
+                *(before for _, before, _ in shape),
             )
         )
         closes.append((at_us, belief_id))
         versions.append((version, at_us, seq, row, belief_id))
     # the open versions are closed first: the rule for keeping a document reads the belief's
     conn.executemany(schema.CLOSE_VERSION_BY_MOVE, closes)
-    for axes, rows in groups.items():
-        cur = conn.executemany(_update_sql(axes), rows)
+    for shape, rows in groups.items():
+        cur = conn.executemany(_update_sql(axes_of[shape]), rows)
         if cur.rowcount != len(rows):
             raise StoreError(
                 f"a move batch expected {len(rows)} beliefs at their recorded version and states, "
