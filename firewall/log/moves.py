@@ -226,22 +226,6 @@ class MoveBatch:
             self._ids.reverse()
         return self._ids.pop()
 
-    def add_belief(self, belief: Belief, moves: Sequence[Move], *, reason: str) -> Belief | None:
-        """:meth:`add` for a typed belief; returns its new version (None if nothing moved),
-        checked against the gate's cross-axis invariants."""
-        from gnomon.firewall.gate.gate import check_invariants, coupled_moves
-
-        current = {m.axis: belief.status(m.axis) for m in coupled_moves(moves)}
-        if not self.add(belief.id, belief.version, current, moves, reason=reason):
-            return None
-        after = _moved(belief, self._move(self.rows[-1]))
-        try:
-            check_invariants(after)
-        except GateError:
-            self.rows.pop()
-            raise
-        return after
-
     def __len__(self) -> int:
         return len(self.rows)
 
