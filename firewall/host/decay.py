@@ -29,6 +29,7 @@ from gnomon.firewall.log.moves import MoveBatch
 from gnomon.firewall.model.chain import Belief
 from gnomon.firewall.model.durations import Duration
 from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.model.heap import cyclic_gc_paused
 from gnomon.firewall.model.states import Authority, Axis, FreshnessStatus
 from gnomon.firewall.store.base import DecayRow
 
@@ -156,17 +157,20 @@ def decay_all(
     chunk: int = CHUNK,
 ) -> DecayReport:
     """Move every belief that is due, one ``belief.decayed`` event per ``chunk``."""
-    chosen = _window(window)
-    moment = now or wall.clock()
+    with cyclic_gc_paused():  # each chunk's rows are short-lived containers with no cycles
+        return _decay_chunks(wall, moment=now or wall.clock(), window=_window(window), chunk=chunk)
+
+
+def _decay_chunks(wall: Firewall, *, moment: datetime, window: Duration, chunk: int) -> DecayReport:
     stale = expired = events = 0
     after = ""
     while True:
         page = wall.store.decay_rows(
-            stale_before=chosen.before(moment), now=moment, after=after, limit=chunk
+            stale_before=window.before(moment), now=moment, after=after, limit=chunk
         )
         if not page:
             return DecayReport(stale, expired, events)
-        s, e = _commit(wall, _due_rows(page), moment, chosen)
+        s, e = _commit(wall, _due_rows(page), moment, window)
         stale, expired, events = stale + s, expired + e, events + (1 if s or e else 0)
         after = page[-1].belief_id
 

@@ -230,6 +230,14 @@ class Firewall:
             raise InputError("an origin id must be a non-empty string", hint="e.g. user:mallory")
         if not isinstance(reason, str) or not reason:
             raise InputError("flagging an origin needs a reason", hint="pass reason='...'")
+        # a million rows of short-lived containers and no cycles: the cyclic collector would
+        # walk them again and again (measured: 8x the batch's Python time at 1M beliefs)
+        with cyclic_gc_paused():
+            return self._flag_origin(origin_id, reason=reason, actor=actor, alert_id=alert_id)
+
+    def _flag_origin(
+        self, origin_id: str, *, reason: str, actor: str, alert_id: str | None
+    ) -> list[str]:
         now = self.clock()
         batch = MoveBatch(Authority.SENTINEL, now, related=[alert_id] if alert_id else [])
         why = f"origin {origin_id} flagged: {reason}"
