@@ -48,6 +48,15 @@ def _import(wall: Firewall, n: int = 4, origin: str = "notes") -> list[str]:
     return sorted(b.id for b in wall.store.find_beliefs(BeliefFilter(limit=100)))
 
 
+def _decayed(path: Path, clock: list[datetime]) -> list[str]:
+    """A store of four imported beliefs, all decayed by one batch 40 days later."""
+    with _open(path, clock) as wall:
+        ids = _import(wall)
+        clock[0] = T0 + timedelta(days=40)
+        assert decay_all(wall).stale == len(ids)
+    return ids
+
+
 def _memory_twin(wall: Firewall) -> MemoryStore:
     twin = MemoryStore()
     twin.append_sealed(list(wall.store.events()))
@@ -210,10 +219,7 @@ def _to_version_9(path: Path) -> None:
 def test_a_version_9_file_migrates_and_reads_old_and_new_moves(tmp_path: Path) -> None:
     clock = [T0]
     path = tmp_path / "g.db"
-    with _open(path, clock) as wall:
-        ids = _import(wall)
-        clock[0] = T0 + timedelta(days=40)
-        decay_all(wall)
+    ids = _decayed(path, clock)
     _to_version_9(path)
     with sqlite3.connect(path) as conn:
         columns = {r[1] for r in conn.execute("PRAGMA table_info(belief_versions)")}
@@ -241,10 +247,8 @@ def test_attack_a_history_row_pointed_at_another_beliefs_move_is_refused(tmp_pat
     give it that belief's revisions. Reads refuse it; the check names it; apply restores."""
     clock = [T0]
     path = tmp_path / "g.db"
+    ids = _decayed(path, clock)
     with _open(path, clock) as wall:
-        ids = _import(wall)
-        clock[0] = T0 + timedelta(days=40)
-        decay_all(wall)
         before = wall.store.revisions_for(ids[0])
     with sqlite3.connect(path) as conn:
         conn.execute(
