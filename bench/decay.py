@@ -1,5 +1,8 @@
 """Bulk freshness decay and origin fan-out on SQLite, and in-process sentinel overhead per event.
 
+Each figure is printed with the process CPU time it took and the load average after it (the
+machine is shared: compare runs by ratios taken in the same session).
+
 Builds a SQLite store of ``--beliefs`` imported memories (``Firewall.import_records``, cached
 under ``bench/.cache/``), copies it per measurement, then:
 
@@ -75,6 +78,12 @@ def sentinel_p50(sessions: int = 200) -> float:
         return statistics.median(samples)
 
 
+def _load() -> str:
+    """The load average when a figure was taken (the machine is shared: read ratios)."""
+    with open("/proc/loadavg") as f:
+        return "load avg " + " ".join(f.read().split()[:3])
+
+
 def _remove(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -101,13 +110,13 @@ def main() -> None:
     with firewall.open(f"sqlite:///{work}") as wall:
         later = wall.clock() + timedelta(days=60)
         wall.clock = lambda: later
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         report = decay_all(wall)
-        spent = time.perf_counter() - t
+        spent, cpu = time.perf_counter() - t, time.process_time() - cpu
     moved = report.stale + report.expired
     print(
         f"decay: {report.stale} stale, {report.expired} expired in {report.events} events, "
-        f"{spent:.1f} s ({moved / spent:,.0f} beliefs/s)"
+        f"{spent:.1f} s ({moved / spent:,.0f} beliefs/s), CPU {cpu:.1f} s, {_load()}"
     )
 
     if args.no_fan_out:
@@ -117,10 +126,13 @@ def main() -> None:
     with firewall.open(f"sqlite:///{work}") as wall:
         first = next(iter(wall.store.decay_candidates(stale_before=later, now=later, limit=1)))
         (origin_id,) = sorted(first.origin.origin_ids)[:1]
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         moved = wall.flag_origin(origin_id, reason="bench")
-        spent = time.perf_counter() - t
-        print(f"fan-out: {len(moved)} quarantined in one event, {spent:.1f} s")
+        spent, cpu = time.perf_counter() - t, time.process_time() - cpu
+        print(
+            f"fan-out: {len(moved)} quarantined in one event, {spent:.1f} s, CPU {cpu:.1f} s, "
+            f"{_load()}"
+        )
     _remove(work)
     print(f"sentinel observe per session event (memory://): p50 {sentinel_p50():.1f} us")
     print(common.machine(), file=sys.stderr)

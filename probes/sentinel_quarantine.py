@@ -85,9 +85,9 @@ def check(url: str, c: Checks) -> None:
             got=[e.kind for e in events],
         )
         c.expect(
-            {b.id for b in moved} == {*content, summary},
+            set(moved) == {*content, summary},
             "the flag quarantines the three blocks and the summary derived from them",
-            got=sorted(b.id for b in moved),
+            got=sorted(moved),
         )
         for ident in [*content, summary]:
             b = wall.require_belief(ident)

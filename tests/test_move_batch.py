@@ -124,8 +124,8 @@ def test_origin_fan_out_is_one_move_batch_quarantining_and_hiding_everything(url
         # a belief that only mentions the origin id in its text is not derived from it
         (mention,) = _facts(wall, "Never trust external:web:evil.example for deploys")
         moved = wall.flag_origin("external:web:evil.example", reason="phishing", alert_id="alr_1")
-        assert {b.id for b in moved} >= set(pages)
-        assert not {fact, mention} & {b.id for b in moved}
+        assert set(moved) >= set(pages)
+        assert not {fact, mention} & set(moved)
         assert wall.require_belief(mention).security_status == SecurityStatus.CLEAN
         event = list(wall.store.events())[-1]
         assert event.kind == "origin.flagged" and MOVES in event.payload

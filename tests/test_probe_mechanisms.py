@@ -493,7 +493,7 @@ def fanout_one_event_per_belief(mp: pytest.MonkeyPatch) -> None:
 
     def flag(self: Firewall, origin_id: str, *, reason: str, **kw: Any) -> list[Any]:
         moved = [
-            self.quarantine(b.id, reason=reason, authority=Authority.SENTINEL)
+            self.quarantine(b.id, reason=reason, authority=Authority.SENTINEL).id
             for b in self.store.beliefs_with_origin(origin_id)
         ]
         data = {"origin_id": origin_id, "alert_id": kw.get("alert_id")}

@@ -27,8 +27,7 @@ def flag_command(
     """Flag ORIGIN_ID (e.g. external:file:README.md): every belief whose label includes it is
     quarantined, in one transaction, and later ones are quarantined by a running sentinel."""
     with firewall.open(resolve_url(ctx, url)) as wall:
-        moved = wall.flag_origin(origin_id, reason=reason)
-    ids = [b.id for b in moved]
+        ids = wall.flag_origin(origin_id, reason=reason)
     if as_json:
         echo_json({"origin_id": origin_id, "quarantined": ids})
         return

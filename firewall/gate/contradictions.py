@@ -115,6 +115,18 @@ def flag_decisions(decisions: Iterable[Decision], belief_id: str, *, why: str) -
     ]
 
 
+def cited_flags(cited: Iterable[tuple[str, Decision]], *, why: str) -> list[Decision]:
+    """The flagged versions of the decisions in ``cited`` (``(belief id, decision)`` pairs,
+    :meth:`~firewall.store.base.Store.decisions_citing`) when each of those beliefs moves for
+    ``why``: one version per decision, carrying a flag for every one of its beliefs that moved,
+    in order."""
+    flagged: dict[str, Decision] = {}
+    for belief_id, decision in cited:
+        for d in flag_decisions([flagged.get(decision.id, decision)], belief_id, why=why):
+            flagged[d.id] = d
+    return list(flagged.values())
+
+
 #: Security states a dependency can fall into that every decision resting on it must show.
 _FLAGGED_SECURITY = frozenset({SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS})
 
@@ -417,6 +429,7 @@ __all__ = [
     "ACTIVE_TRUTH",
     "WITHDRAWN",
     "EvidenceOutcome",
+    "cited_flags",
     "conflicting",
     "contradiction_record",
     "detect",

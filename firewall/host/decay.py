@@ -29,6 +29,7 @@ from gnomon.firewall.log.moves import MoveBatch
 from gnomon.firewall.model.chain import Belief
 from gnomon.firewall.model.durations import Duration
 from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.model.heap import cyclic_gc_paused
 from gnomon.firewall.model.states import Authority, Axis, FreshnessStatus
 from gnomon.firewall.store.base import DecayRow
 
@@ -93,17 +94,16 @@ def _commit(
     batch: MoveBatch | None = None  # built on the first due move: a read usually has none
     stale_reason = f"not verified or observed within {window}"
     counts = {FreshnessStatus.STALE: 0, FreshnessStatus.EXPIRED: 0}
+    plans: dict[tuple[FreshnessStatus, FreshnessStatus], tuple[tuple[Axis, str, str], ...]] = {}
     for belief_id, version, current, target in due_now:
         reason = EXPIRED_REASON if target == FreshnessStatus.EXPIRED else stale_reason
         if batch is None:
             batch = MoveBatch(Authority.SYSTEM, now)
-        if batch.add(
-            belief_id,
-            version,
-            {Axis.FRESHNESS: current},
-            [Move(Axis.FRESHNESS, target)],
-            reason=reason,
-        ):
+        plan = plans.get((current, target))
+        if plan is None:  # the gate is asked once per (from, to), not once per belief
+            plan = batch.plan({Axis.FRESHNESS: current}, [Move(Axis.FRESHNESS, target)])
+            plans[current, target] = plan
+        if batch.add_planned(belief_id, version, plan, reason=reason):
             counts[target] += 1
     if batch is not None and batch:
         wall.commit(
@@ -157,17 +157,20 @@ def decay_all(
     chunk: int = CHUNK,
 ) -> DecayReport:
     """Move every belief that is due, one ``belief.decayed`` event per ``chunk``."""
-    chosen = _window(window)
-    moment = now or wall.clock()
+    with cyclic_gc_paused():  # each chunk's rows are short-lived containers with no cycles
+        return _decay_chunks(wall, moment=now or wall.clock(), window=_window(window), chunk=chunk)
+
+
+def _decay_chunks(wall: Firewall, *, moment: datetime, window: Duration, chunk: int) -> DecayReport:
     stale = expired = events = 0
     after = ""
     while True:
         page = wall.store.decay_rows(
-            stale_before=chosen.before(moment), now=moment, after=after, limit=chunk
+            stale_before=window.before(moment), now=moment, after=after, limit=chunk
         )
         if not page:
             return DecayReport(stale, expired, events)
-        s, e = _commit(wall, _due_rows(page), moment, chosen)
+        s, e = _commit(wall, _due_rows(page), moment, window)
         stale, expired, events = stale + s, expired + e, events + (1 if s or e else 0)
         after = page[-1].belief_id
 

@@ -368,7 +368,7 @@ def _session_b(
     fanned = wall.flag_origin(
         "external:file:DEVELOPMENT.md", reason="poisoned onboarding file", actor="sentinel"
     )
-    derived = {b.id for b in fanned} | {poison_id}
+    derived = {*fanned, poison_id}
     held = wall.store.get_beliefs(sorted(derived))
     _check(
         checks,
@@ -401,7 +401,7 @@ def _session_b(
         "quoted_after_quarantine": poison_id in after.quoted_ids,
         "audit_shows_quarantined": in_audit,
         "poison_truth": poison_truth,
-        "fanout_ids": sorted(b.id for b in fanned),
+        "fanout_ids": sorted(fanned),
         "sessions": sessions,
     }
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from gnomon.firewall.log.events import MOVES, Records
 from gnomon.firewall.model.errors import GateError, TerminalStateError, TransitionRefused
-from gnomon.firewall.model.ids import new_id
+from gnomon.firewall.model.ids import new_ids
 from gnomon.firewall.model.states import (
     Authority,
     Axis,
@@ -137,6 +137,36 @@ class MoveBatch:
         #: ``(belief_id, version, reason_index, ((revision_id, axis, from, to), ...))``
         self.rows: list[tuple[str, int, int, tuple[tuple[str, Axis, str, str], ...]]] = []
         self._records: Records | None = None
+        self._ids: list[str] = []
+
+    @classmethod
+    def from_payload(cls, moves: Mapping[str, Any]) -> MoveBatch:
+        """The batch a sealed payload carries (:meth:`payload`'s inverse), every row checked
+        as :func:`expand_moves` checks it and every transition against the gate's table.
+        Raises ``ValueError``/``KeyError``/``TypeError`` on a malformed batch, the gate's error
+        on a refused move."""
+        header = _header(moves)
+        batch = cls(header.authority, header.at, related=header.related)
+        batch.now_text = header.at_text
+        batch.reasons = {r: i for i, r in enumerate(header.reasons)}
+        for row in header.rows:
+            move, _ = _expand_row(row, header)
+            batch.rows.append(
+                (
+                    move.belief_id,
+                    move.version,
+                    row[2],
+                    tuple(
+                        (rev, axis, before, after)
+                        for (rev, *_), (axis, before, after) in zip(
+                            row[3], move.changes, strict=True
+                        )
+                    ),
+                )
+            )
+            for axis, before, after in move.changes:
+                check_change(axis, before, after, batch.authority)
+        return batch
 
     def add(
         self,
@@ -150,38 +180,51 @@ class MoveBatch:
         """Add the moves of one belief now at ``version`` in the ``current`` states of the axes
         moved (quarantine and malicious add their retrieval move, as the gate couples them).
         Returns False if nothing moves; raises the gate's error for a move it refuses."""
+        return self.add_planned(belief_id, version, self.plan(current, moves), reason=reason)
+
+    def add_planned(
+        self,
+        belief_id: str,
+        version: int,
+        plan: tuple[tuple[Axis, str, str], ...],
+        *,
+        reason: str,
+    ) -> bool:
+        """:meth:`add` with the changes :meth:`plan` gave for the belief's states (a bulk
+        move plans once per distinct state and reuses it: no per-belief gate lookup)."""
+        if not plan:
+            return False
+        index = self.reasons.setdefault(reason, len(self.reasons))
+        rev_id = self._rev_id
+        self.rows.append((belief_id, version + 1, index, tuple([(rev_id(), *c) for c in plan])))
+        self._records = None
+        return True
+
+    def plan(
+        self, current: Mapping[Axis, str], moves: Iterable[Move]
+    ) -> tuple[tuple[Axis, str, str], ...]:
+        """The ``(axis, from, to)`` changes ``moves`` make from the ``current`` states, the
+        gate's coupled moves added and each transition checked against the gate's table for
+        this batch's authority (raises the gate's error for one it refuses)."""
         from gnomon.firewall.gate.gate import coupled_moves
 
-        changes: list[tuple[str, Axis, str, str]] = []
+        changes: list[tuple[Axis, str, str]] = []
         for move in coupled_moves(moves):
             before = str(current[move.axis])
             after = str(move.to_state)
             if before == after:
                 continue
             check_change(move.axis, before, after, self.authority)
-            changes.append((new_id("rev"), move.axis, before, after))
-        if not changes:
-            return False
-        index = self.reasons.setdefault(reason, len(self.reasons))
-        self.rows.append((belief_id, version + 1, index, tuple(changes)))
-        self._records = None
-        return True
+            changes.append((move.axis, before, after))
+        return tuple(changes)
 
-    def add_belief(self, belief: Belief, moves: Sequence[Move], *, reason: str) -> Belief | None:
-        """:meth:`add` for a typed belief; returns its new version (None if nothing moved),
-        checked against the gate's cross-axis invariants."""
-        from gnomon.firewall.gate.gate import check_invariants, coupled_moves
-
-        current = {m.axis: belief.status(m.axis) for m in coupled_moves(moves)}
-        if not self.add(belief.id, belief.version, current, moves, reason=reason):
-            return None
-        after = _moved(belief, self._move(self.rows[-1]))
-        try:
-            check_invariants(after)
-        except GateError:
-            self.rows.pop()
-            raise
-        return after
+    def _rev_id(self) -> str:
+        """A fresh revision id, drawn in blocks (one clock read and one ``os.urandom`` call
+        per block, :func:`~firewall.model.ids.new_ids`)."""
+        if not self._ids:
+            self._ids = new_ids("rev", 1024)
+            self._ids.reverse()
+        return self._ids.pop()
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -198,7 +241,7 @@ class MoveBatch:
                     b,
                     v,
                     r,
-                    [[rev, axis.value, before, after] for rev, axis, before, after in changes],
+                    [[rev, axis._value_, before, after] for rev, axis, before, after in changes],
                 ]
                 for b, v, r, changes in self.rows
             ],
@@ -215,6 +258,10 @@ class MoveBatch:
             self.authority,
             self.now,
         )
+
+    def moves(self) -> tuple[BeliefMove, ...]:
+        """Each belief's move, as a reader of the payload derives it."""
+        return tuple(self._move(r) for r in self.rows)
 
     def records(self) -> Records:
         """The typed revisions and moves (built once, for stores without a fast path)."""
@@ -237,19 +284,23 @@ class MoveBatch:
                 for belief_id, _, index, changes in self.rows
                 for rev, axis, before, after in changes
             ]
-            self._records = Records(
-                revisions=tuple(revisions), moves=tuple(self._move(r) for r in self.rows)
-            )
+            self._records = Records(revisions=tuple(revisions), moves=self.moves())
         return self._records
 
 
-def expand_moves(moves: Mapping[str, Any]) -> tuple[list[BeliefMove], list[dict[str, Any]]]:
-    """The moves of a batch payload and the revision documents they record.
+@dataclass(frozen=True, slots=True)
+class _Header:
+    """What every row of a batch payload shares, checked."""
 
-    Raises ``ValueError``/``KeyError``/``TypeError`` on a malformed batch (readers turn that
-    into a log integrity error); the revision documents are validated as records by whoever
-    reads them, each move's transition by :func:`apply_move`.
-    """
+    at: datetime
+    at_text: str
+    authority: Authority
+    related: list[str]
+    reasons: list[str]
+    rows: list[Any]
+
+
+def _header(moves: Mapping[str, Any]) -> _Header:
     if not isinstance(moves, Mapping):
         raise ValueError("a move batch must be an object")
     at_text, authority_text = moves["at"], moves["authority"]
@@ -265,32 +316,80 @@ def expand_moves(moves: Mapping[str, Any]) -> tuple[list[BeliefMove], list[dict[
     at = datetime.fromisoformat(at_text)
     if at.tzinfo is None:
         raise ValueError("a move batch's time must carry its offset")
-    authority = Authority(authority_text)
+    return _Header(at, at_text, Authority(authority_text), related, reasons, rows)
+
+
+def _expand_row(row: Any, header: _Header) -> tuple[BeliefMove, list[dict[str, Any]]]:
+    """One row of a batch payload: the move and the revision documents it records."""
+    belief_id, version, index, changes = row
+    if type(belief_id) is not str or type(version) is not int or version < 2:
+        raise ValueError(f"a move row needs a belief id and a version above 1, got {row!r}")
+    if type(index) is not int or not 0 <= index < len(header.reasons):
+        raise ValueError(f"a move row's reason index is out of range: {row!r}")
+    if not isinstance(changes, list) or not changes:
+        raise ValueError(f"a move row moves at least one axis: {row!r}")
+    parsed: list[tuple[Axis, str, str]] = []
+    docs: list[dict[str, Any]] = []
+    for rev, axis_text, before, after in changes:
+        axis = Axis(axis_text)
+        states = STATES[axis]
+        before, after = str(states(before)), str(states(after))
+        if type(rev) is not str or axis in {a for a, _, _ in parsed}:
+            raise ValueError(f"a move row names each axis once, with a revision id: {row!r}")
+        parsed.append((axis, before, after))
+        docs.append(
+            revision_doc(
+                rev,
+                belief_id,
+                axis,
+                before,
+                after,
+                header.authority,
+                header.reasons[index],
+                header.related,
+                header.at_text,
+            )
+        )
+    return BeliefMove(belief_id, version, tuple(parsed), header.authority, header.at), docs
+
+
+def expand_moves(moves: Mapping[str, Any]) -> tuple[list[BeliefMove], list[dict[str, Any]]]:
+    """The moves of a batch payload and the revision documents they record.
+
+    Raises ``ValueError``/``KeyError``/``TypeError`` on a malformed batch (readers turn that
+    into a log integrity error); the revision documents are validated as records by whoever
+    reads them, each move's transition by :func:`apply_move`.
+    """
+    header = _header(moves)
     out: list[BeliefMove] = []
     docs: list[dict[str, Any]] = []
-    for row in rows:
-        belief_id, version, index, changes = row
-        if type(belief_id) is not str or type(version) is not int or version < 2:
-            raise ValueError(f"a move row needs a belief id and a version above 1, got {row!r}")
-        if type(index) is not int or not 0 <= index < len(reasons):
-            raise ValueError(f"a move row's reason index is out of range: {row!r}")
-        if not isinstance(changes, list) or not changes:
-            raise ValueError(f"a move row moves at least one axis: {row!r}")
-        parsed: list[tuple[Axis, str, str]] = []
-        for rev, axis_text, before, after in changes:
-            axis = Axis(axis_text)
-            states = STATES[axis]
-            before, after = str(states(before)), str(states(after))
-            if type(rev) is not str or axis in {a for a, _, _ in parsed}:
-                raise ValueError(f"a move row names each axis once, with a revision id: {row!r}")
-            parsed.append((axis, before, after))
-            docs.append(
-                revision_doc(
-                    rev, belief_id, axis, before, after, authority, reasons[index], related, at_text
-                )
-            )
-        out.append(BeliefMove(belief_id, version, tuple(parsed), authority, at))
+    for row in header.rows:
+        move, revisions = _expand_row(row, header)
+        out.append(move)
+        docs.extend(revisions)
     return out, docs
+
+
+def row_revisions(
+    moves: Mapping[str, Any], index: int, belief_id: str, version: int
+) -> list[dict[str, Any]]:
+    """The revision documents of row ``index`` of a batch payload, which must be the move of
+    ``belief_id`` to ``version``, each transition re-checked against the gate's table (what a
+    store that keeps no revision row of its own derives on read). Raises ``ValueError`` when
+    the row is another belief's or version's, the gate's error for a refused move, and
+    ``ValueError``/``KeyError``/``TypeError``/``IndexError`` on a malformed batch."""
+    header = _header(moves)
+    if type(index) is not int or index < 0:
+        raise ValueError(f"no row {index!r} in a move batch")
+    move, docs = _expand_row(header.rows[index], header)
+    if move.belief_id != belief_id or move.version != version:
+        raise ValueError(
+            f"row {index} moves belief {move.belief_id} to version {move.version}, "
+            f"not {belief_id} to version {version}"
+        )
+    for axis, before, after in move.changes:
+        check_change(axis, before, after, move.authority)
+    return docs
 
 
 def revision_doc(
@@ -396,4 +495,5 @@ __all__ = [
     "expand_moves",
     "resolve_moves",
     "revision_doc",
+    "row_revisions",
 ]

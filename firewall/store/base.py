@@ -99,6 +99,16 @@ def claim_drafts(drafts: Sequence[EventDraft]) -> Sequence[EventDraft]:
     return drafts
 
 
+class OriginRow(NamedTuple):
+    """A belief whose origin label includes a flagged origin, as
+    :meth:`Store.origin_rows` returns it: what the fan-out needs to decide its quarantine."""
+
+    belief_id: str
+    version: int
+    security: str
+    retrieval: str
+
+
 class Store(ABC):
     """Abstract store: one transactional commit, log reads, and indexed projection reads."""
 
@@ -297,6 +307,21 @@ class Store(ABC):
             if origin_id in belief.origin.origin_ids:
                 found.append(belief)
         return sorted(found, key=lambda b: b.id)
+
+    def origin_rows(self, origin_id: str) -> list[OriginRow]:
+        """:meth:`beliefs_with_origin` as compact rows, in the same order (a backend may read
+        them without a typed belief; each move is checked against the stored version when it
+        is applied)."""
+        return [
+            OriginRow(b.id, b.version, b.security_status.value, b.retrieval_status.value)
+            for b in self.beliefs_with_origin(origin_id)
+        ]
+
+    def decisions_citing(self, belief_ids: Sequence[str]) -> list[tuple[str, Decision]]:
+        """``(belief id, decision)`` for every decision citing one of ``belief_ids``: in the
+        order of ``belief_ids``, each belief's decisions as :meth:`decisions_depending_on`
+        orders them. Backends may answer it with one query per page of ids."""
+        return [(b, d) for b in dict.fromkeys(belief_ids) for d in self.decisions_depending_on(b)]
 
     def decay_rows(
         self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000

@@ -45,7 +45,7 @@ from gnomon.firewall.log.events import (
     records_from_payload,
     seal,
 )
-from gnomon.firewall.log.moves import resolve_moves
+from gnomon.firewall.log.moves import MoveBatch, resolve_moves, row_revisions
 from gnomon.firewall.model.chain import (
     Belief,
     ChainModel,
@@ -74,6 +74,7 @@ from gnomon.firewall.model.text import fts5_match
 from gnomon.firewall.store import sqlite_schema as schema
 from gnomon.firewall.store.base import (
     DecayRow,
+    OriginRow,
     Store,
     check_continues,
     claim_drafts,
@@ -121,6 +122,8 @@ PROJECTION_TABLES = (
 #: The FTS5 indexes over ``beliefs.terms``: every belief, and the admissible ones only.
 TEXT_INDEXES = ("beliefs_fts", "beliefs_fts_ok")
 _IN_CHUNK = 500
+#: What a history read selects (alias ``b``): the version's document and whether it is derived.
+_VERSION = f"{schema.VERSION_DOC}, {schema.VERSION_DERIVED}"
 _dumps = orjson.dumps
 
 
@@ -149,6 +152,8 @@ class SQLiteStore(Store):
         self._index_by_trigger = False
         #: The last import batch payload read for a batch member, by ``(seq, hash)``.
         self._batch_cache: dict[tuple[int, str], Any] = {}
+        #: The last move batch payload read for a derived revision, by ``(seq, hash)``.
+        self._moves_cache: dict[tuple[int, str], Any] = {}
         if self.path != ":memory:":
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -270,6 +275,11 @@ class SQLiteStore(Store):
         # Version 9 adds the members of import batches stored without claim/evidence rows.
         for statement in _statements(schema.BATCH_DDL):
             self._conn.execute(statement)
+        # Version 10 records which move batch made a history version, which event a revision.
+        for table, column in schema.MOVE_COLUMNS:
+            have = {r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER")
         self._conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'schema_version'",
             (str(schema.SCHEMA_VERSION),),
@@ -450,14 +460,14 @@ class SQLiteStore(Store):
             prev = event.hash
             sealed.append(event)
             if draft.records:
-                rows.add(draft.records, event.payload["records"])
+                rows.add(draft.records, event.payload["records"], seq)
             if draft.batch is not None:
                 rows.add_batch(draft.batch, event.payload[IMPORTS], seq)
             if draft.moves is not None:
                 # moves apply to what earlier drafts of this commit wrote: write those first
                 rows.write(conn, index_new_beliefs=not self._index_by_trigger)
                 rows = _Rows()
-                apply_moves(conn, draft.moves)
+                apply_moves(conn, draft.moves, seq)
         self._insert_events(conn, sealed)
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
         return sealed
@@ -490,36 +500,39 @@ class SQLiteStore(Store):
 
     def _apply_events(self, conn: sqlite3.Connection, events: Sequence[Event]) -> None:
         rows = _Rows()
-        if not any(MOVES in event.payload for event in events):
-            # an import batch's rows straight from its compact rows, as its commit writes them
-            # (one document per record; claims and evidence derived from this event on read)
-            for event in events:
-                payload = event.payload
-                imports = payload.get(IMPORTS)
-                rest = (
-                    payload if imports is None else {k: payload[k] for k in payload if k != IMPORTS}
-                )
-                records = records_from_payload(rest)
+        for event in events:
+            payload = event.payload
+            imports, moves = payload.get(IMPORTS), payload.get(MOVES)
+            if imports is None and moves is None:
+                records = records_from_payload(payload)
                 if records:
-                    rows.add(records, record_docs(rest))
-                if imports is not None:
-                    # a batch's beliefs are plain inserts: write what came before, then the
-                    # batch, so that a later move of one of them (in this page) finds it
-                    rows.write(conn, index_new_beliefs=not self._index_by_trigger)
-                    rows = _Rows()
-                    rows.add_batch(read_batch(imports), imports, event.seq)
-                    rows.write(conn, index_new_beliefs=not self._index_by_trigger)
-                    rows = _Rows()
-            rows.write(conn, index_new_beliefs=not self._index_by_trigger)
-            return
-        found = [event.records() for event in events]
-        if any(rec.moves for rec in found):
-            # a move applies to the version the log holds before it: write what came before
-            found = resolve_moves(found, lambda ids: self._stored_beliefs(conn, ids))
-        for event, records in zip(events, found, strict=True):
+                    rows.add(records, record_docs(payload), event.seq)
+                continue
+            rest = {k: payload[k] for k in payload if k not in (IMPORTS, MOVES)}
+            records = records_from_payload(rest)
             if records:
-                rows.add(records, record_docs(event.payload))
+                rows.add(records, record_docs(rest), event.seq)
+            # a batch applies to what came before it (a move to the versions the log holds
+            # before it, a later move to a batch's beliefs): write that first
+            rows.write(conn, index_new_beliefs=not self._index_by_trigger)
+            rows = _Rows()
+            if imports is not None:
+                # an import batch's rows straight from its compact rows, as its commit writes
+                # them (one document per record; claims and evidence derived on read)
+                rows.add_batch(read_batch(imports), imports, event.seq)
+                rows.write(conn, index_new_beliefs=not self._index_by_trigger)
+                rows = _Rows()
+            if moves is not None:
+                self._replay_moves(conn, event)
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
+
+    def _replay_moves(self, conn: sqlite3.Connection, event: Event) -> None:
+        """Apply the move batch of a sealed ``event`` as its commit did (:func:`apply_moves`),
+        after deriving each new version from the stored one and re-checking it against the
+        gate (:func:`~firewall.log.moves.resolve_moves`), as every reader of a log does."""
+        batch = MoveBatch.from_payload(event.payload[MOVES])
+        resolve_moves([Records(moves=batch.moves())], lambda ids: self._stored_beliefs(conn, ids))
+        apply_moves(conn, batch, event.seq)
 
     def _stored_beliefs(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, Belief]:
         """The stored versions of ``ids``, inside the caller's transaction."""
@@ -559,7 +572,7 @@ class SQLiteStore(Store):
             after = page[-1].seq
 
     def projection_docs(self) -> Iterator[tuple[str, str, bytes]]:
-        rowed: dict[str, set[str]] = {"claims": set(), "evidence": set()}
+        rowed: dict[str, set[str]] = {"claims": set(), "evidence": set(), "revisions": set()}
         for table, key in PROJECTION_KEYS:
             with self._guard("reading projections") as conn:
                 rows = conn.execute(f"SELECT {key}, doc FROM {table}").fetchall()
@@ -568,6 +581,38 @@ class SQLiteStore(Store):
                     rowed[table].add(str(ident))
                 yield table, ident, doc
         yield from self._member_docs(rowed)
+        for ident, doc in self._moved_revisions(rowed["revisions"]):
+            yield "revisions", ident, b"null" if doc is None else _dumps(doc)
+
+    def _moved_revisions(self, rowed: set[str]) -> Iterator[tuple[str, dict[str, Any] | None]]:
+        """``(id, document)`` of the revisions of move batches (no row of their own), derived
+        from their events one batch at a time; a history row whose batch row is not its move
+        is yielded under a name of its own with no document, so a check names it. A revision
+        with a row of its own (in ``rowed``) is not yielded: reads serve that row too, so the
+        check compares it."""
+        with self._guard("reading moved versions") as conn:
+            seqs = [
+                s
+                for (s,) in conn.execute(
+                    "SELECT DISTINCT move_seq FROM belief_versions "
+                    "WHERE move_seq IS NOT NULL ORDER BY move_seq"
+                )
+            ]
+        for seq in seqs:
+            with self._guard("reading moved versions") as conn:
+                members = conn.execute(
+                    "SELECT belief_id, version, move_row FROM belief_versions WHERE move_seq = ?",
+                    (seq,),
+                ).fetchall()
+            for belief_id, version, row in members:
+                try:
+                    docs = self._move_revisions(seq, row, belief_id, version)
+                except StoreCorruptError:
+                    yield f"{belief_id} version {version} (move {seq})", None
+                    continue
+                for doc in docs:
+                    if doc["id"] not in rowed:
+                        yield doc["id"], doc
 
     def _member_docs(
         self, rowed: Mapping[str, set[str]] | None = None
@@ -611,6 +656,8 @@ class SQLiteStore(Store):
                     yield "evidence", str(evidence["id"]), _dumps(evidence)
 
     def derived_rows(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        # A move's pointer (``move_seq``, ``move_row``) is compared through what it derives:
+        # the revisions below and the version's document (stored or derived, read alike).
         kept = ", ".join(f"b.{c}" for c in schema.VERSION_COLUMNS[:-1])
         queries = derived_queries(
             schema.BELIEF_COLUMNS[1:-1],
@@ -629,6 +676,11 @@ class SQLiteStore(Store):
         for table, ident, doc in self._member_docs():
             if table == "evidence":  # what the evidence table would index for it
                 yield table, ident, {"claim_id": orjson.loads(doc)["claim_id"]}
+        with self._guard("reading revisions") as conn:
+            rowed = {str(i) for (i,) in conn.execute("SELECT id FROM revisions")}
+        for ident, found in self._moved_revisions(rowed):
+            # what the revisions table would index for it
+            yield "revisions", ident, {} if found is None else _revision_keys(found)
         for index in TEXT_INDEXES:
             yield from self._text_index(index)
         with self._guard("reading execution_claims") as conn:
@@ -791,6 +843,40 @@ class SQLiteStore(Store):
             (orjson.dumps(origin_id)[1:-1], origin_id),
         )
 
+    def origin_rows(self, origin_id: str) -> list[OriginRow]:
+        # beliefs_with_origin's pass, the version and states read from each document (what
+        # the move is checked against when it is applied), no belief parsed into a record
+        with self._guard("reading beliefs with an origin") as conn:
+            rows = conn.execute(
+                "SELECT id, json_extract(CAST(doc AS TEXT), '$.version'), "
+                "json_extract(CAST(doc AS TEXT), '$.security_status'), "
+                "json_extract(CAST(doc AS TEXT), '$.retrieval_status') FROM beliefs "
+                "WHERE instr(doc, ?) > 0 AND EXISTS (SELECT 1 FROM "
+                "json_each(CAST(doc AS TEXT), '$.origin.origin_ids') WHERE value = ?) ORDER BY id",
+                (orjson.dumps(origin_id)[1:-1], origin_id),
+            ).fetchall()
+        return [OriginRow(*row) for row in rows]
+
+    def decisions_citing(self, belief_ids: Sequence[str]) -> list[tuple[str, Decision]]:
+        ids = list(dict.fromkeys(belief_ids))
+        place = {b: i for i, b in enumerate(ids)}
+        found: list[tuple[int, int, str, str, bytes]] = []
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            with self._guard("reading the decisions citing beliefs") as conn:
+                found.extend(
+                    (place[b], created, ident, b, doc)
+                    for b, created, ident, doc in conn.execute(
+                        "SELECT x.belief_id, d.created_us, d.id, d.doc FROM decision_deps x "
+                        f"JOIN decisions d ON d.id = x.decision_id WHERE x.belief_id IN ({marks})",
+                        chunk,
+                    )
+                )
+        found.sort(key=lambda r: r[:3])
+        validate = Decision.model_validate_json
+        return [(b, validate(doc, strict=False)) for _, _, _, b, doc in found]
+
     def decay_rows(
         self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
     ) -> list[DecayRow]:
@@ -824,12 +910,35 @@ class SQLiteStore(Store):
     # -- belief history ---------------------------------------------------------------------
 
     def belief_history(self, belief_id: str) -> list[Belief]:
-        return self._many(
-            Belief,
-            f"SELECT {schema.VERSION_DOC} FROM belief_versions b WHERE b.belief_id = ? "
+        return self._versions(
+            f"SELECT {_VERSION} FROM belief_versions b WHERE b.belief_id = ? "
             "ORDER BY b.from_us, b.rid",
             (belief_id,),
         )
+
+    def _versions(self, sql: str, params: Sequence[Any]) -> list[Belief]:
+        """History rows selected as ``_VERSION``: a version derived from a later document
+        (schema 10) must keep the gate's cross-axis invariants, or the read is refused."""
+        from gnomon.firewall.gate.gate import check_invariants
+
+        with self._guard("reading belief history") as conn:
+            rows = conn.execute(sql, params).fetchall()
+        validate = Belief.model_validate_json
+        found = []
+        for doc, derived in rows:
+            belief = validate(doc, strict=False)
+            if derived:
+                try:
+                    check_invariants(belief)
+                except GnomonError as exc:
+                    raise StoreCorruptError(
+                        f"{self.path}: version {belief.version} of belief {belief.id} in the "
+                        f"history breaks the gate's invariants ({exc})",
+                        hint="run `gnomon rebuild --apply` to rebuild the projections from the "
+                        "verified log",
+                    ) from exc
+            found.append(belief)
+        return found
 
     def find_belief_versions(
         self,
@@ -869,13 +978,13 @@ class SQLiteStore(Store):
         else:
             subject = where.subject is not None or where.subject_prefix is not None
             hint = " INDEXED BY belief_versions_subject" if subject else ""
-            sql = f"SELECT {schema.VERSION_DOC} FROM belief_versions b{hint} WHERE 1"
+            sql = f"SELECT {_VERSION} FROM belief_versions b{hint} WHERE 1"
             order = "b.observed_us DESC, b.belief_id, b.from_us DESC, b.rid DESC"
         if conds:
             sql += " AND " + " AND ".join(conds)
         sql += f" ORDER BY {order} LIMIT ? OFFSET ?"
         params.extend((max(where.limit, 0), max(where.offset, 0)))
-        return self._many(Belief, sql, params)
+        return self._versions(sql, params)
 
     def _versions_by_text(
         self,
@@ -887,7 +996,7 @@ class SQLiteStore(Store):
     ) -> list[Belief]:
         limit = "" if cap is None else f" LIMIT {int(cap)}"
         sql = (
-            f"SELECT {schema.VERSION_DOC} FROM (SELECT rowid AS r, rank AS k FROM beliefs_fts "
+            f"SELECT {_VERSION} FROM (SELECT rowid AS r, rank AS k FROM beliefs_fts "
             f"WHERE beliefs_fts MATCH ? ORDER BY rank{limit}) f "
             "CROSS JOIN beliefs c ON c.rid = f.r "
             "CROSS JOIN belief_versions b INDEXED BY belief_versions_id ON b.belief_id = c.id "
@@ -897,7 +1006,7 @@ class SQLiteStore(Store):
             sql += " AND " + " AND ".join(conds)
         sql += " ORDER BY f.k, b.belief_id, b.from_us DESC, b.rid DESC LIMIT ? OFFSET ?"
         values = [match, *params, max(where.limit, 0), max(where.offset, 0)]
-        return self._many(Belief, sql, values)
+        return self._versions(sql, values)
 
     def session_events(self, session_id: str) -> list[Event]:
         with self._guard("reading a session's events") as conn:
@@ -975,10 +1084,67 @@ class SQLiteStore(Store):
         )
 
     def revisions_for(self, belief_id: str) -> list[Revision]:
-        return self._many(
-            Revision,
-            "SELECT doc FROM revisions WHERE belief_id = ? ORDER BY created_us, rid",
-            (belief_id,),
+        with self._guard("reading revisions") as conn:
+            stored = conn.execute(
+                "SELECT doc, created_us, coalesce(seq, 0), rid FROM revisions "
+                "WHERE belief_id = ? ORDER BY created_us, rid",
+                (belief_id,),
+            ).fetchall()
+            moved = conn.execute(
+                "SELECT move_seq, move_row, version FROM belief_versions "
+                "WHERE belief_id = ? AND move_seq IS NOT NULL ORDER BY move_seq",
+                (belief_id,),
+            ).fetchall()
+        validate = Revision.model_validate_json
+        found = [
+            ((created, seq, 0, rid), validate(doc, strict=False))
+            for doc, created, seq, rid in stored
+        ]
+        for seq, row, version in moved:
+            for i, doc in enumerate(self._move_revisions(seq, row, belief_id, version)):
+                revision = Revision.model_validate(doc, strict=False)
+                found.append(((micros(revision.created_at), seq, 1, i), revision))
+        if not moved:
+            return [r for _, r in found]
+        return [r for _, r in sorted(found, key=lambda entry: entry[0])]
+
+    def _move_batch(self, seq: int) -> Any:
+        """The move batch payload of event ``seq`` (the last one read is kept: reads of many
+        beliefs moved by one batch go one batch at a time)."""
+        with self._guard("reading a move batch") as conn:
+            found = conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
+            if found is None:
+                raise self._bad_move(seq, "no such event")
+            key = (seq, found[0])
+            moves = self._moves_cache.get(key)
+            if moves is None:
+                (body,) = conn.execute("SELECT body FROM events WHERE seq = ?", (seq,)).fetchone()
+                try:
+                    moves = orjson.loads(body)["payload"][MOVES]
+                except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+                    raise self._bad_move(seq, f"its event holds no move batch ({exc})") from exc
+                self._moves_cache = {key: moves}
+        return moves
+
+    def _move_revisions(
+        self, seq: int, row: int, belief_id: str, version: int
+    ) -> list[dict[str, Any]]:
+        """The revision documents of belief ``belief_id``'s move to ``version``, derived from
+        row ``row`` of move batch event ``seq`` (:func:`~firewall.log.moves.row_revisions`:
+        the row must be that move, each transition one the gate allows)."""
+        try:
+            return row_revisions(self._move_batch(seq), row, belief_id, version)
+        except (GnomonError, IndexError, KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, StoreCorruptError):
+                raise
+            raise self._bad_move(
+                seq, f"row {row} is not belief {belief_id}'s move ({exc})"
+            ) from exc
+
+    def _bad_move(self, seq: int, problem: str) -> StoreCorruptError:
+        return StoreCorruptError(
+            f"{self.path}: a belief version names move batch event {seq}, but {problem}",
+            hint="run `gnomon rebuild --apply` to rebuild the projections from the verified log",
         )
 
     def revisions_by_grant(self, grant_id: str) -> list[Revision]:
@@ -1133,7 +1299,10 @@ class _Rows:
                     (binding["store"], belief_id, binding["store_id"], dumps(binding))
                 )
 
-    def add(self, rec: Records, payload: dict[str, list[dict[str, Any]]]) -> None:
+    def add(
+        self, rec: Records, payload: dict[str, list[dict[str, Any]]], seq: int | None = None
+    ) -> None:
+        """The rows of ``rec`` (sealed as event ``seq``: its revisions record it)."""
         # The event payload already holds each record's JSON form: reuse it as the row's doc.
         if rec.sessions:
             self.sessions.extend(
@@ -1187,7 +1356,7 @@ class _Rows:
             )
         if rec.revisions:
             self.revisions.extend(
-                (r.id, r.belief_id, micros(r.created_at), _dumps(d))
+                (r.id, r.belief_id, micros(r.created_at), _dumps(d), seq)
                 for r, d in zip(rec.revisions, payload["revisions"], strict=True)
             )
         for contradiction, doc in zip(
@@ -1320,6 +1489,12 @@ def _version_rows(
         open_at[belief_id] = len(rows)
         rows.append(row)
     return closes, rows
+
+
+def _revision_keys(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The indexed columns a revision row would hold for the revision ``doc``."""
+    created = micros(datetime.fromisoformat(str(doc["created_at"]).replace("Z", "+00:00")))
+    return {"belief_id": doc["belief_id"], "created_us": created}
 
 
 def _belief_row(b: Belief, doc: bytes) -> tuple[Any, ...]:

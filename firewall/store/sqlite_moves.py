@@ -13,6 +13,11 @@ privileged-only or blocked); one row that does not match rolls the whole transac
 belief changed since the candidates were read, or a document edited behind the log's back).
 Each transition is checked against the gate's table here again (it was when the batch was
 built, :meth:`firewall.log.moves.MoveBatch.add`), and by every reader of the log.
+
+One document is written per belief (schema 10): the belief's. Its new history row holds no
+document (the open version is the belief's current one) and names the batch event and row
+(``move_seq``, ``move_row``), from which reads derive the revisions the move records; the row it
+closes keeps no copy either (see :mod:`firewall.store.sqlite_schema`, version 10).
 """
 
 from __future__ import annotations
@@ -20,10 +25,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-import orjson
-
 from gnomon.firewall.gate.gate import PINNED_RETRIEVAL
-from gnomon.firewall.log.moves import MoveBatch, check_change, revision_doc
+from gnomon.firewall.log.moves import MoveBatch, check_change
 from gnomon.firewall.model.errors import StoreError
 from gnomon.firewall.model.states import Axis
 from gnomon.firewall.store import sqlite_schema as schema
@@ -34,8 +37,8 @@ from gnomon.firewall.store.keys import micros
 _COPIED = ", ".join(schema.VERSION_COLUMNS[4:-1])
 
 _NEW_VERSION = (
-    f"INSERT INTO belief_versions ({', '.join(schema.VERSION_COLUMNS)}) "
-    f"SELECT id, ?, ?, NULL, {_COPIED}, doc FROM beliefs WHERE id = ?"
+    f"INSERT INTO belief_versions ({', '.join(schema.VERSION_COLUMNS)}, move_seq, move_row) "
+    f"SELECT id, ?, ?, NULL, {_COPIED}, x'', ?, ? FROM beliefs WHERE id = ?"
 )
 
 
@@ -72,41 +75,40 @@ def _update_sql(axes: tuple[Axis, ...]) -> str:
     return sql
 
 
-def apply_moves(conn: sqlite3.Connection, batch: MoveBatch) -> None:
-    """Apply ``batch`` inside the caller's transaction (see the module docstring)."""
+def apply_moves(conn: sqlite3.Connection, batch: MoveBatch, seq: int) -> None:
+    """Apply ``batch``, sealed as event ``seq``, inside the caller's transaction (see the
+    module docstring)."""
     at, at_us = batch.now_text, micros(batch.now)
-    groups: dict[tuple[Axis, ...], list[tuple[Any, ...]]] = {}
+    #: the rows of each shape of move (the axes moved, from and to), checked once per shape
+    groups: dict[tuple[tuple[str, str, str], ...], list[tuple[Any, ...]]] = {}
+    axes_of: dict[tuple[tuple[str, str, str], ...], tuple[Axis, ...]] = {}
     closes: list[tuple[int, str]] = []
-    versions: list[tuple[int, int, str]] = []
-    revisions: list[tuple[str, str, int, bytes]] = []
-    reasons = list(batch.reasons)
-    related = list(batch.related)
-    authority = batch.authority
-    dumps = orjson.dumps
-    for belief_id, version, index, changes in batch.rows:
-        for _, axis, before, after in changes:
-            # re-checked here too: the batch object is not trusted to be the one add() built
-            check_change(axis, before, after, batch.authority)
-        axes = tuple(axis for _, axis, _, _ in changes)
-        groups.setdefault(axes, []).append(
+    versions: list[tuple[int, int, int, int, str]] = []
+    for row, (belief_id, version, _, changes) in enumerate(batch.rows):
+        shape = tuple([(axis._value_, before, after) for _, axis, before, after in changes])
+        rows = groups.get(shape)
+        if rows is None:
+            for _, axis, before, after in changes:
+                # re-checked here too: the batch object is not trusted to be the one add() built
+                check_change(axis, before, after, batch.authority)
+            rows = groups[shape] = []
+            axes_of[shape] = tuple(axis for _, axis, _, _ in changes)
+        rows.append(
             (
-                *(after for _, _, _, after in changes),
+                *(after for _, _, after in shape),
                 version,
                 at,
                 belief_id,
                 version - 1,
-                *(before for _, _, before, _ in changes),
+                *(before for _, before, _ in shape),
             )
         )
         closes.append((at_us, belief_id))
-        versions.append((version, at_us, belief_id))
-        for rev, axis, before, after in changes:
-            doc = revision_doc(
-                rev, belief_id, axis, before, after, authority, reasons[index], related, at
-            )
-            revisions.append((rev, belief_id, at_us, dumps(doc)))
-    for axes, rows in groups.items():
-        cur = conn.executemany(_update_sql(axes), rows)
+        versions.append((version, at_us, seq, row, belief_id))
+    # the open versions are closed first: the rule for keeping a document reads the belief's
+    conn.executemany(schema.CLOSE_VERSION_BY_MOVE, closes)
+    for shape, rows in groups.items():
+        cur = conn.executemany(_update_sql(axes_of[shape]), rows)
         if cur.rowcount != len(rows):
             raise StoreError(
                 f"a move batch expected {len(rows)} beliefs at their recorded version and states, "
@@ -114,9 +116,7 @@ def apply_moves(conn: sqlite3.Connection, batch: MoveBatch) -> None:
                 "was edited; nothing was written",
                 hint="run the move again (it re-reads the beliefs); `gnomon rebuild` shows edits",
             )
-    conn.executemany(schema.CLOSE_VERSION, closes)
     conn.executemany(_NEW_VERSION, versions)
-    conn.executemany(schema.UPSERT_REVISION, revisions)
 
 
 __all__ = ["apply_moves"]

@@ -222,7 +222,7 @@ class Sentinel:
             origin_id, reason=reason, actor="sentinel:suspicious_origin", alert_id=alert_id
         )
         self.state.flagged_origins.add(origin_id)
-        return [b.id for b in moved]
+        return moved
 
 
 __all__ = ["ALERT_KIND", "FLAG_KIND", "Sentinel", "SentinelState"]
