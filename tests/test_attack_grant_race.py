@@ -165,7 +165,10 @@ def test_racing_an_adoption_against_a_promotion_spends_the_grant_once(tmp_path: 
                 lambda g=grant, i=i: adopt_store(wall, f"mem{i}", grant=g, reason="users' words"),  # type: ignore[misc]
                 lambda g=grant, b=bound: wall.promote(b.belief_id, grant=g, reason="again"),  # type: ignore[misc]
             )
-            assert sum(r is None for r in raised) == 1, raised
+            # Exactly one use lands. The other caller is refused as spent, or, when the
+            # adoption committed before the promotion read the belief, finds it supported
+            # already: a no-op that records nothing and spends nothing.
+            assert all(r is None or isinstance(r, SpentGrantError) for r in raised), raised
             events = [e for e in wall.store.events() if e.payload.get("grant_id") == grant.id]
             assert len(events) == 1, [e.kind for e in events]
 
