@@ -30,8 +30,8 @@ the rule; the caller imports nothing (``gnomon log import`` is all or nothing).
 **Authority needs a key** (policy). The gate can check that a move was *legal*, not who asked for
 it: a ``user`` revision naming a grant id, a belief or evidence attributed to a user or a probe
 (attested origin, human or probe evidence), the action kernel's own ledger (a proposal it
-allowed, an approval it accepted, a policy it loaded) are all just JSON anyone can write and
-re-chain. So unless the caller verified the log against a pinned key (``verified=True``:
+allowed, an approval it accepted, a policy it loaded), a review approval for long-term memory
+are all just JSON anyone can write and re-chain. So unless the caller verified the log against a pinned key (``verified=True``:
 ``gnomon log import --key``, every event covered by a checkpoint that key signed), the first
 event that carries such authority raises :class:`UnverifiedAuthorityError` naming its seq and
 what it claims, and nothing is imported. A tool's observation is the host's word too (an
@@ -48,7 +48,7 @@ from itertools import groupby
 from pydantic import ValidationError
 
 from gnomon.firewall.gate.gate import Move, adoption_for, apply_moves
-from gnomon.firewall.log.events import Event
+from gnomon.firewall.log.events import REVIEW_APPROVED, Event
 from gnomon.firewall.log.moves import resolve_moves
 from gnomon.firewall.model.chain import Belief, EvidenceItem, EvidenceSet, Revision
 from gnomon.firewall.model.errors import GateError, LogIntegrityError
@@ -132,6 +132,8 @@ def _authority_in(event: Event) -> str | None:
     from revisions, checked per gate call), or ``None``."""
     if is_request_kind(event.kind) or event.kind.startswith(_KERNEL_POLICY_PREFIX):
         return f"it is an action-kernel record ({event.kind})"
+    if event.kind == REVIEW_APPROVED:
+        return f"it is a user's approval for long-term memory ({event.kind})"
     return None
 
 
