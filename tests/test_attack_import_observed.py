@@ -178,3 +178,24 @@ def test_attack_a_forged_review_approval_is_not_imported_without_a_key(tmp_path:
     target.close()
     assert code != 0 and not approved, output
     assert "seq 1" in output and APPROVED_KIND in output and "--key" in output, output
+
+
+@pytest.mark.parametrize(
+    "claim",
+    ["req_01a2078f9bff08feed21fa337727", "grant:grt_01a2078f9bff08feed21fa337727"],
+    ids=["request", "grant"],
+)
+def test_attack_a_claim_in_an_unkeyed_log_does_not_block_the_importers_id(
+    tmp_path: Path, claim: str
+) -> None:
+    """Any event may carry a ``claim`` (the store's one-use lock: an action's execution, a
+    grant's spend), and the importing store derives its claims table from the log. A forged
+    claim on a held request's id (read from an export) or a grant's would make the real
+    execution or spend find it taken."""
+    source = MemoryStore()
+    source.commit([make_draft(kind="test.note", data={"claim": claim})])
+    code, output, target = _import(tmp_path, source)
+    won = target.claim_execution(claim, [make_draft(kind="test.spend")])
+    target.close()
+    assert code != 0 and won is not None, output
+    assert "seq 1" in output and claim in output and "--key" in output, output

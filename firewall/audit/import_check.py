@@ -29,15 +29,18 @@ the rule; the caller imports nothing (``gnomon log import`` is all or nothing).
 
 **Authority needs a key** (policy). The gate can check that a move was *legal*, not who asked for
 it: a ``user`` revision naming a grant id, a belief or evidence attributed to a user or a probe
-(attested origin, human or probe evidence), the action kernel's own ledger (a proposal it
-allowed, an approval it accepted, a policy it loaded), a review approval for long-term memory
-are all just JSON anyone can write and re-chain. So unless the caller verified the log against a pinned key (``verified=True``:
-``gnomon log import --key``, every event covered by a checkpoint that key signed), the first
-event that carries such authority raises :class:`UnverifiedAuthorityError` naming its seq and
-what it claims, and nothing is imported. A tool's observation is the host's word too (an
-``observed`` origin says the host saw the call; tool-result and direct-observation evidence is
-what lets a later ``policy`` promotion pass parallax), so a forged one needs the key as well. A
-log of agent and external content alone needs no key: the gate holds all of it as untrusted.
+(attested origin, human or probe evidence), the action kernel's own ledger (a proposal it allowed,
+an approval it accepted, a policy it loaded), a review approval for long-term memory, a claim on
+any event (the importing store derives its one-use locks from them, so a forged one would block
+the execution of a held request, or the spend of a grant, that it names) are all just JSON anyone
+can write and re-chain. So unless the caller verified the log against a pinned key
+(``verified=True``: ``gnomon log import --key``, every event covered by a checkpoint that key
+signed), the first event that carries such authority raises :class:`UnverifiedAuthorityError`
+naming its seq and what it claims, and nothing is imported. A tool's observation is the host's
+word too (an ``observed`` origin says the host saw the call; tool-result and direct-observation
+evidence is what lets a later ``policy`` promotion pass parallax), so a forged one needs the key
+as well. A log of agent and external content alone needs no key: the gate holds all of it as
+untrusted.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from gnomon.firewall.model.states import (
     FreshnessStatus,
     SecurityStatus,
 )
-from gnomon.firewall.store.base import Store, is_request_kind
+from gnomon.firewall.store.base import Store, claim_of, is_request_kind
 
 #: Fields a belief keeps for life: a new version that changes one was not made by the gate.
 IMMUTABLE = ("claim_id", "statement", "origin", "project", "kind", "created_at")
@@ -134,6 +137,9 @@ def _authority_in(event: Event) -> str | None:
         return f"it is an action-kernel record ({event.kind})"
     if event.kind == REVIEW_APPROVED:
         return f"it is a user's approval for long-term memory ({event.kind})"
+    claim = claim_of(event)
+    if claim is not None:
+        return f"it claims {claim} (an execution or a grant's spend: the store's one-use lock)"
     return None
 
 
