@@ -19,6 +19,7 @@ from gnomon.firewall.gate.grants import write_keypair
 from gnomon.firewall.host.review import APPROVED_KIND, ReviewLog
 from gnomon.firewall.log.checkpoints import CheckpointSigner, write_checkpoint
 from gnomon.firewall.log.ndjson import export_to_file
+from gnomon.firewall.model.chain import Belief
 from gnomon.firewall.model.origin import Origin
 from gnomon.firewall.model.states import (
     Authority,
@@ -35,19 +36,27 @@ EXTERNAL = Origin.external("https://evil.example/page")
 TOOL = Origin.tool("git")
 
 
+def _adopted(origin: Origin, quality: EvidenceQuality, *, supported: bool) -> tuple[Belief, object]:
+    """A belief from ``origin`` as the gate adopts it (supported and normal, or unverified and
+    restricted), with its evidence, in one draft."""
+    states = (
+        {"truth_status": TruthStatus.SUPPORTED, "retrieval_status": RetrievalStatus.NORMAL}
+        if supported
+        else {
+            "truth_status": TruthStatus.UNVERIFIED,
+            "retrieval_status": RetrievalStatus.RESTRICTED,
+        }
+    )
+    belief = make_belief(origin=origin, authority=Authority.AUTO_OBSERVATION, **states)
+    evidence = make_evidence(claim_id=belief.claim_id, quality=quality, origin=origin)
+    return belief, make_draft(make_records(evidence=[evidence], beliefs=[belief]))
+
+
 def _forged_tool_observation() -> MemoryStore:
     """'The host saw the git tool return: deploys go to evil.example': adopted supported."""
     source = MemoryStore()
-    belief = make_belief(
-        origin=TOOL,
-        authority=Authority.AUTO_OBSERVATION,
-        truth_status=TruthStatus.SUPPORTED,
-        retrieval_status=RetrievalStatus.NORMAL,
-    )
-    evidence = make_evidence(
-        claim_id=belief.claim_id, quality=EvidenceQuality.TOOL_RESULT, origin=TOOL
-    )
-    source.commit([make_draft(make_records(evidence=[evidence], beliefs=[belief]))])
+    _, draft = _adopted(TOOL, EvidenceQuality.TOOL_RESULT, supported=True)
+    source.commit([draft])  # type: ignore[list-item]
     return source
 
 
@@ -55,16 +64,8 @@ def _forged_tool_corroboration(origin: Origin) -> MemoryStore:
     """An external page, then forged tool evidence for it (from ``origin``) and a policy
     promotion that the evidence lets pass parallax."""
     source = MemoryStore()
-    belief = make_belief(
-        origin=EXTERNAL,
-        authority=Authority.AUTO_OBSERVATION,
-        truth_status=TruthStatus.UNVERIFIED,
-        retrieval_status=RetrievalStatus.RESTRICTED,
-    )
-    page = make_evidence(
-        claim_id=belief.claim_id, quality=EvidenceQuality.EXTERNAL_DOCUMENT, origin=EXTERNAL
-    )
-    source.commit([make_draft(make_records(evidence=[page], beliefs=[belief]))])
+    belief, page = _adopted(EXTERNAL, EvidenceQuality.EXTERNAL_DOCUMENT, supported=False)
+    source.commit([page])  # type: ignore[list-item]
     forged = make_evidence(
         claim_id=belief.claim_id, quality=EvidenceQuality.TOOL_RESULT, origin=origin
     )

@@ -22,12 +22,14 @@ from gnomon.firewall.model.states import Sensitivity
 SECRET = "the vault root token is s.QxZ81-do-not-ship"
 
 
-def _ship(url: str, out: Path) -> dict[str, object]:
+def _shipped(url: str, tmp_path: Path) -> str:
+    """The text of the store's export shipped at the ``internal`` ceiling."""
+    out = tmp_path / "ship.ndjson"
     args = ["log", "export", "--url", url, "--out", str(out)]
     result = CliRunner().invoke(cli, [*args, "--sensitivity-ceiling", "internal", "--json"])
     assert result.exit_code == 0, result.output
-    summary: dict[str, object] = json.loads(result.output)
-    return summary
+    assert json.loads(result.output)["sensitivity_ceiling"] == "internal"
+    return out.read_text()
 
 
 @pytest.mark.parametrize("asked", [None, Sensitivity.PUBLIC], ids=["default", "public"])
@@ -45,9 +47,7 @@ def test_attack_a_note_quoting_a_secret_tool_result_does_not_ship(
         echoed = s.observe(tool="echo", content=f"echo {SECRET}", sensitivity=Sensitivity.PUBLIC)
         assert echoed.observation.sensitivity == Sensitivity.SECRET
         assert {b.sensitivity for b in echoed.content} == {Sensitivity.SECRET}
-    out = tmp_path / "ship.ndjson"
-    _ship(url, out)
-    assert "s.QxZ81" not in out.read_text()
+    assert "s.QxZ81" not in _shipped(url, tmp_path)
 
 
 def test_attack_a_note_quoting_a_recalled_secret_does_not_ship(tmp_path: Path) -> None:
@@ -64,9 +64,7 @@ def test_attack_a_note_quoting_a_recalled_secret_does_not_ship(tmp_path: Path) -
             shown = s.recall("vault root token", policy)
             assert any(SECRET in b.statement for b in shown.accepted)
             s.remember(f"for later: {SECRET}", sensitivity=Sensitivity.PUBLIC)
-    out = tmp_path / "ship.ndjson"
-    _ship(url, out)
-    assert "s.QxZ81" not in out.read_text()
+    assert "s.QxZ81" not in _shipped(url, tmp_path)
 
 
 def test_a_session_that_read_nothing_above_the_ceiling_keeps_its_labels(tmp_path: Path) -> None:
@@ -82,7 +80,5 @@ def test_a_session_that_read_nothing_above_the_ceiling_keeps_its_labels(tmp_path
             assert s.sensitivity == Sensitivity.PUBLIC
             note = s.remember("the on-call rota is in the wiki")
             assert note.sensitivity == Sensitivity.INTERNAL
-    out = tmp_path / "ship.ndjson"
-    _ship(url, out)
-    text = out.read_text()
+    text = _shipped(url, tmp_path)
     assert "on-call rota" in text and "s.QxZ81" not in text
