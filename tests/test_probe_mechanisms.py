@@ -124,7 +124,7 @@ def join_keeps_first_label(mp: pytest.MonkeyPatch) -> None:
 
 def session_forgets_what_it_read(mp: pytest.MonkeyPatch) -> None:
     """The session never accumulates a label, so remember() sees only the agent."""
-    mp.setattr(Session, "_read", lambda self, labels: None)
+    mp.setattr(Session, "_read", lambda self, *read: None)
 
 
 def envelope_inlines_arguments(mp: pytest.MonkeyPatch) -> None:

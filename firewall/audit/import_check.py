@@ -29,13 +29,18 @@ the rule; the caller imports nothing (``gnomon log import`` is all or nothing).
 
 **Authority needs a key** (policy). The gate can check that a move was *legal*, not who asked for
 it: a ``user`` revision naming a grant id, a belief or evidence attributed to a user or a probe
-(attested origin, human or probe evidence), the action kernel's own ledger (a proposal it
-allowed, an approval it accepted, a policy it loaded) are all just JSON anyone can write and
-re-chain. So unless the caller verified the log against a pinned key (``verified=True``:
-``gnomon log import --key``, every event covered by a checkpoint that key signed), the first
-event that carries such authority raises :class:`UnverifiedAuthorityError` naming its seq and
-what it claims, and nothing is imported. A log of agent, tool and external content alone needs
-no key: everything in it is held to the gate as untrusted or observed content.
+(attested origin, human or probe evidence), the action kernel's own ledger (a proposal it allowed,
+an approval it accepted, a policy it loaded), a review approval for long-term memory, a claim on
+any event (the importing store derives its one-use locks from them, so a forged one would block
+the execution of a held request, or the spend of a grant, that it names) are all just JSON anyone
+can write and re-chain. So unless the caller verified the log against a pinned key
+(``verified=True``: ``gnomon log import --key``, every event covered by a checkpoint that key
+signed), the first event that carries such authority raises :class:`UnverifiedAuthorityError`
+naming its seq and what it claims, and nothing is imported. A tool's observation is the host's
+word too (an ``observed`` origin says the host saw the call; tool-result and direct-observation
+evidence is what lets a later ``policy`` promotion pass parallax), so a forged one needs the key
+as well. A log of agent and external content alone needs no key: the gate holds all of it as
+untrusted.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from itertools import groupby
 from pydantic import ValidationError
 
 from gnomon.firewall.gate.gate import Move, adoption_for, apply_moves
-from gnomon.firewall.log.events import Event
+from gnomon.firewall.log.events import REVIEW_APPROVED, Event
 from gnomon.firewall.log.moves import resolve_moves
 from gnomon.firewall.model.chain import Belief, EvidenceItem, EvidenceSet, Revision
 from gnomon.firewall.model.errors import GateError, LogIntegrityError
@@ -54,18 +59,17 @@ from gnomon.firewall.model.ids import id_prefix
 from gnomon.firewall.model.origin import Integrity, Origin
 from gnomon.firewall.model.states import (
     GRANTED_AUTHORITIES,
+    READING_CLASS,
     Authority,
     Axis,
     EvidenceQuality,
     FreshnessStatus,
     SecurityStatus,
 )
-from gnomon.firewall.store.base import Store, is_request_kind
+from gnomon.firewall.store.base import Store, claim_of, is_request_kind
 
 #: Fields a belief keeps for life: a new version that changes one was not made by the gate.
 IMMUTABLE = ("claim_id", "statement", "origin", "project", "kind", "created_at")
-#: Evidence only a user or a probe gives: it lets a later policy move pass parallax.
-_ATTESTED_EVIDENCE = frozenset({EvidenceQuality.HUMAN_ASSERTION, EvidenceQuality.SYNTHETIC_PROBE})
 #: The action kernel's policy event (its ledger's other kinds are request kinds).
 _KERNEL_POLICY_PREFIX = "action_policy."
 
@@ -114,11 +118,28 @@ def _attested(origin: Origin) -> bool:
     return origin.integrity >= Integrity.ATTESTED
 
 
+def _vouched(origin: Origin) -> str | None:
+    """What an origin claims the writing host vouched for (a user or probe attested it, or the
+    host saw a tool call happen), or ``None`` for content the gate holds as untrusted."""
+    if origin.integrity < Integrity.OBSERVED:
+        return None
+    return (
+        "an attested origin (a user's or probe's)"
+        if _attested(origin)
+        else ("an observed origin (a tool call the host saw)")
+    )
+
+
 def _authority_in(event: Event) -> str | None:
     """What ``event`` itself asserts on a user's, probe's or the host kernel's behalf (apart
     from revisions, checked per gate call), or ``None``."""
     if is_request_kind(event.kind) or event.kind.startswith(_KERNEL_POLICY_PREFIX):
         return f"it is an action-kernel record ({event.kind})"
+    if event.kind == REVIEW_APPROVED:
+        return f"it is a user's approval for long-term memory ({event.kind})"
+    claim = claim_of(event)
+    if claim is not None:
+        return f"it claims {claim} (an execution or a grant's spend: the store's one-use lock)"
     return None
 
 
@@ -155,12 +176,14 @@ class _Replay:
         except (ValidationError, ValueError, TypeError, KeyError) as exc:
             raise LogIntegrityError(event.seq, f"its records do not validate ({exc})") from exc
         for observation in rec.observations:
-            if _attested(observation.origin):
-                self.unverified(event.seq, f"observation {observation.id} has an attested origin")
+            vouched = _vouched(observation.origin)
+            if vouched is not None:
+                self.unverified(event.seq, f"observation {observation.id} has {vouched}")
         for item in rec.evidence:
-            if _attested(item.origin):
-                self.unverified(event.seq, f"evidence {item.id} has an attested origin")
-            elif item.quality in _ATTESTED_EVIDENCE:
+            vouched = _vouched(item.origin)
+            if vouched is not None:
+                self.unverified(event.seq, f"evidence {item.id} has {vouched}")
+            elif item.quality not in READING_CLASS:
                 self.unverified(event.seq, f"evidence {item.id} is {item.quality.value}")
         if rec.moves:
             # a move batch's versions are derived from the known ones, then checked like any
@@ -210,8 +233,9 @@ class _Replay:
                         seq, belief.id, "immutable-field", f"its {name} changed"
                     )
             return before
-        if _attested(belief.origin):
-            self.unverified(seq, f"belief {belief.id} claims an attested (user or probe) origin")
+        vouched = _vouched(belief.origin)
+        if vouched is not None:
+            self.unverified(seq, f"belief {belief.id} claims {vouched}")
         strongest = self.evidence_for(belief.claim_id).strongest()
         decided = adoption_for(belief.origin, strongest or EvidenceQuality.EXTERNAL_DOCUMENT)
         return belief.model_copy(

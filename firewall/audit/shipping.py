@@ -29,9 +29,13 @@ can show a redacted event's body matches its digest. An event written under hash
 cannot be redacted this way, and shipping one that must be redacted is refused
 (:class:`~firewall.model.errors.RedactionError`) rather than leaked or broken.
 
-What this does not withhold: text the agent copies into a record it labels at or below the
-ceiling (the label is the promise; a credential is still found), and what structural fields
-(which ids an event names, how many there are) could encode. What it costs: in a log holding
+What this does not withhold: text copied into a record labelled at or below the ceiling (the
+label is the promise; a credential is still found). An agent's own writes cannot make that
+promise falsely within a session: a note, or a call the agent reports without a channel, takes
+at least the highest sensitivity its session has read (:attr:`Session.sensitivity
+<firewall.host.session.Session.sensitivity>`); text carried from one session into another by
+the agent's own memory is beyond it. Nor what structural fields (which ids an event names, how
+many there are) could encode. What it costs: in a log holding
 any record above the ceiling, most events an agent's session writes carry some free text (a
 tool name, a query) and are withheld, so such a shipment says what happened (kinds, ids, states,
 times, labelled text at or below the ceiling), not what the agent asked.

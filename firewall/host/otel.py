@@ -26,8 +26,10 @@ no label of their own to decide by. The rest of the unlabelled text a span carri
 tool name, a kernel's reasons, an alert's reason and origin id: a hostile agent can put what it
 read into any of them) takes the sensitivity of the whole log, as in a shipped export
 (:mod:`firewall.audit.shipping`): when the log holds any record above the ceiling, every
-attribute that is not structural (:data:`STRUCTURAL`: ids, digests, states, host-given names)
-leaves as ``[redacted: LEVEL]`` and its hash. :func:`export_events` given a function that yields
+attribute that is not structural (:data:`STRUCTURAL`: ids, digests, states, host-given names;
+an id-valued one only when it is an id, the policy only when it is a preset's name: a forged
+recall result or a policy object the agent named can fill them) leaves as ``[redacted: LEVEL]``
+and its hash. :func:`export_events` given a function that yields
 the events reads them twice to know; given a one-pass iterable, or live (:class:`OtelSubscriber`),
 it assumes the worst until told otherwise (``above_ceiling=False``) and, either way, switches on
 at the first record above the ceiling it sees. Credentials are redacted wherever they are.
@@ -65,8 +67,10 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     ) from None
 
 from gnomon.firewall import __about__
+from gnomon.firewall.audit.free_text import structural
 from gnomon.firewall.audit.report import Redactor
 from gnomon.firewall.audit.shipping import payload_sensitivity
+from gnomon.firewall.gate.policy import ContextPolicy
 from gnomon.firewall.log.events import IMPORTS, Event
 from gnomon.firewall.model.chain import Belief, content_hash
 from gnomon.firewall.model.states import Sensitivity
@@ -167,6 +171,26 @@ STRUCTURAL = frozenset(
 )
 #: A belief's own text: exported under its label, at or below the ceiling.
 LABELLED = frozenset({"gnomon.belief.statement", "gnomon.belief.origin"})
+#: Structural attributes a caller can fill (a forged recall result's ids, the name of a policy
+#: object the agent built): structural only when the value has the shape the field promises, an
+#: id in the project's format or a preset policy's name; any other value is free text.
+ID_VALUED = frozenset(
+    {
+        "gen_ai.conversation.id",
+        "gen_ai.tool.call.id",
+        "gnomon.action.cites",
+        "gnomon.alert.alert_id",
+        "gnomon.alert.belief_ids",
+        "gnomon.belief.id",
+        "gnomon.decision.depends_on",
+        "gnomon.decision.id",
+        "gnomon.recall.accepted",
+        "gnomon.recall.quoted",
+        "gnomon.request.id",
+        "gnomon.session.id",
+    }
+)
+_PRESETS = frozenset(ContextPolicy.presets())
 
 
 @dataclass(slots=True)
@@ -236,14 +260,24 @@ class SpanBuilder:
         """Unlabelled text: it takes the level of the log (:attr:`free_text_level`)."""
         return self._text(text, self.free_text_level)
 
+    def _made(self, key: str, text: str) -> str:
+        """A structural attribute's value: as it is when it has its field's shape, else free."""
+        if key in ID_VALUED and not structural("id", text):
+            return self._free(text)
+        if key == "gnomon.policy" and text not in _PRESETS:
+            return self._free(text)
+        return self._text(text)
+
     def _scrubbed(
         self, attributes: Mapping[str, Any], *, level: Sensitivity | None = None
     ) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in attributes.items():
             text: Callable[[str], str]
-            if key in STRUCTURAL or (key in LABELLED and level is None):
-                text = self._text  # firewall-made, or a belief's own text judged by its label
+            if key in STRUCTURAL:
+                text = partial(self._made, key)  # firewall- or host-made, if it has the shape
+            elif key in LABELLED and level is None:
+                text = self._text  # a belief's own text, judged by its label
             else:
                 text = self._free if level is None else partial(self._text, level=level)
             if isinstance(value, str):
@@ -371,7 +405,13 @@ class SpanBuilder:
         withheld = [
             SpanEvent(
                 "gnomon.recall.withheld",
-                {"gnomon.belief.id": belief_id, "gnomon.reasons": list(reasons)},
+                {
+                    "gnomon.belief.id": self._made("gnomon.belief.id", belief_id),
+                    # reason codes (a fixed vocabulary), or a forged result's free text
+                    "gnomon.reasons": [
+                        r if structural("rejected", r) else self._free(r) for r in reasons
+                    ],
+                },
                 timestamp=at,
             )
             for belief_id, reasons in sorted(rejected.items())
@@ -547,6 +587,7 @@ class OtelSubscriber:
 
 __all__ = [
     "DEFAULT_CEILING",
+    "ID_VALUED",
     "LABELLED",
     "LIFECYCLE",
     "STRUCTURAL",

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from gnomon.firewall.gate.grants import Grant, GrantAuthority
 from gnomon.firewall.host.sentinels import SentinelState
+from gnomon.firewall.log.events import REVIEW_APPROVED
 from gnomon.firewall.model.arguments import checked_call
 from gnomon.firewall.model.chain import Belief, content_hash
 from gnomon.firewall.model.errors import InputError
@@ -55,7 +56,7 @@ from gnomon.firewall.store.base import Store
 if TYPE_CHECKING:
     from gnomon.firewall.host.firewall import Firewall
 
-APPROVED_KIND = "review.approved"
+APPROVED_KIND = REVIEW_APPROVED
 #: How many beliefs one listing reads per bucket.
 DEFAULT_LIMIT = 200
 #: How many times an approval re-reads the log when other events land between its check and

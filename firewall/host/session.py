@@ -101,6 +101,7 @@ class Session:
         self._wall = wall
         self.info = info
         self._label: Origin | None = None
+        self._sensitivity = Sensitivity.PUBLIC
         self._ctx = Context(
             project=info.project, actor=info.actor, user=info.user, session_id=info.id
         )
@@ -116,6 +117,23 @@ class Session:
 
         Read-only: it only ever gets worse, by what the session observes and recalls."""
         return self._label
+
+    @property
+    def sensitivity(self) -> Sensitivity:
+        """The highest sensitivity this session has read (``public`` before the first read).
+
+        Read-only, and it only ever rises: it is the floor of every label the agent's own
+        writes take (:meth:`remember`, an :meth:`observe` without a channel), so what a session
+        read cannot be written back below its label and leave in a shipped export."""
+        return self._sensitivity
+
+    def _floor(self, asked: Sensitivity) -> Sensitivity:
+        if not isinstance(asked, Sensitivity):
+            raise InputError(
+                f"sensitivity must be a Sensitivity, got {type(asked).__name__}",
+                hint="pass e.g. sensitivity=Sensitivity.SECRET",
+            )
+        return asked if asked.rank >= self._sensitivity.rank else self._sensitivity
 
     @property
     def project(self) -> str:
@@ -203,8 +221,10 @@ class Session:
             versions=self._versions(versions),
         )
 
-    def _read(self, labels: Iterable[Origin]) -> None:
+    def _read(self, labels: Iterable[Origin], levels: Iterable[Sensitivity] = ()) -> None:
         self._label = join_all([*([self._label] if self._label else []), *labels])
+        for level in levels:
+            self._sensitivity = self._floor(level)
 
     def _check_open(self) -> None:
         if self._ended:
@@ -287,7 +307,7 @@ class Session:
             ),
         )
         if prepared.made:
-            self._read([prepared.content_origin])
+            self._read([prepared.content_origin], [prepared.observation.sensitivity])
         return prepared.observed(current)
 
     @checked_call
@@ -332,9 +352,9 @@ class Session:
             records=Records(observations=tuple(p.observation for p in prepared), **records),
             now=now,
         )
-        read = [p.content_origin for p in prepared if p.made]
+        read = [p for p in prepared if p.made]
         if read:
-            self._read(read)
+            self._read([p.content_origin for p in read], [p.observation.sensitivity for p in read])
         return [p.observed(current) for p in prepared]
 
     def _prepare(self, call: ToolCall, now: datetime) -> Prepared:
@@ -361,7 +381,8 @@ class Session:
             trust = ObservationTrust.RAW
         checked = checked_args(call.args)
         blocks = content_blocks(call.content, self._wall.max_block_bytes)
-        sensitivity = call.sensitivity
+        # the agent's own report of a call (no channel) is its write: floored like a note
+        sensitivity = call.sensitivity if channel is not None else self._floor(call.sensitivity)
         observation = Observation(
             id=new_id("obs"),
             session_id=self.id,
@@ -445,7 +466,9 @@ class Session:
 
         Its label is the agent joined with everything this session has read and with the
         labels of the ``derived_from`` ids: naming inputs can add taint, never remove the
-        session's (an agent cannot launder a poisoned read by citing only clean sources)."""
+        session's (an agent cannot launder a poisoned read by citing only clean sources).
+        Its sensitivity is at least the highest this session has read (:attr:`sensitivity`):
+        a note cannot carry what the session read below that text's label."""
         self._check_open()
         text = statement_text(statement, self._wall.max_block_bytes)
         inputs = [
@@ -467,7 +490,7 @@ class Session:
             now=now,
             subject=subject,
             predicate=predicate,
-            sensitivity=sensitivity,
+            sensitivity=self._floor(sensitivity),
             expires_at=expires_at,
             valid_from=valid_from,
             valid_to=valid_to,
@@ -735,7 +758,8 @@ class Session:
                 withheld=len(result.rejected),
                 reasons=dict(sorted(Counter(c for r in result.rejected for c in r.codes).items())),
             )
-        self._read(b.origin for b in result.shown())
+        shown = result.shown()
+        self._read([b.origin for b in shown], [b.sensitivity for b in shown])
         return replace(result, event_seq=seq)
 
     # -- decisions and actions ------------------------------------------------------------

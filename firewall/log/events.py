@@ -75,6 +75,9 @@ MOVES_SCHEMA = 3
 KNOWN_SCHEMAS = frozenset({1, 2, 3})
 #: The payload key of an import batch (:mod:`firewall.log.batch`).
 IMPORTS = "imports"
+#: A human's approval of a belief for long-term memory (:mod:`firewall.host.review`): a user's
+#: word, so a log import takes it only under a pinned key (:mod:`firewall.audit.import_check`).
+REVIEW_APPROVED = "review.approved"
 #: Hash version 1 (events written before hash version 2): the link covers the body's bytes.
 #: The payload key of a move batch (:mod:`firewall.log.moves`).
 MOVES = "moves"
@@ -464,6 +467,7 @@ __all__ = [
     "MOVES",
     "MOVES_SCHEMA",
     "RECORD_TYPES",
+    "REVIEW_APPROVED",
     "SCHEMA_VERSION",
     "Body",
     "Event",

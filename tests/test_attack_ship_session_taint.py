@@ -1,0 +1,84 @@
+"""Shipping attacks through the agent's own labels: a session that read a secret cannot write it
+back under a lower label.
+
+A shipped export keeps every record labelled at or below its ceiling, so the label an agent's
+note carries is the only thing between what the session read and the shipped file. The label a
+note takes is therefore the join of what the agent asks for and everything the session has read
+(tool results, recalled beliefs), the way its origin label already is: a hostile agent that read
+the vault token cannot remember it as ``internal`` (the default) or ``public`` and ship it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gnomon import firewall
+from gnomon.firewall.cli import cli
+from gnomon.firewall.model.states import Sensitivity
+
+SECRET = "the vault root token is s.QxZ81-do-not-ship"
+
+
+def _shipped(url: str, tmp_path: Path) -> str:
+    """The text of the store's export shipped at the ``internal`` ceiling."""
+    out = tmp_path / "ship.ndjson"
+    args = ["log", "export", "--url", url, "--out", str(out)]
+    result = CliRunner().invoke(cli, [*args, "--sensitivity-ceiling", "internal", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["sensitivity_ceiling"] == "internal"
+    return out.read_text()
+
+
+@pytest.mark.parametrize("asked", [None, Sensitivity.PUBLIC], ids=["default", "public"])
+def test_attack_a_note_quoting_a_secret_tool_result_does_not_ship(
+    tmp_path: Path, asked: Sensitivity | None
+) -> None:
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall, wall.session(project="shop", actor="coder") as s:
+        s.observe(tool="vault_read", content=SECRET, sensitivity=Sensitivity.SECRET)
+        assert s.sensitivity == Sensitivity.SECRET
+        extra = {} if asked is None else {"sensitivity": asked}
+        note = s.remember(f"noted: {SECRET}", **extra)  # type: ignore[arg-type]
+        assert note.sensitivity == Sensitivity.SECRET
+        # the agent's own report of a call (no channel) is its write too
+        echoed = s.observe(tool="echo", content=f"echo {SECRET}", sensitivity=Sensitivity.PUBLIC)
+        assert echoed.observation.sensitivity == Sensitivity.SECRET
+        assert {b.sensitivity for b in echoed.content} == {Sensitivity.SECRET}
+    assert "s.QxZ81" not in _shipped(url, tmp_path)
+
+
+def test_attack_a_note_quoting_a_recalled_secret_does_not_ship(tmp_path: Path) -> None:
+    """The secret reaches the session through recall (a policy that admits it) this time."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall:
+        user = wall.channel(firewall.Origin.user("alice"), project="shop")
+        with wall.session(project="shop", actor="coder", user="alice") as s:
+            s.observe(tool="chat", content=SECRET, origin=user, sensitivity=Sensitivity.SECRET)
+        policy = firewall.ContextPolicy.preset("default").model_copy(
+            update={"name": "secret-ok", "sensitivity_ceiling": Sensitivity.SECRET}
+        )
+        with wall.session(project="shop", actor="coder", user="alice") as s:
+            shown = s.recall("vault root token", policy)
+            assert any(SECRET in b.statement for b in shown.accepted)
+            s.remember(f"for later: {SECRET}", sensitivity=Sensitivity.PUBLIC)
+    assert "s.QxZ81" not in _shipped(url, tmp_path)
+
+
+def test_a_session_that_read_nothing_above_the_ceiling_keeps_its_labels(tmp_path: Path) -> None:
+    """Utility: the floor is what the session read, not a blanket raise."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall:
+        with wall.session(project="shop", actor="coder") as s:
+            s.remember(SECRET, sensitivity=Sensitivity.SECRET)  # written, never read back
+        with wall.session(project="shop", actor="coder") as s:
+            s.observe(
+                tool="read_file", content="deploys use ArgoCD", sensitivity=Sensitivity.PUBLIC
+            )
+            assert s.sensitivity == Sensitivity.PUBLIC
+            note = s.remember("the on-call rota is in the wiki")
+            assert note.sensitivity == Sensitivity.INTERNAL
+    text = _shipped(url, tmp_path)
+    assert "on-call rota" in text and "s.QxZ81" not in text
