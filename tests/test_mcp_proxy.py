@@ -658,3 +658,46 @@ def test_the_stdio_relay_answers_at_the_message_level(tmp_path: Path) -> None:
     assert [t["name"] for t in by_id[7]["result"]["tools"]] == ["read_readme", "push", "draft_note"]
     assert [a.get("id") for a in answers].index(5) < [a.get("id") for a in answers].index(6)
     assert not (tmp_path / "notes").exists()
+
+
+# -- attacks on the relay and on a hostile server behind it ----------------------------------
+
+HOSTILE_SERVER = str(REPO / "tests" / "fixtures" / "mcp_hostile_server.py")
+HOSTILE_TOOLS = (
+    "  fail: {category: read, level: L0}\n"
+    "  slow: {category: read, level: L0}\n"
+    "  read_page: {category: read, level: L0}\n"
+)
+
+
+def _outcomes(folder: Path, tool: str) -> list[tuple[str, list[bool]]]:
+    """``(status, [success of each outcome])`` of every request for ``tool``."""
+    with firewall.open(f"sqlite:///{folder}/g.db") as wall:
+        ledger = read_ledger(wall.store)
+        out = []
+        for state in ledger.requests.values():
+            if state.proposal["tool"] != tool:
+                continue
+            done = [e for e in state.events if e.kind == "action.executed"]
+            out.append((state.status, [bool(e.payload["success"]) for e in done]))
+    return out
+
+
+def test_an_upstream_error_is_a_failure_for_the_agent_and_the_log(tmp_path: Path) -> None:
+    """A server that answers a call with a JSON-RPC error: the agent must see a failed call
+    (``isError``, ``_meta`` verdict ``failed`` with the request id), not an empty success; the
+    log has the outcome as failed; the error's text (the server's words) is recorded as what
+    the session read from that server, like any result."""
+    config = _host(tmp_path, "hostile", HOSTILE_TOOLS, timeout=0.05)
+
+    async def agent(client: Client) -> Any:
+        return await client.call_tool("fail", {})
+
+    failed = _run(config, [sys.executable, HOSTILE_SERVER, str(tmp_path)], agent)
+    assert failed.is_error, failed
+    assert failed.meta is not None and failed.meta["verdict"] == "failed", failed.meta
+    assert str(failed.meta["request_id"]).startswith("req")
+    assert "upstream exploded" in _text(failed)
+    assert _outcomes(tmp_path, "fail") == [("executed", [False])]
+    read = _external(tmp_path, "mcp:hostile/fail")
+    assert any("upstream exploded" in str(b.statement) for b in read), read

@@ -77,7 +77,8 @@ class ActionResult:
 
     ``status``: ``executed``, ``held`` (waiting for a human), ``denied`` (by policy, a human or
     a timeout), ``refused`` (a precondition changed before execution), ``executing``/``approved``
-    (another process has it)."""
+    (another process has it). An ``executed`` request whose tool failed (raised) carries the
+    failure in ``reasons`` (empty when it succeeded)."""
 
     request_id: str
     action_id: str
@@ -524,10 +525,19 @@ class ActionKernel:
             return ActionResult(request_id, state.action_id, "refused", tuple(problems)), None
         assert executor is not None
         output, error = yield Run(tool, executor, dict(state.proposal["args"]))
-        if error is None:
-            success, summary = True, _summary(output)
-        else:
-            output, success, summary = None, False, f"{type(error).__name__}: {error}"[:500]
+        if error is not None:
+            return self._executed(state, None, f"{type(error).__name__}: {error}"[:500])
+        return self._executed(state, output, None)
+
+    def _executed(
+        self, state: L.RequestState, output: object, failure: str | None
+    ) -> tuple[ActionResult, EventDraft]:
+        """The result of a call that ran, and its ``action.executed`` draft (with the outcome):
+        ``failure`` names why it failed (``None``: it succeeded with ``output``)."""
+        request_id = state.request_id
+        success = failure is None
+        summary = _summary(output) if failure is None else failure
+        reasons = () if failure is None else (failure,)
         outcome = Outcome(
             id=new_id("out"),
             action_id=state.action_id,
@@ -539,10 +549,10 @@ class ActionKernel:
         executed = self._draft_for(
             state,
             L.EXECUTED,
-            {"request_id": request_id, "success": success},
+            {"request_id": request_id, "success": success, "reasons": list(reasons)},
             records=Records(outcomes=(outcome,)),
         )
-        return ActionResult(request_id, state.action_id, "executed", (), output), executed
+        return ActionResult(request_id, state.action_id, "executed", reasons, output), executed
 
     def withdraw(self, request_id: str, reason: str) -> ActionResult:
         """Host side: a hold still pending becomes a denial now (``action.expired``), e.g. when
