@@ -701,3 +701,27 @@ def test_an_upstream_error_is_a_failure_for_the_agent_and_the_log(tmp_path: Path
     assert _outcomes(tmp_path, "fail") == [("executed", [False])]
     read = _external(tmp_path, "mcp:hostile/fail")
     assert any("upstream exploded" in str(b.statement) for b in read), read
+
+
+def test_a_call_cut_off_by_the_agent_leaving_is_recorded_as_aborted(tmp_path: Path) -> None:
+    """The agent starts a slow call (claimed, running upstream), then gives up and leaves: the
+    SDK's client closes the proxy's stdin and, two seconds on, terminates it (SIGTERM). The
+    claimed request must not stay without an outcome: the proxy records it as failed (aborted)
+    before it exits."""
+    config = _host(tmp_path, "hostile", HOSTILE_TOOLS, timeout=0.05)
+
+    async def agent(client: Client) -> None:
+        async with anyio.create_task_group() as calls:
+            calls.start_soon(client.call_tool, "slow", {"seconds": 60})
+            while not (tmp_path / "slow.started").exists():
+                await anyio.sleep(0.05)
+            calls.cancel_scope.cancel()
+
+    started = time.monotonic()
+    _run(config, [sys.executable, HOSTILE_SERVER, str(tmp_path)], agent)
+    assert time.monotonic() - started < 30  # the call was cut off, not waited out
+    ((status, successes),) = _outcomes(tmp_path, "slow")
+    assert (status, successes) == ("executed", [False]), status
+    with firewall.open(f"sqlite:///{tmp_path}/g.db") as wall:
+        (state,) = read_ledger(wall.store).requests.values()
+    assert any("aborted" in reason for reason in state.reasons), state.reasons

@@ -37,12 +37,15 @@ of a second SDK server session. Calls take one lane: the previous call's record 
 kernel's decision, where an allowed call's proposal and execution claim are one commit, durable
 before the upstream call, which is awaited in the event loop. A call that ran is recorded
 (outcome and observation, one commit) once its reply is on the wire, and always before the
-next decision. Behind the proxy, each server is the SDK's ``Client``.
+next decision. Behind the proxy, each server is the SDK's ``Client``. A call cut off (the
+proxy terminated, SIGTERM or SIGINT, while its upstream call runs) is recorded as failed
+(aborted) before the proxy exits, and the pending record is committed.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -384,6 +387,13 @@ async def _serve_http(server: Server[Any], host: str, port: int) -> None:
     await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
 
 
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
 async def run_proxy(
     config: ProxyConfig, command: Sequence[str], *, http: tuple[str, int] | None = None
 ) -> None:
@@ -428,7 +438,12 @@ async def run_proxy(
                     await _serve_http(proxy.server(), *http)
                 else:
                     read, write = await stack.enter_async_context(stdio_pipes())
-                    await proxy.relay(read, write)
+                    async with anyio.create_task_group() as serving:
+                        # terminated (the SDK's client does so two seconds after it closes our
+                        # stdin): cancel the calls in flight, each recorded as aborted
+                        serving.start_soon(_stop_on_signal, serving.cancel_scope)
+                        await proxy.relay(read, write)
+                        serving.cancel_scope.cancel()
             finally:
                 with anyio.CancelScope(shield=True):
                     await proxy.flush()

@@ -112,6 +112,9 @@ def drive(flow: Flow) -> tuple[ActionResult, EventDraft | None]:
                 ran: tuple[object, Exception | None] = (step.executor(step.args), None)
             except Exception as exc:  # the tool's own failure is an outcome, not our crash
                 ran = (None, exc)
+            except BaseException as exc:  # interrupted: the flow records the call as aborted
+                flow.throw(exc)
+                raise
             step = flow.send(ran)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
@@ -133,6 +136,9 @@ async def adrive(
                 ran: tuple[object, Exception | None] = (output, None)
             except Exception as exc:
                 ran = (None, exc)
+            except BaseException as exc:  # cancelled: the flow records the call as aborted
+                flow.throw(exc)
+                raise
             step = flow.send(ran)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
@@ -524,7 +530,14 @@ class ActionKernel:
             self._record_for(request_id, L.REFUSED, {"problems": problems}, state=state)
             return ActionResult(request_id, state.action_id, "refused", tuple(problems)), None
         assert executor is not None
-        output, error = yield Run(tool, executor, dict(state.proposal["args"]))
+        try:
+            output, error = yield Run(tool, executor, dict(state.proposal["args"]))
+        except BaseException as exc:
+            # the driver gave up mid-call (cancelled, shut down, the flow dropped): the claimed
+            # request gets its outcome, failed, before the interruption goes on
+            aborted = f"aborted mid-call ({type(exc).__name__}): the tool's result is unknown"
+            self._wall.commit(self._executed(state, None, aborted)[1])
+            raise
         if error is not None:
             return self._executed(state, None, f"{type(error).__name__}: {error}"[:500])
         return self._executed(state, output, None)
