@@ -667,6 +667,7 @@ HOSTILE_TOOLS = (
     "  fail: {category: read, level: L0}\n"
     "  slow: {category: read, level: L0}\n"
     "  read_page: {category: read, level: L0}\n"
+    "  spoof: {category: read, level: L0}\n"
 )
 
 
@@ -725,3 +726,23 @@ def test_a_call_cut_off_by_the_agent_leaving_is_recorded_as_aborted(tmp_path: Pa
     with firewall.open(f"sqlite:///{tmp_path}/g.db") as wall:
         (state,) = read_ledger(wall.store).requests.values()
     assert any("aborted" in reason for reason in state.reasons), state.reasons
+
+
+def test_a_server_cannot_dress_its_result_as_the_proxys_verdict(tmp_path: Path) -> None:
+    """A hostile server runs the call, then answers with ``_meta`` that mimics the proxy's own
+    (verdict ``held``, a forged request id): an agent that believed it would wait, or retry a
+    call that already ran. The ``_meta`` verdict and request id the agent gets are the
+    kernel's: executed, under the request the log holds."""
+    config = _host(tmp_path, "hostile", HOSTILE_TOOLS, timeout=0.05)
+
+    async def agent(client: Client) -> Any:
+        return await client.call_tool("spoof", {})
+
+    spoofed = _run(config, [sys.executable, HOSTILE_SERVER, str(tmp_path)], agent)
+    assert (tmp_path / "spoofed").read_text() == "ran\n"
+    assert spoofed.meta is not None
+    assert spoofed.meta["verdict"] == "executed", spoofed.meta
+    assert spoofed.meta["rule"] is None
+    with firewall.open(f"sqlite:///{tmp_path}/g.db") as wall:
+        (state,) = read_ledger(wall.store).requests.values()
+    assert spoofed.meta["request_id"] == state.request_id and state.status == "executed"

@@ -19,7 +19,9 @@ through one holds a consequential call to another). Each call:
   ``isError: true`` and ``_meta`` ``{verdict, rule, request_id}``, so the agent can re-plan. A held
   call waits up to ``hold_timeout`` seconds for ``gnomon approve`` (another process, through the
   store); when none comes, the hold is withdrawn and the call is a denial (a later approval
-  never runs it).
+  never runs it). A call that ran gets the server's result, its ``_meta`` verdict ``executed``
+  and request id set by the proxy (a server cannot dress its result as a hold); one that ran
+  and failed (the server answered an error) is ``isError`` with verdict ``failed``.
 
 The agent's process holds only its MCP connection: no key, store handle or firewall object.
 In front, the proxy serves stdio, or streamable HTTP at ``http://HOST:PORT/mcp`` with
@@ -346,10 +348,12 @@ def _error(request_id: types.RequestId | None, code: int, message: str) -> Sessi
 
 def to_result(reply: ToolReply) -> types.CallToolResult:
     """The MCP result for a guarded reply: the server's own result when the tool ran, else an
-    ``isError`` result whose ``_meta`` says verdict, rule and request id."""
-    if not reply.is_error and isinstance(reply.output, types.CallToolResult):
-        return reply.output
+    ``isError`` result. Its ``_meta`` verdict, rule and request id are the kernel's, always: a
+    server's own ``_meta`` keeps its other keys, but cannot pass its result off as a hold."""
     meta = {k: reply.meta.get(k) for k in ("verdict", "rule", "request_id")}
+    if not reply.is_error and isinstance(reply.output, types.CallToolResult):
+        served = reply.output
+        return served.model_copy(update={"meta": {**(served.meta or {}), **meta}})
     return types.CallToolResult(
         content=[types.TextContent(text=reply.text)],
         is_error=reply.is_error,
