@@ -746,3 +746,49 @@ def test_a_server_cannot_dress_its_result_as_the_proxys_verdict(tmp_path: Path) 
     with firewall.open(f"sqlite:///{tmp_path}/g.db") as wall:
         (state,) = read_ledger(wall.store).requests.values()
     assert spoofed.meta["request_id"] == state.request_id and state.status == "executed"
+
+
+def test_the_relay_frames_and_refuses_bad_lines_like_json_rpc_says(tmp_path: Path) -> None:
+    """Raw lines a hostile agent writes. A line longer than the limit is refused whole: what
+    follows on that line after the limit (here a tools/call, written once the reader is past
+    the limit) is never taken for a message of its own. Valid JSON that is not a JSON-RPC 2.0
+    message (a batch, ``jsonrpc`` "1.0") is "invalid request" (-32600) with its id when it has
+    one, not a parse error; a line that is not JSON is a parse error (-32700); the errors are
+    short (no validator dump). Input that ends inside a line is reported, not run."""
+    import json
+
+    from gnomon.firewall.host.mcp_stdio import MAX_LINE
+
+    config = _host(tmp_path, "hostile", HOSTILE_TOOLS, timeout=0.05)
+    command = [*GNOMON, "mcp", "proxy", "--config", str(config), "--"]
+    server = [sys.executable, HOSTILE_SERVER, str(tmp_path)]
+    smuggled = json.dumps(
+        {"jsonrpc": "2.0", "id": "smuggled", "method": "tools/call", "params": {"name": "spoof"}}
+    ).encode()
+    proxy = subprocess.Popen(
+        [*command, *server], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_env()
+    )
+    assert proxy.stdin is not None
+    proxy.stdin.write(b"x" * (MAX_LINE + 1))
+    proxy.stdin.flush()
+    time.sleep(3)  # the reader is past the limit before the rest of the line comes
+    proxy.stdin.write(smuggled + b"\n")
+    proxy.stdin.write(b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]\n')
+    proxy.stdin.write(b'{"jsonrpc": "1.0", "id": 9, "method": "ping"}\n')
+    proxy.stdin.write(b"this is not json\n")
+    proxy.stdin.write(b'{"jsonrpc": "2.0", "id": 10, "method": "ping"}\n')
+    proxy.stdin.write(smuggled)  # no newline: the input ends inside this line
+    out, _ = proxy.communicate(timeout=120)
+    assert proxy.returncode == 0
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert not (tmp_path / "spoofed").exists(), answers
+    codes = [(a.get("id"), a.get("error", {}).get("code")) for a in answers]
+    assert codes == [
+        (None, -32700),  # the long line, once
+        (None, -32600),  # the batch
+        (9, -32600),
+        (None, -32700),
+        (10, None),
+        (None, -32700),  # the unterminated last line
+    ], codes
+    assert all(len(a.get("error", {}).get("message", "")) < 300 for a in answers), answers

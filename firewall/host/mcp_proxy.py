@@ -70,7 +70,7 @@ from gnomon.firewall.__about__ import __version__
 from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
 from gnomon.firewall.host.guard import GuardedTool, Recording, ToolReply, guard
 from gnomon.firewall.host.mcp_config import ProxyConfig
-from gnomon.firewall.host.mcp_stdio import stdio_pipes
+from gnomon.firewall.host.mcp_stdio import UnreadableMessage, stdio_pipes
 from gnomon.firewall.host.sentinels import SentinelArbiter
 from gnomon.firewall.host.session import Session
 from gnomon.firewall.kernel import ActionKernel, load_action_policy
@@ -281,7 +281,9 @@ class Proxy:
         would reach the agent unrecorded); notifications need no answer."""
         async with anyio.create_task_group() as tasks:
             async for item in read:
-                if isinstance(item, Exception):
+                if isinstance(item, UnreadableMessage):
+                    await write.send(_error(item.request_id, item.code, str(item)))
+                elif isinstance(item, Exception):
                     await write.send(_error(None, types.PARSE_ERROR, f"unreadable message: {item}"))
                 elif isinstance(item.message, types.JSONRPCRequest):
                     tasks.start_soon(self._answer, item.message, write)
