@@ -46,6 +46,7 @@ proxy terminated, SIGTERM or SIGINT, while its upstream call runs) is recorded a
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import time
@@ -82,13 +83,38 @@ logger = logging.getLogger("gnomon.mcp_proxy")
 
 
 def result_text(output: object) -> str:
-    """The text of an MCP tool result, as recorded (non-text blocks by their type)."""
+    """The text of an MCP tool result, as recorded: every text the agent gets (text blocks, an
+    embedded resource's text, a resource link's name and description, structured content
+    unless a text block already carries it); binary blocks by their type."""
     if not isinstance(output, types.CallToolResult):
         return str(output)
-    parts = []
-    for block in output.content:
-        parts.append(block.text if isinstance(block, types.TextContent) else f"[{block.type}]")
+    parts = [_block_text(block) for block in output.content]
+    structured = output.structured_content
+    if structured is not None and not any(_carries(part, structured) for part in parts):
+        parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
     return "\n".join(parts)
+
+
+def _block_text(block: types.ContentBlock) -> str:
+    if isinstance(block, types.TextContent):
+        return block.text
+    if isinstance(block, types.EmbeddedResource):
+        inner = block.resource
+        if isinstance(inner, types.TextResourceContents):
+            return f"[resource {inner.uri}]\n{inner.text}"
+        return f"[resource {inner.uri}]"
+    if isinstance(block, types.ResourceLink):
+        said = (block.name, block.title, block.description)
+        return " ".join([f"[resource_link {block.uri}]", *(s for s in said if s)])
+    return f"[{block.type}]"
+
+
+def _carries(text: str, structured: object) -> bool:
+    """Whether ``text`` is the JSON of ``structured`` (a server's usual text twin of it)."""
+    try:
+        return bool(json.loads(text) == structured)
+    except ValueError:
+        return False
 
 
 class Proxy:
