@@ -75,7 +75,7 @@ from gnomon.firewall.host.mcp_stdio import UnreadableMessage, stdio_pipes
 from gnomon.firewall.host.sentinels import SentinelArbiter
 from gnomon.firewall.host.session import Session
 from gnomon.firewall.kernel import ActionKernel, load_action_policy
-from gnomon.firewall.kernel.kernel import ActionResult, Run
+from gnomon.firewall.kernel.kernel import ActionResult, Run, ToolFailed
 from gnomon.firewall.model.errors import GnomonError, InputError
 from gnomon.firewall.model.origin import Origin
 
@@ -93,6 +93,14 @@ def result_text(output: object) -> str:
     if structured is not None and not any(_carries(part, structured) for part in parts):
         parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
     return "\n".join(parts)
+
+
+def _checked(result: types.CallToolResult) -> types.CallToolResult:
+    """The server's result; one it marks ``isError`` is a failed outcome (the agent still
+    gets it as it is)."""
+    if result.is_error:
+        raise ToolFailed(f"the server answered isError: {result_text(result)}", result)
+    return result
 
 
 def _block_text(block: types.ContentBlock) -> str:
@@ -185,13 +193,14 @@ class Proxy:
         def run(args: dict[str, Any]) -> types.CallToolResult:
             # an approved hold runs in a worker thread (see _wait): call back into the loop
             client = self._upstreams[self._served_by[name]]
-            return anyio.from_thread.run(client.call_tool, name, args)
+            return _checked(anyio.from_thread.run(client.call_tool, name, args))
 
         return run
 
     async def _run(self, step: Run) -> types.CallToolResult:
         """An allowed call's upstream call, awaited in the event loop."""
-        return await self._upstreams[self._served_by[step.tool]].call_tool(step.tool, step.args)
+        client = self._upstreams[self._served_by[step.tool]]
+        return _checked(await client.call_tool(step.tool, step.args))
 
     def _tool(self, name: str) -> GuardedTool:
         tool = self._guarded.get(name)
@@ -379,7 +388,7 @@ def to_result(reply: ToolReply) -> types.CallToolResult:
     ``isError`` result. Its ``_meta`` verdict, rule and request id are the kernel's, always: a
     server's own ``_meta`` keeps its other keys, but cannot pass its result off as a hold."""
     meta = {k: reply.meta.get(k) for k in ("verdict", "rule", "request_id")}
-    if not reply.is_error and isinstance(reply.output, types.CallToolResult):
+    if isinstance(reply.output, types.CallToolResult):  # it ran (its verdict: executed, failed)
         served = reply.output
         return served.model_copy(update={"meta": {**(served.meta or {}), **meta}})
     return types.CallToolResult(

@@ -87,6 +87,16 @@ class ActionResult:
     output: object = None
 
 
+class ToolFailed(Exception):
+    """Raised by a tool (or a driver's ``run``) that ran and reported failure in what it
+    returned (an MCP ``isError`` result): the outcome is a failure, and ``output`` is still
+    what the agent gets."""
+
+    def __init__(self, why: str, output: object) -> None:
+        super().__init__(why)
+        self.output = output
+
+
 @dataclass(frozen=True, slots=True)
 class Run:
     """One step of an execution flow: the driver runs ``executor(args)`` (an async driver may run
@@ -539,14 +549,16 @@ class ActionKernel:
             self._wall.commit(self._executed(state, None, aborted)[1])
             raise
         if error is not None:
-            return self._executed(state, None, f"{type(error).__name__}: {error}"[:500])
+            kept = error.output if isinstance(error, ToolFailed) else None
+            return self._executed(state, kept, f"{type(error).__name__}: {error}"[:500])
         return self._executed(state, output, None)
 
     def _executed(
         self, state: L.RequestState, output: object, failure: str | None
     ) -> tuple[ActionResult, EventDraft]:
         """The result of a call that ran, and its ``action.executed`` draft (with the outcome):
-        ``failure`` names why it failed (``None``: it succeeded with ``output``)."""
+        ``failure`` names why it failed (``None``: it succeeded); ``output`` is what it
+        returned (kept for the agent even when it failed)."""
         request_id = state.request_id
         success = failure is None
         summary = _summary(output) if failure is None else failure
