@@ -828,3 +828,37 @@ def test_a_result_the_server_marks_as_an_error_is_a_failed_outcome(tmp_path: Pat
     assert _outcomes(tmp_path, "refuse") == [("executed", [False])]
     read = _external(tmp_path, "mcp:hostile/refuse")
     assert any("refused; PAGE:" in str(b.statement) for b in read), read
+
+
+def test_a_host_failure_reaches_the_agent_as_an_internal_error_without_its_details(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The relay's last resort: the host fails while deciding a call (here the store). The
+    agent gets a JSON-RPC internal error naming the kind of failure, not the host's own error
+    text (paths, SQL, what the store said): that stays in the operator's log."""
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    async def script(new_proxy: Callable[[], Any], _up: Client) -> Any:
+        proxy = await new_proxy()
+
+        def broken(_name: str) -> Any:
+            raise OSError("/srv/secret/g.db: disk full")
+
+        proxy._tool = broken
+        to_relay, read = anyio.create_memory_object_stream[SessionMessage | Exception](1)
+        write, from_relay = anyio.create_memory_object_stream[SessionMessage](1)
+        request = types.JSONRPCRequest(
+            jsonrpc="2.0", id=1, method="tools/call", params={"name": "read_readme"}
+        )
+        async with read, write, from_relay, anyio.create_task_group() as tasks:
+            tasks.start_soon(proxy.relay, read, write)
+            await to_relay.send(SessionMessage(request))
+            reply = await from_relay.receive()
+            to_relay.close()
+        return reply.message
+
+    reply = _in_process(tmp_path, script)
+    assert reply.id == 1 and reply.error.code == -32603, reply
+    assert "OSError" in reply.error.message and "secret" not in reply.error.message, reply
+    assert "/srv/secret/g.db: disk full" in caplog.text  # the operator's log has it

@@ -329,7 +329,10 @@ class Proxy:
         try:
             reply = await self._reply(request)
         except Exception as exc:  # never a crashed relay: the agent gets a JSON-RPC error
-            reply = _error(request.id, types.INTERNAL_ERROR, f"gnomon mcp proxy: {exc!r}")
+            # naming the kind of failure; the host's own text (paths, SQL) is the operator's
+            logger.exception("gnomon mcp proxy: %s failed", request.method)
+            why = f"gnomon mcp proxy: the host failed ({type(exc).__name__}, in the operator's log)"
+            reply = _error(request.id, types.INTERNAL_ERROR, why)
         await write.send(reply)
         if self._pending is not None:
             await anyio.lowlevel.checkpoint()  # the transport writes the reply first
