@@ -173,12 +173,11 @@ class GuardedTool:
                 f"{result.request_id}): {why}"
             )
             return ToolReply(text, True, meta)
-        if result.reasons:  # it ran and failed: the agent must not take it for a result
+        if result.failure is not None:  # it ran and failed: not to be taken for a result
             failed = {"verdict": "failed", "rule": None, "request_id": result.request_id}
             if result.output is not None:  # what the failed tool returned is the agent's to read
                 return ToolReply(self._text_of(result.output), True, failed, result.output)
-            why = "; ".join(result.reasons)
-            text = f"gnomon: {self.name} failed (request {result.request_id}): {why}"
+            text = f"gnomon: {self.name} failed (request {result.request_id}): {result.failure}"
             return ToolReply(text, True, failed)
         text = "" if result.output is None else self._text_of(result.output)
         meta = {"verdict": "executed", "request_id": result.request_id}

@@ -77,14 +77,15 @@ class ActionResult:
 
     ``status``: ``executed``, ``held`` (waiting for a human), ``denied`` (by policy, a human or
     a timeout), ``refused`` (a precondition changed before execution), ``executing``/``approved``
-    (another process has it). An ``executed`` request whose tool failed (raised) carries the
-    failure in ``reasons`` (empty when it succeeded)."""
+    (another process has it). ``failure``: why the tool of an ``executed`` request failed (it
+    raised, or reported failure), ``None`` when it succeeded or is not known here."""
 
     request_id: str
     action_id: str
     status: str
     reasons: tuple[str, ...]
     output: object = None
+    failure: str | None = None
 
 
 class ToolFailed(Exception):
@@ -577,7 +578,8 @@ class ActionKernel:
             {"request_id": request_id, "success": success, "reasons": list(reasons)},
             records=Records(outcomes=(outcome,)),
         )
-        return ActionResult(request_id, state.action_id, "executed", reasons, output), executed
+        result = ActionResult(request_id, state.action_id, "executed", reasons, output, failure)
+        return result, executed
 
     def withdraw(self, request_id: str, reason: str) -> ActionResult:
         """Host side: a hold still pending becomes a denial now (``action.expired``), e.g. when
