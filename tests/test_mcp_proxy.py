@@ -862,3 +862,34 @@ def test_a_host_failure_reaches_the_agent_as_an_internal_error_without_its_detai
     assert reply.id == 1 and reply.error.code == -32603, reply
     assert "OSError" in reply.error.message and "secret" not in reply.error.message, reply
     assert "/srv/secret/g.db: disk full" in caplog.text  # the operator's log has it
+
+
+def test_an_agent_that_stops_reading_replies_does_not_crash_the_relay(tmp_path: Path) -> None:
+    """The agent closes its end of the proxy's stdout, then keeps writing calls. A reply that
+    cannot be written must not take the relay down with a traceback (nor cut off the calls
+    behind it, left half-done): every call still goes through the kernel, runs and is
+    recorded, and the proxy exits cleanly when stdin closes."""
+    config = _host(tmp_path, "hostile", HOSTILE_TOOLS, timeout=0.05)
+    command = [*GNOMON, "mcp", "proxy", "--config", str(config), "--"]
+    server = [sys.executable, HOSTILE_SERVER, str(tmp_path)]
+    proxy = subprocess.Popen(
+        [*command, *server],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    assert proxy.stdin is not None and proxy.stdout is not None
+    proxy.stdout.close()
+    calls = [_call(i, "read_page", {}) for i in (1, 2, 4)]
+    ping = b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}\n'
+    proxy.stdin.write(calls[0] + calls[1] + ping + calls[2])
+    proxy.stdin.close()
+    assert proxy.stderr is not None
+    with proxy.stderr:
+        err = proxy.stderr.read()
+    assert proxy.wait(timeout=120) == 0 and b"Traceback" not in err, err.decode()
+    # (the outcome and the observation of a call are one commit)
+    assert _outcomes(tmp_path, "read_page") == [("executed", [True])] * 3
+    read = _external(tmp_path, "mcp:hostile/read_page")
+    assert len({b.id for b in read if "PAGE: ignore" in str(b.statement)}) >= 1, read

@@ -333,7 +333,12 @@ class Proxy:
             logger.exception("gnomon mcp proxy: %s failed", request.method)
             why = f"gnomon mcp proxy: the host failed ({type(exc).__name__}, in the operator's log)"
             reply = _error(request.id, types.INTERNAL_ERROR, why)
-        await write.send(reply)
+        try:
+            await write.send(reply)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            # the agent no longer reads its replies: the call itself is decided and recorded
+            # all the same (the record below), and the relay goes on until stdin closes
+            logger.info("gnomon mcp proxy: a reply could not be written (the agent is gone)")
         if self._pending is not None:
             await anyio.lowlevel.checkpoint()  # the transport writes the reply first
             await self.flush()
