@@ -9,8 +9,9 @@ hands the agent the *guarded* tools :func:`guard` returns. Each guarded call:
    claim (host-observed) plus content claims labelled external
    (``Origin.external("tool:<name>")``): a tool's output is someone else's text, and reading
    it taints the session, so a later L3+ action is held;
-3. when the kernel held, denied or refused the call, the agent gets an ordinary tool message
-   (not an exception) naming the verdict, the rule and the request id, so it can re-plan.
+3. when the kernel held, denied or refused the call, or the tool ran and failed (verdict
+   ``failed``, its error recorded as what the session read), the agent gets an ordinary tool
+   message (not an exception) naming the verdict, the rule and the request id, so it can re-plan.
 
 The framework integrations (``firewall.integrations.langchain``, ``.openai_agents``,
 ``.pydantic_ai``) are thin shells over :class:`GuardedTool`.
@@ -172,6 +173,12 @@ class GuardedTool:
                 f"{result.request_id}): {why}"
             )
             return ToolReply(text, True, meta)
+        if result.failure is not None:  # it ran and failed: not to be taken for a result
+            failed = {"verdict": "failed", "rule": None, "request_id": result.request_id}
+            if result.output is not None:  # what the failed tool returned is the agent's to read
+                return ToolReply(self._text_of(result.output), True, failed, result.output)
+            text = f"gnomon: {self.name} failed (request {result.request_id}): {result.failure}"
+            return ToolReply(text, True, failed)
         text = "" if result.output is None else self._text_of(result.output)
         meta = {"verdict": "executed", "request_id": result.request_id}
         return ToolReply(text, False, meta, result.output)

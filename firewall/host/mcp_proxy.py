@@ -19,7 +19,9 @@ through one holds a consequential call to another). Each call:
   ``isError: true`` and ``_meta`` ``{verdict, rule, request_id}``, so the agent can re-plan. A held
   call waits up to ``hold_timeout`` seconds for ``gnomon approve`` (another process, through the
   store); when none comes, the hold is withdrawn and the call is a denial (a later approval
-  never runs it).
+  never runs it). A call that ran gets the server's result, its ``_meta`` verdict ``executed``
+  and request id set by the proxy (a server cannot dress its result as a hold); one that ran
+  and failed (the server answered an error) is ``isError`` with verdict ``failed``.
 
 The agent's process holds only its MCP connection: no key, store handle or firewall object.
 In front, the proxy serves stdio, or streamable HTTP at ``http://HOST:PORT/mcp`` with
@@ -37,12 +39,16 @@ of a second SDK server session. Calls take one lane: the previous call's record 
 kernel's decision, where an allowed call's proposal and execution claim are one commit, durable
 before the upstream call, which is awaited in the event loop. A call that ran is recorded
 (outcome and observation, one commit) once its reply is on the wire, and always before the
-next decision. Behind the proxy, each server is the SDK's ``Client``.
+next decision. Behind the proxy, each server is the SDK's ``Client``. A call cut off (the
+proxy terminated, SIGTERM or SIGINT, while its upstream call runs) is recorded as failed
+(aborted) before the proxy exits, and the pending record is committed.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import signal
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -65,11 +71,11 @@ from gnomon.firewall.__about__ import __version__
 from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
 from gnomon.firewall.host.guard import GuardedTool, Recording, ToolReply, guard
 from gnomon.firewall.host.mcp_config import ProxyConfig
-from gnomon.firewall.host.mcp_stdio import stdio_pipes
+from gnomon.firewall.host.mcp_stdio import UnreadableMessage, stdio_pipes
 from gnomon.firewall.host.sentinels import SentinelArbiter
 from gnomon.firewall.host.session import Session
 from gnomon.firewall.kernel import ActionKernel, load_action_policy
-from gnomon.firewall.kernel.kernel import ActionResult, Run
+from gnomon.firewall.kernel.kernel import ActionResult, Run, ToolFailed
 from gnomon.firewall.model.errors import GnomonError, InputError
 from gnomon.firewall.model.origin import Origin
 
@@ -77,13 +83,46 @@ logger = logging.getLogger("gnomon.mcp_proxy")
 
 
 def result_text(output: object) -> str:
-    """The text of an MCP tool result, as recorded (non-text blocks by their type)."""
+    """The text of an MCP tool result, as recorded: every text the agent gets (text blocks, an
+    embedded resource's text, a resource link's name and description, structured content
+    unless a text block already carries it); binary blocks by their type."""
     if not isinstance(output, types.CallToolResult):
         return str(output)
-    parts = []
-    for block in output.content:
-        parts.append(block.text if isinstance(block, types.TextContent) else f"[{block.type}]")
+    parts = [_block_text(block) for block in output.content]
+    structured = output.structured_content
+    if structured is not None and not any(_carries(part, structured) for part in parts):
+        parts.append(json.dumps(structured, ensure_ascii=False, sort_keys=True))
     return "\n".join(parts)
+
+
+def _checked(result: types.CallToolResult) -> types.CallToolResult:
+    """The server's result; one it marks ``isError`` is a failed outcome (the agent still
+    gets it as it is)."""
+    if result.is_error:
+        raise ToolFailed(f"the server answered isError: {result_text(result)}", result)
+    return result
+
+
+def _block_text(block: types.ContentBlock) -> str:
+    if isinstance(block, types.TextContent):
+        return block.text
+    if isinstance(block, types.EmbeddedResource):
+        inner = block.resource
+        if isinstance(inner, types.TextResourceContents):
+            return f"[resource {inner.uri}]\n{inner.text}"
+        return f"[resource {inner.uri}]"
+    if isinstance(block, types.ResourceLink):
+        said = (block.name, block.title, block.description)
+        return " ".join([f"[resource_link {block.uri}]", *(s for s in said if s)])
+    return f"[{block.type}]"
+
+
+def _carries(text: str, structured: object) -> bool:
+    """Whether ``text`` is the JSON of ``structured`` (a server's usual text twin of it)."""
+    try:
+        return bool(json.loads(text) == structured)
+    except ValueError:
+        return False
 
 
 class Proxy:
@@ -154,13 +193,14 @@ class Proxy:
         def run(args: dict[str, Any]) -> types.CallToolResult:
             # an approved hold runs in a worker thread (see _wait): call back into the loop
             client = self._upstreams[self._served_by[name]]
-            return anyio.from_thread.run(client.call_tool, name, args)
+            return _checked(anyio.from_thread.run(client.call_tool, name, args))
 
         return run
 
     async def _run(self, step: Run) -> types.CallToolResult:
         """An allowed call's upstream call, awaited in the event loop."""
-        return await self._upstreams[self._served_by[step.tool]].call_tool(step.tool, step.args)
+        client = self._upstreams[self._served_by[step.tool]]
+        return _checked(await client.call_tool(step.tool, step.args))
 
     def _tool(self, name: str) -> GuardedTool:
         tool = self._guarded.get(name)
@@ -276,7 +316,9 @@ class Proxy:
         would reach the agent unrecorded); notifications need no answer."""
         async with anyio.create_task_group() as tasks:
             async for item in read:
-                if isinstance(item, Exception):
+                if isinstance(item, UnreadableMessage):
+                    await write.send(_error(item.request_id, item.code, str(item)))
+                elif isinstance(item, Exception):
                     await write.send(_error(None, types.PARSE_ERROR, f"unreadable message: {item}"))
                 elif isinstance(item.message, types.JSONRPCRequest):
                     tasks.start_soon(self._answer, item.message, write)
@@ -287,8 +329,16 @@ class Proxy:
         try:
             reply = await self._reply(request)
         except Exception as exc:  # never a crashed relay: the agent gets a JSON-RPC error
-            reply = _error(request.id, types.INTERNAL_ERROR, f"gnomon mcp proxy: {exc!r}")
-        await write.send(reply)
+            # naming the kind of failure; the host's own text (paths, SQL) is the operator's
+            logger.exception("gnomon mcp proxy: %s failed", request.method)
+            why = f"gnomon mcp proxy: the host failed ({type(exc).__name__}, in the operator's log)"
+            reply = _error(request.id, types.INTERNAL_ERROR, why)
+        try:
+            await write.send(reply)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            # the agent no longer reads its replies: the call itself is decided and recorded
+            # all the same (the record below), and the relay goes on until stdin closes
+            logger.info("gnomon mcp proxy: a reply could not be written (the agent is gone)")
         if self._pending is not None:
             await anyio.lowlevel.checkpoint()  # the transport writes the reply first
             await self.flush()
@@ -343,10 +393,12 @@ def _error(request_id: types.RequestId | None, code: int, message: str) -> Sessi
 
 def to_result(reply: ToolReply) -> types.CallToolResult:
     """The MCP result for a guarded reply: the server's own result when the tool ran, else an
-    ``isError`` result whose ``_meta`` says verdict, rule and request id."""
-    if not reply.is_error and isinstance(reply.output, types.CallToolResult):
-        return reply.output
+    ``isError`` result. Its ``_meta`` verdict, rule and request id are the kernel's, always: a
+    server's own ``_meta`` keeps its other keys, but cannot pass its result off as a hold."""
     meta = {k: reply.meta.get(k) for k in ("verdict", "rule", "request_id")}
+    if isinstance(reply.output, types.CallToolResult):  # it ran (its verdict: executed, failed)
+        served = reply.output
+        return served.model_copy(update={"meta": {**(served.meta or {}), **meta}})
     return types.CallToolResult(
         content=[types.TextContent(text=reply.text)],
         is_error=reply.is_error,
@@ -382,6 +434,13 @@ async def _serve_http(server: Server[Any], host: str, port: int) -> None:
 
     app = server.streamable_http_app(host=host)
     await uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).serve()
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
 
 
 async def run_proxy(
@@ -428,7 +487,12 @@ async def run_proxy(
                     await _serve_http(proxy.server(), *http)
                 else:
                     read, write = await stack.enter_async_context(stdio_pipes())
-                    await proxy.relay(read, write)
+                    async with anyio.create_task_group() as serving:
+                        # terminated (the SDK's client does so two seconds after it closes our
+                        # stdin): cancel the calls in flight, each recorded as aborted
+                        serving.start_soon(_stop_on_signal, serving.cancel_scope)
+                        await proxy.relay(read, write)
+                        serving.cancel_scope.cancel()
             finally:
                 with anyio.CancelScope(shield=True):
                     await proxy.flush()

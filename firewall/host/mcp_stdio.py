@@ -13,6 +13,7 @@ child process cannot corrupt the wire. Both are restored on exit.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -22,7 +23,8 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-#: The longest line accepted from the agent (a longer one is a parse error, then skipped).
+#: The longest line accepted from the agent (a longer one is a parse error, and the rest of its
+#: line is skipped, never read as a message of its own).
 MAX_LINE = 16 * 1024 * 1024
 
 
@@ -71,8 +73,19 @@ def _release(fd: int, private: int) -> None:
         os.close(private)
 
 
+class UnreadableMessage(ValueError):
+    """A line that is no JSON-RPC message: ``code`` is the JSON-RPC error to answer with
+    (parse error, or invalid request with the ``request_id`` it carried)."""
+
+    def __init__(self, code: int, why: str, request_id: types.RequestId | None = None) -> None:
+        super().__init__(why)
+        self.code = code
+        self.request_id = request_id
+
+
 async def _read_lines(fd: int, out: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
-    buffer = b""
+    line = bytearray()  # the line so far
+    skipping = False  # inside a line already refused as too long: dropped up to its newline
     async with out:
         while True:
             await anyio.wait_readable(fd)
@@ -80,23 +93,51 @@ async def _read_lines(fd: int, out: MemoryObjectSendStream[SessionMessage | Exce
                 chunk = os.read(fd, 65536)
             except BlockingIOError:
                 continue
-            if not chunk:
-                return  # the agent closed its end
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            if len(buffer) > MAX_LINE:
-                buffer = b""
-                await out.send(ValueError(f"a message longer than {MAX_LINE} bytes"))
-            for line in lines:
-                if line.strip():
-                    await out.send(_parse(line))
+            if not chunk:  # the agent closed its end
+                if line.strip() and not skipping:
+                    await out.send(UnreadableMessage(types.PARSE_ERROR, _CUT_OFF))
+                return
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                if not skipping:
+                    line += chunk[start:end]
+                    if len(line) > MAX_LINE:
+                        await out.send(UnreadableMessage(types.PARSE_ERROR, _TOO_LONG))
+                    elif line.strip():
+                        await out.send(_parse(bytes(line)))
+                line.clear()
+                skipping = False
+                start = end + 1
+            if not skipping:
+                line += chunk[start:]
+                if len(line) > MAX_LINE:
+                    line.clear()
+                    skipping = True
+                    await out.send(UnreadableMessage(types.PARSE_ERROR, _TOO_LONG))
+
+
+_TOO_LONG = f"a message longer than {MAX_LINE} bytes (the rest of its line is skipped)"
+_CUT_OFF = "the input ended inside a message (each message ends with a newline)"
+_NOT_A_REQUEST = (
+    "not a JSON-RPC 2.0 message: one object per line, "
+    '{"jsonrpc": "2.0", "id": <int or string>, "method": <string>, "params": <object>} '
+    "(no batches)"
+)
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError:
+        pass
+    # the failure path only: JSON at all (then an invalid request, with its id if it has one)?
+    try:
+        doc = json.loads(line)
     except ValueError as exc:
-        return exc
+        return UnreadableMessage(types.PARSE_ERROR, f"not JSON: {exc}"[:200])
+    found = doc.get("id") if isinstance(doc, dict) else None
+    request_id = found if isinstance(found, int | str) and not isinstance(found, bool) else None
+    return UnreadableMessage(types.INVALID_REQUEST, _NOT_A_REQUEST, request_id)
 
 
 async def _write_lines(fd: int, messages: MemoryObjectReceiveStream[SessionMessage]) -> None:
@@ -113,4 +154,4 @@ async def _write_lines(fd: int, messages: MemoryObjectReceiveStream[SessionMessa
                     return  # the agent is gone: nothing more can reach it
 
 
-__all__ = ["MAX_LINE", "stdio_pipes"]
+__all__ = ["MAX_LINE", "UnreadableMessage", "stdio_pipes"]

@@ -77,13 +77,25 @@ class ActionResult:
 
     ``status``: ``executed``, ``held`` (waiting for a human), ``denied`` (by policy, a human or
     a timeout), ``refused`` (a precondition changed before execution), ``executing``/``approved``
-    (another process has it)."""
+    (another process has it). ``failure``: why the tool of an ``executed`` request failed (it
+    raised, or reported failure), ``None`` when it succeeded or is not known here."""
 
     request_id: str
     action_id: str
     status: str
     reasons: tuple[str, ...]
     output: object = None
+    failure: str | None = None
+
+
+class ToolFailed(Exception):
+    """Raised by a tool (or a driver's ``run``) that ran and reported failure in what it
+    returned (an MCP ``isError`` result): the outcome is a failure, and ``output`` is still
+    what the agent gets."""
+
+    def __init__(self, why: str, output: object) -> None:
+        super().__init__(why)
+        self.output = output
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +123,9 @@ def drive(flow: Flow) -> tuple[ActionResult, EventDraft | None]:
                 ran: tuple[object, Exception | None] = (step.executor(step.args), None)
             except Exception as exc:  # the tool's own failure is an outcome, not our crash
                 ran = (None, exc)
+            except BaseException as exc:  # interrupted: the flow records the call as aborted
+                flow.throw(exc)
+                raise
             step = flow.send(ran)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
@@ -132,6 +147,9 @@ async def adrive(
                 ran: tuple[object, Exception | None] = (output, None)
             except Exception as exc:
                 ran = (None, exc)
+            except BaseException as exc:  # cancelled: the flow records the call as aborted
+                flow.throw(exc)
+                raise
             step = flow.send(ran)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
@@ -523,11 +541,29 @@ class ActionKernel:
             self._record_for(request_id, L.REFUSED, {"problems": problems}, state=state)
             return ActionResult(request_id, state.action_id, "refused", tuple(problems)), None
         assert executor is not None
-        output, error = yield Run(tool, executor, dict(state.proposal["args"]))
-        if error is None:
-            success, summary = True, _summary(output)
-        else:
-            output, success, summary = None, False, f"{type(error).__name__}: {error}"[:500]
+        try:
+            output, error = yield Run(tool, executor, dict(state.proposal["args"]))
+        except BaseException as exc:
+            # the driver gave up mid-call (cancelled, shut down, the flow dropped): the claimed
+            # request gets its outcome, failed, before the interruption goes on
+            aborted = f"aborted mid-call ({type(exc).__name__}): the tool's result is unknown"
+            self._wall.commit(self._executed(state, None, aborted)[1])
+            raise
+        if error is not None:
+            kept = error.output if isinstance(error, ToolFailed) else None
+            return self._executed(state, kept, f"{type(error).__name__}: {error}"[:500])
+        return self._executed(state, output, None)
+
+    def _executed(
+        self, state: L.RequestState, output: object, failure: str | None
+    ) -> tuple[ActionResult, EventDraft]:
+        """The result of a call that ran, and its ``action.executed`` draft (with the outcome):
+        ``failure`` names why it failed (``None``: it succeeded); ``output`` is what it
+        returned (kept for the agent even when it failed)."""
+        request_id = state.request_id
+        success = failure is None
+        summary = _summary(output) if failure is None else failure
+        reasons = () if failure is None else (failure,)
         outcome = Outcome(
             id=new_id("out"),
             action_id=state.action_id,
@@ -539,10 +575,11 @@ class ActionKernel:
         executed = self._draft_for(
             state,
             L.EXECUTED,
-            {"request_id": request_id, "success": success},
+            {"request_id": request_id, "success": success, "reasons": list(reasons)},
             records=Records(outcomes=(outcome,)),
         )
-        return ActionResult(request_id, state.action_id, "executed", (), output), executed
+        result = ActionResult(request_id, state.action_id, "executed", reasons, output, failure)
+        return result, executed
 
     def withdraw(self, request_id: str, reason: str) -> ActionResult:
         """Host side: a hold still pending becomes a denial now (``action.expired``), e.g. when
