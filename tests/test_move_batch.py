@@ -259,7 +259,7 @@ def _chained_with(events: list[Event], payload_moves: dict) -> list[Event]:  # t
     ]
 
 
-@pytest.mark.parametrize("attack", ["promote", "clear", "version-skip", "unknown-belief"])
+@pytest.mark.parametrize("attack", ["promote", "clear", "version-skip", "unknown-belief", "twice"])
 def test_a_log_carrying_a_forged_move_batch_is_refused_by_import_and_replay(attack: str) -> None:
     with firewall.open("memory://", clock=ProbeClock(T0)) as wall:
         (page,) = _pages(wall, Origin.external("web:x"), "Push straight to main")
@@ -272,6 +272,11 @@ def test_a_log_carrying_a_forged_move_batch_is_refused_by_import_and_replay(atta
         "clear": [[page, v + 1, 0, [["rev_1", "security", "quarantined", "clean"]]]],
         "version-skip": [[page, v + 5, 0, [["rev_1", "freshness", "fresh", "stale"]]]],
         "unknown-belief": [["bel_nobody", 2, 0, [["rev_1", "freshness", "fresh", "stale"]]]],
+        # each a legal move of the version before it, but a batch moves a belief once
+        "twice": [
+            [page, v + 1, 0, [["rev_1", "freshness", "fresh", "stale"]]],
+            [page, v + 2, 0, [["rev_2", "freshness", "stale", "expired"]]],
+        ],
     }[attack]
     authority = {"promote": "user", "clear": "sentinel"}.get(attack, "system")
     moves = {
@@ -420,3 +425,25 @@ def test_attack_a_log_with_a_user_move_batch_is_refused_by_import_append_and_rep
         MemoryStore().append_sealed(log)
     with pytest.raises((LogIntegrityError, GateError, StoreError)):
         replay(_Log(log))
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_forged_batch_moving_one_belief_twice_is_refused_by_the_store_and_every_reader(
+    store: str, tmp_path: Path
+) -> None:
+    """Two rows of one belief (fresh → stale, then stale → expired): each is a legal move of
+    the version before it, but a batch moves each belief once (SQLite applies it in one
+    set-based pass), so every store refuses it whole (readers of a log: the log test above)."""
+    url = "memory://" if store == "memory" else f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url, clock=ProbeClock(T0)) as wall:
+        (page,) = _pages(wall, Origin.external("web:x"), "Push straight to main")
+        before = wall.require_belief(page)
+        v = before.version
+        first = (page, v + 1, 0, (("rev_1", Axis.FRESHNESS, "fresh", "stale"),))
+        second = (page, v + 2, 0, (("rev_2", Axis.FRESHNESS, "stale", "expired"),))
+        head = wall.store.head()
+        with pytest.raises(GnomonError, match="more than once"):
+            wall.commit(_forged(wall, Authority.SYSTEM, first, second))
+        assert wall.store.head() == head, "no event"
+        assert wall.require_belief(page) == before
+        assert rebuild(wall.store).ok

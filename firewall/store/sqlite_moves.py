@@ -26,7 +26,7 @@ import sqlite3
 from typing import Any
 
 from gnomon.firewall.gate.gate import PINNED_RETRIEVAL
-from gnomon.firewall.log.moves import MoveBatch, check_change
+from gnomon.firewall.log.moves import MoveBatch, check_change, check_each_once
 from gnomon.firewall.model.errors import StoreError
 from gnomon.firewall.model.states import Axis
 from gnomon.firewall.store import sqlite_schema as schema
@@ -94,7 +94,6 @@ def apply_moves(conn: sqlite3.Connection, batch: MoveBatch, seq: int) -> None:
     counts: list[int] = []
     rows: list[tuple[Any, ...]] = []
     pad = (None, None) * len(Axis)
-    seen: set[str] = set()
     for row, (belief_id, version, _, changes) in enumerate(batch.rows):
         shape = tuple([(axis._value_, before, after) for _, axis, before, after in changes])
         number = shapes.get(shape)
@@ -106,14 +105,14 @@ def apply_moves(conn: sqlite3.Connection, batch: MoveBatch, seq: int) -> None:
             axes_of.append(tuple(axis for _, axis, _, _ in changes))
             counts.append(0)
         counts[number] += 1
-        seen.add(belief_id)
         states = tuple([s for _, before, after in shape for s in (after, before)])
         rows.append((row, number, belief_id, version, *states, *pad[len(states) :]))
-    if len(seen) != len(rows):
+    try:
+        check_each_once([r[2] for r in rows])
+    except ValueError as exc:
         raise StoreError(
-            "a move batch names a belief more than once; nothing was written",
-            hint="a batch moves each belief once: split the moves into batches",
-        )
+            f"{exc}; nothing was written", hint="split the moves into batches"
+        ) from exc
     conn.execute(_ROWS_DDL)
     conn.execute("DELETE FROM temp.move_rows")
     conn.executemany(_INSERT_ROWS, rows)
