@@ -18,6 +18,14 @@ One document is written per belief (schema 10): the belief's. Its new history ro
 document (the open version is the belief's current one) and names the batch event and row
 (``move_seq``, ``move_row``), from which reads derive the revisions the move records; the row it
 closes keeps no copy either (see :mod:`firewall.store.sqlite_schema`, version 10).
+
+The batch is applied set-based: its rows go into a temporary table of the connection
+(``temp.move_rows``, one ``executemany``), then one statement per phase reads them there: close
+the open versions, one ``UPDATE … FROM`` per shape of move (the axes moved, from and to: the
+count of rows it changed must be the count the shape has), one ``INSERT … SELECT`` of the new
+versions in batch order. A batch names each belief once
+(:func:`~firewall.log.moves.check_each_once`): two moves of one belief could not be applied in
+order in one pass.
 """
 
 from __future__ import annotations
