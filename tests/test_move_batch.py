@@ -27,7 +27,13 @@ from gnomon.firewall.gate.gate import Move
 from gnomon.firewall.host.decay import DECAY_KIND, decay_all
 from gnomon.firewall.log.events import MOVES, MOVES_SCHEMA, Event, EventDraft, seal
 from gnomon.firewall.log.moves import MoveBatch
-from gnomon.firewall.model.errors import GateError, GnomonError, LogIntegrityError, StoreError
+from gnomon.firewall.model.errors import (
+    GateError,
+    GnomonError,
+    LogIntegrityError,
+    StoreCorruptError,
+    StoreError,
+)
 from gnomon.firewall.model.states import (
     Authority,
     Axis,
@@ -334,6 +340,32 @@ def test_sqlite_decay_of_an_edited_document_moves_nothing_and_rebuild_names_it(
         assert [v.version for v in wall.store.belief_history(edited)] == [1]
         report = rebuild(wall.store)
         assert {(d.table, d.id) for d in report.differences} == {("beliefs", edited)}
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        # the label's ids turned into one string: the belief must not slip out of the fan-out
+        "json_set(CAST(doc AS TEXT), '$.origin.origin_ids', 'external:web:x')",
+        "json_set(CAST(doc AS TEXT), '$.version', 'one')",
+    ],
+    ids=["label-not-a-list", "version-not-a-number"],
+)
+def test_sqlite_fan_out_over_an_edited_document_is_refused_whole(edit: str, tmp_path: Path) -> None:
+    """A document carrying the flagged origin that does not read as a belief version: the
+    fan-out quarantines nothing (rather than skip that belief) and says how to repair."""
+    path = tmp_path / "g.db"
+    with firewall.open(f"sqlite:///{path}", clock=ProbeClock(T0)) as wall:
+        edited, kept = _pages(wall, Origin.external("web:x"), "first page", "second page")
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"UPDATE beliefs SET doc = CAST({edit} AS BLOB) WHERE id = ?", (edited,))
+    conn.close()
+    with firewall.open(f"sqlite:///{path}", clock=ProbeClock(T0)) as wall:
+        head = wall.store.head()
+        with pytest.raises(StoreCorruptError, match="does not read as a belief version"):
+            wall.flag_origin("external:web:x", reason="bad")
+        assert wall.store.head() == head
+        assert wall.require_belief(kept).security_status == SecurityStatus.CLEAN
 
 
 def test_a_move_racing_a_concurrent_change_rolls_back_on_sqlite(tmp_path: Path) -> None:
