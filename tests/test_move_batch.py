@@ -27,7 +27,13 @@ from gnomon.firewall.gate.gate import Move
 from gnomon.firewall.host.decay import DECAY_KIND, decay_all
 from gnomon.firewall.log.events import MOVES, MOVES_SCHEMA, Event, EventDraft, seal
 from gnomon.firewall.log.moves import MoveBatch
-from gnomon.firewall.model.errors import GateError, GnomonError, LogIntegrityError, StoreError
+from gnomon.firewall.model.errors import (
+    GateError,
+    GnomonError,
+    LogIntegrityError,
+    StoreCorruptError,
+    StoreError,
+)
 from gnomon.firewall.model.states import (
     Authority,
     Axis,
@@ -259,7 +265,7 @@ def _chained_with(events: list[Event], payload_moves: dict) -> list[Event]:  # t
     ]
 
 
-@pytest.mark.parametrize("attack", ["promote", "clear", "version-skip", "unknown-belief"])
+@pytest.mark.parametrize("attack", ["promote", "clear", "version-skip", "unknown-belief", "twice"])
 def test_a_log_carrying_a_forged_move_batch_is_refused_by_import_and_replay(attack: str) -> None:
     with firewall.open("memory://", clock=ProbeClock(T0)) as wall:
         (page,) = _pages(wall, Origin.external("web:x"), "Push straight to main")
@@ -272,6 +278,11 @@ def test_a_log_carrying_a_forged_move_batch_is_refused_by_import_and_replay(atta
         "clear": [[page, v + 1, 0, [["rev_1", "security", "quarantined", "clean"]]]],
         "version-skip": [[page, v + 5, 0, [["rev_1", "freshness", "fresh", "stale"]]]],
         "unknown-belief": [["bel_nobody", 2, 0, [["rev_1", "freshness", "fresh", "stale"]]]],
+        # each a legal move of the version before it, but a batch moves a belief once
+        "twice": [
+            [page, v + 1, 0, [["rev_1", "freshness", "fresh", "stale"]]],
+            [page, v + 2, 0, [["rev_2", "freshness", "stale", "expired"]]],
+        ],
     }[attack]
     authority = {"promote": "user", "clear": "sentinel"}.get(attack, "system")
     moves = {
@@ -329,6 +340,32 @@ def test_sqlite_decay_of_an_edited_document_moves_nothing_and_rebuild_names_it(
         assert [v.version for v in wall.store.belief_history(edited)] == [1]
         report = rebuild(wall.store)
         assert {(d.table, d.id) for d in report.differences} == {("beliefs", edited)}
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        # the label's ids turned into one string: the belief must not slip out of the fan-out
+        "json_set(CAST(doc AS TEXT), '$.origin.origin_ids', 'external:web:x')",
+        "json_set(CAST(doc AS TEXT), '$.version', 'one')",
+    ],
+    ids=["label-not-a-list", "version-not-a-number"],
+)
+def test_sqlite_fan_out_over_an_edited_document_is_refused_whole(edit: str, tmp_path: Path) -> None:
+    """A document carrying the flagged origin that does not read as a belief version: the
+    fan-out quarantines nothing (rather than skip that belief) and says how to repair."""
+    path = tmp_path / "g.db"
+    with firewall.open(f"sqlite:///{path}", clock=ProbeClock(T0)) as wall:
+        edited, kept = _pages(wall, Origin.external("web:x"), "first page", "second page")
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"UPDATE beliefs SET doc = CAST({edit} AS BLOB) WHERE id = ?", (edited,))
+    conn.close()
+    with firewall.open(f"sqlite:///{path}", clock=ProbeClock(T0)) as wall:
+        head = wall.store.head()
+        with pytest.raises(StoreCorruptError, match="does not read as a belief version"):
+            wall.flag_origin("external:web:x", reason="bad")
+        assert wall.store.head() == head
+        assert wall.require_belief(kept).security_status == SecurityStatus.CLEAN
 
 
 def test_a_move_racing_a_concurrent_change_rolls_back_on_sqlite(tmp_path: Path) -> None:
@@ -420,3 +457,25 @@ def test_attack_a_log_with_a_user_move_batch_is_refused_by_import_append_and_rep
         MemoryStore().append_sealed(log)
     with pytest.raises((LogIntegrityError, GateError, StoreError)):
         replay(_Log(log))
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_forged_batch_moving_one_belief_twice_is_refused_by_the_store_and_every_reader(
+    store: str, tmp_path: Path
+) -> None:
+    """Two rows of one belief (fresh → stale, then stale → expired): each is a legal move of
+    the version before it, but a batch moves each belief once (SQLite applies it in one
+    set-based pass), so every store refuses it whole (readers of a log: the log test above)."""
+    url = "memory://" if store == "memory" else f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url, clock=ProbeClock(T0)) as wall:
+        (page,) = _pages(wall, Origin.external("web:x"), "Push straight to main")
+        before = wall.require_belief(page)
+        v = before.version
+        first = (page, v + 1, 0, (("rev_1", Axis.FRESHNESS, "fresh", "stale"),))
+        second = (page, v + 2, 0, (("rev_2", Axis.FRESHNESS, "stale", "expired"),))
+        head = wall.store.head()
+        with pytest.raises(GnomonError, match="more than once"):
+            wall.commit(_forged(wall, Authority.SYSTEM, first, second))
+        assert wall.store.head() == head, "no event"
+        assert wall.require_belief(page) == before
+        assert rebuild(wall.store).ok

@@ -166,6 +166,7 @@ class MoveBatch:
             )
             for axis, before, after in move.changes:
                 check_change(axis, before, after, batch.authority)
+        check_each_once([r[0] for r in batch.rows])
         return batch
 
     def add(
@@ -367,7 +368,16 @@ def expand_moves(moves: Mapping[str, Any]) -> tuple[list[BeliefMove], list[dict[
         move, revisions = _expand_row(row, header)
         out.append(move)
         docs.extend(revisions)
+    check_each_once([m.belief_id for m in out])
     return out, docs
+
+
+def check_each_once(belief_ids: Sequence[str]) -> None:
+    """Raise ``ValueError`` if a batch names a belief more than once: a batch moves each
+    belief once (every writer builds it so), and a store that applies it in one set-based pass
+    (SQLite) could not apply two moves of one belief in order."""
+    if len(set(belief_ids)) != len(belief_ids):
+        raise ValueError("a move batch names a belief more than once; it moves each belief once")
 
 
 def row_revisions(
@@ -470,6 +480,7 @@ def resolve_moves(
             out.append(rec)
             continue
         latest.update((b.id, b) for b in rec.beliefs)
+        check_each_once([m.belief_id for m in rec.moves])
         missing = [m.belief_id for m in rec.moves if m.belief_id not in latest]
         if missing:
             latest.update(load(missing))
@@ -492,6 +503,7 @@ __all__ = [
     "MoveBatch",
     "apply_move",
     "check_change",
+    "check_each_once",
     "expand_moves",
     "resolve_moves",
     "revision_doc",

@@ -844,18 +844,26 @@ class SQLiteStore(Store):
         )
 
     def origin_rows(self, origin_id: str) -> list[OriginRow]:
-        # beliefs_with_origin's pass, the version and states read from each document (what
-        # the move is checked against when it is applied), no belief parsed into a record
+        # beliefs_with_origin's pass (the text test first), then ONE JSON parse per document:
+        # the version, the two states (what the move is checked against when it is applied)
+        # and the label's origin ids, tested here; no belief parsed into a record
+        loads = orjson.loads
+        rows: list[OriginRow] = []
         with self._guard("reading beliefs with an origin") as conn:
-            rows = conn.execute(
-                "SELECT id, json_extract(CAST(doc AS TEXT), '$.version'), "
-                "json_extract(CAST(doc AS TEXT), '$.security_status'), "
-                "json_extract(CAST(doc AS TEXT), '$.retrieval_status') FROM beliefs "
-                "WHERE instr(doc, ?) > 0 AND EXISTS (SELECT 1 FROM "
-                "json_each(CAST(doc AS TEXT), '$.origin.origin_ids') WHERE value = ?) ORDER BY id",
-                (orjson.dumps(origin_id)[1:-1], origin_id),
-            ).fetchall()
-        return [OriginRow(*row) for row in rows]
+            for belief_id, found in conn.execute(
+                "SELECT id, json_extract(CAST(doc AS TEXT), '$.version', '$.security_status', "
+                "'$.retrieval_status', '$.origin.origin_ids') FROM beliefs "
+                "WHERE instr(doc, ?) > 0 ORDER BY id",
+                (orjson.dumps(origin_id)[1:-1],),
+            ):
+                version, security, retrieval, origin_ids = loads(found)
+                if type(origin_ids) is not list:
+                    # a label that is no list of ids: not a belief version (the fan-out
+                    # refuses it rather than skip a belief that may carry the origin)
+                    rows.append(OriginRow(belief_id, None, security, retrieval))  # type: ignore[arg-type]
+                elif origin_id in origin_ids:
+                    rows.append(OriginRow(belief_id, version, security, retrieval))
+        return rows
 
     def decisions_citing(self, belief_ids: Sequence[str]) -> list[tuple[str, Decision]]:
         ids = list(dict.fromkeys(belief_ids))

@@ -18,6 +18,14 @@ One document is written per belief (schema 10): the belief's. Its new history ro
 document (the open version is the belief's current one) and names the batch event and row
 (``move_seq``, ``move_row``), from which reads derive the revisions the move records; the row it
 closes keeps no copy either (see :mod:`firewall.store.sqlite_schema`, version 10).
+
+The batch is applied set-based: its rows go into a temporary table of the connection
+(``temp.move_rows``, one ``executemany``), then one statement per phase reads them there: close
+the open versions, one ``UPDATE … FROM`` per shape of move (the axes moved, from and to: the
+count of rows it changed must be the count the shape has), one ``INSERT … SELECT`` of the new
+versions in batch order. A batch names each belief once
+(:func:`~firewall.log.moves.check_each_once`): two moves of one belief could not be applied in
+order in one pass.
 """
 
 from __future__ import annotations
@@ -26,45 +34,55 @@ import sqlite3
 from typing import Any
 
 from gnomon.firewall.gate.gate import PINNED_RETRIEVAL
-from gnomon.firewall.log.moves import MoveBatch, check_change
+from gnomon.firewall.log.moves import MoveBatch, check_change, check_each_once
 from gnomon.firewall.model.errors import StoreError
 from gnomon.firewall.model.states import Axis
 from gnomon.firewall.store import sqlite_schema as schema
 from gnomon.firewall.store.keys import micros
 
-#: The columns a new version row copies from the updated ``beliefs`` row, in
-#: :data:`~firewall.store.sqlite_schema.VERSION_COLUMNS` order after ``until_us``.
-_COPIED = ", ".join(schema.VERSION_COLUMNS[4:-1])
-
-_NEW_VERSION = (
+#: The batch's rows while it is applied: one per belief, its shape (the axes it moves, from
+#: and to: one ``UPDATE`` per shape), and each moved axis's ``to`` and ``from`` state in the
+#: shape's order. A temporary table of this connection, emptied after each batch (and rolled
+#: back with it).
+_ROWS_DDL = (
+    "CREATE TEMP TABLE IF NOT EXISTS move_rows (row INTEGER PRIMARY KEY, shape INTEGER NOT NULL, "
+    "id TEXT NOT NULL, version INTEGER NOT NULL, "
+    + ", ".join(f"to{i} TEXT, from{i} TEXT" for i in range(len(Axis)))
+    + ")"
+)
+_INSERT_ROWS = (
+    f"INSERT INTO temp.move_rows VALUES ({', '.join('?' for _ in range(4 + 2 * len(Axis)))})"
+)
+_NEW_VERSIONS = (
     f"INSERT INTO belief_versions ({', '.join(schema.VERSION_COLUMNS)}, move_seq, move_row) "
-    f"SELECT id, ?, ?, NULL, {_COPIED}, x'', ?, ? FROM beliefs WHERE id = ?"
+    f"SELECT b.id, m.version, ?1, NULL, "
+    + ", ".join(f"b.{c}" for c in schema.VERSION_COLUMNS[4:-1])
+    + ", x'', ?2, m.row FROM temp.move_rows m JOIN beliefs b ON b.id = m.id ORDER BY m.row"
 )
 
 
 def _state(axis: Axis, axes: tuple[Axis, ...]) -> str:
-    """SQL for ``axis``'s state after the move: the moved value (the row's ``to`` parameter,
-    in ``sets`` order) or the document's own."""
+    """SQL for ``axis``'s state after the move: the moved value (the row's ``to`` column, in
+    the shape's order) or the document's own."""
     if axis in axes:
-        return f"?{axes.index(axis) + 1}"
+        return f"m.to{axes.index(axis)}"
     return f"json_extract(CAST(doc AS TEXT), '$.{axis.value}_status')"
 
 
 def _update_sql(axes: tuple[Axis, ...]) -> str:
-    """Numbered parameters: ``?1..?n`` the new states, then version, time, id, the version
-    before and the ``from`` states."""
-    n = len(axes)
-    sets = ", ".join(f"{a.value} = ?{i + 1}" for i, a in enumerate(axes))
-    paths = ", ".join(f"'$.{a.value}_status', ?{i + 1}" for i, a in enumerate(axes))
+    """One shape's rows applied in one statement. Parameters: ``?1`` the time text, ``?2``
+    the shape."""
+    sets = ", ".join(f"{a.value} = m.to{i}" for i, a in enumerate(axes))
+    paths = ", ".join(f"'$.{a.value}_status', m.to{i}" for i, a in enumerate(axes))
     checks = " AND ".join(
-        f"json_extract(CAST(doc AS TEXT), '$.{a.value}_status') = ?{n + 5 + i}"
+        f"json_extract(CAST(doc AS TEXT), '$.{a.value}_status') = m.from{i}"
         for i, a in enumerate(axes)
     )
     sql = (
         f"UPDATE beliefs SET {sets}, doc = CAST(json_set(CAST(doc AS TEXT), {paths}, "
-        f"'$.version', ?{n + 1}, '$.updated_at', ?{n + 2}) AS BLOB) "
-        f"WHERE id = ?{n + 3} AND json_extract(CAST(doc AS TEXT), '$.version') = ?{n + 4} "
-        f"AND {checks}"
+        "'$.version', m.version, '$.updated_at', ?1) AS BLOB) FROM temp.move_rows m "
+        "WHERE m.shape = ?2 AND beliefs.id = m.id "
+        f"AND json_extract(CAST(doc AS TEXT), '$.version') = m.version - 1 AND {checks}"
     )
     if Axis.SECURITY in axes or Axis.RETRIEVAL in axes:
         # the gate's cross-axis invariant on the version the move makes
@@ -78,45 +96,47 @@ def _update_sql(axes: tuple[Axis, ...]) -> str:
 def apply_moves(conn: sqlite3.Connection, batch: MoveBatch, seq: int) -> None:
     """Apply ``batch``, sealed as event ``seq``, inside the caller's transaction (see the
     module docstring)."""
-    at, at_us = batch.now_text, micros(batch.now)
-    #: the rows of each shape of move (the axes moved, from and to), checked once per shape
-    groups: dict[tuple[tuple[str, str, str], ...], list[tuple[Any, ...]]] = {}
-    axes_of: dict[tuple[tuple[str, str, str], ...], tuple[Axis, ...]] = {}
-    closes: list[tuple[int, str]] = []
-    versions: list[tuple[int, int, int, int, str]] = []
+    #: each shape of move (the axes moved, from and to), checked once: its number and axes
+    shapes: dict[tuple[tuple[str, str, str], ...], int] = {}
+    axes_of: list[tuple[Axis, ...]] = []
+    counts: list[int] = []
+    rows: list[tuple[Any, ...]] = []
+    pad = (None, None) * len(Axis)
     for row, (belief_id, version, _, changes) in enumerate(batch.rows):
         shape = tuple([(axis._value_, before, after) for _, axis, before, after in changes])
-        rows = groups.get(shape)
-        if rows is None:
+        number = shapes.get(shape)
+        if number is None:
             for _, axis, before, after in changes:
                 # re-checked here too: the batch object is not trusted to be the one add() built
                 check_change(axis, before, after, batch.authority)
-            rows = groups[shape] = []
-            axes_of[shape] = tuple(axis for _, axis, _, _ in changes)
-        rows.append(
-            (
-                *(after for _, _, after in shape),
-                version,
-                at,
-                belief_id,
-                version - 1,
-                *(before for _, before, _ in shape),
-            )
-        )
-        closes.append((at_us, belief_id))
-        versions.append((version, at_us, seq, row, belief_id))
+            number = shapes[shape] = len(axes_of)
+            axes_of.append(tuple(axis for _, axis, _, _ in changes))
+            counts.append(0)
+        counts[number] += 1
+        states = tuple([s for _, before, after in shape for s in (after, before)])
+        rows.append((row, number, belief_id, version, *states, *pad[len(states) :]))
+    try:
+        check_each_once([r[2] for r in rows])
+    except ValueError as exc:
+        raise StoreError(
+            f"{exc}; nothing was written", hint="split the moves into batches"
+        ) from exc
+    conn.execute(_ROWS_DDL)
+    conn.execute("DELETE FROM temp.move_rows")
+    conn.executemany(_INSERT_ROWS, rows)
     # the open versions are closed first: the rule for keeping a document reads the belief's
-    conn.executemany(schema.CLOSE_VERSION_BY_MOVE, closes)
-    for shape, rows in groups.items():
-        cur = conn.executemany(_update_sql(axes_of[shape]), rows)
-        if cur.rowcount != len(rows):
+    conn.execute(schema.CLOSE_VERSION_BY_MOVE, (micros(batch.now),))
+    for number, axes in enumerate(axes_of):
+        changed = conn.execute(_update_sql(axes), (batch.now_text, number)).rowcount
+        if changed != counts[number]:
             raise StoreError(
-                f"a move batch expected {len(rows)} beliefs at their recorded version and states, "
-                f"found {cur.rowcount}: a belief moved since it was read, or its stored document "
-                "was edited; nothing was written",
+                f"a move batch expected {counts[number]} beliefs at their recorded version and "
+                f"states, found {changed}: a belief moved since it was read, or its stored "
+                "document was edited; nothing was written",
                 hint="run the move again (it re-reads the beliefs); `gnomon rebuild` shows edits",
             )
-    conn.executemany(_NEW_VERSION, versions)
+    conn.execute(_NEW_VERSIONS, (micros(batch.now), seq))
+    conn.execute("DELETE FROM temp.move_rows")
 
 
 __all__ = ["apply_moves"]

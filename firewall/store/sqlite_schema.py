@@ -402,15 +402,16 @@ def time_text(micros_sql: str) -> str:
     )
 
 
-#: Version 10: close the open version when a move batch moves the belief: no document is
+#: Version 10: close the open version of every belief a move batch moves (the ids in the
+#: batch's temporary ``move_rows`` table, :mod:`firewall.store.sqlite_moves`): no document is
 #: copied (the closed row is read as the next document with its own states put back,
 #: :data:`VERSION_DOC`) unless the belief's ``updated_at`` is not the text that puts back.
-#: Runs before the belief's row is updated.
+#: Runs before the beliefs' rows are updated.
 CLOSE_VERSION_BY_MOVE = (
     "UPDATE belief_versions SET until_us = max(from_us, ?), doc = CASE WHEN length(doc) > 0 "
     "THEN doc ELSE coalesce((SELECT c.doc FROM beliefs c WHERE c.id = belief_versions.belief_id "
     f"AND json_extract(CAST(c.doc AS TEXT), '$.updated_at') IS NOT {time_text('from_us')}), "
-    "doc) END WHERE belief_id = ? AND until_us IS NULL"
+    "doc) END WHERE belief_id IN (SELECT id FROM temp.move_rows) AND until_us IS NULL"
 )
 #: The next stored document after history row ``b``: a later version's, else the belief's.
 _NEXT_DOC = (
