@@ -283,7 +283,7 @@ def scan_payload(payload: Mapping[str, Any], *, labelled_ok: bool = True) -> Tex
             claims = _claim_ids(value) if labelled_ok else frozenset()
             for name, items in value.items():
                 if name in LABELLED and labelled_ok:
-                    _collect(name, items, scan)
+                    _labelled(name, items, scan)
                 elif name == "evidence" and isinstance(items, list):
                     for item in items:
                         # evidence for a labelled claim of this event: the claim's own metadata
@@ -302,12 +302,41 @@ def scan_payload(payload: Mapping[str, Any], *, labelled_ok: bool = True) -> Tex
     return scan
 
 
+def agent_written(record: Any) -> bool:
+    """Did the agent choose this record's text? True when its origin label includes the
+    ``agent`` class, and when it has no readable origin label (default-deny).
+
+    >>> agent_written({"origin": {"classes": ["agent", "tool"]}})
+    True
+    >>> agent_written({"origin": {"classes": ["user"]}}), agent_written({"statement": "x"})
+    (False, True)
+    """
+    origin = record.get("origin") if isinstance(record, Mapping) else None
+    classes = origin.get("classes") if isinstance(origin, Mapping) else None
+    if not isinstance(classes, list) or not classes:
+        return True
+    return OriginClass.AGENT.value in classes
+
+
+def _labelled(key: str, items: Any, scan: TextScan) -> None:
+    """Labelled records at or below the ceiling: a record whose text the agent chose is free
+    text (walked); any other record's text is its own (collected for the credential scan)."""
+    for item in items if isinstance(items, list) else [items]:
+        if agent_written(item):
+            _walk(key, item, scan)
+        else:
+            _collect(key, item, scan)
+
+
 def _claim_ids(records: Mapping[str, Any]) -> frozenset[str]:
+    """The labelled claims of an event whose text is their own (not the agent's)."""
     claims = records.get("claims")
     if not isinstance(claims, list):
         return frozenset()
     return frozenset(
-        c["id"] for c in claims if isinstance(c, Mapping) and isinstance(c.get("id"), str)
+        c["id"]
+        for c in claims
+        if isinstance(c, Mapping) and isinstance(c.get("id"), str) and not agent_written(c)
     )
 
 
@@ -412,6 +441,7 @@ __all__ = [
     "LABELLED",
     "VOCABULARY",
     "TextScan",
+    "agent_written",
     "scan_payload",
     "structural",
 ]

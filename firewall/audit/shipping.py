@@ -170,7 +170,9 @@ def _why(body: bytes, level: Sensitivity | None, tainted: bool) -> str | None:
 
 _NOTES = {
     CREDENTIAL: "a credential in its text",
-    LOG_ABOVE_CEILING: "unlabelled text in a log holding records above the {ceiling} ceiling",
+    LOG_ABOVE_CEILING: (
+        "unlabelled or agent-written text in a log holding records above the {ceiling} ceiling"
+    ),
 }
 
 
