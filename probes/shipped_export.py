@@ -2,8 +2,9 @@
 
 **Scenario.** A session records a public fact, a secret one and an internal one. In another
 session (which read nothing) the (hostile) agent copies the secret's key into unlabelled fields,
-a recall's query and a decision's summary, and into a note it labels ``public``. The host ships the log with a ceiling of ``internal`` (``gnomon log
-export --sensitivity-ceiling internal``), then an attacker who intercepts the file edits it.
+a recall's query and a decision's summary, and into a note it labels ``public``. The host
+ships the log with a ceiling of ``internal`` (``gnomon log export --sensitivity-ceiling
+internal``), then an attacker who intercepts the file edits it.
 
 **Asserts.**
 - The shipped file never carries the secret text, nor the key smuggled into other events; the
