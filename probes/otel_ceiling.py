@@ -1,12 +1,14 @@
 """Probe: OpenTelemetry export respects the sensitivity ceiling and gives deterministic ids.
 
-**Scenario.** A session records an internal fact and a secret one, recalls, decides and acts.
+**Scenario.** A session records an internal fact the user stated, a secret one and a note of
+the agent's own, recalls, decides and acts.
 The host exports the log twice with the SDK's in-memory exporter, ceiling ``internal``.
 
 **Asserts.**
 - No exported span (names, attributes, events) carries the secret text; the secret belief is
   still accounted for by its content hash.
-- The internal fact's text is exported (the ceiling is not a blanket blackout).
+- The user's internal fact's text is exported (the ceiling is not a blanket blackout); the
+  agent's note is not (the agent chose its text: free text in a log holding a secret record).
 - The session span is the parent of the recall, decision and action spans; the action's tool
   name (text the agent chose, no label) is withheld, since the log holds a secret record.
 - Two exports of the same log give the same trace and span ids.
@@ -19,6 +21,7 @@ and the rest of the unlabelled text (tool names, reasons) takes the log's sensit
 
 from __future__ import annotations
 
+from gnomon.firewall import Origin
 from gnomon.firewall import open as open_firewall
 from gnomon.firewall.model.chain import content_hash
 from gnomon.firewall.model.states import Sensitivity
@@ -29,6 +32,7 @@ TITLE = "OpenTelemetry export keeps secret belief text out, hashes in, ids deter
 
 SECRET = "the signing passphrase is wombat-orchid-91"
 KEPT = "the deploy window is Tuesday"
+NOTE = "the deploy needs the signing step"
 
 
 def check(url: str, c: Checks) -> None:
@@ -39,9 +43,12 @@ def check(url: str, c: Checks) -> None:
     project = project_for(NAME)
     with open_firewall(url) as wall:
         head = wall.store.head()[0]  # a shared store: export this probe's events only
-        with wall.session(project=project, actor="coder") as s:
-            kept = s.remember(KEPT)
+        user = wall.channel(Origin.user("alice"), project=project)
+        with wall.session(project=project, actor="coder", user="alice") as s:
+            said = s.observe(tool="chat", content=KEPT, origin=user)
+            kept = said.content[0]
             s.remember(SECRET, sensitivity=Sensitivity.SECRET)
+            s.remember(NOTE, sensitivity=Sensitivity.PUBLIC)
             s.recall("deploy window signing passphrase", "default")
             decision = s.decide("schedule the deploy", depends_on=[kept.id])
             s.act(decision.id, "schedule", {"when": "Tuesday"})
@@ -54,7 +61,11 @@ def check(url: str, c: Checks) -> None:
     dump = "\n".join(span.to_json() for span in spans)
     c.expect(SECRET not in dump, "no span carries the secret belief's text")
     c.expect(content_hash(SECRET) in dump, "the secret belief is exported as its content hash")
-    c.expect(KEPT in dump, "the internal fact's text is exported")
+    c.expect(KEPT in dump, "the user's internal fact's text is exported")
+    c.expect(
+        NOTE not in dump and content_hash(NOTE) in dump,
+        "the agent's note leaves as its content hash only",
+    )
     roots = [sp for sp in spans if sp.parent is None and sp.name.startswith("invoke_agent")]
     c.expect(len(roots) == 1, "one session span", got=[sp.name for sp in roots])
     root = roots[0].context.span_id

@@ -67,8 +67,21 @@ def test_attack_a_note_quoting_a_recalled_secret_does_not_ship(tmp_path: Path) -
     assert "s.QxZ81" not in _shipped(url, tmp_path)
 
 
+def _kept(text: str) -> dict[int, dict[str, object]]:
+    """The bodies a shipped file keeps in clear, by seq."""
+    lines = [json.loads(x) for x in text.splitlines()[1:]]
+    return {x["seq"]: json.loads(x["body"]) for x in lines if "body" in x}
+
+
+def _redacted(text: str) -> dict[int, str]:
+    """The redaction notes of a shipped file, by seq."""
+    lines = [json.loads(x) for x in text.splitlines()[1:]]
+    return {x["seq"]: x["redacted"] for x in lines if "body_digest" in x}
+
+
 def test_a_session_that_read_nothing_above_the_ceiling_keeps_its_labels(tmp_path: Path) -> None:
-    """Utility: the floor is what the session read, not a blanket raise."""
+    """Utility: the floor is what the session read, not a blanket raise. The note still does not
+    ship in a log that holds a secret: the agent chose its text, so it is free text there."""
     url = f"sqlite:///{tmp_path / 'g.db'}"
     with firewall.open(url) as wall:
         with wall.session(project="shop", actor="coder") as s:
@@ -80,5 +93,50 @@ def test_a_session_that_read_nothing_above_the_ceiling_keeps_its_labels(tmp_path
             assert s.sensitivity == Sensitivity.PUBLIC
             note = s.remember("the on-call rota is in the wiki")
             assert note.sensitivity == Sensitivity.INTERNAL
+            note_id = note.id
+        [written] = [e.seq for e in wall.store.events() if note_id.encode() in e.body]
     text = _shipped(url, tmp_path)
-    assert "on-call rota" in text and "s.QxZ81" not in text
+    assert "on-call rota" not in text and "s.QxZ81" not in text
+    assert "unlabelled or agent-written text" in _redacted(text)[written]
+    kinds = [body["kind"] for body in _kept(text).values()]
+    assert kinds == ["session.started", "session.ended"] * 2, "events without free text ship"
+
+
+def test_a_log_with_nothing_above_the_ceiling_ships_agent_notes_whole(tmp_path: Path) -> None:
+    """Utility: the agent's notes are withheld only because of what else the log holds. With
+    nothing above the ceiling, every note of every session ships, byte for byte the plain
+    export."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall:
+        with wall.session(project="shop", actor="coder") as s:
+            s.observe(tool="read_file", content="deploys use ArgoCD")
+            s.remember("deploys use ArgoCD, per the runbook")
+        with wall.session(project="shop", actor="coder") as s:
+            s.remember("from memory: deploys use ArgoCD", sensitivity=Sensitivity.PUBLIC)
+    text = _shipped(url, tmp_path)
+    assert _redacted(text) == {}
+    plain = tmp_path / "plain.ndjson"
+    CliRunner().invoke(cli, ["log", "export", "--url", url, "--out", str(plain)])
+    assert text.splitlines()[1:] == plain.read_text().splitlines()[1:]
+    assert "per the runbook" in text and "from memory: deploys use ArgoCD" in text
+
+
+def test_attack_a_secret_carried_to_a_fresh_session_by_the_agents_memory_does_not_ship(
+    tmp_path: Path,
+) -> None:
+    """The session floor cannot see across sessions: session B read nothing, so the agent's note
+    is labelled what it asks for (public). Text the agent chose is free text, so in a log that
+    holds a record above the ceiling its note is withheld whatever its label says."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall:
+        with wall.session(project="shop", actor="coder") as s:
+            s.observe(tool="vault_read", content=SECRET, sensitivity=Sensitivity.SECRET)
+        with wall.session(project="shop", actor="coder") as s:
+            assert s.sensitivity == Sensitivity.PUBLIC  # the floor has nothing to raise
+            note = s.remember(f"from memory: {SECRET}", sensitivity=Sensitivity.PUBLIC)
+            assert note.sensitivity == Sensitivity.PUBLIC  # so the label alone would ship it
+            note_id = note.id
+        [written] = [e for e in wall.store.events() if note_id.encode() in e.body]
+    text = _shipped(url, tmp_path)
+    assert "s.QxZ81" not in text
+    assert "agent-written" in _redacted(text)[written.seq]

@@ -35,14 +35,17 @@ def _everything(span: ReadableSpan) -> str:
 
 def _store(tmp_path: Path) -> tuple[str, str]:
     url = f"sqlite:///{tmp_path / 'g.db'}"
-    with firewall.open(url) as wall, wall.session(project="shop", actor="coder") as s:
-        s.observe(tool="read_file", content="deploys go through ArgoCD")
-        s.remember(SECRET, sensitivity=Sensitivity.SECRET)
-        kept = s.remember("the standup is at ten")
-        s.recall("database password standup", "default")
-        decision = s.decide("post the standup time", depends_on=[kept.id])
-        s.act(decision.id, "post_message", {"text": SECRET})
-        return url, s.id
+    with firewall.open(url) as wall:
+        user = wall.channel(firewall.Origin.user("alice"), project="shop")
+        with wall.session(project="shop", actor="coder", user="alice") as s:
+            s.observe(tool="read_file", content="deploys go through ArgoCD")
+            s.remember(SECRET, sensitivity=Sensitivity.SECRET)
+            kept = s.observe(tool="chat", content="the standup is at ten", origin=user)
+            s.remember("the standup moved, per alice")
+            s.recall("database password standup", "default")
+            decision = s.decide("post the standup time", depends_on=[kept.content[0].id])
+            s.act(decision.id, "post_message", {"text": SECRET})
+            return url, s.id
 
 
 def test_attack_a_secret_belief_leaves_as_its_hash_never_its_text(tmp_path: Path) -> None:
@@ -51,7 +54,10 @@ def test_attack_a_secret_belief_leaves_as_its_hash_never_its_text(tmp_path: Path
     dump = "\n".join(_everything(s) for s in spans)
     assert SECRET not in dump and "Tr0ub4dor" not in dump
     assert content_hash(SECRET) in dump, "the secret belief is still accounted for, by hash"
-    assert "the standup is at ten" in dump, "text at or below the ceiling is exported"
+    assert "the standup is at ten" in dump, "the user's text at or below the ceiling is exported"
+    # the agent's note is free text in a log holding a secret: its hash only
+    assert "the standup moved" not in dump
+    assert content_hash("the standup moved, per alice") in dump
     # raising the ceiling is the operator's choice, and then the text may leave
     assert any(SECRET in _everything(s) for s in _exported(url, Sensitivity.SECRET))
 
@@ -169,8 +175,7 @@ KEY = "wombat_orchid_91"  # what the agent read in a secret record and copies el
 def _smuggling_log(url: str) -> None:
     """The agent read a secret in one session; in ANOTHER it names an action after it, and a
     sentinel flags an origin named after it with a reason quoting it: none of these fields has
-    a label. (A record the agent labels at or below the ceiling carries its own text: that is
-    the label's promise, not this one's.)"""
+    a label. Its note in that session, though labelled, is text it chose: free text too."""
     from gnomon.firewall.host.sentinels.sentinel import Sentinel
 
     with firewall.open(url) as wall:
@@ -193,7 +198,8 @@ def test_attack_secret_text_in_unlabelled_span_attributes_is_withheld(tmp_path: 
     spans = _exported(url)
     dump = _dump(spans)
     assert KEY not in dump, [s.name for s in spans if KEY in _everything(s)]
-    assert "the standup is at ten" in dump, "labelled text at or below the ceiling still leaves"
+    assert "the standup is at ten" not in dump, "the agent's note is free text"
+    assert content_hash("the standup is at ten") in dump, "still accounted for, by hash"
     flagged = next(s for s in spans if s.name == "gnomon.origin.flagged")
     assert flagged.attributes is not None
     assert str(flagged.attributes["gnomon.alert.reason"]).startswith("[redacted: secret] ")
@@ -258,3 +264,21 @@ def test_beliefs_of_an_import_batch_are_exported_under_their_labels(tmp_path: Pa
     assert len(shown) == 2
     assert {e.get("gnomon.belief.statement") for e in shown} == {"imported public fact", None}
     assert content_hash(SECRET) in _dump(spans) and SECRET not in _dump(spans)
+
+
+def test_attack_a_secret_carried_to_a_fresh_session_by_the_agents_memory_is_withheld(
+    tmp_path: Path,
+) -> None:
+    """Session B read nothing, so the agent's note quoting what it read in session A is labelled
+    public; the agent chose its text, so it is judged as free text, at the log's level."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall:
+        with wall.session(project="shop", actor="coder") as s:
+            s.observe(tool="vault_read", content=SECRET, sensitivity=Sensitivity.SECRET)
+        with wall.session(project="shop", actor="coder") as s:
+            assert s.sensitivity == Sensitivity.PUBLIC
+            note = s.remember(f"from memory: {SECRET}", sensitivity=Sensitivity.PUBLIC)
+            assert note.sensitivity == Sensitivity.PUBLIC
+    dump = _dump(_exported(url))
+    assert "Tr0ub4dor" not in dump
+    assert content_hash(f"from memory: {SECRET}") in dump

@@ -52,6 +52,13 @@ def free_text_not_judged(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(shipping, "scan_payload", lambda payload: TextScan())
 
 
+def agent_text_judged_by_label(mp: pytest.MonkeyPatch) -> None:
+    """Shipping trusts the label of a record the agent wrote: its text is never free."""
+    import gnomon.firewall.audit.free_text as free_text
+
+    mp.setattr(free_text, "agent_written", lambda record: False)
+
+
 def otel_ignores_the_ceiling(mp: pytest.MonkeyPatch) -> None:
     """OpenTelemetry export puts every belief's text in its span event."""
     import gnomon.firewall.host.otel as otel
@@ -621,6 +628,7 @@ CASES: list[tuple[str, Patch, str]] = [
     ("calibration_escalates", calibration_events_not_checked, "an edited calibration event"),
     ("shipped_export", nothing_above_the_ceiling, "never carries the secret text"),
     ("shipped_export", free_text_not_judged, "never carries the secret text"),
+    ("shipped_export", agent_text_judged_by_label, "never carries the secret text"),
     ("shipped_export", redacted_links_unchecked, "editing the redacted event's digest"),
     ("otel_ceiling", otel_ignores_the_ceiling, "no span carries the secret belief's text"),
     ("otel_ceiling", otel_random_ids, "the same ids"),

@@ -71,18 +71,19 @@ def test_a_shipped_export_redacts_the_secret_and_still_verifies(tmp_path: Path) 
     url = _store(tmp_path)
     out = tmp_path / "ship.ndjson"
     summary = _ship(url, out)
-    # the secret's event by its label; the observation by its unlabelled tool name, in a log
-    # that holds a secret record
-    assert summary["redacted"] == 2 and summary["sensitivity_ceiling"] == "internal"
-    assert summary["reasons"] == {"label": 1, "log_above_ceiling": 1}
+    # the secret's event by its label; in a log that holds a secret record, the observation by
+    # its unlabelled tool name and the agent's note by its text (the agent chose it)
+    assert summary["redacted"] == 3 and summary["sensitivity_ceiling"] == "internal"
+    assert summary["reasons"] == {"label": 1, "log_above_ceiling": 2}
     text = out.read_text()
     assert SECRET not in text and "s.QxZ81" not in text
-    assert "the on-call rota is in the wiki" in text, "what is at or below the ceiling is kept"
+    assert "the on-call rota is in the wiki" not in text, "an agent's note is free text"
+    assert _kept_kinds(out) == ["session.started", "session.ended"], "no free text: kept"
     code, output = _verify(out)
     assert code == 0, output
-    assert "redacted: 2 event(s)" in output
+    assert "redacted: 3 event(s)" in output
     report = verify_file(out)
-    assert report.ok and report.redacted == 2
+    assert report.ok and report.redacted == 3
     # the digest kept is the digest of the event the store holds (the holder can show it)
     with firewall.open(url) as wall:
         secret_event = next(e for e in wall.store.events() if SECRET.encode() in e.body)
@@ -101,6 +102,11 @@ def test_a_ceiling_of_secret_redacts_nothing_and_matches_the_plain_export(tmp_pa
 
 def _lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def _kept_kinds(path: Path) -> list[str]:
+    """The kinds of the events a shipped file keeps in clear, in order."""
+    return [json.loads(str(x["body"]))["kind"] for x in _lines(path)[1:] if "body" in x]
 
 
 def _write(path: Path, lines: list[dict[str, object]]) -> None:
@@ -217,7 +223,7 @@ def test_a_shipped_export_keeps_its_signed_checkpoints(tmp_path: Path) -> None:
     out = tmp_path / "ship.ndjson"
     redacted = _ship(url, out)["redacted"]
     report = verify_file(out, keys=[signer.public_key])
-    assert report.ok and report.redacted == redacted == 2 and report.signed_through is not None
+    assert report.ok and report.redacted == redacted == 3 and report.signed_through is not None
     other = CheckpointSigner.generate()
     assert not verify_file(out, keys=[other.public_key]).ok, "an unpinned signer is refused"
 
@@ -294,7 +300,9 @@ def test_attack_secret_text_smuggled_into_unlabelled_fields_does_not_ship(
     assert all("body_digest" in shipped[seq] for seq in smuggled)
     code, output = _verify(out)
     assert code == 0, output
-    assert "the on-call rota is in the wiki" in text, "a labelled internal record still ships"
+    # the agent's note is free text in a log holding a secret; what carries no free text ships
+    assert "the on-call rota is in the wiki" not in text
+    assert _kept_kinds(out)[:2] == ["session.started", "session.ended"]
 
 
 def test_attack_an_id_shaped_query_is_still_free_text(tmp_path: Path) -> None:

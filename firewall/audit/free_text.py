@@ -24,7 +24,13 @@ too: a key outside the known field names is free text, and everything
 under a caller's own data (``args``) is free text, keys included. Records that carry a
 sensitivity label (observations, claims, beliefs, and the rows of an import batch) are skipped
 when ``labelled_ok`` says their labels are at or below the ceiling: they carry their own text
-legitimately. Their text is still handed to the credential scan.
+legitimately, *unless the agent chose it*. A labelled record whose origin label includes the
+``agent`` class (:func:`agent_written`: a note, a report of a call without a channel; or one
+with no readable origin) is free text like any other: the label an agent's write takes is
+floored by what its own session read, and nothing else, so an agent that read a secret in one
+session can write it under a ``public`` label in the next. Records of every other origin (user,
+tool, external, imported, probe) keep their labels' word. All their text is still handed to
+the credential scan.
 
 >>> scan = scan_payload({"query": "deploy window", "accepted": ["bel_" + "0" * 28]})
 >>> scan.free, scan.texts
@@ -144,7 +150,8 @@ VOCABULARY: dict[str, frozenset[str]] = {
 #: Subtrees that are a caller's own data: every string under them, keys included, is free text.
 CALLER_DATA = frozenset({"args", "arguments", "inputs", "metadata"})
 #: Labelled records: skipped (their text is their own) when their labels are at or below the
-#: ceiling. ``imports`` is an import batch, whose rows are labelled beliefs.
+#: ceiling and the agent did not write them. ``imports`` is an import batch, whose rows are
+#: labelled beliefs (of the ``imported`` origin).
 LABELLED = frozenset({"observations", "claims", "beliefs"})
 
 
@@ -274,8 +281,9 @@ class TextScan:
 def scan_payload(payload: Mapping[str, Any], *, labelled_ok: bool = True) -> TextScan:
     """Walk ``payload`` (an event body's ``payload``) by default-deny.
 
-    ``labelled_ok``: the labelled records in it are at or below the ceiling, so their text is
-    theirs (collected for the credential scan, not counted as free); when false it counts as free.
+    ``labelled_ok``: the labelled records in it are at or below the ceiling, so the text of
+    those the agent did not write is theirs (collected for the credential scan, not counted as
+    free); an agent-written record's text, and any record's text when false, counts as free.
     """
     scan = TextScan()
     for key, value in payload.items():
@@ -283,7 +291,7 @@ def scan_payload(payload: Mapping[str, Any], *, labelled_ok: bool = True) -> Tex
             claims = _claim_ids(value) if labelled_ok else frozenset()
             for name, items in value.items():
                 if name in LABELLED and labelled_ok:
-                    _collect(name, items, scan)
+                    _labelled(name, items, scan)
                 elif name == "evidence" and isinstance(items, list):
                     for item in items:
                         # evidence for a labelled claim of this event: the claim's own metadata
@@ -302,12 +310,41 @@ def scan_payload(payload: Mapping[str, Any], *, labelled_ok: bool = True) -> Tex
     return scan
 
 
+def agent_written(record: Any) -> bool:
+    """Did the agent choose this record's text? True when its origin label includes the
+    ``agent`` class, and when it has no readable origin label (default-deny).
+
+    >>> agent_written({"origin": {"classes": ["agent", "tool"]}})
+    True
+    >>> agent_written({"origin": {"classes": ["user"]}}), agent_written({"statement": "x"})
+    (False, True)
+    """
+    origin = record.get("origin") if isinstance(record, Mapping) else None
+    classes = origin.get("classes") if isinstance(origin, Mapping) else None
+    if not isinstance(classes, list) or not classes:
+        return True
+    return OriginClass.AGENT.value in classes
+
+
+def _labelled(key: str, items: Any, scan: TextScan) -> None:
+    """Labelled records at or below the ceiling: a record whose text the agent chose is free
+    text (walked); any other record's text is its own (collected for the credential scan)."""
+    for item in items if isinstance(items, list) else [items]:
+        if agent_written(item):
+            _walk(key, item, scan)
+        else:
+            _collect(key, item, scan)
+
+
 def _claim_ids(records: Mapping[str, Any]) -> frozenset[str]:
+    """The labelled claims of an event whose text is their own (not the agent's)."""
     claims = records.get("claims")
     if not isinstance(claims, list):
         return frozenset()
     return frozenset(
-        c["id"] for c in claims if isinstance(c, Mapping) and isinstance(c.get("id"), str)
+        c["id"]
+        for c in claims
+        if isinstance(c, Mapping) and isinstance(c.get("id"), str) and not agent_written(c)
     )
 
 
@@ -412,6 +449,7 @@ __all__ = [
     "LABELLED",
     "VOCABULARY",
     "TextScan",
+    "agent_written",
     "scan_payload",
     "structural",
 ]

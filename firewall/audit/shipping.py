@@ -16,10 +16,12 @@ in :class:`Shipment`):
 * ``credential``: a string in it that is not structural, in a labelled record or not, holds a
   credential (:func:`~firewall.audit.credentials.credential_kinds`), whatever its label says;
 * ``log_above_ceiling``: the export holds a record above the ceiling anywhere, and this event
-  carries unlabelled free text (:func:`~firewall.audit.free_text.scan_payload`, by
-  default-deny: a recall's query, an action's arguments, a decision's summary, a reason, an
-  origin id). Such text carries no label of its own and a hostile agent can put what it read
-  into it, in any session, so it takes the sensitivity of the whole log.
+  carries free text (:func:`~firewall.audit.free_text.scan_payload`, by default-deny): text
+  without a label (a recall's query, an action's arguments, a decision's summary, a reason, an
+  origin id), or the text of a labelled record the agent wrote (its origin includes the
+  ``agent`` class: a note it remembered, a call it reported). A hostile agent can put what it
+  read into any of these, in any session (and label its note ``public`` in a session that read
+  nothing), so they take the sensitivity of the whole log.
 
 So the export takes two passes over the store's rows (:func:`ship` takes a function that
 yields them, ``store.chain_rows``): the first finds the events whose records are above the
@@ -29,16 +31,18 @@ can show a redacted event's body matches its digest. An event written under hash
 cannot be redacted this way, and shipping one that must be redacted is refused
 (:class:`~firewall.model.errors.RedactionError`) rather than leaked or broken.
 
-What this does not withhold: text copied into a record labelled at or below the ceiling (the
-label is the promise; a credential is still found). An agent's own writes cannot make that
-promise falsely within a session: a note, or a call the agent reports without a channel, takes
-at least the highest sensitivity its session has read (:attr:`Session.sensitivity
-<firewall.host.session.Session.sensitivity>`); text carried from one session into another by
-the agent's own memory is beyond it. Nor what structural fields (which ids an event names, how
-many there are) could encode. What it costs: in a log holding
-any record above the ceiling, most events an agent's session writes carry some free text (a
-tool name, a query) and are withheld, so such a shipment says what happened (kinds, ids, states,
-times, labelled text at or below the ceiling), not what the agent asked.
+What this does not withhold: text copied into a record of another origin (a user's, a tool's,
+an import's) labelled at or below the ceiling (the label is the promise; a credential is still
+found). Nor what structural fields (which ids an event names, how many there are) could encode.
+An agent's own writes make no such promise: within a session their label is at least the
+highest sensitivity the session has read (:attr:`Session.sensitivity
+<firewall.host.session.Session.sensitivity>`), but text carried from one session into another by
+the agent's own memory is beyond that floor, so shipping judges them as free text. What it
+costs: in a log holding any record above the ceiling, almost every event an agent's session
+writes carries some free text (a tool name, a query, its notes) and is withheld, so such a
+shipment says what happened (kinds, ids, states, times, sessions opening and closing; the text
+of users', tools' and imports' records at or below the ceiling), not what the agent asked or
+wrote.
 
 What a shipped file does not prove: *who* redacted. Anyone on the way can replace a kept body by
 its digest and the file still verifies (it loses information, it cannot gain any: a digest has no
@@ -170,7 +174,9 @@ def _why(body: bytes, level: Sensitivity | None, tainted: bool) -> str | None:
 
 _NOTES = {
     CREDENTIAL: "a credential in its text",
-    LOG_ABOVE_CEILING: "unlabelled text in a log holding records above the {ceiling} ceiling",
+    LOG_ABOVE_CEILING: (
+        "unlabelled or agent-written text in a log holding records above the {ceiling} ceiling"
+    ),
 }
 
 

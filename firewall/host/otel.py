@@ -20,7 +20,10 @@ attribute under ``gnomon.*``.
 
 **Redaction.** The text of a belief is exported only when its sensitivity is at or below the
 ceiling (``internal`` by default); above it the span event carries the belief's content hash
-(``gnomon.belief.content_hash``) and never the text (nor its origin ids). Observation blocks,
+(``gnomon.belief.content_hash``) and never the text (nor its origin ids). A belief whose origin
+includes the ``agent`` class is text the agent chose (it may carry what it read in another
+session into a note it labels public), so its text is judged as free text: at the higher of its
+label and the log's level (below). Observation blocks,
 action arguments, recall queries and decision summaries are exported as hashes only: they carry
 no label of their own to decide by. The rest of the unlabelled text a span carries (an action's
 tool name, a kernel's reasons, an alert's reason and origin id: a hostile agent can put what it
@@ -73,6 +76,7 @@ from gnomon.firewall.audit.shipping import payload_sensitivity
 from gnomon.firewall.gate.policy import ContextPolicy
 from gnomon.firewall.log.events import IMPORTS, Event
 from gnomon.firewall.model.chain import Belief, content_hash
+from gnomon.firewall.model.origin import OriginClass
 from gnomon.firewall.model.states import Sensitivity
 
 #: The default ceiling: belief text above it leaves as its hash only.
@@ -238,14 +242,19 @@ class SpanBuilder:
             "gnomon.belief.origin": sorted(belief.origin.origin_ids),
             "gnomon.belief.content_hash": content_hash(belief.statement),
         }
-        # the redactor decides, by label (the ceiling) and by content (a credential): a statement
+        # text the agent chose is free text: it takes at least the level of the log (the agent
+        # may carry what it read in any session into a note it labels public)
+        level = belief.sensitivity
+        if OriginClass.AGENT in belief.origin.classes:
+            level = max(level, self.free_text_level, key=lambda s: s.rank)
+        # the redactor decides, by level (the ceiling) and by content (a credential): a statement
         # it would change leaves no stand-in, only the hash above and the flag
-        if self._redact(belief.statement, belief.sensitivity) == belief.statement:
+        if self._redact(belief.statement, level) == belief.statement:
             out["gnomon.belief.statement"] = belief.statement
             return self._scrubbed(out)
         out["gnomon.belief.redacted"] = True
         # the origin ids of a withheld belief are its text too (a file path can be a secret)
-        return self._scrubbed(out, level=belief.sensitivity)
+        return self._scrubbed(out, level=level)
 
     def _text(self, text: str, level: Sensitivity = Sensitivity.PUBLIC) -> str:
         """``text`` as a span may carry it, labelled ``level``: above the ceiling it leaves as

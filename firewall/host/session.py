@@ -124,7 +124,10 @@ class Session:
 
         Read-only, and it only ever rises: it is the floor of every label the agent's own
         writes take (:meth:`remember`, an :meth:`observe` without a channel), so what a session
-        read cannot be written back below its label and leave in a shipped export."""
+        read cannot be written back below its label. It cannot see other sessions: what the
+        agent read in one and writes from memory in the next is kept out of a shipped export
+        because shipping treats the agent's writes as free text
+        (:mod:`firewall.audit.free_text`)."""
         return self._sensitivity
 
     def _floor(self, asked: Sensitivity) -> Sensitivity:
