@@ -1,10 +1,13 @@
 """MCP proxy benchmark: the latency ``gnomon mcp proxy`` adds to one tool call.
 
 The same server (``tests/fixtures/mcp_push_server.py``, its L0 ``read_readme`` tool) is called
-by the ``mcp`` SDK client three ways in the same run, the calls interleaved so that all three
+by the ``mcp`` SDK client four ways in the same run, the calls interleaved so that all four
 see the same machine load:
 
 * **direct**: the client talks to the server;
+* **raw relay**: through a byte-copying relay (this file with ``--raw-relay CMD``: one
+  ``selectors`` loop copying the JSON-RPC lines between its stdio and the server's pipes, no
+  parsing): the process-hop floor, what any process in front costs on this machine;
 * **relay**: through a bare SDK relay (this file with ``--relay CMD``: the SDK's lowlevel
   ``Server`` in front of the same ``Client``, with the worker-thread hop the proxy used to
   make, no kernel): what a stdio-in-front proxy built on the SDK's server session pays;
@@ -12,9 +15,9 @@ see the same machine load:
   its message-level relay in front, the kernel's decision (the sentinel arbiter's look at the
   log's tail; the proposal and the execution claim in one commit), the upstream call awaited
   in the event loop; the outcome and the observation (envelope + content claims) are one
-  commit by the proxy's writer thread after the reply, ordered before the next decision.
+  commit in the event loop once the reply is written, ordered before the next decision.
 
-The figure is p50(proxied) - p50(direct), with p50(relay) - p50(direct) beside it. Target:
+The figure is p50(proxied) - p50(direct), with the raw and SDK relays' added p50 beside it. Target:
 <= 2 ms. Figures and the breakdown are in docs/benchmarks.md ("MCP proxy").
 
 ``--in-process`` measures the proxy's own work without any process hop: ``Proxy.call`` against
@@ -92,6 +95,29 @@ async def relay(command: list[str]) -> None:
         server = Server("relay", on_list_tools=list_tools, on_call_tool=call_tool)
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
+
+
+def raw_relay(command: list[str]) -> None:
+    """The process-hop floor: copy bytes between this process's stdio and ``command``'s pipes,
+    no parsing (the JSON-RPC lines pass through as they come), one ``selectors`` loop."""
+    import selectors
+
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert child.stdin is not None and child.stdout is not None
+    route = {0: child.stdin.fileno(), child.stdout.fileno(): 1}
+    sel = selectors.DefaultSelector()
+    for fd in route:
+        sel.register(fd, selectors.EVENT_READ)
+    while True:
+        for key, _ in sel.select():
+            data = os.read(key.fd, 1 << 16)
+            if not data:
+                child.stdin.close()
+                child.wait()
+                return
+            view = memoryview(data)
+            while view:
+                view = view[os.write(route[key.fd], view) :]
 
 
 def children_cpu() -> dict[int, tuple[str, float]]:
@@ -200,6 +226,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=200, help="calls per round and path")
     parser.add_argument("--rounds", type=int, default=3, help="fresh store and processes each")
+    if sys.argv[1:2] == ["--raw-relay"]:  # the raw relay subprocess: --raw-relay <command>
+        raw_relay(sys.argv[2:])
+        return
     if sys.argv[1:2] == ["--relay"]:  # the relay subprocess: --relay <server command>
         anyio.run(relay, sys.argv[2:])
         return
@@ -232,15 +261,19 @@ def main() -> None:
                 command=sys.executable, args=[__file__, "--relay", *server], env=ENV
             ),
             proxy_params(config, server),
+            StdioServerParameters(
+                command=sys.executable, args=[__file__, "--raw-relay", *server], env=ENV
+            ),
         ]
         if args.baseline_tree is not None:  # its own store: two proxies on one file contend
             paths.append(proxy_params(setup(Path(tempfile.mkdtemp())), server, args.baseline_tree))
         times, spent = anyio.run(timed, paths, args.n)
-        d, r, p, *b = (statistics.median(t) * 1e3 for t in times)
-        rows.append((d, r, p, *b))
+        d, r, p, w, *b = (statistics.median(t) * 1e3 for t in times)
+        rows.append((d, r, p, w, *b))
         cpu = [proxy_cpu(spent, tree, args.n) for tree in (ROOT, args.baseline_tree) if tree]
         print(
-            f"direct p50 {d:.2f} ms | relay p50 {r:.2f} ms (+{r - d:.2f}) | "
+            f"direct p50 {d:.2f} ms | raw relay p50 {w:.2f} ms (+{w - d:.2f}) | "
+            f"relay p50 {r:.2f} ms (+{r - d:.2f}) | "
             f"proxied p50 {p:.2f} ms (+{p - d:.2f}, {p / d:.1f}x direct, its process "
             f"{cpu[0]:.2f} ms CPU a call)"
             + "".join(
@@ -250,13 +283,15 @@ def main() -> None:
         )
     added = statistics.median(row[2] - row[0] for row in rows)
     floor = statistics.median(row[1] - row[0] for row in rows)
+    raw = statistics.median(row[3] - row[0] for row in rows)
     before = ""
     if args.baseline_tree is not None:
-        old = statistics.median(row[3] - row[0] for row in rows)
+        old = statistics.median(row[4] - row[0] for row in rows)
         before = f"; the baseline tree's proxy adds {old:.2f} ms"
     print(
         f"median of {args.rounds} rounds x {args.n} calls: proxy adds {added:.2f} ms "
-        f"(target <= 2 ms); a bare SDK relay adds {floor:.2f} ms{before}; "
+        f"(target <= 2 ms); a raw byte relay (the process-hop floor) adds {raw:.2f} ms; "
+        f"a bare SDK relay adds {floor:.2f} ms{before}; "
         f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
 
