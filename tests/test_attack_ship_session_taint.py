@@ -50,6 +50,22 @@ def test_attack_a_note_quoting_a_secret_tool_result_does_not_ship(
     assert "s.QxZ81" not in _shipped(url, tmp_path)
 
 
+def test_attack_a_note_quoting_a_secret_read_in_a_batch_does_not_ship(tmp_path: Path) -> None:
+    """The secret is read through ``observe_many`` (one event for many calls): the session's
+    floor rises with it exactly as with ``observe``."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall, wall.session(project="shop", actor="coder") as s:
+        calls = [
+            firewall.ToolCall(tool="ls", content="a b c", sensitivity=Sensitivity.PUBLIC),
+            firewall.ToolCall(tool="vault_read", content=SECRET, sensitivity=Sensitivity.SECRET),
+        ]
+        s.observe_many(calls)
+        assert s.sensitivity == Sensitivity.SECRET
+        note = s.remember(f"noted: {SECRET}", sensitivity=Sensitivity.PUBLIC)
+        assert note.sensitivity == Sensitivity.SECRET
+    assert "s.QxZ81" not in _shipped(url, tmp_path)
+
+
 def test_attack_a_note_quoting_a_recalled_secret_does_not_ship(tmp_path: Path) -> None:
     """The secret reaches the session through recall (a policy that admits it) this time."""
     url = f"sqlite:///{tmp_path / 'g.db'}"
