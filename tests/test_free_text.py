@@ -41,7 +41,7 @@ def test_attack_evidence_is_skipped_only_with_a_labelled_claim_the_agent_did_not
     the agent's: evidence alone, or for an agent's claim, is free text."""
     evidence = {"claim_id": CLM, "source": SECRET}
     alone = scan_payload({"records": {"evidence": [evidence]}})
-    agents = {"id": CLM, "statement": "x", "origin": {"classes": ["agent"]}}
+    agents = {"id": CLM, "origin": {"classes": ["agent"]}}  # no text of its own
     with_agent = scan_payload({"records": {"claims": [agents], "evidence": [evidence]}})
     tools = {"id": CLM, "statement": "x", "origin": TOOL}
     with_tool = scan_payload({"records": {"claims": [tools], "evidence": [evidence]}})
