@@ -9,6 +9,7 @@ import base64
 import pytest
 
 from gnomon.firewall.audit.free_text import scan_payload
+from gnomon.firewall.log.events import IMPORTS
 
 SECRET = "the payroll key is pk-1"
 BEL = "bel_" + "0" * 28
@@ -59,3 +60,24 @@ def test_unknown_keys_of_a_labelled_record_reach_the_credential_scan() -> None:
     observation = {"id": "obs_" + "2" * 28, "origin": TOOL, SECRET: 1}
     scan = scan_payload({"records": {"observations": [observation]}})
     assert not scan.free and SECRET in scan.texts
+
+
+def test_attack_a_callers_data_is_free_text_even_under_structural_names() -> None:
+    """Under ``args`` every string is the caller's, however its key is named: a key the host
+    would otherwise trust (``user``, ``project``) does not make the value structural."""
+    for key in ("user", "project", "id", "level"):
+        assert scan_payload({"args": {key: SECRET}}).free, key
+    assert scan_payload({"args": {SECRET: 1}}).free
+
+
+def test_attack_labelled_records_above_the_ceiling_are_free_text() -> None:
+    """``labelled_ok=False`` (a record of the event is above the ceiling): no record's text
+    rides on its label, not a tool's belief, not an import batch's rows."""
+    belief = {"id": BEL, "statement": SECRET, "origin": TOOL}
+    row = [BEL, CLM, "ev_x", SECRET, "file:x", "internal", "2026-01-01T00:00:00Z", "m1", "0" * 64]
+    for payload in (
+        {"records": {"beliefs": [belief]}},
+        {IMPORTS: {"rows": [row]}},
+    ):
+        assert not scan_payload(payload).free
+        assert scan_payload(payload, labelled_ok=False).free, payload
