@@ -300,13 +300,17 @@ def test_out_of_band_edit_of_an_edge_name_is_drift(env) -> None:  # type: ignore
 def test_attack_a_withheld_episode_carries_its_text_in_no_field(env) -> None:  # type: ignore[no-untyped-def]
     """The poisoned episode puts its words in its description and metadata too: a read that
     withholds it blanks every text field (strings, lists, mappings), not only ``content``."""
-    wall, zep, _mock, graph, _thread = env
-    stray = sync_client().graph.episode.add(
-        graph,
-        data=POISON,
-        source_description=f"desc: {POISON}",
-        metadata={"note": POISON, "tags": [POISON]},
-    ).episode
+    _wall, zep, _mock, graph, _thread = env
+    stray = (
+        sync_client()
+        .graph.episode.add(
+            graph,
+            data=POISON,
+            source_description=f"desc: {POISON}",
+            metadata={"note": POISON, "tags": [POISON]},
+        )
+        .episode
+    )
     got = zep.graph.episode.get(graph, stray.uuid_)
     assert got.gnomon["withheld"] is True
     assert got.content == "" and got.metadata in (None, {}) and not got.source_description
