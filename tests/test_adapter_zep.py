@@ -295,3 +295,23 @@ def test_out_of_band_edit_of_an_edge_name_is_drift(env) -> None:  # type: ignore
     assert list(quoter.graph.search_edges(graph, query="Lisbon")) == []
     belief = wall.require_belief(edge.gnomon["belief_id"])
     assert belief.security_status.value == "suspicious"
+
+
+def test_attack_a_withheld_episode_carries_its_text_in_no_field(env) -> None:  # type: ignore[no-untyped-def]
+    """The poisoned episode puts its words in its description and metadata too: a read that
+    withholds it blanks every text field (strings, lists, mappings), not only ``content``."""
+    _wall, zep, _mock, graph, _thread = env
+    stray = (
+        sync_client()
+        .graph.episode.add(
+            graph,
+            data=POISON,
+            source_description=f"desc: {POISON}",
+            metadata={"note": POISON, "tags": [POISON]},
+        )
+        .episode
+    )
+    got = zep.graph.episode.get(graph, stray.uuid_)
+    assert got.gnomon["withheld"] is True
+    assert got.content == "" and got.metadata in (None, {}) and not got.source_description
+    assert POISON not in got.model_dump_json(exclude={"gnomon"})

@@ -231,3 +231,21 @@ def test_two_processes_racing_one_grant_on_sqlite_promote_once(tmp_path: Path) -
     with firewall.open(url, **opened) as wall:  # type: ignore[arg-type]
         for grant, a, b in pairs:
             assert _promoted(wall, a, b) == 1, grant.id
+
+
+def test_attack_a_grant_spent_before_spends_were_claims_stays_spent(tmp_path: Path) -> None:
+    """A store written before grant spends were claims: the promotion's event names the grant
+    in its revisions but took no ``grant:<id>`` claim (the old host committed it directly). The
+    store's claim table has no row for the grant, so only the revisions say it was used: a
+    second promotion with it must still be refused, having written nothing."""
+    with firewall.open(f"sqlite:///{tmp_path / 'g.db'}") as wall:
+        ((grant, a, b),) = _pairs(wall, 1)
+        spend = wall.spend
+        wall.spend = lambda _grant_id, draft: wall.commit(draft)[0]  # type: ignore[method-assign]
+        wall.promote(a.id, grant=grant, reason="checked")
+        wall.spend = spend  # type: ignore[method-assign]
+        head = wall.store.head()
+        with pytest.raises(SpentGrantError):
+            wall.promote(b.id, grant=grant, reason="checked again")
+        assert wall.store.head() == head
+        assert _promoted(wall, a, b) == 1

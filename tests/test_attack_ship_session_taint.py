@@ -50,6 +50,22 @@ def test_attack_a_note_quoting_a_secret_tool_result_does_not_ship(
     assert "s.QxZ81" not in _shipped(url, tmp_path)
 
 
+def test_attack_a_note_quoting_a_secret_read_in_a_batch_does_not_ship(tmp_path: Path) -> None:
+    """The secret is read through ``observe_many`` (one event for many calls): the session's
+    floor rises with it exactly as with ``observe``."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall, wall.session(project="shop", actor="coder") as s:
+        calls = [
+            firewall.ToolCall(tool="ls", content="a b c", sensitivity=Sensitivity.PUBLIC),
+            firewall.ToolCall(tool="vault_read", content=SECRET, sensitivity=Sensitivity.SECRET),
+        ]
+        s.observe_many(calls)
+        assert s.sensitivity == Sensitivity.SECRET
+        note = s.remember(f"noted: {SECRET}", sensitivity=Sensitivity.PUBLIC)
+        assert note.sensitivity == Sensitivity.SECRET
+    assert "s.QxZ81" not in _shipped(url, tmp_path)
+
+
 def test_attack_a_note_quoting_a_recalled_secret_does_not_ship(tmp_path: Path) -> None:
     """The secret reaches the session through recall (a policy that admits it) this time."""
     url = f"sqlite:///{tmp_path / 'g.db'}"
@@ -140,3 +156,27 @@ def test_attack_a_secret_carried_to_a_fresh_session_by_the_agents_memory_does_no
     text = _shipped(url, tmp_path)
     assert "s.QxZ81" not in text
     assert "agent-written" in _redacted(text)[written.seq]
+
+
+@pytest.mark.parametrize(
+    "origin", [None, firewall.Origin.external("web:docs")], ids=["default", "asserted-external"]
+)
+def test_attack_a_secret_carried_to_a_fresh_session_as_a_reported_call_does_not_ship(
+    tmp_path: Path, origin: firewall.Origin | None
+) -> None:
+    """As above, but the agent writes the secret as the content of a call it reports itself (no
+    host channel), labelled public. The observation and its content beliefs are its words as
+    much as a note: free text in a log that holds a secret, whatever origin it asserted."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall:
+        with wall.session(project="shop", actor="coder") as s:
+            s.observe(tool="vault_read", content=SECRET, sensitivity=Sensitivity.SECRET)
+        with wall.session(project="shop", actor="coder") as s:
+            extra = {} if origin is None else {"origin": origin}
+            s.observe(
+                tool="fetch",
+                content=f"from memory: {SECRET}",
+                sensitivity=Sensitivity.PUBLIC,
+                **extra,  # type: ignore[arg-type]
+            )
+    assert "s.QxZ81" not in _shipped(url, tmp_path)

@@ -391,6 +391,24 @@ def _forged_user_statement() -> tuple[MemoryStore, Belief]:
     return source, belief
 
 
+def _forged_user_label() -> tuple[MemoryStore, Belief]:
+    """A belief labelled as the user's, held unverified on an external page's evidence: the
+    gate would adopt it like that, but its label alone is what shipping and the credential
+    rules trust (a user's text is not the agent's free text)."""
+    source = MemoryStore()
+    belief = make_belief(
+        origin=Origin.user("alice"),
+        authority=Authority.AUTO_OBSERVATION,
+        truth_status=TruthStatus.UNVERIFIED,
+        retrieval_status=RetrievalStatus.RESTRICTED,
+    )
+    evidence = make_evidence(
+        claim_id=belief.claim_id, quality=EvidenceQuality.EXTERNAL_DOCUMENT, origin=EXTERNAL
+    )
+    source.commit([make_draft(make_records(evidence=[evidence], beliefs=[belief]))])
+    return source, belief
+
+
 def _forged_kernel_allowance() -> tuple[MemoryStore, None]:
     """An action-kernel proposal the 'kernel' allowed: a host would execute it."""
     source = MemoryStore()
@@ -405,14 +423,31 @@ def _forged_kernel_allowance() -> tuple[MemoryStore, None]:
     return source, None
 
 
+def _forged_policy_load() -> tuple[MemoryStore, None]:
+    """A kernel's policy load naming a digest and key the operator never signed: the log would
+    say the actions it recorded ran under that policy."""
+    source = MemoryStore()
+    data = {
+        "policy": "permissive",
+        "digest": "0" * 64,
+        "key_id": "f" * 16,
+        "unsigned": False,
+        "source": "/etc/gnomon/policy.yaml",
+    }
+    source.commit([make_draft(kind="action_policy.loaded", data=data)])
+    return source, None
+
+
 @pytest.mark.parametrize(
     ("forge", "seq", "claim"),
     [
         (_forged_user_promotion, 2, "with user authority"),
         (_forged_user_statement, 1, "attested origin"),
+        (_forged_user_label, 1, "claims an attested origin"),
         (_forged_kernel_allowance, 1, "action-kernel record (action.proposed)"),
+        (_forged_policy_load, 1, "action-kernel record (action_policy.loaded)"),
     ],
-    ids=["user-promotion", "user-statement", "kernel-allowance"],
+    ids=["user-promotion", "user-statement", "user-label", "kernel-allowance", "policy-load"],
 )
 def test_authority_in_a_log_no_key_vouches_for_is_refused(
     tmp_path: Path, forge: object, seq: int, claim: str

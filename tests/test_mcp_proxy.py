@@ -893,3 +893,26 @@ def test_an_agent_that_stops_reading_replies_does_not_crash_the_relay(tmp_path: 
     assert _outcomes(tmp_path, "read_page") == [("executed", [True])] * 3
     read = _external(tmp_path, "mcp:hostile/read_page")
     assert len({b.id for b in read if "PAGE: ignore" in str(b.statement)}) >= 1, read
+
+
+def test_a_deeply_nested_line_is_a_parse_error_and_the_relay_goes_on(tmp_path: Path) -> None:
+    """A line of 100 000 open brackets: the JSON-RPC validator refuses it, and the fallback
+    that looks for its id must not recurse into it and crash the relay (every later call
+    would be lost). It is a parse error (-32700); the ping after it is answered."""
+    import json
+
+    config = _host(tmp_path, "hostile", HOSTILE_TOOLS, timeout=0.05)
+    command = [*GNOMON, "mcp", "proxy", "--config", str(config), "--"]
+    server = [sys.executable, HOSTILE_SERVER, str(tmp_path)]
+    lines = [
+        b"[" * 100_000 + b"\n",
+        b'{"a":' * 100_000 + b"\n",
+        b'{"jsonrpc": "2.0", "id": 10, "method": "ping"}\n',
+    ]
+    done = subprocess.run(
+        [*command, *server], input=b"".join(lines), capture_output=True, env=_env(), timeout=120
+    )
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode()[-2000:]
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    codes = [(a.get("id"), a.get("error", {}).get("code")) for a in answers]
+    assert codes == [(None, -32700), (None, -32700), (10, None)], codes

@@ -33,6 +33,7 @@ from gnomon.firewall.model.errors import (
     LogIntegrityError,
     StoreCorruptError,
     StoreError,
+    TerminalStateError,
 )
 from gnomon.firewall.model.states import (
     Authority,
@@ -479,3 +480,22 @@ def test_a_forged_batch_moving_one_belief_twice_is_refused_by_the_store_and_ever
         assert wall.store.head() == head, "no event"
         assert wall.require_belief(page) == before
         assert rebuild(wall.store).ok
+
+
+@pytest.mark.parametrize(
+    ("axis", "before", "after"),
+    [
+        (Axis.SECURITY, SecurityStatus.MALICIOUS, SecurityStatus.QUARANTINED),
+        (Axis.TRUTH, TruthStatus.SUPERSEDED, TruthStatus.CONTRADICTED),
+        (Axis.RETRIEVAL, RetrievalStatus.BLOCKED, RetrievalStatus.RESTRICTED),
+    ],
+)
+def test_a_batch_never_moves_a_belief_out_of_a_terminal_state(
+    axis: Axis, before: str, after: str
+) -> None:
+    """A terminal state is refused as terminal (the error says to record a new belief), by
+    every authority, before the gate's table is consulted."""
+    for authority in (Authority.SENTINEL, Authority.POLICY, Authority.SYSTEM):
+        batch = MoveBatch(authority, datetime(2026, 1, 1, tzinfo=UTC))
+        with pytest.raises(TerminalStateError, match="terminal state"):
+            batch.plan({axis: str(before)}, [Move(axis, after)])

@@ -426,7 +426,12 @@ def _moves(value: Mapping[str, Any], scan: TextScan) -> None:
             _walk(key, item, scan)
             continue
         for row in item:
-            if not (isinstance(row, list) and len(row) == 4 and isinstance(row[3], list)):
+            if not (
+                isinstance(row, list)
+                and len(row) == 4
+                and all(isinstance(n, int) for n in row[1:3])
+                and isinstance(row[3], list)
+            ):
                 _caller(row, scan)
                 continue
             _walk("belief_id", row[0], scan)

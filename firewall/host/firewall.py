@@ -535,8 +535,9 @@ class Firewall:
 
         ``spends``: the operation promotes or clears, so the grant must not have been used
         before; "used" is read from the store (revisions carry the grant id), so it holds across
-        processes and restarts. This check gives the clear error early; concurrent spenders
-        are decided by the atomic claim in :meth:`spend`.
+        processes and restarts. This check gives the clear error early, and it is what keeps
+        a grant spent before spends were claims (an older log: no ``grant:<id>`` claim) spent;
+        concurrent spenders are decided by the atomic claim in :meth:`spend`.
         """
         checked = self.verifier.verify(
             grant,

@@ -117,6 +117,7 @@ async def _read_lines(fd: int, out: MemoryObjectSendStream[SessionMessage | Exce
 
 
 _TOO_LONG = f"a message longer than {MAX_LINE} bytes (the rest of its line is skipped)"
+_TOO_DEEP = "not JSON-RPC: nested too deeply to read"
 _CUT_OFF = "the input ended inside a message (each message ends with a newline)"
 _NOT_A_REQUEST = (
     "not a JSON-RPC 2.0 message: one object per line, "
@@ -135,6 +136,8 @@ def _parse(line: bytes) -> SessionMessage | Exception:
         doc = json.loads(line)
     except ValueError as exc:
         return UnreadableMessage(types.PARSE_ERROR, f"not JSON: {exc}"[:200])
+    except RecursionError:  # the validator refused it; the fallback must not crash the relay
+        return UnreadableMessage(types.PARSE_ERROR, _TOO_DEEP)
     found = doc.get("id") if isinstance(doc, dict) else None
     request_id = found if isinstance(found, int | str) and not isinstance(found, bool) else None
     return UnreadableMessage(types.INVALID_REQUEST, _NOT_A_REQUEST, request_id)
