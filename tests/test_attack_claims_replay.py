@@ -135,3 +135,17 @@ def test_rebuild_compares_the_claims(tmp_path: Path) -> None:
         found = {(d.table, d.id, d.kind) for d in report.differences}
         assert ("execution_claims", "req_x", "extra") in found, report.differences
         assert ("execution_claims", request_id, "missing") in found, report.differences
+
+
+def test_an_execution_event_without_a_request_id_derives_no_claim() -> None:
+    """A keyed log's ``action.executing`` event with no (or a non-string) request id claims
+    nothing on replay: before, it derived the claim ``"None"`` (or the id's text form)."""
+    from gnomon.firewall.store.base import EXECUTION_CLAIM_KIND, claim_of
+    from gnomon.firewall.store.memory import MemoryStore
+
+    store = MemoryStore()
+    for data in ({}, {"request_id": None}, {"request_id": 7}, {"request_id": ""}):
+        (event,) = store.commit([make_draft(kind=EXECUTION_CLAIM_KIND, data=data)])
+        assert claim_of(event) is None, data
+    (event,) = store.commit([make_draft(kind=EXECUTION_CLAIM_KIND, data={"request_id": "req_x"})])
+    assert claim_of(event) == "req_x"

@@ -81,3 +81,12 @@ def test_attack_labelled_records_above_the_ceiling_are_free_text() -> None:
     ):
         assert not scan_payload(payload).free
         assert scan_payload(payload, labelled_ok=False).free, payload
+
+
+def test_attack_a_policy_the_caller_named_is_free_text() -> None:
+    """A caller may pass its own ContextPolicy to recall or decide, named as it likes: the
+    name is structural only when it is a preset's."""
+    secret = "pk-payroll-7781"
+    for key in ("policy", "policy_id"):
+        assert scan_payload({key: secret}).free, key
+        assert not scan_payload({key: "default"}).free, key

@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gnomon.firewall.gate.policy import ReasonCode
+from gnomon.firewall.gate.policy import ContextPolicy, ReasonCode
 from gnomon.firewall.log.events import IMPORTS, MOVES, RECORD_TYPES
 from gnomon.firewall.model.chain import BindingState
 from gnomon.firewall.model.ids import PREFIXES
@@ -99,14 +99,17 @@ ID_FIELDS = frozenset(
 BY_ID = frozenset({"rejected", "dependency_truth"})
 #: Fields whose string values are hex digests (besides ``*_digest`` and ``*_hash``).
 HEX_FIELDS = frozenset({"block_hashes", "digest", "expected", "found", "key_id", "nonce"})
-#: Names the host gave when it opened a session, a store or a policy.
+#: Fields naming the context policy a recall or decision ran under: structural only when the
+#: value is a preset's name (a caller's own policy object carries a name the caller chose).
+POLICY_NAMED = frozenset({"policy", "policy_id"})
+PRESETS = frozenset(ContextPolicy.presets())
+
+#: Names the host gave when it opened a session or a store.
 HOST_NAMED = frozenset(
     {
         "actor",
         "approver",
         "model_id",
-        "policy",
-        "policy_id",
         "project",
         "prompt_id",
         "sentinel",
@@ -175,6 +178,8 @@ def structural(key: str, value: str) -> bool:
     """
     if key in HOST_NAMED:
         return True
+    if key in POLICY_NAMED:  # a caller may pass its own ContextPolicy, named as it likes
+        return value in PRESETS
     if key == "signature":
         return _BASE64_SIGNATURE.fullmatch(value) is not None
     if _hex_field(key):
@@ -194,6 +199,7 @@ _KNOWN_KEYS = (
     | BY_ID
     | HEX_FIELDS
     | HOST_NAMED
+    | POLICY_NAMED
     | frozenset(VOCABULARY)
     | LABELLED
     | frozenset({IMPORTS, MOVES, "records", "reason", "reasons", "summary", "statement"})

@@ -55,7 +55,8 @@ def claim_of(event: Event) -> str | None:
     """The claim ``event`` was committed with, or ``None``: the request id of an execution
     (:data:`EXECUTION_CLAIM_KIND`), or the :data:`CLAIM_FIELD` of its payload."""
     if event.kind == EXECUTION_CLAIM_KIND:
-        return str(event.payload.get("request_id"))
+        request_id = event.payload.get("request_id")
+        return request_id if isinstance(request_id, str) and request_id else None
     claim = event.payload.get(CLAIM_FIELD)
     return claim if isinstance(claim, str) else None
 
