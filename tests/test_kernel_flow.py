@@ -7,12 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import pytest
 
 from gnomon import firewall
 from gnomon.firewall.host.guard import guard
 from gnomon.firewall.kernel import ActionKernel
 from gnomon.firewall.kernel.actionpolicy import ActionPolicy
 from gnomon.firewall.kernel.signing import SignedPolicy
+from gnomon.firewall.model.errors import StoreError
 from gnomon.firewall.model.origin import Origin
 
 
@@ -86,3 +88,28 @@ def test_an_async_tool_runs_in_the_event_loop_and_its_record_can_wait() -> None:
     assert after is not None and "external:web:example" in after.origin_ids
     kinds = [e.kind for e in wall.store.events()]
     assert kinds[-3:] == ["action.executed", "observation.recorded", "session.ended"]
+
+
+def test_an_interrupted_call_keeps_its_interruption_when_the_aborted_record_fails() -> None:
+    """A tool interrupted mid-call (Ctrl-C, shutdown) gets an aborted outcome; when that record
+    itself cannot be committed (the store is gone), the caller still sees the interruption,
+    not the store's error in its place."""
+    wall = firewall.open("memory://")
+
+    def read_file(_args: dict[str, Any]) -> str:
+        commit = wall.commit
+
+        def broken(*_drafts: Any) -> Any:  # fails once: the aborted record
+            wall.commit = commit  # type: ignore[method-assign]
+            raise StoreError("the store went away")
+
+        wall.commit = broken  # type: ignore[method-assign]
+        raise KeyboardInterrupt
+
+    kernel = _kernel(wall, {"read_file": read_file})
+    with (
+        wall.session(project="shop", actor="coder") as s,
+        pytest.raises(KeyboardInterrupt) as raised,
+    ):
+        kernel.handle(s).request("read_file", {"path": "README.md"})
+    assert any("the store went away" in note for note in raised.value.__notes__)

@@ -547,7 +547,10 @@ class ActionKernel:
             # the driver gave up mid-call (cancelled, shut down, the flow dropped): the claimed
             # request gets its outcome, failed, before the interruption goes on
             aborted = f"aborted mid-call ({type(exc).__name__}): the tool's result is unknown"
-            self._wall.commit(self._executed(state, None, aborted)[1])
+            try:
+                self._wall.commit(self._executed(state, None, aborted)[1])
+            except Exception as failed:  # the interruption stays what the caller sees
+                exc.add_note(f"recording the aborted outcome failed: {failed}")
             raise
         if error is not None:
             kept = error.output if isinstance(error, ToolFailed) else None
