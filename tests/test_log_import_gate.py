@@ -496,3 +496,86 @@ def test_a_log_of_untrusted_content_alone_needs_no_key(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert target.head() == source.head()
     target.close()
+
+
+# -- a forged verdict on what the importing store already holds ----------------------------------
+
+
+def _replica_with_forged_tail(
+    tmp_path: Path, forge: str
+) -> tuple[Path, Path, str, tuple[int, str]]:
+    """The operator's store holds a page the agent read. The attacker copies it (an export is
+    all they need), runs Gnomon on the copy to write a verdict the operator never made, and hands
+    the copy's log back for the operator to import: every event before the tail is the
+    operator's own, so the chain joins perfectly."""
+    target = tmp_path / "operator.db"
+    with firewall.open(f"sqlite:///{target}") as wall:
+        with wall.session(project="p", actor="coder", user="alice") as s:
+            (page,) = s.observe(
+                tool="read_file", content="the cache is warm", origin=EXTERNAL
+            ).content
+        head = wall.store.head()
+    forged = tmp_path / "copy.db"
+    forged.write_bytes(target.read_bytes())
+    with firewall.open(f"sqlite:///{forged}") as wall:
+        if forge == "flag":  # flags the user: the arbiter would hold every action citing her
+            assert wall.flag_origin("user:alice", reason="forged", actor="sentinel") == []
+        else:  # the store's own belief quarantined: retrieval loses it
+            wall.quarantine(page.id, reason="forged", authority=Authority.SENTINEL)
+        export_to_file(wall.store.chain_rows(), tmp_path / "log.ndjson")
+    return target, tmp_path / "log.ndjson", page.id, head
+
+
+@pytest.mark.parametrize(
+    ("forge", "claim"),
+    [("flag", "sentinel's verdict (origin.flagged)"), ("quarantine", "already held")],
+)
+def test_a_forged_verdict_on_the_stores_own_beliefs_needs_a_key(
+    tmp_path: Path, forge: str, claim: str
+) -> None:
+    target, log, page_id, head = _replica_with_forged_tail(tmp_path, forge)
+    url = f"sqlite:///{target}"
+    result = CliRunner().invoke(cli, ["log", "import", str(log), "--url", url])
+    assert result.exit_code != 0, result.output
+    assert claim in result.output and "no pinned key vouches" in result.output, result.output
+    assert "Traceback" not in result.output
+    store = SQLiteStore(target)
+    try:
+        assert store.head() == head  # nothing imported
+        belief = store.get_belief(page_id)
+        assert belief is not None and belief.security_status == SecurityStatus.CLEAN
+        assert not [e for e in store.events() if e.kind == "origin.flagged"]
+    finally:
+        store.close()
+
+
+def test_a_verdict_the_operators_key_signed_imports(tmp_path: Path) -> None:
+    """The control: the same tail, checkpointed with the operator's key, imports."""
+    target, _, page_id, _ = _replica_with_forged_tail(tmp_path, "quarantine")
+    private, public = write_keypair(tmp_path / "keys")
+    copy = SQLiteStore(tmp_path / "copy.db")
+    write_checkpoint(copy, CheckpointSigner.from_file(private), actor="cli")
+    export_to_file(copy.chain_rows(), tmp_path / "signed.ndjson")
+    copy.close()
+    url = f"sqlite:///{target}"
+    result = CliRunner().invoke(
+        cli, ["log", "import", str(tmp_path / "signed.ndjson"), "--url", url, "--key", str(public)]
+    )
+    assert result.exit_code == 0, result.output
+    store = SQLiteStore(target)
+    try:
+        belief = store.get_belief(page_id)
+        assert belief is not None and belief.security_status == SecurityStatus.QUARANTINED
+    finally:
+        store.close()
+
+
+def test_a_hand_written_sentinel_alert_needs_a_key() -> None:
+    """An alert is JSON anyone can write: it would hold every action citing what it names."""
+    data = {"alert_id": "alr_1", "belief_ids": ["blf_x"], "flag_origins": ["user:alice"]}
+    source = MemoryStore()
+    source.commit([make_draft(kind="sentinel.alert", data=data)])
+    with pytest.raises(UnverifiedAuthorityError) as caught:
+        check_transitions(MemoryStore(), list(source.events()), verified=False)
+    assert "sentinel's verdict (sentinel.alert)" in caught.value.claim
+    check_transitions(MemoryStore(), list(source.events()), verified=True)

@@ -31,16 +31,18 @@ the rule; the caller imports nothing (``gnomon log import`` is all or nothing).
 it: a ``user`` revision naming a grant id, a belief or evidence attributed to a user or a probe
 (attested origin, human or probe evidence), the action kernel's own ledger (a proposal it allowed,
 an approval it accepted, a policy it loaded), a review approval for long-term memory, a claim on
-any event (the importing store derives its one-use locks from them, so a forged one would block
-the execution of a held request, or the spend of a grant, that it names) are all just JSON anyone
-can write and re-chain. So unless the caller verified the log against a pinned key
-(``verified=True``: ``gnomon log import --key``, every event covered by a checkpoint that key
-signed), the first event that carries such authority raises :class:`UnverifiedAuthorityError`
-naming its seq and what it claims, and nothing is imported. A tool's observation is the host's
-word too (an ``observed`` origin says the host saw the call; tool-result and direct-observation
-evidence is what lets a later ``policy`` promotion pass parallax), so a forged one needs the key
-as well. A log of agent and external content alone needs no key: the gate holds all of it as
-untrusted.
+any event (the importing store derives its one-use locks from them, so a forged one would block the
+execution of a held request, or the spend of a grant, that it names), a sentinel's verdict (an
+alert or a flagged origin: it holds actions and quarantines beliefs), and any new version of a
+belief the importing store already held (a log may move what it brings, not what the operator has)
+are all just JSON anyone can write and re-chain. So unless the caller verified the log against a
+pinned key (``verified=True``: ``gnomon log import --key``, every event covered by a checkpoint
+that key signed), the first event that carries such authority raises
+:class:`UnverifiedAuthorityError` naming its seq and what it claims, and nothing is imported. A
+tool's observation is the host's word too (an ``observed`` origin says the host saw the call;
+tool-result and direct-observation evidence is what lets a later ``policy`` promotion pass
+parallax), so a forged one needs the key as well. A log of agent and external content alone needs
+no key: the gate holds all of it as untrusted.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from itertools import groupby
 from pydantic import ValidationError
 
 from gnomon.firewall.gate.gate import Move, adoption_for, apply_moves
-from gnomon.firewall.log.events import REVIEW_APPROVED, Event
+from gnomon.firewall.log.events import ORIGIN_FLAGGED, REVIEW_APPROVED, SENTINEL_ALERT, Event
 from gnomon.firewall.log.moves import resolve_moves
 from gnomon.firewall.model.chain import Belief, EvidenceItem, EvidenceSet, Revision
 from gnomon.firewall.model.errors import GateError, LogIntegrityError
@@ -137,6 +139,8 @@ def _authority_in(event: Event) -> str | None:
         return f"it is an action-kernel record ({event.kind})"
     if event.kind == REVIEW_APPROVED:
         return f"it is a user's approval for long-term memory ({event.kind})"
+    if event.kind in (SENTINEL_ALERT, ORIGIN_FLAGGED):
+        return f"it is a sentinel's verdict ({event.kind}): it holds actions and quarantines"
     claim = claim_of(event)
     if claim is not None:
         return f"it claims {claim} (an execution or a grant's spend: the store's one-use lock)"
@@ -227,6 +231,9 @@ class _Replay:
         """The version the revisions start from: the last one, or the gate's adoption."""
         before = self.known(belief.id)
         if before is not None:
+            if belief.id not in self.beliefs:
+                # the importing store's own belief: the log moves what it did not bring
+                self.unverified(seq, f"belief {belief.id} is already held by this store")
             for name in IMMUTABLE:
                 if getattr(before, name) != getattr(belief, name):
                     raise IllegalTransitionError(

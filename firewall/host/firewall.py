@@ -47,7 +47,14 @@ from gnomon.firewall.gate.grants import (
 from gnomon.firewall.host.channels import Channel
 from gnomon.firewall.log.batch import ImportBatch
 from gnomon.firewall.log.checkpoints import Checkpoint, CheckpointSigner, write_checkpoint
-from gnomon.firewall.log.events import SCHEMA_VERSION, Event, EventDraft, Records, VerifyReport
+from gnomon.firewall.log.events import (
+    ORIGIN_FLAGGED,
+    SCHEMA_VERSION,
+    Event,
+    EventDraft,
+    Records,
+    VerifyReport,
+)
 from gnomon.firewall.log.moves import MoveBatch
 from gnomon.firewall.model.arguments import check_value, checked_call, checked_streaming
 from gnomon.firewall.model.chain import (
@@ -298,7 +305,7 @@ class Firewall:
         flags = cited_flags(cited, why=SecurityStatus.QUARANTINED.value)
         self.commit(
             self.draft(
-                "origin.flagged",
+                ORIGIN_FLAGGED,
                 actor=actor,
                 now=now,
                 data={

@@ -78,9 +78,13 @@ IMPORTS = "imports"
 #: A human's approval of a belief for long-term memory (:mod:`firewall.host.review`): a user's
 #: word, so a log import takes it only under a pinned key (:mod:`firewall.audit.import_check`).
 REVIEW_APPROVED = "review.approved"
-#: Hash version 1 (events written before hash version 2): the link covers the body's bytes.
+#: A sentinel's alert and an origin it flagged (:mod:`firewall.host.sentinels`): verdicts that
+#: hold actions and quarantine beliefs, so a log import takes them only under a pinned key.
+SENTINEL_ALERT = "sentinel.alert"
+ORIGIN_FLAGGED = "origin.flagged"
 #: The payload key of a move batch (:mod:`firewall.log.moves`).
 MOVES = "moves"
+#: Hash version 1 (events written before hash version 2): the link covers the body's bytes.
 DOMAIN = b"gnomon.event.v1\x00"
 #: Hash version 2: the link covers the body's digest (:func:`body_digest`).
 DOMAIN_V2 = b"gnomon.event.v2\x00"
@@ -466,9 +470,11 @@ __all__ = [
     "KNOWN_SCHEMAS",
     "MOVES",
     "MOVES_SCHEMA",
+    "ORIGIN_FLAGGED",
     "RECORD_TYPES",
     "REVIEW_APPROVED",
     "SCHEMA_VERSION",
+    "SENTINEL_ALERT",
     "Body",
     "Event",
     "EventDraft",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gnomon.firewall.host.sentinels.detectors import looks_injected
-from gnomon.firewall.log.events import Event
+from gnomon.firewall.log.events import ORIGIN_FLAGGED, SENTINEL_ALERT, Event
 from gnomon.firewall.model.ids import new_id
 from gnomon.firewall.model.origin import Integrity
 from gnomon.firewall.model.states import Authority, SecurityStatus
@@ -18,8 +18,8 @@ from gnomon.firewall.store.base import Store
 if TYPE_CHECKING:
     from gnomon.firewall.host.firewall import Firewall
 
-ALERT_KIND = "sentinel.alert"
-FLAG_KIND = "origin.flagged"
+ALERT_KIND = SENTINEL_ALERT
+FLAG_KIND = ORIGIN_FLAGGED
 #: An action rests on low confidence if a cited belief's confidence is below this.
 LOW_CONFIDENCE = 0.3
 #: An action at or above this level after an untrusted read is an anomalous sequence (L3).
