@@ -27,7 +27,13 @@ from gnomon.firewall.host.review import (
     approve,
     harvest,
 )
-from gnomon.firewall.model.errors import ForgedGrantError, GrantScopeError, MissingGrantError
+from gnomon.firewall.model.errors import (
+    ForgedGrantError,
+    GrantScopeError,
+    InputError,
+    MissingGrantError,
+)
+from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import Sensitivity
 
 PROJECT = "shop"
@@ -427,3 +433,16 @@ def test_attack_two_approvals_racing_land_once(
     finally:
         wall.close()
         other.close()
+
+
+@pytest.mark.parametrize("limit", [-1, True, 2.5])
+def test_a_page_size_that_is_no_page_size_is_refused(tmp_path: Path, limit: object) -> None:
+    """SQLite reads ``LIMIT -1`` as no limit at all: a caller's negative page size must not
+    turn a bounded queue (or any belief query) into a read of the whole table."""
+    with firewall.open(f"sqlite:///{tmp_path / 'g.db'}") as wall:
+        _beliefs(wall)
+        assert len(harvest(wall.store, PROJECT, now=wall.clock(), limit=10).candidates) == 1
+        with pytest.raises(InputError, match="limit must be a whole number >= 0"):
+            harvest(wall.store, PROJECT, now=wall.clock(), limit=limit)  # type: ignore[arg-type]
+        with pytest.raises(InputError, match="offset must be a whole number >= 0"):
+            BeliefFilter(offset=-5)

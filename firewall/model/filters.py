@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from gnomon.firewall.model.errors import InputError
 from gnomon.firewall.model.states import (
     FreshnessStatus,
     RetrievalStatus,
@@ -56,3 +57,13 @@ class BeliefFilter:
     limit: int = 10
     offset: int = 0
     unranked: bool = False
+
+    def __post_init__(self) -> None:
+        # a negative LIMIT is "no limit" to SQLite: a page size must never mean "everything"
+        for name in ("limit", "offset"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 0:
+                raise InputError(
+                    f"a belief query's {name} must be a whole number >= 0, not {value!r}",
+                    hint=f"pass {name}=10 (or another non-negative int)",
+                )
