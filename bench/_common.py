@@ -13,6 +13,7 @@ import random
 import sqlite3
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -70,19 +71,47 @@ class Corpus:
         return [self.sentence(rng) for _ in range(count)]
 
 
-def parser(doc: str | None, *, repeat: int, files: bool = False) -> argparse.ArgumentParser:
+def parser(
+    doc: str | None, *, repeat: int, files: bool = False, batch: str | None = None
+) -> argparse.ArgumentParser:
     """A benchmark's command line, described by the first paragraph of its docstring ``doc``:
-    ``--repeat`` (how many repetitions; the median is reported) and, for a benchmark that
-    writes its stores into a fresh temporary directory each repetition (``files``), ``--dir``."""
+    ``--repeat`` (how many repetitions; the median is reported); for a benchmark that writes
+    its stores into a fresh temporary directory each repetition (``files``, see
+    :func:`fresh_directories`), ``--dir``; for one that writes in batches, ``--batch`` (``batch``
+    says what a batch is, e.g. "records per transaction")."""
     out = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     out.add_argument("--repeat", type=int, default=repeat, help="repetitions (median reported)")
     if files:
         out.add_argument("--dir", type=Path, default=None, help="where the files go (tmp)")
+    if batch is not None:
+        out.add_argument("--batch", type=int, default=1000, help=batch)
     return out
+
+
+def fresh_directories(repeat: int, parent: Path | None) -> Iterator[tuple[int, Path]]:
+    """Each repetition's number (from 1) and a fresh temporary directory under ``parent``
+    (``--dir``; None: the system's), removed before the next repetition starts."""
+    for rep in range(1, repeat + 1):
+        with tempfile.TemporaryDirectory(dir=parent) as tmp:
+            yield rep, Path(tmp)
 
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+class Samples:
+    """Each named figure's value in every repetition; a benchmark reports their medians."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[float]] = {}
+
+    def add(self, **figures: float) -> None:
+        for name, value in figures.items():
+            self.values.setdefault(name, []).append(value)
+
+    def median(self, name: str) -> float:
+        return median(self.values[name])
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -22,7 +22,6 @@ Optionally (``--memory``) the firewall is also measured over ``memory://``.
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -71,9 +70,8 @@ def firewall_import(url: str, texts: list[str], batch: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = common.parser(__doc__, repeat=3, files=True)
+    parser = common.parser(__doc__, repeat=3, files=True, batch="records per transaction")
     parser.add_argument("--records", type=int, default=100_000, help="records per run")
-    parser.add_argument("--batch", type=int, default=1000, help="records per transaction")
     parser.add_argument("--memory", action="store_true", help="also measure memory://")
     args = parser.parse_args(argv)
 
@@ -81,36 +79,30 @@ def main(argv: list[str] | None = None) -> int:
     texts = common.Corpus.build().sentences(args.records)
     mean_len = sum(map(len, texts)) / len(texts)
     print(f"records={args.records} batch={args.batch} mean text length={mean_len:.0f} chars")
-    raw_rates: list[float] = []
-    fw_rates: list[float] = []
-    mem_rates: list[float] = []
-    ratios: list[float] = []
-    for rep in range(args.repeat):
-        with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-            raw = args.records / raw_import(Path(tmp) / "raw.db", texts, args.batch)
-            fw = args.records / firewall_import(f"sqlite:///{tmp}/gnomon.db", texts, args.batch)
-            raw_b = file_bytes(Path(tmp) / "raw.db") / args.records
-            fw_b = file_bytes(Path(tmp) / "gnomon.db") / args.records
+    samples = common.Samples()
+    for rep, tmp in common.fresh_directories(args.repeat, args.dir):
+        raw = args.records / raw_import(tmp / "raw.db", texts, args.batch)
+        fw = args.records / firewall_import(f"sqlite:///{tmp}/gnomon.db", texts, args.batch)
+        raw_b = file_bytes(tmp / "raw.db") / args.records
+        fw_b = file_bytes(tmp / "gnomon.db") / args.records
         line = (
-            f"rep {rep + 1}: raw {raw:,.0f}/s  firewall(sqlite) {fw:,.0f}/s  ratio {raw / fw:.2f}x"
+            f"rep {rep}: raw {raw:,.0f}/s  firewall(sqlite) {fw:,.0f}/s  ratio {raw / fw:.2f}x"
             f"  bytes/record raw {raw_b:,.0f} firewall {fw_b:,.0f}"
         )
         if args.memory:
             mem = args.records / firewall_import("memory://", texts, args.batch)
-            mem_rates.append(mem)
+            samples.add(memory=mem)
             line += f"  firewall(memory) {mem:,.0f}/s"
         print(line, flush=True)
-        raw_rates.append(raw)
-        fw_rates.append(fw)
-        ratios.append(raw / fw)
+        samples.add(raw=raw, firewall=fw, ratio=raw / fw)
     print(
-        f"median: raw {common.median(raw_rates):,.0f} records/s, "
-        f"firewall(sqlite) {common.median(fw_rates):,.0f} records/s "
-        f"({1e6 / common.median(fw_rates):.1f} us/record), "
-        f"raw/firewall {common.median(ratios):.2f}x (same-run ratios)"
+        f"median: raw {samples.median('raw'):,.0f} records/s, "
+        f"firewall(sqlite) {samples.median('firewall'):,.0f} records/s "
+        f"({1e6 / samples.median('firewall'):.1f} us/record), "
+        f"raw/firewall {samples.median('ratio'):.2f}x (same-run ratios)"
     )
     if args.memory:
-        print(f"median: firewall(memory) {common.median(mem_rates):,.0f} records/s")
+        print(f"median: firewall(memory) {samples.median('memory'):,.0f} records/s")
     return 0
 
 

@@ -12,7 +12,6 @@ cost of keeping and scanning a log with no hashing, no chain and no canonical en
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -77,21 +76,19 @@ def raw_log(path: Path, bodies: list[bytes], batch: int) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = common.parser(__doc__, repeat=3, files=True)
+    parser = common.parser(__doc__, repeat=3, files=True, batch="drafts per commit")
     parser.add_argument("--events", type=int, default=200_000, help="events per run")
-    parser.add_argument("--batch", type=int, default=1000, help="drafts per commit")
     args = parser.parse_args(argv)
 
     print(common.machine())
     items = drafts(args.events)
-    rows: dict[str, list[float]] = {k: [] for k in ("append", "verify", "raw_append", "raw_scan")}
-    for rep in range(args.repeat):
-        with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-            append, verify = firewall_log(Path(tmp) / "gnomon.db", items, args.batch)
-            store = SQLiteStore(Path(tmp) / "gnomon.db")
-            bodies = [body for _, body, _, _ in store.chain_rows()]
-            store.close()
-            raw_append, raw_scan = raw_log(Path(tmp) / "raw.db", bodies, args.batch)
+    samples = common.Samples()
+    for rep, tmp in common.fresh_directories(args.repeat, args.dir):
+        append, verify = firewall_log(tmp / "gnomon.db", items, args.batch)
+        store = SQLiteStore(tmp / "gnomon.db")
+        bodies = [body for _, body, _, _ in store.chain_rows()]
+        store.close()
+        raw_append, raw_scan = raw_log(tmp / "raw.db", bodies, args.batch)
         n = args.events
         rates = {
             "append": n / append,
@@ -99,21 +96,22 @@ def main(argv: list[str] | None = None) -> int:
             "raw_append": n / raw_append,
             "raw_scan": n / raw_scan,
         }
-        for key, value in rates.items():
-            rows[key].append(value)
+        samples.add(
+            **rates,
+            append_ratio=rates["raw_append"] / rates["append"],
+            verify_ratio=rates["raw_scan"] / rates["verify"],
+        )
         print(
-            f"rep {rep + 1}: append {rates['append']:,.0f}/s (raw {rates['raw_append']:,.0f}/s)  "
+            f"rep {rep}: append {rates['append']:,.0f}/s (raw {rates['raw_append']:,.0f}/s)  "
             f"verify {rates['verify']:,.0f}/s (raw scan {rates['raw_scan']:,.0f}/s)",
             flush=True,
         )
-    med = {k: common.median(v) for k, v in rows.items()}
-    append_ratios = [r / f for r, f in zip(rows["raw_append"], rows["append"], strict=True)]
-    verify_ratios = [r / f for r, f in zip(rows["raw_scan"], rows["verify"], strict=True)]
+    med = {k: samples.median(k) for k in samples.values}
     print(
         f"median: append {med['append']:,.0f} events/s (raw {med['raw_append']:,.0f}/s, "
-        f"raw/firewall {common.median(append_ratios):.2f}x); "
+        f"raw/firewall {med['append_ratio']:.2f}x); "
         f"verify {med['verify']:,.0f} events/s (raw scan {med['raw_scan']:,.0f}/s, "
-        f"raw/firewall {common.median(verify_ratios):.2f}x)"
+        f"raw/firewall {med['verify_ratio']:.2f}x)"
     )
     return 0
 

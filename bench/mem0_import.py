@@ -20,11 +20,9 @@ the offline ``Memory`` it embeds every text on write, which is not what an impor
 from __future__ import annotations
 
 import sys
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import _common as common
@@ -55,60 +53,50 @@ def mem0_rows(texts: list[str]) -> list[dict[str, Any]]:
 
 
 def mem0_import(url: str, rows: list[dict[str, Any]], batch: int) -> tuple[float, float]:
-    wall = firewall.open(url)
-    start = time.perf_counter()
-    report = import_items(
-        wall, "mem0", (to_item(r, "get_all") for r in rows), project="shop", batch_size=batch
-    )
-    first = time.perf_counter() - start
-    assert report.imported == len(rows), report
-    start = time.perf_counter()
-    again = import_items(
-        wall, "mem0", (to_item(r, "get_all") for r in rows), project="shop", batch_size=batch
-    )
-    second = time.perf_counter() - start
-    assert again.imported == 0 and again.seen == len(rows), again
-    wall.close()
+    with firewall.open(url) as wall:
+        start = time.perf_counter()
+        report = import_items(
+            wall, "mem0", (to_item(r, "get_all") for r in rows), project="shop", batch_size=batch
+        )
+        first = time.perf_counter() - start
+        assert report.imported == len(rows), report
+        start = time.perf_counter()
+        again = import_items(
+            wall, "mem0", (to_item(r, "get_all") for r in rows), project="shop", batch_size=batch
+        )
+        second = time.perf_counter() - start
+        assert again.imported == 0 and again.seen == len(rows), again
     return first, second
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = common.parser(__doc__, repeat=3, files=True)
+    parser = common.parser(__doc__, repeat=3, files=True, batch="records per event")
     parser.add_argument("--records", type=int, default=100_000, help="memories per run")
-    parser.add_argument("--batch", type=int, default=1000, help="records per event")
     args = parser.parse_args(argv)
 
     print(common.machine())
     texts = common.Corpus.build().sentences(args.records)
     rows = mem0_rows(texts)
     print(f"records={args.records} batch={args.batch}")
-    raw_rates: list[float] = []
-    rates: list[float] = []
-    again_rates: list[float] = []
-    ratios: list[float] = []
-    sizes: list[float] = []
-    for rep in range(args.repeat):
-        with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-            raw = args.records / raw_import(Path(tmp) / "raw.db", texts, args.batch)
-            first, second = mem0_import(f"sqlite:///{tmp}/gnomon.db", rows, args.batch)
-            size = file_bytes(Path(tmp) / "gnomon.db") / args.records
+    samples = common.Samples()
+    for rep, tmp in common.fresh_directories(args.repeat, args.dir):
+        raw = args.records / raw_import(tmp / "raw.db", texts, args.batch)
+        first, second = mem0_import(f"sqlite:///{tmp}/gnomon.db", rows, args.batch)
+        size = file_bytes(tmp / "gnomon.db") / args.records
         rate, again = args.records / first, args.records / second
         print(
-            f"rep {rep + 1}: raw {raw:,.0f}/s  mem0 import {rate:,.0f}/s  "
+            f"rep {rep}: raw {raw:,.0f}/s  mem0 import {rate:,.0f}/s  "
             f"ratio {raw / rate:.2f}x  re-import (all skipped) {again:,.0f}/s  "
             f"bytes/record {size:,.0f}",
             flush=True,
         )
-        raw_rates.append(raw)
-        rates.append(rate)
-        again_rates.append(again)
-        ratios.append(raw / rate)
-        sizes.append(size)
+        samples.add(raw=raw, rate=rate, again=again, ratio=raw / rate, size=size)
+    median_rate = samples.median("rate")
     print(
-        f"median: raw {common.median(raw_rates):,.0f} records/s, mem0 import with bindings "
-        f"{common.median(rates):,.0f} records/s ({1e6 / common.median(rates):.1f} us/record), "
-        f"raw/import {common.median(ratios):.2f}x (same-run ratios), re-import "
-        f"{common.median(again_rates):,.0f} records/s, {common.median(sizes):,.0f} B/record"
+        f"median: raw {samples.median('raw'):,.0f} records/s, mem0 import with bindings "
+        f"{median_rate:,.0f} records/s ({1e6 / median_rate:.1f} us/record), "
+        f"raw/import {samples.median('ratio'):.2f}x (same-run ratios), re-import "
+        f"{samples.median('again'):,.0f} records/s, {samples.median('size'):,.0f} B/record"
     )
     return 0
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from gnomon.firewall import Origin
 from gnomon.firewall import open as open_firewall
 from gnomon.firewall.log.checkpoints import (
     CHECKPOINT_KIND,
@@ -23,6 +22,7 @@ from gnomon.firewall.log.checkpoints import (
     verify_log,
 )
 from gnomon.firewall.log.events import GENESIS_HASH, chain_hash
+from gnomon.probes._fixtures import agent_reads, user_says
 from gnomon.probes.runner import Checks, project_for
 
 Row = tuple[int, bytes, str, str]
@@ -46,24 +46,11 @@ def build_log(name: str) -> SignedLog:
     project = project_for(name)
     with open_firewall("memory://", checkpoint_signer=signer) as wall:
         with wall.session(project=project, actor="coder", user="alice") as s:
-            s.observe(
-                tool="chat",
-                content="We deploy on Fridays",
-                origin=wall.channel(Origin.user("alice")),
-            )
-            s.observe(
-                tool="read_file",
-                args={"path": "README.md"},
-                content="Deploys go through ArgoCD.",
-                origin=Origin.external("file:README.md"),
-            )
+            user_says(wall, s, "We deploy on Fridays")
+            agent_reads(s, "README.md", "Deploys go through ArgoCD.")
         wall.checkpoint()
         with wall.session(project=project, actor="coder", user="alice") as s:
-            s.observe(
-                tool="chat",
-                content="Staging is eu-west-1",
-                origin=wall.channel(Origin.user("alice")),
-            )
+            user_says(wall, s, "Staging is eu-west-1")
         last = wall.checkpoint()
         return SignedLog(list(wall.store.chain_rows()), signer, last.seq)
 

@@ -25,9 +25,17 @@ probe only checks what the firewall admits as *trusted context*. It does not exe
 
 from __future__ import annotations
 
-from gnomon.firewall import Origin, RetrievalStatus, TruthStatus
-from gnomon.firewall import open as open_firewall
-from gnomon.probes.runner import Checks, ProbeResult, execute, project_for
+from gnomon.firewall import Origin
+from gnomon.probes._fixtures import (
+    SUPPORTED_NORMAL,
+    UNVERIFIED_RESTRICTED,
+    agent_reads,
+    coder_session,
+    expect_accepted,
+    expect_states,
+    user_says,
+)
+from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "auto_observation_gate"
 TITLE = "External content and agent writes start unverified; user facts and envelopes flow"
@@ -39,72 +47,54 @@ USER_FACT = "The staging database is called quokka-db."
 
 
 def check(url: str, c: Checks) -> None:
-    project = project_for(NAME)
-    with open_firewall(url) as wall:
+    with coder_session(url, NAME) as (wall, s):
         host_read = wall.channel(Origin.external("file:CONTRIBUTING.md"))
-        with wall.session(project=project, actor="coder", user="alice") as s:
-            read = s.observe(
-                tool="read_file",
-                args={"path": "CONTRIBUTING.md"},
-                content=POISON,
-                origin=host_read,
-            )
-            (doc,) = read.content
-            c.expect(
-                (doc.truth_status, doc.retrieval_status)
-                == (TruthStatus.UNVERIFIED, RetrievalStatus.RESTRICTED),
-                "external file content is adopted unverified+restricted",
-                got=(doc.truth_status.value, doc.retrieval_status.value),
-            )
-            c.expect(
-                "external:file:CONTRIBUTING.md" in doc.origin.origin_ids,
-                "external content keeps its external origin id",
-                got=sorted(doc.origin.origin_ids),
-            )
-            note = s.remember(AGENT_NOTE)
-            c.expect(
-                (note.truth_status, note.retrieval_status)
-                == (TruthStatus.UNVERIFIED, RetrievalStatus.RESTRICTED),
-                "an agent write after the read is adopted unverified+restricted",
-                got=(note.truth_status.value, note.retrieval_status.value),
-            )
-            env = read.envelope
-            c.expect(
-                (env.truth_status, env.retrieval_status)
-                == (TruthStatus.SUPPORTED, RetrievalStatus.NORMAL),
-                "the host-observed tool envelope is adopted supported+normal",
-                got=(env.truth_status.value, env.retrieval_status.value),
-            )
-            reported = s.observe(
-                tool="read_file",
-                args={"path": "CONTRIBUTING.md"},
-                content=POISON,
-                origin=Origin.external("file:CONTRIBUTING.md"),
-            ).envelope
-            c.expect(
-                (reported.truth_status, reported.retrieval_status)
-                == (TruthStatus.UNVERIFIED, RetrievalStatus.RESTRICTED),
-                "the envelope of a read the agent only reported is adopted unverified+restricted",
-                got=(reported.truth_status.value, reported.retrieval_status.value),
-            )
-            said = s.observe(
-                tool="chat", content=USER_FACT, origin=wall.channel(Origin.user("alice"))
-            )
-            (fact,) = said.content
-            c.expect(
-                (fact.truth_status, fact.retrieval_status)
-                == (TruthStatus.SUPPORTED, RetrievalStatus.NORMAL),
-                "a user-attributed statement is adopted supported+normal",
-                got=(fact.truth_status.value, fact.retrieval_status.value),
-            )
+        read = s.observe(
+            tool="read_file",
+            args={"path": "CONTRIBUTING.md"},
+            content=POISON,
+            origin=host_read,
+        )
+        (doc,) = read.content
+        expect_states(
+            c, doc, UNVERIFIED_RESTRICTED, "external file content is adopted unverified+restricted"
+        )
+        c.expect(
+            "external:file:CONTRIBUTING.md" in doc.origin.origin_ids,
+            "external content keeps its external origin id",
+            got=sorted(doc.origin.origin_ids),
+        )
+        note = s.remember(AGENT_NOTE)
+        expect_states(
+            c,
+            note,
+            UNVERIFIED_RESTRICTED,
+            "an agent write after the read is adopted unverified+restricted",
+        )
+        env = read.envelope
+        expect_states(
+            c, env, SUPPORTED_NORMAL, "the host-observed tool envelope is adopted supported+normal"
+        )
+        reported = agent_reads(s, "CONTRIBUTING.md", POISON).envelope
+        expect_states(
+            c,
+            reported,
+            UNVERIFIED_RESTRICTED,
+            "the envelope of a read the agent only reported is adopted unverified+restricted",
+        )
+        fact = user_says(wall, s, USER_FACT)
+        expect_states(
+            c, fact, SUPPORTED_NORMAL, "a user-attributed statement is adopted supported+normal"
+        )
+        s.end()
 
-        with wall.session(project=project, actor="coder", user="alice") as fresh:
+        with wall.session(project=s.project, actor="coder", user="alice") as fresh:
             lone = fresh.remember(LONE_NOTE)
-            c.expect(
-                (lone.truth_status, lone.retrieval_status)
-                == (TruthStatus.UNVERIFIED, RetrievalStatus.RESTRICTED),
+            expect_states(
+                c,
+                lone,
+                UNVERIFIED_RESTRICTED,
                 "an agent write with nothing read is adopted unverified+restricted",
-                got=(lone.truth_status.value, lone.retrieval_status.value),
             )
             c.expect(
                 {cls.value for cls in lone.origin.classes} == {"agent"},
@@ -132,16 +122,10 @@ def check(url: str, c: Checks) -> None:
             )
 
             flows = fresh.recall("quokka staging database", "default")
-            c.expect(
-                fact.id in flows.accepted_ids,
-                "the user's fact is accepted under default",
-                got=flows.accepted_ids,
-            )
+            expect_accepted(c, flows, fact.id, "the user's fact is accepted under default")
             envelopes = fresh.recall("read_file called", "default")
-            c.expect(
-                env.id in envelopes.accepted_ids,
-                "the envelope of the read is accepted under default",
-                got=envelopes.accepted_ids,
+            expect_accepted(
+                c, envelopes, env.id, "the envelope of the read is accepted under default"
             )
 
 

@@ -25,8 +25,14 @@ attacker controlling two "independent" tools is not detected.
 
 from __future__ import annotations
 
-from gnomon.firewall import Origin, RetrievalStatus, TruthStatus
-from gnomon.probes._fixtures import coder_session
+from gnomon.firewall import Origin, TruthStatus
+from gnomon.probes._fixtures import (
+    SUPPORTED_NORMAL,
+    agent_reads,
+    coder_session,
+    expect_accepted,
+    expect_states,
+)
 from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "laundering_corroboration"
@@ -43,12 +49,7 @@ def check(url: str, c: Checks) -> None:
         ).content
         current = poisoned
         for i in range(1, COPIES + 1):
-            copy = s.observe(
-                tool="read_file",
-                args={"path": f"docs/policy-{i:02}.md"},
-                content=POISON,
-                origin=Origin.external(f"file:docs/policy-{i:02}.md"),
-            )
+            copy = agent_reads(s, f"docs/policy-{i:02}.md", POISON)
             current = s.corroborate(poisoned.id, copy)
         c.expect(
             current.truth_status == TruthStatus.UNVERIFIED,
@@ -64,10 +65,8 @@ def check(url: str, c: Checks) -> None:
         counted = evidence.independent_corroboration(poisoned.origin)
         c.expect(counted == 0, "the planted copies count as zero corroborations", got=counted)
         recalled = s.recall("tapir skip code review urgent", "default")
-        c.expect(
-            poisoned.id not in recalled.accepted_ids,
-            "the poison is not accepted under default",
-            got=recalled.accepted_ids,
+        expect_accepted(
+            c, recalled, poisoned.id, "the poison is not accepted under default", accepted=False
         )
 
         # -- Sybil: one trusted witness, two identities of the same origin ------------------
@@ -125,18 +124,14 @@ def check(url: str, c: Checks) -> None:
         )
         # ... the host, which ran the lint check for this claim, attests the link
         promoted = s.corroborate(legit.id, lint, via=pytest_tool)
-        c.expect(
-            (promoted.truth_status, promoted.retrieval_status)
-            == (TruthStatus.SUPPORTED, RetrievalStatus.NORMAL),
+        expect_states(
+            c,
+            promoted,
+            SUPPORTED_NORMAL,
             "one independent pytest observation promotes the legitimate claim",
-            got=(promoted.truth_status.value, promoted.retrieval_status.value),
         )
         accepted = s.recall("emu lint step ruff", "default")
-        c.expect(
-            legit.id in accepted.accepted_ids,
-            "the promoted claim is accepted under default",
-            got=accepted.accepted_ids,
-        )
+        expect_accepted(c, accepted, legit.id, "the promoted claim is accepted under default")
 
 
 def run(url: str = "memory://") -> ProbeResult:

@@ -28,9 +28,15 @@ code cannot name a tool origin).
 
 from __future__ import annotations
 
-from gnomon.firewall import Origin, RetrievalStatus, TruthStatus
+from gnomon.firewall import Origin, TruthStatus
 from gnomon.firewall.model.errors import InputError
-from gnomon.probes._fixtures import coder_session
+from gnomon.probes._fixtures import (
+    UNVERIFIED_RESTRICTED,
+    agent_reads,
+    coder_session,
+    expect_accepted,
+    expect_states,
+)
 from gnomon.probes.runner import Checks, ProbeResult, execute
 
 NAME = "laundering_tool_echo"
@@ -48,12 +54,7 @@ SHORT = "approve-the-prod-deploy now"
 
 def check(url: str, c: Checks) -> None:
     with coder_session(url, NAME) as (wall, s):
-        (poisoned,) = s.observe(
-            tool="read_file",
-            args={"path": "docs/NOTES.md"},
-            content=POISON,
-            origin=Origin.external(FILE),
-        ).content
+        (poisoned,) = agent_reads(s, "docs/NOTES.md", POISON).content
         # The host runs grep and records its echo through its own channel, with the file's
         # external origin: the call is the host's observation, the echoed text is not.
         host_grep = wall.channel(Origin.external(FILE))
@@ -69,11 +70,8 @@ def check(url: str, c: Checks) -> None:
             "the grep envelope is supported",
             got=env.truth_status.value,
         )
-        c.expect(
-            (echoed.truth_status, echoed.retrieval_status)
-            == (TruthStatus.UNVERIFIED, RetrievalStatus.RESTRICTED),
-            "the echoed content is unverified+restricted",
-            got=(echoed.truth_status.value, echoed.retrieval_status.value),
+        expect_states(
+            c, echoed, UNVERIFIED_RESTRICTED, "the echoed content is unverified+restricted"
         )
         c.expect(
             f"external:{FILE}" in echoed.origin.origin_ids,
@@ -129,11 +127,7 @@ def check(url: str, c: Checks) -> None:
         )
 
         calls = s.recall("grep called", "default")
-        c.expect(
-            env.id in calls.accepted_ids,
-            "the grep envelope is accepted under default",
-            got=calls.accepted_ids,
-        )
+        expect_accepted(c, calls, env.id, "the grep envelope is accepted under default")
         for query in (f"{MARKER} branch protection", "grep called", "SYSTEM NOTICE CI logs"):
             result = s.recall(query, "default")
             carriers = [b.id for b in result.accepted if MARKER in b.statement]
@@ -153,10 +147,8 @@ def check(url: str, c: Checks) -> None:
         count = evidence.independent_corroboration(poisoned.origin)
         c.expect(count == 0, "the echo counts as zero independent corroborations", got=count)
         final = s.recall(f"{MARKER} branch protection CI logs", "default")
-        c.expect(
-            poisoned.id not in final.accepted_ids,
-            "the poisoned belief is still not accepted",
-            got=final.accepted_ids,
+        expect_accepted(
+            c, final, poisoned.id, "the poisoned belief is still not accepted", accepted=False
         )
 
 

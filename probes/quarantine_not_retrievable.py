@@ -38,7 +38,6 @@ from gnomon.firewall import (
     RetrievalStatus,
     SecurityStatus,
 )
-from gnomon.firewall import open as open_firewall
 from gnomon.firewall.gate.gate import Move
 from gnomon.firewall.model.errors import (
     ExpiredGrantError,
@@ -47,7 +46,8 @@ from gnomon.firewall.model.errors import (
     TransitionRefused,
 )
 from gnomon.firewall.model.states import Axis
-from gnomon.probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
+from gnomon.probes._fixtures import coder_session
+from gnomon.probes.runner import Checks, ProbeClock, ProbeResult, execute
 
 NAME = "quarantine_not_retrievable"
 TITLE = "Quarantine hides a memory from every ordinary recall; only a real user grant clears it"
@@ -57,16 +57,16 @@ MARKER = "wombat-exfil"
 
 
 def check(url: str, c: Checks) -> None:
-    project = project_for(NAME)
     clock = ProbeClock()
-    with open_firewall(url, clock=clock) as wall:
-        with wall.session(project=project, actor="coder", user="alice") as s:
-            (planted,) = s.observe(
-                tool="read_email",
-                args={"folder": "inbox"},
-                content=PLANTED,
-                origin=Origin.external("email:newsletter@evil.example"),
-            ).content
+    with coder_session(url, NAME, clock=clock) as (wall, s):
+        (planted,) = s.observe(
+            tool="read_email",
+            args={"folder": "inbox"},
+            content=PLANTED,
+            origin=Origin.external("email:newsletter@evil.example"),
+        ).content
+        s.end()
+        project = s.project
         held = wall.quarantine(
             planted.id, reason="sentinel: instruction to exfiltrate", authority=Authority.SENTINEL
         )

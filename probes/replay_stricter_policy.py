@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from gnomon.firewall import Authority, Origin
-from gnomon.firewall import open as open_firewall
+from gnomon.firewall import Authority
 from gnomon.firewall.audit.replay import replay
-from gnomon.probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
+from gnomon.probes._fixtures import coder_session, expect_accepted, user_says
+from gnomon.probes.runner import Checks, ProbeClock, ProbeResult, execute
 
 NAME = "replay_stricter_policy"
 TITLE = "Replay under a stricter policy names the lost belief and flags the dependent decision"
@@ -35,24 +35,15 @@ QUERY = "okapi release signing key"
 
 
 def check(url: str, c: Checks) -> None:
-    project = project_for(NAME)
     clock = ProbeClock()
-    with open_firewall(url, clock=clock) as wall:
-        with wall.session(project=project, actor="releaser", user="alice") as s:
-            (fact,) = s.observe(
-                tool="chat", content=FACT, origin=wall.channel(Origin.user("alice"))
-            ).content
-            clock.advance(timedelta(days=20))
-            result = s.recall(QUERY, policy="reference")
-            c.expect(
-                fact.id in result.accepted_ids,
-                "the 20-day-old user fact is accepted under reference",
-                got=result.accepted_ids,
-            )
-            clock.advance(timedelta(seconds=1))
-            decision = s.decide(
-                "sign the release with the okapi key", [fact.id], policy="reference"
-            )
+    with coder_session(url, NAME, clock=clock, actor="releaser") as (wall, s):
+        fact = user_says(wall, s, FACT)
+        clock.advance(timedelta(days=20))
+        result = s.recall(QUERY, policy="reference")
+        expect_accepted(c, result, fact.id, "the 20-day-old user fact is accepted under reference")
+        clock.advance(timedelta(seconds=1))
+        decision = s.decide("sign the release with the okapi key", [fact.id], policy="reference")
+        s.end()
         clock.advance(timedelta(seconds=1))
         wall.quarantine(fact.id, reason="key rotated", authority=Authority.SENTINEL)
 

@@ -22,35 +22,31 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from gnomon.firewall import Origin, TruthStatus
-from gnomon.firewall import open as open_firewall
+from gnomon.firewall import TruthStatus
 from gnomon.firewall.audit.why import why
 from gnomon.firewall.model.filters import BeliefFilter
-from gnomon.probes.runner import Checks, ProbeClock, ProbeResult, execute, project_for
+from gnomon.probes._fixtures import coder_session, user_says
+from gnomon.probes.runner import Checks, ProbeClock, ProbeResult, execute
 
 NAME = "time_travel"
 TITLE = "As-of queries return the version held at that time; supersession shows after, not before"
 
 
 def check(url: str, c: Checks) -> None:
-    project = project_for(NAME)
     clock = ProbeClock()
     start = clock.now
-    with open_firewall(url, clock=clock) as wall:
-        with wall.session(project=project, actor="coder", user="alice") as s:
-            (old,) = s.observe(
-                tool="chat",
-                content="The payments api deploys on Fridays.",
-                origin=wall.channel(Origin.user("alice")),
-                subject="payments.api",
-                predicate="deploy_day",
-            ).content
-            clock.advance(timedelta(days=10))
-            (new,) = s.observe(
-                tool="chat",
-                content="From now on the payments api deploys on Thursdays.",
-                origin=wall.channel(Origin.user("alice")),
-            ).content
+    with coder_session(url, NAME, clock=clock) as (wall, s):
+        old = user_says(
+            wall,
+            s,
+            "The payments api deploys on Fridays.",
+            subject="payments.api",
+            predicate="deploy_day",
+        )
+        clock.advance(timedelta(days=10))
+        new = user_says(wall, s, "From now on the payments api deploys on Thursdays.")
+        s.end()
+        project = s.project
         wall.supersede(
             old.id,
             new.id,

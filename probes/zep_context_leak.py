@@ -26,8 +26,6 @@ template the user renders client-side is safe when fed unguarded results.
 
 from __future__ import annotations
 
-import httpx
-
 from gnomon.firewall import Origin
 from gnomon.firewall import open as open_firewall
 from gnomon.firewall.gate.policy import ContextPolicy, resolve
@@ -43,27 +41,16 @@ QUERY = "payments changes review main"
 
 
 def check(url: str, c: Checks) -> None:
-    from zep_cloud.client import Zep
-
     from gnomon.adapters.fakes.zep import FakeZepServer
     from gnomon.adapters.zep import GuardedZep
 
     server = FakeZepServer()
-
-    def client() -> Zep:
-        return Zep(
-            api_key="probe",
-            base_url="http://zep.probe/api/v4",
-            max_retries=0,
-            httpx_client=httpx.Client(transport=server.transport()),
-        )
-
-    raw = client()
+    raw = server.client()
     graph = raw.user.create(user_id="alice").graph_uuid
     project = project_for(NAME)
     with open_firewall(url) as wall:
         with wall.session(project=project, actor="coder", user="alice") as run:
-            zep = GuardedZep(client(), wall, session=run)
+            zep = GuardedZep(server.client(), wall, session=run)
             run.observe(
                 tool="web_fetch",
                 content=POISON,
@@ -81,7 +68,7 @@ def check(url: str, c: Checks) -> None:
         c.expect(FACT in blob, "the raw blob contains the user's fact")
 
         later = GuardedZep(
-            client(), wall, project=project, actor="coder", user="alice", policy="default"
+            server.client(), wall, project=project, actor="coder", user="alice", policy="default"
         )
         guarded = later.graph.get_context(graph, query=QUERY, include_results=True)
         text = guarded.context or ""
@@ -102,7 +89,7 @@ def check(url: str, c: Checks) -> None:
             "every returned edge and node is annotated with its labels",
         )
         later.close()
-        dropin = GuardedZep(client(), wall, project=project, actor="coder", user="alice")
+        dropin = GuardedZep(server.client(), wall, project=project, actor="coder", user="alice")
         trusted = (dropin.graph.get_context(graph, query=QUERY).context or "").split("<QUOTED>")[0]
         c.expect(
             not [p for p in PHRASES if p in trusted],
@@ -113,7 +100,7 @@ def check(url: str, c: Checks) -> None:
         quoting = {**resolve("default").model_dump(mode="json"), "name": "quoting"}
         quoting["quote"] = {**quoting["quote"], "enabled": True}
         quoter = GuardedZep(
-            client(), wall, project=project, actor="coder", user="alice",
+            server.client(), wall, project=project, actor="coder", user="alice",
             policy=ContextPolicy.from_mapping(quoting),
         )  # fmt: skip
         quoted_blob = quoter.graph.get_context(graph, query=QUERY).context or ""
@@ -129,7 +116,7 @@ def check(url: str, c: Checks) -> None:
             got=quoted,
         )
         quoter.close()
-        later = GuardedZep(client(), wall, project=project, actor="coder", user="alice")
+        later = GuardedZep(server.client(), wall, project=project, actor="coder", user="alice")
         audit = later.gnomon.audit("payments main", grant=wall.grant("auditor", "security-team"))
         c.expect(
             any(POISON in v.belief.statement for v in audit),

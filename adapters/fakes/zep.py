@@ -25,12 +25,15 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from gnomon.adapters.fakes._http import ErrorReply, FakeServer, json_of, route, score
 from gnomon.adapters.zep_context import render_context
+
+if TYPE_CHECKING:
+    from zep_cloud.client import Zep
 
 PREFIX = "/api/v4"
 DEFAULT_PAGE = 20
@@ -101,6 +104,18 @@ class FakeZepServer(FakeServer):
         self.graphs: set[str] = set()
 
     # -- plumbing -------------------------------------------------------------------------
+
+    def client(self) -> Zep:
+        """A real ``zep_cloud`` client that talks to this fake, with no network and no retries
+        (needs ``pip install 'gnomon[zep]'``)."""
+        from zep_cloud.client import Zep
+
+        return Zep(
+            api_key="fake-key",
+            base_url=f"http://zep.fake{PREFIX}",
+            max_retries=0,
+            httpx_client=httpx.Client(transport=self.transport()),
+        )
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         if not request.headers.get("authorization", "").startswith("Api-Key "):

@@ -49,10 +49,9 @@ from gnomon.firewall.cli.db import db, init
 from gnomon.firewall.cli.decay import decay_command
 from gnomon.firewall.cli.history import replay_command, report_command, why_command
 from gnomon.firewall.cli.kernel import approve_command, deny_command, holds_command
-from gnomon.firewall.cli.logcmd import rebuild
+from gnomon.firewall.cli.logcmd import otel_group, rebuild
 from gnomon.firewall.cli.mcp import mcp_group
 from gnomon.firewall.cli.memory import beliefs, clear, promote, quarantine, recall
-from gnomon.firewall.cli.otel import otel_group
 from gnomon.firewall.cli.review import review_group
 from gnomon.firewall.cli.sentinels import origins, sentinel
 from gnomon.firewall.cli.sessions import sessions

@@ -13,6 +13,7 @@ from gnomon.firewall.cli.common import (
     echo_json,
     json_option,
     resolve_trusted_keys,
+    say,
     trusted_keys_option,
     write_file,
 )
@@ -61,7 +62,7 @@ def demo(url: str, as_json: bool, story: str = "memory") -> None:
         )
     out = console()
     if not as_json and path is not None:
-        out.print(f"Demo store: {path.resolve()} ({url})", markup=False, soft_wrap=True)
+        say(f"Demo store: {path.resolve()} ({url})")
     result = run_demo(url, on_step=None if as_json else lambda line: out.print(line, markup=False))
     if as_json:
         echo_json(result.to_json())
@@ -141,7 +142,7 @@ def policy_check(file: str, as_json: bool) -> None:
         echo_json({"file": file, "policy": loaded.model_dump(mode="json"), "digest": loaded.digest})
         return
     policy_summary(console(), loaded, file)
-    console().print(f"ok: {file} is a valid ContextPolicy", markup=False, soft_wrap=True)
+    say(f"ok: {file} is a valid ContextPolicy")
 
 
 @policy.command("schema")
@@ -204,12 +205,9 @@ def keys_generate(
             }
         )
         return
-    out = console()
-    out.print(
-        f"private key: {private_path}  (keep it secret; mode 0600)", markup=False, soft_wrap=True
-    )
-    out.print(f"public key:  {public_path}", markup=False, soft_wrap=True)
-    out.print(f"pinned:      {pinned}", markup=False, soft_wrap=True)
+    say(f"private key: {private_path}  (keep it secret; mode 0600)")
+    say(f"public key:  {public_path}")
+    say(f"pinned:      {pinned}")
 
 
 @keys.command("grant")
@@ -246,11 +244,9 @@ def keys_grant(
     if as_json:
         echo_json({"grant_id": grant.id, "store": store, "project": project, "out": out})
         return
-    console().print(
+    say(
         f"grant {grant.id}: user {grant.subject} may adopt {store} imports in {project} "
-        f"until {grant.expires_at.isoformat()} -> {out}",
-        markup=False,
-        soft_wrap=True,
+        f"until {grant.expires_at.isoformat()} -> {out}"
     )
 
 

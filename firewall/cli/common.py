@@ -150,6 +150,12 @@ def json_option(f: F) -> F:
     )(f)
 
 
+def store_options(f: Callable[..., None]) -> Callable[..., None]:
+    """The options of a command on one store: ``--url`` and ``--json``; ``f`` takes the click
+    context, then its arguments (declare those above this decorator), ``url`` and ``as_json``."""
+    return url_option(json_option(click.pass_context(f)))
+
+
 def resolve_url(ctx: click.Context, url: str | None, *, must_exist: bool = True) -> str:
     chosen = config.store_url(url or settings(ctx).url)
     if must_exist:
@@ -183,6 +189,11 @@ def console() -> Console:
     """Stdout console; wide enough that ids are never wrapped when not on a terminal."""
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
     return SafeConsole(soft_wrap=False, width=None if wide else 120)
+
+
+def say(text: str) -> None:
+    """Print ``text`` on stdout as it is: never read as rich markup, never wrapped."""
+    console().print(text, markup=False, soft_wrap=True)
 
 
 def echo(text: str, *, err: bool = False, multiline: bool = False) -> None:
@@ -301,8 +312,10 @@ __all__ = [
     "read_grant",
     "resolve_trusted_keys",
     "resolve_url",
+    "say",
     "settings",
     "staged_file",
+    "store_options",
     "trusted_keys_option",
     "url_option",
     "with_progress",

@@ -19,27 +19,33 @@ from typing import Any
 
 import click
 
-from gnomon.firewall.cli.common import console, echo_json, json_option, resolve_url, url_option
+from gnomon.firewall.cli.common import console, echo_json, resolve_url, say, store_options
 from gnomon.firewall.host import config
 from gnomon.firewall.model.errors import StoreError, UnsupportedURLError
 from gnomon.firewall.store.registry import open_store
 
+_POSTGRES = ("postgresql", "postgres")
+
+
+def _target(ctx: click.Context, url: str | None) -> tuple[str, str]:
+    """The URL of the store a command creates or migrates (it need not exist yet), and its
+    scheme."""
+    chosen = resolve_url(ctx, url, must_exist=False)
+    return chosen, chosen.partition("://")[0].lower()
+
 
 @click.command("init")
-@url_option
-@json_option
-@click.pass_context
+@store_options
 def init(ctx: click.Context, url: str | None, as_json: bool) -> None:
     """Create the store (default: $GNOMON_URL, else sqlite:///./.gnomon/gnomon.db)."""
-    chosen = resolve_url(ctx, url, must_exist=False)
-    scheme = chosen.partition("://")[0].lower()
+    chosen, scheme = _target(ctx, url)
     if scheme == "memory":
         raise UnsupportedURLError(
             "a memory:// store lives only as long as the process that opened it: there is "
             "nothing to create",
             hint="use a sqlite:///PATH or postgresql:// URL",
         )
-    if scheme in ("postgresql", "postgres"):
+    if scheme in _POSTGRES:
         database, version, applied = _postgres().upgrade_url(chosen)
         data = {
             "url": chosen,
@@ -70,15 +76,12 @@ def init(ctx: click.Context, url: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(data)
         return
-    out = console()
     state = "created" if data["created"] else "already exists"
     count = f", {data['events']} events" if data["events"] is not None else ""
-    out.print(f"ok: store {chosen} {state}{count}", markup=False, soft_wrap=True)
-    out.print(
+    say(f"ok: store {chosen} {state}{count}")
+    say(
         "next: `gnomon beliefs list`, `gnomon sessions list` (they open it by default), or "
-        f'firewall.open("{chosen}") from Python; `gnomon demo` uses its own store',
-        markup=False,
-        soft_wrap=True,
+        f'firewall.open("{chosen}") from Python; `gnomon demo` uses its own store'
     )
 
 
@@ -88,14 +91,11 @@ def db() -> None:
 
 
 @db.command("upgrade")
-@url_option
-@json_option
-@click.pass_context
+@store_options
 def db_upgrade(ctx: click.Context, url: str | None, as_json: bool) -> None:
     """Create or migrate the Gnomon schema of a postgresql:// store to this version."""
-    chosen = resolve_url(ctx, url, must_exist=False)
-    scheme = chosen.partition("://")[0].lower()
-    if scheme not in ("postgresql", "postgres"):
+    chosen, scheme = _target(ctx, url)
+    if scheme not in _POSTGRES:
         raise UnsupportedURLError(
             f"`gnomon db upgrade` manages PostgreSQL schemas; {scheme or 'this'}:// stores "
             "create their schema when they are opened",
@@ -116,7 +116,7 @@ def db_upgrade(ctx: click.Context, url: str | None, as_json: bool) -> None:
     for migration in applied:
         out.print(f"applied {migration.version}: {migration.name}", markup=False)
     state = "upgraded to" if applied else "already at"
-    out.print(f"ok: {database} {state} schema version {version}", markup=False, soft_wrap=True)
+    say(f"ok: {database} {state} schema version {version}")
 
 
 def _postgres() -> Any:

@@ -34,9 +34,8 @@ from gnomon.firewall.cli.common import (
     ceiling_option,
     echo,
     echo_json,
-    json_option,
     resolve_url,
-    url_option,
+    store_options,
     write_file,
 )
 from gnomon.firewall.cli.memory import (
@@ -90,9 +89,7 @@ def _all_beliefs(store: Store) -> Iterator[Belief]:
 @click.option("--since", default=None, metavar="DATE", help="Versions held from DATE on.")
 @click.option("--until", default=None, metavar="DATE", help="Versions held up to DATE.")
 @click.option("--limit", type=click.IntRange(1, 200), default=20, show_default=True)
-@url_option
-@json_option
-@click.pass_context
+@store_options
 def why_command(
     ctx: click.Context,
     query: str,
@@ -246,9 +243,7 @@ def _render_entry(entry: BeliefWhy) -> None:
 
 @beliefs.command("history")
 @click.argument("belief_id")
-@url_option
-@json_option
-@click.pass_context
+@store_options
 def beliefs_history(ctx: click.Context, belief_id: str, url: str | None, as_json: bool) -> None:
     """Every version of a belief, with the time the system held it and the revisions."""
     with firewall.open(resolve_url(ctx, url)) as wall:
@@ -314,9 +309,7 @@ CSV_COLUMNS = (
 @click.option(
     "--out", default=None, type=click.Path(dir_okay=False), help="File (default: stdout)."
 )
-@url_option
-@json_option
-@click.pass_context
+@store_options
 def beliefs_export(
     ctx: click.Context, fmt: str, out: str | None, url: str | None, as_json: bool
 ) -> None:
@@ -381,9 +374,7 @@ def _write_out(text: str, out: str | None, summary: Mapping[str, object], *, as_
 
 
 @beliefs.command("verify")
-@url_option
-@json_option
-@click.pass_context
+@store_options
 def beliefs_verify(ctx: click.Context, url: str | None, as_json: bool) -> None:
     """Re-check every quote anchor against its source as it is now; exit 1 on drift."""
     checked = drifted = 0
@@ -423,9 +414,7 @@ def beliefs_verify(ctx: click.Context, url: str | None, as_json: bool) -> None:
     type=click.Choice(sorted(ADOPTION_RULES)),
     help="Re-adopt the session's unrevised beliefs under this gate version's rule.",
 )
-@url_option
-@json_option
-@click.pass_context
+@store_options
 def replay_command(
     ctx: click.Context,
     session_id: str,
@@ -482,9 +471,7 @@ def _render_replay(result: ReplayResult) -> None:
     "--out", default=None, type=click.Path(dir_okay=False), help="File (default: stdout)."
 )
 @ceiling_option("Redact text above this level (hashes are kept).", dest="sensitivity_ceiling")
-@url_option
-@json_option
-@click.pass_context
+@store_options
 def report_command(
     ctx: click.Context,
     session_id: str,

@@ -1,7 +1,14 @@
-"""The audit trail's commands: ``log verify | checkpoint | export | import`` and ``rebuild``.
+"""The audit trail's commands: ``log verify | checkpoint | export | import``, ``rebuild`` and
+``otel export``.
 
 Each parses its options, calls one library function (:mod:`firewall.log.checkpoints`,
-:mod:`firewall.log.ndjson`, :mod:`firewall.audit.rebuild`) and renders the result.
+:mod:`firewall.log.ndjson`, :mod:`firewall.audit.rebuild`, :mod:`firewall.host.otel`) and
+renders the result.
+
+``gnomon otel export`` needs no collector: spans are written with the SDK's console exporter to
+a file or stdout (one span per line, the SDK's own JSON form). A team with a collector uses
+:class:`firewall.host.otel.OtelSubscriber` or :func:`firewall.host.otel.export_events` with its own
+exporter. Needs ``pip install 'gnomon[otel]'``.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from gnomon.firewall.cli.common import (
     json_option,
     path_option,
     resolve_url,
+    say,
     staged_file,
     url_option,
 )
@@ -109,28 +117,19 @@ def log_verify(
     line = (
         f"ok: {report.events} events verified; head seq {report.head_seq} hash {report.head_hash}"
     )
-    out = console()
-    out.print(line, markup=False, soft_wrap=True)
+    say(line)
     if report.redacted:
-        out.print(
-            f"redacted: {report.redacted} event(s) verified from their body's digest only",
-            markup=False,
-            soft_wrap=True,
-        )
+        say(f"redacted: {report.redacted} event(s) verified from their body's digest only")
     if report.signatures_checked:
         unsigned = report.head_seq - (report.signed_through or 0)
-        out.print(
+        say(
             f"signed: checkpoints by the pinned key cover seq 1..{report.signed_through}"
-            + (f"; the last {unsigned} events are not yet covered" if unsigned else ""),
-            markup=False,
-            soft_wrap=True,
+            + (f"; the last {unsigned} events are not yet covered" if unsigned else "")
         )
     elif report.checkpoints:
-        out.print(
+        say(
             f"{report.checkpoints} checkpoint(s) match the chain; pass --key to check who "
-            "signed them",
-            markup=False,
-            soft_wrap=True,
+            "signed them"
         )
 
 
@@ -166,11 +165,9 @@ def log_checkpoint(
     if as_json:
         echo_json(checkpoint.model_dump())
         return
-    console().print(
+    say(
         f"checkpoint: seq {checkpoint.seq} hash {checkpoint.head_hash} signed by key "
-        f"{checkpoint.key_id}" + (f"; written to {out}" if out else ""),
-        markup=False,
-        soft_wrap=True,
+        f"{checkpoint.key_id}" + (f"; written to {out}" if out else "")
     )
 
 
@@ -230,6 +227,43 @@ def log_export(
         echo(f"exported {count} events to {out}", err=True)
 
 
+@click.group("otel")
+def otel_group() -> None:
+    """OpenTelemetry export of sessions, recalls, decisions, actions, holds and alerts."""
+
+
+@otel_group.command("export")
+@url_option
+@path_option(
+    "--out",
+    default=None,
+    help="Write the spans to FILE (one JSON object per line) instead of standard output.",
+)
+@ceiling_option("Belief text above LEVEL is exported as its content hash only.")
+@json_option
+@click.pass_context
+def otel_export(
+    ctx: click.Context, url: str | None, out: str | None, ceiling: str, as_json: bool
+) -> None:
+    """Export the whole log as spans (ids derived from the log: the same log gives the same
+    ids). With --out and --json, the summary is a JSON object on stdout."""
+    from gnomon.firewall.host.otel import JsonLinesExporter, export_events
+
+    level = Sensitivity(ceiling)
+    with open_store(resolve_url(ctx, url)) as store:
+        if out is None:
+            stdout = JsonLinesExporter(sys.stdout.buffer.write)
+            count = export_events(store.events, stdout, ceiling=level)
+            sys.stdout.buffer.flush()
+            return
+        with staged_file(out) as staged:
+            count = export_events(store.events, JsonLinesExporter(staged.write), ceiling=level)
+    if as_json:
+        echo_json({"spans": count, "out": out, "sensitivity_ceiling": level.value})
+    else:
+        echo(f"exported {count} spans to {out} (belief text above {level.value} as hashes)")
+
+
 @click.command("import")
 @click.argument("file", type=click.Path(dir_okay=False))
 @url_option
@@ -254,11 +288,7 @@ def log_import(
     if as_json:
         echo_json({"imported": len(events), "head_seq": head[0], "head_hash": head[1]})
         return
-    console().print(
-        f"imported {len(events)} events from {file}; head seq {head[0]} hash {head[1]}",
-        markup=False,
-        soft_wrap=True,
-    )
+    say(f"imported {len(events)} events from {file}; head seq {head[0]} hash {head[1]}")
 
 
 @click.command("rebuild")
@@ -282,17 +312,15 @@ def rebuild(ctx: click.Context, url: str | None, apply_: bool, as_json: bool) ->
         return
     out = console()
     rows = ", ".join(f"{table} {n}" for table, n in report.tables.items()) or "no records"
-    out.print(f"replayed {report.events} events: {rows}", markup=False, soft_wrap=True)
+    say(f"replayed {report.events} events: {rows}")
     for diff in report.differences:
-        out.print(f"  {diff.table} {diff.id}: {diff.problem}", markup=False, soft_wrap=True)
+        say(f"  {diff.table} {diff.id}: {diff.problem}")
     if report.difference_count > len(report.differences):
         out.print(f"  … and {report.difference_count - len(report.differences)} more", markup=False)
     if report.applied:
-        out.print(
+        say(
             f"applied: live projections replaced from the log ({report.difference_count} "
-            f"difference(s) before, {report.remaining} after)",
-            markup=False,
-            soft_wrap=True,
+            f"difference(s) before, {report.remaining} after)"
         )
     if not report.ok:
         by_table = ", ".join(f"{t}: {n}" for t, n in sorted(report.by_table.items()))
@@ -306,4 +334,11 @@ def rebuild(ctx: click.Context, url: str | None, apply_: bool, as_json: bool) ->
         out.print("ok: the live projections equal the ones rebuilt from the log", markup=False)
 
 
-__all__ = ["log_checkpoint", "log_export", "log_import", "log_verify", "rebuild"]
+__all__ = [
+    "log_checkpoint",
+    "log_export",
+    "log_import",
+    "log_verify",
+    "otel_group",
+    "rebuild",
+]

@@ -23,6 +23,7 @@ from gnomon.firewall.cli.common import (
     json_option,
     resolve_trusted_keys,
     resolve_url,
+    store_options,
     trusted_keys_option,
     url_option,
 )
@@ -82,9 +83,7 @@ def beliefs_list(
 
 @beliefs.command("show")
 @click.argument("belief_id")
-@url_option
-@json_option
-@click.pass_context
+@store_options
 def beliefs_show(ctx: click.Context, belief_id: str, url: str | None, as_json: bool) -> None:
     """Show one belief: statement, the four axes, origin label and revisions."""
     with firewall.open(resolve_url(ctx, url)) as wall:
@@ -109,9 +108,7 @@ def beliefs_show(ctx: click.Context, belief_id: str, url: str | None, as_json: b
 @click.option(
     "-k", "k", type=click.IntRange(1, 200), default=10, show_default=True, help="Most matches."
 )
-@url_option
-@json_option
-@click.pass_context
+@store_options
 def recall(
     ctx: click.Context,
     query: str,

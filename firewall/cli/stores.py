@@ -38,12 +38,12 @@ import click
 from gnomon import firewall
 from gnomon.firewall.cli.common import (
     EXIT_FINDINGS,
-    console,
     echo_json,
     json_option,
     read_grant,
     resolve_trusted_keys,
     resolve_url,
+    say,
     staged_file,
     url_option,
 )
@@ -463,11 +463,9 @@ def _import_command(spec: StoreSpec) -> click.Command:
             if adopted is not None
             else "unverified and restricted (adopt them with --adopt-as user --grant FILE)"
         )
-        console().print(
+        say(
             f"{spec.name}: imported {report.imported} of {report.seen} items "
-            f"({report.skipped} already imported) into project {project}, {state}",
-            markup=False,
-            soft_wrap=True,
+            f"({report.skipped} already imported) into project {project}, {state}"
         )
 
     run.__doc__ = f"Import what {spec.title} holds, idempotently."
@@ -495,7 +493,7 @@ def _export_command(spec: StoreSpec) -> click.Command:
         elif as_json:
             echo_json(data)
         else:
-            console().print(summary, markup=False, soft_wrap=True)
+            say(summary)
 
     doc = (
         f"Write every belief bound to {spec.title}, with its labels and binding, as JSON "
@@ -544,13 +542,10 @@ def _sync_command(spec: StoreSpec) -> click.Command:
                 }
             )
         else:
-            out = console()
-            out.print(
+            say(
                 f"{spec.name}: {report.seen} items checked: {len(report.unbound)} unbound, "
                 f"{len(report.drifted)} drifted, {len(report.deleted)} deleted, "
-                f"{len(report.conflicts)} conflicts linked",
-                markup=False,
-                soft_wrap=True,
+                f"{len(report.conflicts)} conflicts linked"
             )
             for kind, ids in (
                 ("unbound", report.unbound),
@@ -559,7 +554,7 @@ def _sync_command(spec: StoreSpec) -> click.Command:
                 ("conflict", report.conflicts),
             ):
                 for sid in ids:
-                    out.print(f"  {kind}: {sid}", markup=False, soft_wrap=True)
+                    say(f"  {kind}: {sid}")
         if not report.clean:
             ctx.exit(EXIT_FINDINGS)
 
