@@ -20,7 +20,6 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 
 import orjson
 
@@ -577,20 +576,11 @@ class MemoryStore(Store):
         with self._lock:
             return [b for _, b in self._history.get(belief_id, ())]
 
-    def find_belief_versions(
-        self,
-        where: BeliefFilter,
-        *,
-        at: datetime | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+    def _versions_held(
+        self, where: BeliefFilter, since_us: int | None, until_us: int | None
     ) -> list[Belief]:
         if _empty_set_condition(where):
             return []
-        if at is not None:
-            since = until = at
-        lo = None if since is None else micros(since)
-        hi = None if until is None else micros(until)
         with self._lock:
             if where.text is not None:
                 terms = [t for t in query_terms(where.text) if t in self._postings]
@@ -602,9 +592,9 @@ class MemoryStore(Store):
                 versions = self._history.get(belief_id, ())
                 for index, (start, version) in enumerate(versions):
                     end = versions[index + 1][0] if index + 1 < len(versions) else None
-                    if hi is not None and start > hi:
+                    if until_us is not None and start > until_us:
                         continue
-                    if lo is not None and end is not None and max(end, start) <= lo:
+                    if since_us is not None and end is not None and max(end, start) <= since_us:
                         continue
                     staged = _stage_belief(version)
                     if belief_matches(version, where, anchor=staged.anchor, expires=staged.expires):

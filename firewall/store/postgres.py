@@ -97,6 +97,7 @@ from gnomon.firewall.store.base import Store, check_continues, claim_drafts, cla
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.memory import K1, B
 from gnomon.firewall.store.sql_common import (
+    DERIVED_TABLES,
     PROJECTION_KEYS,
     BatchRow,
     ChainRow,
@@ -118,23 +119,7 @@ R = TypeVar("R")
 DEFAULT_TENANT = "default"
 PAGE = 1000
 #: Every table derived from the log (emptied, for one tenant, by a rebuild).
-PROJECTION_TABLES = (
-    "sessions",
-    "observations",
-    "claims",
-    "evidence",
-    "beliefs",
-    "term_stats",
-    "decisions",
-    "decision_deps",
-    "actions",
-    "outcomes",
-    "revisions",
-    "contradictions",
-    "contradiction_members",
-    "bindings",
-    "belief_versions",
-)
+PROJECTION_TABLES = (*DERIVED_TABLES, "term_stats")
 MAX_TENANT_LENGTH = 200
 #: PostgreSQL keeps at most 256 positions per lexeme, so term frequencies above it count as 256.
 MAX_TF = 256
@@ -1320,13 +1305,8 @@ class PostgresStore(Store):
             (self.tenant, belief_id),
         )
 
-    def find_belief_versions(
-        self,
-        where: BeliefFilter,
-        *,
-        at: datetime | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+    def _versions_held(
+        self, where: BeliefFilter, since_us: int | None, until_us: int | None
     ) -> list[Belief]:
         """One statement on ``belief_versions``; by text, the GIN index on ``beliefs`` finds the
         matching ids and each joins its versions on ``belief_versions_id``. Text results are
@@ -1335,14 +1315,12 @@ class PostgresStore(Store):
         if found is None:
             return []
         conds, params = found
-        if at is not None:
-            since = until = at
-        if until is not None:
+        if until_us is not None:
             conds.append("b.from_us <= %(until_us)s")
-            params["until_us"] = micros(until)
-        if since is not None:
+            params["until_us"] = until_us
+        if since_us is not None:
             conds.append("(b.until_us IS NULL OR b.until_us > %(since_us)s)")
-            params["since_us"] = micros(since)
+            params["since_us"] = since_us
         source = "belief_versions b"
         if where.text is not None:
             terms = list(dict.fromkeys(lexeme(t) for t in query_terms(where.text)))

@@ -334,6 +334,13 @@ INDEXED_COLUMNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 #: Link tables: ``(table, owner id column)``; each row links a belief to its owner.
 LINK_TABLES = (("decision_deps", "decision_id"), ("contradiction_members", "contradiction_id"))
+#: The tables both SQL backends derive from the log alike (a rebuild empties them): one per record
+#: type, the link tables and the belief history; each backend adds its own.
+DERIVED_TABLES = (
+    *(table for table, _ in PROJECTION_KEYS),
+    *(table for table, _ in LINK_TABLES),
+    "belief_versions",
+)
 #: A history row's id: its belief and its place in that belief's history (oldest is 1).
 VERSION_ID = "belief_id || '#' || row_number() OVER (PARTITION BY belief_id ORDER BY from_us, rid)"
 
@@ -386,6 +393,7 @@ __all__ = [
     "ADMISSIBLE_RETRIEVAL",
     "ADMISSIBLE_SECURITY",
     "ADMISSIBLE_TRUTH",
+    "DERIVED_TABLES",
     "INDEXED_COLUMNS",
     "LINK_TABLES",
     "PROJECTION_KEYS",

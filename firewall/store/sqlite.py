@@ -82,6 +82,7 @@ from gnomon.firewall.store.base import (
 )
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.sql_common import (
+    DERIVED_TABLES,
     PROJECTION_KEYS,
     ChainRow,
     batch_keys,
@@ -102,23 +103,7 @@ R = TypeVar("R")
 PAGE = 1000
 #: Every table derived from the log, emptied by a rebuild (beliefs first, so that its delete
 #: trigger keeps the FTS index in step).
-PROJECTION_TABLES = (
-    "beliefs",
-    "sessions",
-    "observations",
-    "claims",
-    "evidence",
-    "decisions",
-    "decision_deps",
-    "actions",
-    "outcomes",
-    "revisions",
-    "contradictions",
-    "contradiction_members",
-    "bindings",
-    "belief_versions",
-    "batch_members",
-)
+PROJECTION_TABLES = ("beliefs", *(t for t in DERIVED_TABLES if t != "beliefs"), "batch_members")
 #: The FTS5 indexes over ``beliefs.terms``: every belief, and the admissible ones only.
 TEXT_INDEXES = ("beliefs_fts", "beliefs_fts_ok")
 _IN_CHUNK = 500
@@ -948,13 +933,8 @@ class SQLiteStore(Store):
             found.append(belief)
         return found
 
-    def find_belief_versions(
-        self,
-        where: BeliefFilter,
-        *,
-        at: datetime | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+    def _versions_held(
+        self, where: BeliefFilter, since_us: int | None, until_us: int | None
     ) -> list[Belief]:
         """One statement on ``belief_versions``: by text, FTS5 drives and each match joins its
         versions on ``belief_versions_id``; by subject (or prefix) ``belief_versions_subject``
@@ -963,14 +943,12 @@ class SQLiteStore(Store):
         if found is None:
             return []
         conds, params = found
-        if at is not None:
-            since = until = at
-        if until is not None:
+        if until_us is not None:
             conds.append("b.from_us <= ?")
-            params.append(micros(until))
-        if since is not None:
+            params.append(until_us)
+        if since_us is not None:
             conds.append("(b.until_us IS NULL OR b.until_us > ?)")
-            params.append(micros(since))
+            params.append(since_us)
         if where.text is not None:
             match = fts5_match(where.text)
             if match is None:
