@@ -280,7 +280,7 @@ class Event:
 
 def canonical_body(seq: int, draft: EventDraft) -> bytes:
     """The exact bytes that are hashed and stored for an event."""
-    return _body(seq, draft, _iso(draft.at), dict(draft.versions), draft.payload())
+    return orjson.dumps(_doc(seq, draft), option=orjson.OPT_SORT_KEYS)
 
 
 _ZERO = timedelta(0)
@@ -294,22 +294,21 @@ def _iso(moment: datetime) -> str:
     return iso(moment)
 
 
-def _body(
-    seq: int, draft: EventDraft, at: str, versions: dict[str, Any], payload: dict[str, Any]
-) -> bytes:
-    doc = {
+def _doc(seq: int, draft: EventDraft) -> dict[str, Any]:
+    """The body of ``draft`` sealed as ``seq``, before its canonical encoding."""
+    payload = draft.payload()
+    return {
         "schema": MOVES_SCHEMA if MOVES in payload else SCHEMA_VERSION if IMPORTS in payload else 1,
         "seq": seq,
         "kind": draft.kind,
-        "at": at,
+        "at": _iso(draft.at),
         "actor": draft.actor,
         "session": draft.session_id,
         "project": draft.project,
         "user": draft.user,
-        "versions": versions,
+        "versions": dict(draft.versions),
         "payload": payload,
     }
-    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
 
 
 _BODY_STATE = hashlib.sha256(BODY_DOMAIN)
@@ -389,24 +388,9 @@ def seal(seq: int, prev_hash: str, draft: EventDraft) -> Event:
     The payload is built once: the body is its canonical encoding and the sealed event keeps
     the same dict, so a store can reuse ``event.payload["records"]`` for its projection rows.
     """
-    at = _iso(draft.at)
-    versions = dict(draft.versions)
-    payload = draft.payload()
-    body = _body(seq, draft, at, versions, payload)
-    return Event(
-        seq=seq,
-        kind=draft.kind,
-        at=at,
-        actor=draft.actor,
-        session_id=draft.session_id,
-        project=draft.project,
-        user=draft.user,
-        versions=versions,
-        payload=payload,
-        prev_hash=prev_hash,
-        hash=chain_hash(seq, prev_hash, body),
-        body=body,
-    )
+    doc = _doc(seq, draft)
+    body = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    return Event.from_doc(seq, doc, body, prev_hash, chain_hash(seq, prev_hash, body))
 
 
 @dataclass(frozen=True, slots=True)
