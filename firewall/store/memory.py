@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -290,13 +291,10 @@ class MemoryStore(Store):
                 if isinstance(request_id, str):
                     self._by_request.setdefault(request_id, []).append(event)
         rows = iter(staged)
+        plain = self._plain_tables()
         for rec in records:
-            for session in rec.sessions:
-                self._sessions[session.id] = session
-            for observation in rec.observations:
-                self._observations[observation.id] = observation
-            for claim in rec.claims:
-                self._claims[claim.id] = claim
+            for name, table in plain:
+                table.update((item.id, item) for item in getattr(rec, name))
             for item in rec.evidence:
                 self._put_evidence(item)
             written: dict[str, Belief] = {}  # history: the last version of each in this event
@@ -308,10 +306,6 @@ class MemoryStore(Store):
                 self._history.setdefault(belief.id, []).append((micros(belief.updated_at), belief))
             for decision in rec.decisions:
                 self._put_decision(decision)
-            for action in rec.actions:
-                self._actions[action.id] = action
-            for outcome in rec.outcomes:
-                self._outcomes[outcome.id] = outcome
             for revision in rec.revisions:
                 self._put_revision(revision)
             for contradiction in rec.contradictions:
@@ -333,14 +327,10 @@ class MemoryStore(Store):
     def projection_docs(self) -> Iterator[tuple[str, str, bytes]]:
         with self._lock:
             tables: list[tuple[str, Iterable[ChainModel]]] = [
-                ("sessions", list(self._sessions.values())),
-                ("observations", list(self._observations.values())),
-                ("claims", list(self._claims.values())),
+                *((name, list(table.values())) for name, table in self._plain_tables()),
                 ("evidence", [i for group in self._evidence.values() for i in group.values()]),
                 ("beliefs", [row.belief for row in self._beliefs.values()]),
                 ("decisions", list(self._decisions.values())),
-                ("actions", list(self._actions.values())),
-                ("outcomes", list(self._outcomes.values())),
                 ("revisions", [r for _, _, r in self._revisions.values()]),
                 ("contradictions", list(self._contradictions.values())),
                 ("bindings", list(self._bindings.values())),
@@ -349,6 +339,17 @@ class MemoryStore(Store):
         for table, items in tables:
             for item in items:
                 yield table, item.id, dumps(item.to_json_dict())  # type: ignore[attr-defined]
+
+    def _plain_tables(self) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """The projections kept as plain ``{id: record}`` maps (no index of their own), each
+        with its :class:`~firewall.log.events.Records` field."""
+        return (
+            ("sessions", self._sessions),
+            ("observations", self._observations),
+            ("claims", self._claims),
+            ("actions", self._actions),
+            ("outcomes", self._outcomes),
+        )
 
     def _put_evidence(self, item: EvidenceItem) -> None:
         old_claim = self._evidence_claim.get(item.id)

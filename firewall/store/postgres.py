@@ -1156,6 +1156,12 @@ class PostgresStore(Store):
         )
         return found[0] if found else None
 
+    def _docs_of(self, model: type[M], sql: str, ids: Sequence[str], *params: Any) -> list[M]:
+        """:meth:`_docs` with the distinct ``ids`` as the last parameter (an ``ANY(%s)``); no
+        query when there are none."""
+        distinct = list(dict.fromkeys(ids))
+        return self._docs(model, sql, (*params, distinct)) if distinct else []
+
     def get_session(self, session_id: str) -> SessionInfo | None:
         return self._doc(SessionInfo, "sessions", session_id)
 
@@ -1174,18 +1180,16 @@ class PostgresStore(Store):
         return EvidenceSet(claim_id=claim_id, items=items)
 
     def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, Belief]:
-        ids = list(dict.fromkeys(belief_ids))
-        if not ids:
-            return {}
         found = {
             b.id: b
-            for b in self._docs(
+            for b in self._docs_of(
                 Belief,
                 "SELECT doc FROM beliefs WHERE tenant = %s AND id = ANY(%s)",
-                (self.tenant, ids),
+                belief_ids,
+                self.tenant,
             )
         }
-        return {i: found[i] for i in ids if i in found}
+        return {i: found[i] for i in belief_ids if i in found}
 
     def decay_candidates(
         self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
@@ -1230,42 +1234,38 @@ class PostgresStore(Store):
         )
 
     def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
-        ids = list(dict.fromkeys(belief_ids))
-        if not ids:
-            return []
-        return self._docs(
+        return self._docs_of(
             Contradiction,
             "SELECT doc FROM contradictions WHERE tenant = %s AND id IN ("
             "SELECT contradiction_id FROM contradiction_members "
             "WHERE tenant = %s AND belief_id = ANY(%s)) ORDER BY detected_us, id",
-            (self.tenant, self.tenant, ids),
+            belief_ids,
+            self.tenant,
+            self.tenant,
         )
 
     # -- store bindings ---------------------------------------------------------------------
 
     def bindings_by_store_id(self, store: str, store_ids: Sequence[str]) -> dict[str, StoreBinding]:
-        ids = list(dict.fromkeys(store_ids))
-        if not ids:
-            return {}
         found: dict[str, StoreBinding] = {}
-        for binding in self._docs(
+        for binding in self._docs_of(
             StoreBinding,
             "SELECT doc FROM bindings WHERE tenant = %s AND store = %s AND store_id = ANY(%s)",
-            (self.tenant, store, ids),
+            store_ids,
+            self.tenant,
+            store,
         ):
             assert binding.store_id is not None
             found[binding.store_id] = binding
         return found
 
     def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
-        ids = list(dict.fromkeys(belief_ids))
-        if not ids:
-            return []
-        return self._docs(
+        return self._docs_of(
             StoreBinding,
             "SELECT doc FROM bindings WHERE tenant = %s AND belief_id = ANY(%s) "
             "ORDER BY belief_id, store",
-            (self.tenant, ids),
+            belief_ids,
+            self.tenant,
         )
 
     def list_bindings(
