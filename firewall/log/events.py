@@ -45,20 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from gnomon.firewall.model.chain import (
-    Action,
-    Belief,
-    ChainModel,
-    Claim,
-    Contradiction,
-    Decision,
-    EvidenceItem,
-    Observation,
-    Outcome,
-    Revision,
-    SessionInfo,
-    StoreBinding,
-)
+from gnomon.firewall.model import chain
 from gnomon.firewall.model.clock import iso
 from gnomon.firewall.model.errors import LogIntegrityError
 
@@ -104,17 +91,17 @@ Body = bytes | RedactedBody
 class Records:
     """Typed snapshots of the projection rows one event writes (each a full new version)."""
 
-    sessions: tuple[SessionInfo, ...] = ()
-    observations: tuple[Observation, ...] = ()
-    claims: tuple[Claim, ...] = ()
-    evidence: tuple[EvidenceItem, ...] = ()
-    beliefs: tuple[Belief, ...] = ()
-    decisions: tuple[Decision, ...] = ()
-    actions: tuple[Action, ...] = ()
-    outcomes: tuple[Outcome, ...] = ()
-    revisions: tuple[Revision, ...] = ()
-    contradictions: tuple[Contradiction, ...] = ()
-    bindings: tuple[StoreBinding, ...] = ()
+    sessions: tuple[chain.SessionInfo, ...] = ()
+    observations: tuple[chain.Observation, ...] = ()
+    claims: tuple[chain.Claim, ...] = ()
+    evidence: tuple[chain.EvidenceItem, ...] = ()
+    beliefs: tuple[chain.Belief, ...] = ()
+    decisions: tuple[chain.Decision, ...] = ()
+    actions: tuple[chain.Action, ...] = ()
+    outcomes: tuple[chain.Outcome, ...] = ()
+    revisions: tuple[chain.Revision, ...] = ()
+    contradictions: tuple[chain.Contradiction, ...] = ()
+    bindings: tuple[chain.StoreBinding, ...] = ()
     #: Belief moves of a move batch (:mod:`firewall.log.moves`): each new version is derived from
     #: the one the store holds, not restated. Never in :meth:`to_payload`.
     moves: tuple[BeliefMove, ...] = ()
@@ -122,7 +109,7 @@ class Records:
     def to_payload(self) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
         for name in _RECORD_NAMES:
-            items: tuple[ChainModel, ...] = getattr(self, name)
+            items: tuple[chain.ChainModel, ...] = getattr(self, name)
             if items:
                 out[name] = [item.to_json_dict() for item in items]
         return out
@@ -145,18 +132,18 @@ class Records:
         )
 
 
-RECORD_TYPES: tuple[tuple[str, type[ChainModel]], ...] = (
-    ("sessions", SessionInfo),
-    ("observations", Observation),
-    ("claims", Claim),
-    ("evidence", EvidenceItem),
-    ("beliefs", Belief),
-    ("decisions", Decision),
-    ("actions", Action),
-    ("outcomes", Outcome),
-    ("revisions", Revision),
-    ("contradictions", Contradiction),
-    ("bindings", StoreBinding),
+RECORD_TYPES: tuple[tuple[str, type[chain.ChainModel]], ...] = (
+    ("sessions", chain.SessionInfo),
+    ("observations", chain.Observation),
+    ("claims", chain.Claim),
+    ("evidence", chain.EvidenceItem),
+    ("beliefs", chain.Belief),
+    ("decisions", chain.Decision),
+    ("actions", chain.Action),
+    ("outcomes", chain.Outcome),
+    ("revisions", chain.Revision),
+    ("contradictions", chain.Contradiction),
+    ("bindings", chain.StoreBinding),
 )
 
 
@@ -173,7 +160,7 @@ def records_from_payload(payload: Mapping[str, Any]) -> Records:
     raw, moves = docs_and_moves(
         {k: v for k, v in payload.items() if k != IMPORTS} if imports else payload
     )
-    parts: dict[str, tuple[ChainModel, ...]] = {}
+    parts: dict[str, tuple[chain.ChainModel, ...]] = {}
     for name, model in RECORD_TYPES:
         items = raw.get(name)
         if items:

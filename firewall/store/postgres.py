@@ -68,20 +68,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from gnomon.firewall.log.batch import ImportBatch, expand
 from gnomon.firewall.log.events import GENESIS_HASH, IMPORTS, Event, EventDraft, Records, seal
 from gnomon.firewall.log.moves import resolve_moves
-from gnomon.firewall.model.chain import (
-    Action,
-    Belief,
-    ChainModel,
-    Claim,
-    Contradiction,
-    Decision,
-    EvidenceItem,
-    EvidenceSet,
-    Observation,
-    Revision,
-    SessionInfo,
-    StoreBinding,
-)
+from gnomon.firewall.model import chain
 from gnomon.firewall.model.errors import (
     GnomonError,
     StoreCorruptError,
@@ -113,7 +100,7 @@ from gnomon.firewall.store.sql_common import (
     within_admissible,
 )
 
-M = TypeVar("M", bound=ChainModel)
+M = TypeVar("M", bound=chain.ChainModel)
 R = TypeVar("R")
 
 DEFAULT_TENANT = "default"
@@ -735,11 +722,11 @@ class PostgresStore(Store):
         if not any(rec.moves for rec in records):
             return records
 
-        def load(ids: list[str]) -> dict[str, Belief]:
+        def load(ids: list[str]) -> dict[str, chain.Belief]:
             rows = conn.execute(
                 "SELECT doc FROM beliefs WHERE tenant = %s AND id = ANY(%s)", (self.tenant, ids)
             ).fetchall()
-            found = [Belief.model_validate_json(bytes(doc), strict=False) for (doc,) in rows]
+            found = [chain.Belief.model_validate_json(bytes(doc), strict=False) for (doc,) in rows]
             return {b.id: b for b in found}
 
         return resolve_moves(records, load)
@@ -1162,28 +1149,28 @@ class PostgresStore(Store):
         distinct = list(dict.fromkeys(ids))
         return self._docs(model, sql, (*params, distinct)) if distinct else []
 
-    def get_session(self, session_id: str) -> SessionInfo | None:
-        return self._doc(SessionInfo, "sessions", session_id)
+    def get_session(self, session_id: str) -> chain.SessionInfo | None:
+        return self._doc(chain.SessionInfo, "sessions", session_id)
 
-    def get_observation(self, observation_id: str) -> Observation | None:
-        return self._doc(Observation, "observations", observation_id)
+    def get_observation(self, observation_id: str) -> chain.Observation | None:
+        return self._doc(chain.Observation, "observations", observation_id)
 
-    def get_claim(self, claim_id: str) -> Claim | None:
-        return self._doc(Claim, "claims", claim_id)
+    def get_claim(self, claim_id: str) -> chain.Claim | None:
+        return self._doc(chain.Claim, "claims", claim_id)
 
-    def get_evidence(self, claim_id: str) -> EvidenceSet:
+    def get_evidence(self, claim_id: str) -> chain.EvidenceSet:
         items = self._docs(
-            EvidenceItem,
+            chain.EvidenceItem,
             "SELECT doc FROM evidence WHERE tenant = %s AND claim_id = %s ORDER BY rid",
             (self.tenant, claim_id),
         )
-        return EvidenceSet(claim_id=claim_id, items=items)
+        return chain.EvidenceSet(claim_id=claim_id, items=items)
 
-    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, Belief]:
+    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, chain.Belief]:
         found = {
             b.id: b
             for b in self._docs_of(
-                Belief,
+                chain.Belief,
                 "SELECT doc FROM beliefs WHERE tenant = %s AND id = ANY(%s)",
                 belief_ids,
                 self.tenant,
@@ -1193,49 +1180,49 @@ class PostgresStore(Store):
 
     def decay_candidates(
         self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
-    ) -> list[Belief]:
+    ) -> list[chain.Belief]:
         return self._docs(
-            Belief,
+            chain.Belief,
             "SELECT doc FROM beliefs WHERE tenant = %s AND id > %s AND ("
             "(freshness <> 'expired' AND expires_us IS NOT NULL AND expires_us <= %s) OR "
             "(freshness = 'fresh' AND anchor_us < %s)) ORDER BY id LIMIT %s",
             (self.tenant, after, micros(now), micros(stale_before), limit),
         )
 
-    def get_decision(self, decision_id: str) -> Decision | None:
-        return self._doc(Decision, "decisions", decision_id)
+    def get_decision(self, decision_id: str) -> chain.Decision | None:
+        return self._doc(chain.Decision, "decisions", decision_id)
 
-    def get_action(self, action_id: str) -> Action | None:
-        return self._doc(Action, "actions", action_id)
+    def get_action(self, action_id: str) -> chain.Action | None:
+        return self._doc(chain.Action, "actions", action_id)
 
-    def decisions_depending_on(self, belief_id: str) -> list[Decision]:
+    def decisions_depending_on(self, belief_id: str) -> list[chain.Decision]:
         return self._docs(
-            Decision,
+            chain.Decision,
             "SELECT d.doc FROM decision_deps x JOIN decisions d "
             "ON d.tenant = x.tenant AND d.id = x.decision_id "
             "WHERE x.tenant = %s AND x.belief_id = %s ORDER BY d.created_us, d.id",
             (self.tenant, belief_id),
         )
 
-    def revisions_for(self, belief_id: str) -> list[Revision]:
+    def revisions_for(self, belief_id: str) -> list[chain.Revision]:
         return self._docs(
-            Revision,
+            chain.Revision,
             "SELECT doc FROM revisions WHERE tenant = %s AND belief_id = %s "
             "ORDER BY created_us, rid",
             (self.tenant, belief_id),
         )
 
-    def revisions_by_grant(self, grant_id: str) -> list[Revision]:
+    def revisions_by_grant(self, grant_id: str) -> list[chain.Revision]:
         return self._docs(
-            Revision,
+            chain.Revision,
             "SELECT doc FROM revisions WHERE tenant = %s AND grant_id = %s "
             "ORDER BY created_us, rid",
             (self.tenant, grant_id),
         )
 
-    def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
+    def contradictions_for(self, belief_ids: Sequence[str]) -> list[chain.Contradiction]:
         return self._docs_of(
-            Contradiction,
+            chain.Contradiction,
             "SELECT doc FROM contradictions WHERE tenant = %s AND id IN ("
             "SELECT contradiction_id FROM contradiction_members "
             "WHERE tenant = %s AND belief_id = ANY(%s)) ORDER BY detected_us, id",
@@ -1246,10 +1233,12 @@ class PostgresStore(Store):
 
     # -- store bindings ---------------------------------------------------------------------
 
-    def bindings_by_store_id(self, store: str, store_ids: Sequence[str]) -> dict[str, StoreBinding]:
-        found: dict[str, StoreBinding] = {}
+    def bindings_by_store_id(
+        self, store: str, store_ids: Sequence[str]
+    ) -> dict[str, chain.StoreBinding]:
+        found: dict[str, chain.StoreBinding] = {}
         for binding in self._docs_of(
-            StoreBinding,
+            chain.StoreBinding,
             "SELECT doc FROM bindings WHERE tenant = %s AND store = %s AND store_id = ANY(%s)",
             store_ids,
             self.tenant,
@@ -1259,9 +1248,9 @@ class PostgresStore(Store):
             found[binding.store_id] = binding
         return found
 
-    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
+    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[chain.StoreBinding]:
         return self._docs_of(
-            StoreBinding,
+            chain.StoreBinding,
             "SELECT doc FROM bindings WHERE tenant = %s AND belief_id = ANY(%s) "
             "ORDER BY belief_id, store",
             belief_ids,
@@ -1270,9 +1259,9 @@ class PostgresStore(Store):
 
     def list_bindings(
         self, store: str, *, after: str | None = None, limit: int = 1000
-    ) -> list[StoreBinding]:
+    ) -> list[chain.StoreBinding]:
         return self._docs(
-            StoreBinding,
+            chain.StoreBinding,
             "SELECT doc FROM bindings WHERE tenant = %s AND store = %s AND belief_id > %s "
             "ORDER BY belief_id LIMIT %s",
             (self.tenant, store, "" if after is None else after, max(limit, 0)),
@@ -1280,13 +1269,13 @@ class PostgresStore(Store):
 
     # -- find_beliefs ---------------------------------------------------------------------
 
-    def find_beliefs(self, where: BeliefFilter) -> list[Belief]:
+    def find_beliefs(self, where: BeliefFilter) -> list[chain.Belief]:
         if where.limit <= 0:
             return []
         query = self._belief_query(where, count=False)
         if query is None:
             return []
-        return self._docs(Belief, *query)
+        return self._docs(chain.Belief, *query)
 
     def count_beliefs(self, where: BeliefFilter) -> int:
         query = self._belief_query(where, count=True)
@@ -1297,9 +1286,9 @@ class PostgresStore(Store):
 
     # -- belief history ---------------------------------------------------------------------
 
-    def belief_history(self, belief_id: str) -> list[Belief]:
+    def belief_history(self, belief_id: str) -> list[chain.Belief]:
         return self._docs(
-            Belief,
+            chain.Belief,
             "SELECT doc FROM belief_versions WHERE tenant = %s AND belief_id = %s "
             "ORDER BY from_us, rid",
             (self.tenant, belief_id),
@@ -1307,7 +1296,7 @@ class PostgresStore(Store):
 
     def _versions_held(
         self, where: BeliefFilter, since_us: int | None, until_us: int | None
-    ) -> list[Belief]:
+    ) -> list[chain.Belief]:
         """One statement on ``belief_versions``; by text, the GIN index on ``beliefs`` finds the
         matching ids and each joins its versions on ``belief_versions_id``. Text results are
         ordered by recency here, not by BM25."""
@@ -1339,7 +1328,7 @@ class PostgresStore(Store):
             + " ORDER BY b.observed_us DESC, b.belief_id, b.from_us DESC, b.rid DESC"
             " LIMIT %(limit)s OFFSET %(offset)s"
         )
-        return self._docs(Belief, sql, params)
+        return self._docs(chain.Belief, sql, params)
 
     def session_events(self, session_id: str) -> list[Event]:
         rows = self._read(
