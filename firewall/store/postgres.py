@@ -53,8 +53,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
@@ -80,7 +79,7 @@ from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import SENSITIVITY_RANK, Scope
 from gnomon.firewall.model.text import query_terms
 from gnomon.firewall.store import postgres_schema as schema
-from gnomon.firewall.store.base import Store, check_continues, claim_drafts, claims_in
+from gnomon.firewall.store.base import Store, check_continues, claims_in
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.memory import K1, B
 from gnomon.firewall.store.sql_common import (
@@ -99,9 +98,7 @@ from gnomon.firewall.store.sql_common import (
     version_rows,
     within_admissible,
 )
-
-M = TypeVar("M", bound=chain.ChainModel)
-R = TypeVar("R")
+from gnomon.firewall.store.sql_store import M, R, SQLStore
 
 DEFAULT_TENANT = "default"
 PAGE = 1000
@@ -434,7 +431,7 @@ WHERE b.tsv @@ %(tsquery)s::tsquery
 """
 
 
-class PostgresStore(Store):
+class PostgresStore(SQLStore[psycopg.Connection[Any]]):
     """The ``postgresql://`` backend.
 
     ``tenant`` scopes everything this store reads and writes (it may also be given as the URL's
@@ -444,6 +441,8 @@ class PostgresStore(Store):
     serialization failure or deadlock is retried; ``create=False`` refuses to create the schema
     in a database that has none.
     """
+
+    MARK = "%s"
 
     def __init__(
         self,
@@ -580,53 +579,32 @@ class PostgresStore(Store):
 
     # -- the only write path --------------------------------------------------------------
 
-    def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
-        if not drafts:
-            return []
-        return self._retrying("committing events", lambda conn: self._write(conn, drafts))
+    def _head_is(self, conn: psycopg.Connection[Any], head: int) -> bool:
+        # The head row is locked FOR UPDATE when the transaction begins: no other writer of
+        # this tenant commits until this one ends, so the seq read is the one continued.
+        locked = self._lock_head(conn)
+        if locked[0] != head:
+            return False
+        self._heads[id(conn)] = locked  # _write takes the lock this transaction holds
+        return True
 
-    def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
-        def work(conn: psycopg.Connection[Any]) -> list[Event] | None:
-            # The head row is locked FOR UPDATE when the transaction begins: no other writer
-            # of this tenant commits until this one ends, so the seq read is the one continued.
-            locked = self._lock_head(conn)
-            if locked[0] != head:
-                return None
-            self._heads[id(conn)] = locked  # _write takes the lock this transaction holds
-            return self._write(conn, drafts) if drafts else []
+    def _claim(self, conn: psycopg.Connection[Any], request_id: str) -> bool:
+        # A concurrent claimer of the same id waits on the primary key until this transaction
+        # ends, then finds the row and claims nothing.
+        claimed = conn.execute(
+            "INSERT INTO execution_claims (tenant, request_id) VALUES (%s, %s) "
+            "ON CONFLICT DO NOTHING",
+            (self.tenant, request_id),
+        )
+        return claimed.rowcount != 0
 
-        return self._retrying("committing on a pinned head", work)
+    def _claimed_through(self, conn: psycopg.Connection[Any], request_id: str, seq: int) -> None:
+        conn.execute(
+            "UPDATE execution_claims SET seq = %s WHERE tenant = %s AND request_id = %s",
+            (seq, self.tenant, request_id),
+        )
 
-    def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
-        claim_drafts(drafts)
-
-        def work(conn: psycopg.Connection[Any]) -> list[Event] | None:
-            # A concurrent claimer of the same id waits on the primary key until this
-            # transaction ends, then finds the row and claims nothing.
-            claimed = conn.execute(
-                "INSERT INTO execution_claims (tenant, request_id) VALUES (%s, %s) "
-                "ON CONFLICT DO NOTHING",
-                (self.tenant, request_id),
-            )
-            if claimed.rowcount == 0:
-                return None
-            events = self._write(conn, drafts)
-            conn.execute(
-                "UPDATE execution_claims SET seq = %s WHERE tenant = %s AND request_id = %s",
-                (events[-1].seq, self.tenant, request_id),
-            )
-            return events
-
-        return self._retrying("claiming an execution", work)
-
-    def append_sealed(self, events: Sequence[Event]) -> None:
-        if events:
-            self._retrying("appending sealed events", lambda conn: self._write_sealed(conn, events))
-
-    def rebuild_projections(self) -> int:
-        return self._retrying("rebuilding the projections", self._rebuild)
-
-    def _retrying(self, doing: str, work: Callable[[psycopg.Connection[Any]], R]) -> R:
+    def _atomic(self, doing: str, work: Callable[[psycopg.Connection[Any]], R]) -> R:
         """Run ``work`` in one transaction, retrying serialization failures and deadlocks."""
         attempt = 0
         while True:
@@ -1133,9 +1111,8 @@ class PostgresStore(Store):
 
     # -- projections ----------------------------------------------------------------------
 
-    def _docs(self, model: type[M], sql: str, params: Any) -> list[M]:
-        validate = model.model_validate_json
-        return [validate(doc, strict=False) for (doc,) in self._read("reading", sql, params)]
+    def _scope(self) -> tuple[str, tuple[Any, ...]]:
+        return "tenant = %s AND", (self.tenant,)
 
     def _doc(self, model: type[M], table: str, ident: str) -> M | None:
         found = self._docs(
@@ -1177,17 +1154,6 @@ class PostgresStore(Store):
             )
         }
         return {i: found[i] for i in belief_ids if i in found}
-
-    def decay_candidates(
-        self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
-    ) -> list[chain.Belief]:
-        return self._docs(
-            chain.Belief,
-            "SELECT doc FROM beliefs WHERE tenant = %s AND id > %s AND ("
-            "(freshness <> 'expired' AND expires_us IS NOT NULL AND expires_us <= %s) OR "
-            "(freshness = 'fresh' AND anchor_us < %s)) ORDER BY id LIMIT %s",
-            (self.tenant, after, micros(now), micros(stale_before), limit),
-        )
 
     def get_decision(self, decision_id: str) -> chain.Decision | None:
         return self._doc(chain.Decision, "decisions", decision_id)
@@ -1268,21 +1234,6 @@ class PostgresStore(Store):
         )
 
     # -- find_beliefs ---------------------------------------------------------------------
-
-    def find_beliefs(self, where: BeliefFilter) -> list[chain.Belief]:
-        if where.limit <= 0:
-            return []
-        query = self._belief_query(where, count=False)
-        if query is None:
-            return []
-        return self._docs(chain.Belief, *query)
-
-    def count_beliefs(self, where: BeliefFilter) -> int:
-        query = self._belief_query(where, count=True)
-        if query is None:
-            return 0
-        rows = self._read("counting beliefs", *query)
-        return int(rows[0][0])
 
     # -- belief history ---------------------------------------------------------------------
 

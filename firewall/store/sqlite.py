@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
@@ -65,7 +65,6 @@ from gnomon.firewall.store.base import (
     OriginRow,
     Store,
     check_continues,
-    claim_drafts,
     claims_in,
 )
 from gnomon.firewall.store.keys import index_tokens, micros
@@ -83,10 +82,8 @@ from gnomon.firewall.store.sql_common import (
     with_moved,
     within_admissible,
 )
+from gnomon.firewall.store.sql_store import M, R, SQLStore, decay_due
 from gnomon.firewall.store.sqlite_moves import apply_moves
-
-M = TypeVar("M", bound=chain.ChainModel)
-R = TypeVar("R")
 
 PAGE = 1000
 #: Every table derived from the log, emptied by a rebuild (beliefs first, so that its delete
@@ -100,13 +97,15 @@ _VERSION = f"{schema.VERSION_DOC}, {schema.VERSION_DERIVED}"
 _dumps = orjson.dumps
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLStore[sqlite3.Connection]):
     """The ``sqlite:///`` backend.
 
     ``path`` is a file path (parent directories are created) or ``":memory:"``.
     ``busy_timeout`` is how many seconds a writer waits for another process's lock before
     :class:`StoreLockedError` is raised; ``cache_mb`` sizes the page cache and the memory map.
     """
+
+    MARK = "?"
 
     def __init__(
         self,
@@ -361,47 +360,21 @@ class SQLiteStore(Store):
 
     # -- the only write path --------------------------------------------------------------
 
-    def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
-        if not drafts:
-            return []
-        return self._atomic("committing events", lambda conn: self._write(conn, drafts))
+    def _head_is(self, conn: sqlite3.Connection, head: int) -> bool:
+        # Under BEGIN IMMEDIATE (one writer at a time): the head read here is the one _write
+        # continues.
+        row = conn.execute("SELECT max(seq) FROM events").fetchone()
+        return bool((row[0] or 0) == head)
 
-    def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
-        def work(conn: sqlite3.Connection) -> list[Event] | None:
-            # Under BEGIN IMMEDIATE (one writer at a time): the head read here is the one
-            # _write continues.
-            row = conn.execute("SELECT max(seq) FROM events").fetchone()
-            if (row[0] or 0) != head:
-                return None
-            return self._write(conn, drafts) if drafts else []
+    def _claim(self, conn: sqlite3.Connection, request_id: str) -> bool:
+        # Under BEGIN IMMEDIATE (one writer at a time): the primary key decides the winner.
+        claimed = conn.execute(
+            "INSERT OR IGNORE INTO execution_claims (request_id) VALUES (?)", (request_id,)
+        )
+        return claimed.rowcount != 0
 
-        return self._atomic("committing on a pinned head", work)
-
-    def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
-        claim_drafts(drafts)
-
-        def work(conn: sqlite3.Connection) -> list[Event] | None:
-            # Under BEGIN IMMEDIATE (one writer at a time): the primary key decides the winner.
-            claimed = conn.execute(
-                "INSERT OR IGNORE INTO execution_claims (request_id) VALUES (?)", (request_id,)
-            )
-            if claimed.rowcount == 0:
-                return None
-            events = self._write(conn, drafts)
-            conn.execute(
-                "UPDATE execution_claims SET seq = ? WHERE request_id = ?",
-                (events[-1].seq, request_id),
-            )
-            return events
-
-        return self._atomic("claiming an execution", work)
-
-    def append_sealed(self, events: Sequence[Event]) -> None:
-        if events:
-            self._atomic("appending sealed events", lambda conn: self._write_sealed(conn, events))
-
-    def rebuild_projections(self) -> int:
-        return self._atomic("rebuilding the projections", self._rebuild)
+    def _claimed_through(self, conn: sqlite3.Connection, request_id: str, seq: int) -> None:
+        conn.execute("UPDATE execution_claims SET seq = ? WHERE request_id = ?", (seq, request_id))
 
     def _atomic(self, doing: str, work: Callable[[sqlite3.Connection], R]) -> R:
         """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction; roll back on any error."""
@@ -716,11 +689,12 @@ class SQLiteStore(Store):
             row = conn.execute(sql, params).fetchone()
         return None if row is None else model.model_validate_json(row[0], strict=False)
 
-    def _many(self, model: type[M], sql: str, params: Sequence[Any]) -> list[M]:
-        with self._guard("reading") as conn:
-            docs = conn.execute(sql, params).fetchall()
-        validate = model.model_validate_json
-        return [validate(doc, strict=False) for (doc,) in docs]
+    def _read(self, doing: str, sql: str, params: Any) -> list[tuple[Any, ...]]:
+        with self._guard(doing) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def _scope(self) -> tuple[str, tuple[Any, ...]]:
+        return "", ()
 
     def get_session(self, session_id: str) -> chain.SessionInfo | None:
         return self._one(chain.SessionInfo, "SELECT doc FROM sessions WHERE id = ?", (session_id,))
@@ -739,7 +713,7 @@ class SQLiteStore(Store):
         return claim
 
     def get_evidence(self, claim_id: str) -> chain.EvidenceSet:
-        items = self._many(
+        items = self._docs(
             chain.EvidenceItem,
             "SELECT doc FROM evidence WHERE claim_id = ? ORDER BY rowid",
             (claim_id,),
@@ -791,27 +765,16 @@ class SQLiteStore(Store):
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = ids[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for belief in self._many(
+            for belief in self._docs(
                 chain.Belief, f"SELECT doc FROM beliefs WHERE id IN ({marks})", chunk
             ):
                 found[belief.id] = belief
         return {i: found[i] for i in ids if i in found}
 
-    def decay_candidates(
-        self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
-    ) -> list[chain.Belief]:
-        return self._many(
-            chain.Belief,
-            "SELECT doc FROM beliefs WHERE id > ? AND ("
-            "(freshness != 'expired' AND expires_us IS NOT NULL AND expires_us <= ?) OR "
-            "(freshness = 'fresh' AND anchor_us < ?)) ORDER BY id LIMIT ?",
-            [after, micros(now), micros(stale_before), limit],
-        )
-
     def beliefs_with_origin(self, origin_id: str) -> list[chain.Belief]:
         # The same answer as the generic pass, read from the beliefs table alone: SQLite tests
         # each document's origin ids (the label, not any text that mentions the id).
-        return self._many(
+        return self._docs(
             chain.Belief,
             "SELECT doc FROM beliefs WHERE instr(doc, ?) > 0 AND EXISTS (SELECT 1 FROM "
             "json_each(CAST(doc AS TEXT), '$.origin.origin_ids') WHERE value = ?) ORDER BY id",
@@ -870,25 +833,11 @@ class SQLiteStore(Store):
             rows = conn.execute(
                 "SELECT id, json_extract(CAST(doc AS TEXT), '$.version'), "
                 "json_extract(CAST(doc AS TEXT), '$.freshness_status'), "
-                "expires_us IS NOT NULL AND expires_us <= ? FROM beliefs WHERE id > ? AND ("
-                "(freshness != 'expired' AND expires_us IS NOT NULL AND expires_us <= ?) OR "
-                "(freshness = 'fresh' AND anchor_us < ?)) ORDER BY id LIMIT ?",
+                "expires_us IS NOT NULL AND expires_us <= ? FROM beliefs WHERE id > ? AND "
+                f"({decay_due('?')}) ORDER BY id LIMIT ?",
                 [now_us, after, now_us, micros(stale_before), limit],
             ).fetchall()
         return [DecayRow(i, v, f, bool(e)) for i, v, f, e in rows]
-
-    def find_beliefs(self, where: BeliefFilter) -> list[chain.Belief]:
-        query = self._belief_query(where, count=False)
-        if query is None:
-            return []
-        return self._many(chain.Belief, *query)
-
-    def count_beliefs(self, where: BeliefFilter) -> int:
-        query = self._belief_query(where, count=True)
-        if query is None:
-            return 0
-        with self._guard("counting beliefs") as conn:
-            return int(conn.execute(*query).fetchone()[0])
 
     # -- belief history ---------------------------------------------------------------------
 
@@ -1052,7 +1001,7 @@ class SQLiteStore(Store):
         return self._one(chain.Decision, "SELECT doc FROM decisions WHERE id = ?", (decision_id,))
 
     def decisions_depending_on(self, belief_id: str) -> list[chain.Decision]:
-        return self._many(
+        return self._docs(
             chain.Decision,
             "SELECT d.doc FROM decision_deps x JOIN decisions d ON d.id = x.decision_id "
             "WHERE x.belief_id = ? ORDER BY d.created_us, d.id",
@@ -1124,7 +1073,7 @@ class SQLiteStore(Store):
         )
 
     def revisions_by_grant(self, grant_id: str) -> list[chain.Revision]:
-        return self._many(
+        return self._docs(
             chain.Revision,
             f"SELECT doc FROM revisions WHERE {schema.REVISION_GRANT} = ? ORDER BY created_us, rid",
             (grant_id,),
@@ -1135,7 +1084,7 @@ class SQLiteStore(Store):
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
-        return self._many(
+        return self._docs(
             chain.Contradiction,
             "SELECT doc FROM contradictions WHERE id IN (SELECT contradiction_id "
             f"FROM contradiction_members WHERE belief_id IN ({marks})) "
@@ -1153,7 +1102,7 @@ class SQLiteStore(Store):
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = ids[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for binding in self._many(
+            for binding in self._docs(
                 chain.StoreBinding,
                 f"SELECT doc FROM bindings WHERE store = ? AND store_id IN ({marks})",
                 [store, *chunk],
@@ -1186,7 +1135,7 @@ class SQLiteStore(Store):
             chunk = ids[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
             found.extend(
-                self._many(
+                self._docs(
                     chain.StoreBinding,
                     f"SELECT doc FROM bindings WHERE belief_id IN ({marks})",
                     chunk,
@@ -1197,7 +1146,7 @@ class SQLiteStore(Store):
     def list_bindings(
         self, store: str, *, after: str | None = None, limit: int = 1000
     ) -> list[chain.StoreBinding]:
-        return self._many(
+        return self._docs(
             chain.StoreBinding,
             "SELECT doc FROM bindings WHERE store = ? AND belief_id > ? ORDER BY belief_id LIMIT ?",
             (store, "" if after is None else after, max(limit, 0)),
