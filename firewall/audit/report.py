@@ -219,28 +219,29 @@ def _records(event: Event) -> Records:
 _ORIGINS: dict[tuple[Any, ...], Origin] = {}
 
 
+#: The :class:`_Collected` tables that keep the latest version of each record by id (each named
+#: as its :class:`~firewall.log.events.Records` field).
+_BY_ID = (
+    "observations",
+    "claims",
+    "evidence",
+    "decisions",
+    "actions",
+    "outcomes",
+    "revisions",
+    "contradictions",
+)
+
+
 def _take(got: _Collected, event: Event) -> None:
     if not record_docs(event.payload):
         return
     rec = got.parsed[event.seq] = _records(event)
-    for o in rec.observations:
-        got.observations[o.id] = o
-    for claim in rec.claims:
-        got.claims[claim.id] = claim
-    for e in rec.evidence:
-        got.evidence[e.id] = e
     for b in rec.beliefs:
         got.versions.setdefault(b.id, []).append(b)
-    for d in rec.decisions:
-        got.decisions[d.id] = d
-    for a in rec.actions:
-        got.actions[a.id] = a
-    for out in rec.outcomes:
-        got.outcomes[out.id] = out
-    for r in rec.revisions:
-        got.revisions[r.id] = r
-    for c in rec.contradictions:
-        got.contradictions[c.id] = c
+    for name in _BY_ID:
+        table: dict[str, Any] = getattr(got, name)
+        table.update((item.id, item) for item in getattr(rec, name))
 
 
 # -- building ----------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -218,18 +218,9 @@ class LogVerifyReport(VerifyReport):
         raise LogIntegrityError(self.first_bad_seq, self.problem)
 
     def to_json(self) -> dict[str, Any]:
+        """Every finding by its field name (what kind of failure it was is in ``problem``)."""
         return {
-            "ok": self.ok,
-            "events": self.events,
-            "head_seq": self.head_seq,
-            "head_hash": self.head_hash,
-            "first_bad_seq": self.first_bad_seq,
-            "problem": self.problem,
-            "checkpoints": self.checkpoints,
-            "signatures_checked": self.signatures_checked,
-            "signed_through": self.signed_through,
-            "uncovered": self.uncovered,
-            "redacted": self.redacted,
+            f.name: getattr(self, f.name) for f in fields(self) if f.name != "checkpoint_failure"
         }
 
 

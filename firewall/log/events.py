@@ -45,20 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from gnomon.firewall.model.chain import (
-    Action,
-    Belief,
-    ChainModel,
-    Claim,
-    Contradiction,
-    Decision,
-    EvidenceItem,
-    Observation,
-    Outcome,
-    Revision,
-    SessionInfo,
-    StoreBinding,
-)
+from gnomon.firewall.model import chain
 from gnomon.firewall.model.clock import iso
 from gnomon.firewall.model.errors import LogIntegrityError
 
@@ -108,17 +95,17 @@ Body = bytes | RedactedBody
 class Records:
     """Typed snapshots of the projection rows one event writes (each a full new version)."""
 
-    sessions: tuple[SessionInfo, ...] = ()
-    observations: tuple[Observation, ...] = ()
-    claims: tuple[Claim, ...] = ()
-    evidence: tuple[EvidenceItem, ...] = ()
-    beliefs: tuple[Belief, ...] = ()
-    decisions: tuple[Decision, ...] = ()
-    actions: tuple[Action, ...] = ()
-    outcomes: tuple[Outcome, ...] = ()
-    revisions: tuple[Revision, ...] = ()
-    contradictions: tuple[Contradiction, ...] = ()
-    bindings: tuple[StoreBinding, ...] = ()
+    sessions: tuple[chain.SessionInfo, ...] = ()
+    observations: tuple[chain.Observation, ...] = ()
+    claims: tuple[chain.Claim, ...] = ()
+    evidence: tuple[chain.EvidenceItem, ...] = ()
+    beliefs: tuple[chain.Belief, ...] = ()
+    decisions: tuple[chain.Decision, ...] = ()
+    actions: tuple[chain.Action, ...] = ()
+    outcomes: tuple[chain.Outcome, ...] = ()
+    revisions: tuple[chain.Revision, ...] = ()
+    contradictions: tuple[chain.Contradiction, ...] = ()
+    bindings: tuple[chain.StoreBinding, ...] = ()
     #: Belief moves of a move batch (:mod:`firewall.log.moves`): each new version is derived from
     #: the one the store holds, not restated. Never in :meth:`to_payload`.
     moves: tuple[BeliefMove, ...] = ()
@@ -126,7 +113,7 @@ class Records:
     def to_payload(self) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
         for name in _RECORD_NAMES:
-            items: tuple[ChainModel, ...] = getattr(self, name)
+            items: tuple[chain.ChainModel, ...] = getattr(self, name)
             if items:
                 out[name] = [item.to_json_dict() for item in items]
         return out
@@ -149,18 +136,18 @@ class Records:
         )
 
 
-RECORD_TYPES: tuple[tuple[str, type[ChainModel]], ...] = (
-    ("sessions", SessionInfo),
-    ("observations", Observation),
-    ("claims", Claim),
-    ("evidence", EvidenceItem),
-    ("beliefs", Belief),
-    ("decisions", Decision),
-    ("actions", Action),
-    ("outcomes", Outcome),
-    ("revisions", Revision),
-    ("contradictions", Contradiction),
-    ("bindings", StoreBinding),
+RECORD_TYPES: tuple[tuple[str, type[chain.ChainModel]], ...] = (
+    ("sessions", chain.SessionInfo),
+    ("observations", chain.Observation),
+    ("claims", chain.Claim),
+    ("evidence", chain.EvidenceItem),
+    ("beliefs", chain.Belief),
+    ("decisions", chain.Decision),
+    ("actions", chain.Action),
+    ("outcomes", chain.Outcome),
+    ("revisions", chain.Revision),
+    ("contradictions", chain.Contradiction),
+    ("bindings", chain.StoreBinding),
 )
 
 
@@ -177,7 +164,7 @@ def records_from_payload(payload: Mapping[str, Any]) -> Records:
     raw, moves = docs_and_moves(
         {k: v for k, v in payload.items() if k != IMPORTS} if imports else payload
     )
-    parts: dict[str, tuple[ChainModel, ...]] = {}
+    parts: dict[str, tuple[chain.ChainModel, ...]] = {}
     for name, model in RECORD_TYPES:
         items = raw.get(name)
         if items:
@@ -284,7 +271,7 @@ class Event:
 
 def canonical_body(seq: int, draft: EventDraft) -> bytes:
     """The exact bytes that are hashed and stored for an event."""
-    return _body(seq, draft, _iso(draft.at), dict(draft.versions), draft.payload())
+    return orjson.dumps(_doc(seq, draft), option=orjson.OPT_SORT_KEYS)
 
 
 _ZERO = timedelta(0)
@@ -298,22 +285,21 @@ def _iso(moment: datetime) -> str:
     return iso(moment)
 
 
-def _body(
-    seq: int, draft: EventDraft, at: str, versions: dict[str, Any], payload: dict[str, Any]
-) -> bytes:
-    doc = {
+def _doc(seq: int, draft: EventDraft) -> dict[str, Any]:
+    """The body of ``draft`` sealed as ``seq``, before its canonical encoding."""
+    payload = draft.payload()
+    return {
         "schema": MOVES_SCHEMA if MOVES in payload else SCHEMA_VERSION if IMPORTS in payload else 1,
         "seq": seq,
         "kind": draft.kind,
-        "at": at,
+        "at": _iso(draft.at),
         "actor": draft.actor,
         "session": draft.session_id,
         "project": draft.project,
         "user": draft.user,
-        "versions": versions,
+        "versions": dict(draft.versions),
         "payload": payload,
     }
-    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
 
 
 _BODY_STATE = hashlib.sha256(BODY_DOMAIN)
@@ -393,24 +379,9 @@ def seal(seq: int, prev_hash: str, draft: EventDraft) -> Event:
     The payload is built once: the body is its canonical encoding and the sealed event keeps
     the same dict, so a store can reuse ``event.payload["records"]`` for its projection rows.
     """
-    at = _iso(draft.at)
-    versions = dict(draft.versions)
-    payload = draft.payload()
-    body = _body(seq, draft, at, versions, payload)
-    return Event(
-        seq=seq,
-        kind=draft.kind,
-        at=at,
-        actor=draft.actor,
-        session_id=draft.session_id,
-        project=draft.project,
-        user=draft.user,
-        versions=versions,
-        payload=payload,
-        prev_hash=prev_hash,
-        hash=chain_hash(seq, prev_hash, body),
-        body=body,
-    )
+    doc = _doc(seq, draft)
+    body = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    return Event.from_doc(seq, doc, body, prev_hash, chain_hash(seq, prev_hash, body))
 
 
 @dataclass(frozen=True, slots=True)

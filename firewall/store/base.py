@@ -37,6 +37,7 @@ from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import (
     FreshnessStatus,
 )
+from gnomon.firewall.store.keys import micros
 
 #: The kind of the event an execution claim commits (the action kernel writes it).
 EXECUTION_CLAIM_KIND = "action.executing"
@@ -251,7 +252,6 @@ class Store(ABC):
         the validity the source states is ``valid_from``/``valid_to`` on the belief itself.
         """
 
-    @abstractmethod
     def find_belief_versions(
         self,
         where: BeliefFilter,
@@ -269,6 +269,21 @@ class Store(ABC):
         Ordered as :meth:`find_beliefs` orders (then newest version first); ``limit`` and
         ``offset`` apply to versions.
         """
+        if at is not None:
+            since = until = at
+        return self._versions_held(
+            where,
+            None if since is None else micros(since),
+            None if until is None else micros(until),
+        )
+
+    @abstractmethod
+    def _versions_held(
+        self, where: BeliefFilter, since_us: int | None, until_us: int | None
+    ) -> list[Belief]:
+        """:meth:`find_belief_versions` with its window in integer microseconds (``at`` is both
+        bounds): the versions matching ``where`` that started at or before ``until_us`` and were
+        still held after ``since_us``; a bound that is None does not limit."""
 
     def find_beliefs_as_of(self, where: BeliefFilter, at: datetime) -> list[Belief]:
         """The versions matching ``where`` that the system held at ``at``."""

@@ -20,27 +20,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from typing import Any
 
 import orjson
 
 from gnomon.firewall.log.events import GENESIS_HASH, Event, EventDraft, Records, seal
 from gnomon.firewall.log.moves import resolve_moves
-from gnomon.firewall.model.chain import (
-    Action,
-    Belief,
-    ChainModel,
-    Claim,
-    Contradiction,
-    Decision,
-    EvidenceItem,
-    EvidenceSet,
-    Observation,
-    Outcome,
-    Revision,
-    SessionInfo,
-    StoreBinding,
-)
+from gnomon.firewall.model import chain
 from gnomon.firewall.model.errors import GnomonError, StoreError
 from gnomon.firewall.model.states import Scope
 from gnomon.firewall.model.text import query_terms
@@ -76,7 +62,7 @@ def bm25_idf(rows: int, hits: int) -> float:
 
 
 def belief_matches(
-    belief: Belief, where: BeliefFilter, *, anchor: int, expires: int | None
+    belief: chain.Belief, where: BeliefFilter, *, anchor: int, expires: int | None
 ) -> bool:
     """Every condition of ``where`` except ``text`` and paging (the caller handles those)."""
     if where.truth is not None and belief.truth_status not in where.truth:
@@ -126,7 +112,7 @@ def _empty_set_condition(where: BeliefFilter) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class _BeliefRow:
-    belief: Belief
+    belief: chain.Belief
     terms: Counter[str]
     length: int
     anchor: int
@@ -145,21 +131,21 @@ class MemoryStore(Store):
         self._by_request: dict[str, list[Event]] = {}
         self._closed = False
         self._events: list[Event] = []
-        self._sessions: dict[str, SessionInfo] = {}
-        self._observations: dict[str, Observation] = {}
-        self._claims: dict[str, Claim] = {}
-        self._evidence: dict[str, dict[str, EvidenceItem]] = {}
+        self._sessions: dict[str, chain.SessionInfo] = {}
+        self._observations: dict[str, chain.Observation] = {}
+        self._claims: dict[str, chain.Claim] = {}
+        self._evidence: dict[str, dict[str, chain.EvidenceItem]] = {}
         self._evidence_claim: dict[str, str] = {}
         self._beliefs: dict[str, _BeliefRow] = {}
-        self._decisions: dict[str, Decision] = {}
-        self._actions: dict[str, Action] = {}
-        self._outcomes: dict[str, Outcome] = {}
-        self._revisions: dict[str, tuple[int, int, Revision]] = {}
+        self._decisions: dict[str, chain.Decision] = {}
+        self._actions: dict[str, chain.Action] = {}
+        self._outcomes: dict[str, chain.Outcome] = {}
+        self._revisions: dict[str, tuple[int, int, chain.Revision]] = {}
         self._revision_order = 0
-        self._contradictions: dict[str, Contradiction] = {}
-        self._bindings: dict[tuple[str, str], StoreBinding] = {}  # (store, belief_id)
+        self._contradictions: dict[str, chain.Contradiction] = {}
+        self._bindings: dict[tuple[str, str], chain.StoreBinding] = {}  # (store, belief_id)
         # belief id -> [(recorded_from_us, version)], one entry per commit that wrote it
-        self._history: dict[str, list[tuple[int, Belief]]] = {}
+        self._history: dict[str, list[tuple[int, chain.Belief]]] = {}
         # indexes
         self._by_spo: dict[tuple[str, str | None, str | None], set[str]] = {}
         self._global: set[str] = set()
@@ -291,16 +277,13 @@ class MemoryStore(Store):
                 if isinstance(request_id, str):
                     self._by_request.setdefault(request_id, []).append(event)
         rows = iter(staged)
+        plain = self._plain_tables()
         for rec in records:
-            for session in rec.sessions:
-                self._sessions[session.id] = session
-            for observation in rec.observations:
-                self._observations[observation.id] = observation
-            for claim in rec.claims:
-                self._claims[claim.id] = claim
+            for name, table in plain:
+                table.update((item.id, item) for item in getattr(rec, name))
             for item in rec.evidence:
                 self._put_evidence(item)
-            written: dict[str, Belief] = {}  # history: the last version of each in this event
+            written: dict[str, chain.Belief] = {}  # history: the last version of each in this event
             for _ in rec.beliefs:
                 row = next(rows)
                 self._put_belief(row)
@@ -309,10 +292,6 @@ class MemoryStore(Store):
                 self._history.setdefault(belief.id, []).append((micros(belief.updated_at), belief))
             for decision in rec.decisions:
                 self._put_decision(decision)
-            for action in rec.actions:
-                self._actions[action.id] = action
-            for outcome in rec.outcomes:
-                self._outcomes[outcome.id] = outcome
             for revision in rec.revisions:
                 self._put_revision(revision)
             for contradiction in rec.contradictions:
@@ -333,15 +312,11 @@ class MemoryStore(Store):
 
     def projection_docs(self) -> Iterator[tuple[str, str, bytes]]:
         with self._lock:
-            tables: list[tuple[str, Iterable[ChainModel]]] = [
-                ("sessions", list(self._sessions.values())),
-                ("observations", list(self._observations.values())),
-                ("claims", list(self._claims.values())),
+            tables: list[tuple[str, Iterable[chain.ChainModel]]] = [
+                *((name, list(table.values())) for name, table in self._plain_tables()),
                 ("evidence", [i for group in self._evidence.values() for i in group.values()]),
                 ("beliefs", [row.belief for row in self._beliefs.values()]),
                 ("decisions", list(self._decisions.values())),
-                ("actions", list(self._actions.values())),
-                ("outcomes", list(self._outcomes.values())),
                 ("revisions", [r for _, _, r in self._revisions.values()]),
                 ("contradictions", list(self._contradictions.values())),
                 ("bindings", list(self._bindings.values())),
@@ -351,7 +326,18 @@ class MemoryStore(Store):
             for item in items:
                 yield table, item.id, dumps(item.to_json_dict())  # type: ignore[attr-defined]
 
-    def _put_evidence(self, item: EvidenceItem) -> None:
+    def _plain_tables(self) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """The projections kept as plain ``{id: record}`` maps (no index of their own), each
+        with its :class:`~firewall.log.events.Records` field."""
+        return (
+            ("sessions", self._sessions),
+            ("observations", self._observations),
+            ("claims", self._claims),
+            ("actions", self._actions),
+            ("outcomes", self._outcomes),
+        )
+
+    def _put_evidence(self, item: chain.EvidenceItem) -> None:
         old_claim = self._evidence_claim.get(item.id)
         if old_claim is not None and old_claim != item.claim_id:
             self._evidence[old_claim].pop(item.id, None)
@@ -395,14 +381,14 @@ class MemoryStore(Store):
                     del self._postings[term]
         self._total_length -= row.length
 
-    def _put_decision(self, decision: Decision) -> None:
+    def _put_decision(self, decision: chain.Decision) -> None:
         old = self._decisions.get(decision.id)
         self._decisions[decision.id] = decision
         _reindex(
             self._decision_deps, decision.id, old.depends_on if old else (), decision.depends_on
         )
 
-    def _put_revision(self, revision: Revision) -> None:
+    def _put_revision(self, revision: chain.Revision) -> None:
         old = self._revisions.get(revision.id)
         if old is not None:
             self._revisions_by_belief.get(old[2].belief_id, set()).discard(revision.id)
@@ -417,7 +403,7 @@ class MemoryStore(Store):
         if revision.grant_id is not None:
             self._revisions_by_grant.setdefault(revision.grant_id, set()).add(revision.id)
 
-    def _put_contradiction(self, contradiction: Contradiction) -> None:
+    def _put_contradiction(self, contradiction: chain.Contradiction) -> None:
         old = self._contradictions.get(contradiction.id)
         self._contradictions[contradiction.id] = contradiction
         _reindex(
@@ -427,7 +413,7 @@ class MemoryStore(Store):
             contradiction.belief_ids,
         )
 
-    def _put_binding(self, binding: StoreBinding) -> None:
+    def _put_binding(self, binding: chain.StoreBinding) -> None:
         key = (binding.store, binding.belief_id)
         old = self._bindings.get(key)
         if old is None:
@@ -474,33 +460,33 @@ class MemoryStore(Store):
 
     # -- projections ----------------------------------------------------------------------
 
-    def get_session(self, session_id: str) -> SessionInfo | None:
+    def get_session(self, session_id: str) -> chain.SessionInfo | None:
         with self._lock:
             return self._sessions.get(session_id)
 
-    def get_observation(self, observation_id: str) -> Observation | None:
+    def get_observation(self, observation_id: str) -> chain.Observation | None:
         with self._lock:
             return self._observations.get(observation_id)
 
-    def get_claim(self, claim_id: str) -> Claim | None:
+    def get_claim(self, claim_id: str) -> chain.Claim | None:
         with self._lock:
             return self._claims.get(claim_id)
 
-    def get_evidence(self, claim_id: str) -> EvidenceSet:
+    def get_evidence(self, claim_id: str) -> chain.EvidenceSet:
         with self._lock:
             items = list(self._evidence.get(claim_id, {}).values())
-        return EvidenceSet(claim_id=claim_id, items=items)
+        return chain.EvidenceSet(claim_id=claim_id, items=items)
 
-    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, Belief]:
+    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, chain.Belief]:
         with self._lock:
-            out: dict[str, Belief] = {}
+            out: dict[str, chain.Belief] = {}
             for belief_id in belief_ids:
                 row = self._beliefs.get(belief_id)
                 if row is not None:
                     out[belief_id] = row.belief
             return out
 
-    def find_beliefs(self, where: BeliefFilter) -> list[Belief]:
+    def find_beliefs(self, where: BeliefFilter) -> list[chain.Belief]:
         start = max(where.offset, 0)
         if where.text is None and not (where.subject and where.predicate and where.project):
             with self._lock:
@@ -513,7 +499,7 @@ class MemoryStore(Store):
         with self._lock:
             return len(self._select(where, rank=False))
 
-    def _newest(self, where: BeliefFilter, start: int, limit: int) -> list[Belief]:
+    def _newest(self, where: BeliefFilter, start: int, limit: int) -> list[chain.Belief]:
         """Walk beliefs newest first and stop once the page is full."""
         if limit == 0 or _empty_set_condition(where):
             return []
@@ -521,7 +507,7 @@ class MemoryStore(Store):
             self._recent.sort()
             self._recent_sorted = len(self._recent)
         wanted = start + limit
-        found: list[Belief] = []
+        found: list[chain.Belief] = []
         for _, belief_id in self._recent:
             row = self._beliefs[belief_id]
             if belief_matches(row.belief, where, anchor=row.anchor, expires=row.expires):
@@ -573,38 +559,29 @@ class MemoryStore(Store):
 
     # -- belief history ---------------------------------------------------------------------
 
-    def belief_history(self, belief_id: str) -> list[Belief]:
+    def belief_history(self, belief_id: str) -> list[chain.Belief]:
         with self._lock:
             return [b for _, b in self._history.get(belief_id, ())]
 
-    def find_belief_versions(
-        self,
-        where: BeliefFilter,
-        *,
-        at: datetime | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[Belief]:
+    def _versions_held(
+        self, where: BeliefFilter, since_us: int | None, until_us: int | None
+    ) -> list[chain.Belief]:
         if _empty_set_condition(where):
             return []
-        if at is not None:
-            since = until = at
-        lo = None if since is None else micros(since)
-        hi = None if until is None else micros(until)
         with self._lock:
             if where.text is not None:
                 terms = [t for t in query_terms(where.text) if t in self._postings]
                 ids: Iterable[str] = {i for t in terms for i in self._postings[t]}
             else:
                 ids = self._history.keys()
-            found: list[tuple[_BeliefRow, Belief]] = []
+            found: list[tuple[_BeliefRow, chain.Belief]] = []
             for belief_id in ids:
                 versions = self._history.get(belief_id, ())
                 for index, (start, version) in enumerate(versions):
                     end = versions[index + 1][0] if index + 1 < len(versions) else None
-                    if hi is not None and start > hi:
+                    if until_us is not None and start > until_us:
                         continue
-                    if lo is not None and end is not None and max(end, start) <= lo:
+                    if since_us is not None and end is not None and max(end, start) <= since_us:
                         continue
                     staged = _stage_belief(version)
                     if belief_matches(version, where, anchor=staged.anchor, expires=staged.expires):
@@ -617,26 +594,26 @@ class MemoryStore(Store):
         start = max(where.offset, 0)
         return [b for _, b in found[start : start + max(where.limit, 0)]]
 
-    def get_decision(self, decision_id: str) -> Decision | None:
+    def get_decision(self, decision_id: str) -> chain.Decision | None:
         with self._lock:
             return self._decisions.get(decision_id)
 
-    def decisions_depending_on(self, belief_id: str) -> list[Decision]:
+    def decisions_depending_on(self, belief_id: str) -> list[chain.Decision]:
         with self._lock:
             found = [self._decisions[i] for i in self._decision_deps.get(belief_id, ())]
         return sorted(found, key=lambda d: (micros(d.created_at), d.id))
 
-    def revisions_for(self, belief_id: str) -> list[Revision]:
+    def revisions_for(self, belief_id: str) -> list[chain.Revision]:
         with self._lock:
             found = [self._revisions[i] for i in self._revisions_by_belief.get(belief_id, ())]
         return [r for _, _, r in sorted(found, key=lambda entry: entry[:2])]
 
-    def revisions_by_grant(self, grant_id: str) -> list[Revision]:
+    def revisions_by_grant(self, grant_id: str) -> list[chain.Revision]:
         with self._lock:
             found = [self._revisions[i] for i in self._revisions_by_grant.get(grant_id, ())]
         return [r for _, _, r in sorted(found, key=lambda entry: entry[:2])]
 
-    def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
+    def contradictions_for(self, belief_ids: Sequence[str]) -> list[chain.Contradiction]:
         with self._lock:
             ids = {c for b in belief_ids for c in self._contradictions_by_belief.get(b, ())}
             found = [self._contradictions[i] for i in ids]
@@ -644,16 +621,18 @@ class MemoryStore(Store):
 
     # -- store bindings ---------------------------------------------------------------------
 
-    def bindings_by_store_id(self, store: str, store_ids: Sequence[str]) -> dict[str, StoreBinding]:
+    def bindings_by_store_id(
+        self, store: str, store_ids: Sequence[str]
+    ) -> dict[str, chain.StoreBinding]:
         with self._lock:
-            out: dict[str, StoreBinding] = {}
+            out: dict[str, chain.StoreBinding] = {}
             for store_id in store_ids:
                 key = self._bindings_by_store_id.get((store, store_id))
                 if key is not None:
                     out[store_id] = self._bindings[key]
             return out
 
-    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
+    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[chain.StoreBinding]:
         with self._lock:
             found = [
                 self._bindings[(store, belief_id)]
@@ -664,7 +643,7 @@ class MemoryStore(Store):
 
     def list_bindings(
         self, store: str, *, after: str | None = None, limit: int = 1000
-    ) -> list[StoreBinding]:
+    ) -> list[chain.StoreBinding]:
         with self._lock:
             order = self._binding_order.get(store, [])
             if self._binding_sorted.get(store) != len(order):
@@ -684,7 +663,7 @@ class MemoryStore(Store):
         self._closed = True
 
 
-def _stage_belief(belief: Belief) -> _BeliefRow:
+def _stage_belief(belief: chain.Belief) -> _BeliefRow:
     terms = Counter(index_tokens(belief.statement))
     return _BeliefRow(
         belief=belief,

@@ -53,8 +53,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import orjson
@@ -68,20 +67,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from gnomon.firewall.log.batch import ImportBatch, expand
 from gnomon.firewall.log.events import GENESIS_HASH, IMPORTS, Event, EventDraft, Records, seal
 from gnomon.firewall.log.moves import resolve_moves
-from gnomon.firewall.model.chain import (
-    Action,
-    Belief,
-    ChainModel,
-    Claim,
-    Contradiction,
-    Decision,
-    EvidenceItem,
-    EvidenceSet,
-    Observation,
-    Revision,
-    SessionInfo,
-    StoreBinding,
-)
+from gnomon.firewall.model import chain
 from gnomon.firewall.model.errors import (
     GnomonError,
     StoreCorruptError,
@@ -93,10 +79,11 @@ from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import SENSITIVITY_RANK, Scope
 from gnomon.firewall.model.text import query_terms
 from gnomon.firewall.store import postgres_schema as schema
-from gnomon.firewall.store.base import Store, check_continues, claim_drafts, claims_in
+from gnomon.firewall.store.base import Store, check_continues, claims_in
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.memory import K1, B
 from gnomon.firewall.store.sql_common import (
+    DERIVED_TABLES,
     PROJECTION_KEYS,
     BatchRow,
     ChainRow,
@@ -111,30 +98,12 @@ from gnomon.firewall.store.sql_common import (
     version_rows,
     within_admissible,
 )
-
-M = TypeVar("M", bound=ChainModel)
-R = TypeVar("R")
+from gnomon.firewall.store.sql_store import M, R, SQLStore
 
 DEFAULT_TENANT = "default"
 PAGE = 1000
 #: Every table derived from the log (emptied, for one tenant, by a rebuild).
-PROJECTION_TABLES = (
-    "sessions",
-    "observations",
-    "claims",
-    "evidence",
-    "beliefs",
-    "term_stats",
-    "decisions",
-    "decision_deps",
-    "actions",
-    "outcomes",
-    "revisions",
-    "contradictions",
-    "contradiction_members",
-    "bindings",
-    "belief_versions",
-)
+PROJECTION_TABLES = (*DERIVED_TABLES, "term_stats")
 MAX_TENANT_LENGTH = 200
 #: PostgreSQL keeps at most 256 positions per lexeme, so term frequencies above it count as 256.
 MAX_TF = 256
@@ -462,7 +431,7 @@ WHERE b.tsv @@ %(tsquery)s::tsquery
 """
 
 
-class PostgresStore(Store):
+class PostgresStore(SQLStore[psycopg.Connection[Any]]):
     """The ``postgresql://`` backend.
 
     ``tenant`` scopes everything this store reads and writes (it may also be given as the URL's
@@ -472,6 +441,8 @@ class PostgresStore(Store):
     serialization failure or deadlock is retried; ``create=False`` refuses to create the schema
     in a database that has none.
     """
+
+    MARK = "%s"
 
     def __init__(
         self,
@@ -608,53 +579,32 @@ class PostgresStore(Store):
 
     # -- the only write path --------------------------------------------------------------
 
-    def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
-        if not drafts:
-            return []
-        return self._retrying("committing events", lambda conn: self._write(conn, drafts))
+    def _head_is(self, conn: psycopg.Connection[Any], head: int) -> bool:
+        # The head row is locked FOR UPDATE when the transaction begins: no other writer of
+        # this tenant commits until this one ends, so the seq read is the one continued.
+        locked = self._lock_head(conn)
+        if locked[0] != head:
+            return False
+        self._heads[id(conn)] = locked  # _write takes the lock this transaction holds
+        return True
 
-    def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
-        def work(conn: psycopg.Connection[Any]) -> list[Event] | None:
-            # The head row is locked FOR UPDATE when the transaction begins: no other writer
-            # of this tenant commits until this one ends, so the seq read is the one continued.
-            locked = self._lock_head(conn)
-            if locked[0] != head:
-                return None
-            self._heads[id(conn)] = locked  # _write takes the lock this transaction holds
-            return self._write(conn, drafts) if drafts else []
+    def _claim(self, conn: psycopg.Connection[Any], request_id: str) -> bool:
+        # A concurrent claimer of the same id waits on the primary key until this transaction
+        # ends, then finds the row and claims nothing.
+        claimed = conn.execute(
+            "INSERT INTO execution_claims (tenant, request_id) VALUES (%s, %s) "
+            "ON CONFLICT DO NOTHING",
+            (self.tenant, request_id),
+        )
+        return claimed.rowcount != 0
 
-        return self._retrying("committing on a pinned head", work)
+    def _claimed_through(self, conn: psycopg.Connection[Any], request_id: str, seq: int) -> None:
+        conn.execute(
+            "UPDATE execution_claims SET seq = %s WHERE tenant = %s AND request_id = %s",
+            (seq, self.tenant, request_id),
+        )
 
-    def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
-        claim_drafts(drafts)
-
-        def work(conn: psycopg.Connection[Any]) -> list[Event] | None:
-            # A concurrent claimer of the same id waits on the primary key until this
-            # transaction ends, then finds the row and claims nothing.
-            claimed = conn.execute(
-                "INSERT INTO execution_claims (tenant, request_id) VALUES (%s, %s) "
-                "ON CONFLICT DO NOTHING",
-                (self.tenant, request_id),
-            )
-            if claimed.rowcount == 0:
-                return None
-            events = self._write(conn, drafts)
-            conn.execute(
-                "UPDATE execution_claims SET seq = %s WHERE tenant = %s AND request_id = %s",
-                (events[-1].seq, self.tenant, request_id),
-            )
-            return events
-
-        return self._retrying("claiming an execution", work)
-
-    def append_sealed(self, events: Sequence[Event]) -> None:
-        if events:
-            self._retrying("appending sealed events", lambda conn: self._write_sealed(conn, events))
-
-    def rebuild_projections(self) -> int:
-        return self._retrying("rebuilding the projections", self._rebuild)
-
-    def _retrying(self, doing: str, work: Callable[[psycopg.Connection[Any]], R]) -> R:
+    def _atomic(self, doing: str, work: Callable[[psycopg.Connection[Any]], R]) -> R:
         """Run ``work`` in one transaction, retrying serialization failures and deadlocks."""
         attempt = 0
         while True:
@@ -750,11 +700,11 @@ class PostgresStore(Store):
         if not any(rec.moves for rec in records):
             return records
 
-        def load(ids: list[str]) -> dict[str, Belief]:
+        def load(ids: list[str]) -> dict[str, chain.Belief]:
             rows = conn.execute(
                 "SELECT doc FROM beliefs WHERE tenant = %s AND id = ANY(%s)", (self.tenant, ids)
             ).fetchall()
-            found = [Belief.model_validate_json(bytes(doc), strict=False) for (doc,) in rows]
+            found = [chain.Belief.model_validate_json(bytes(doc), strict=False) for (doc,) in rows]
             return {b.id: b for b in found}
 
         return resolve_moves(records, load)
@@ -1161,9 +1111,8 @@ class PostgresStore(Store):
 
     # -- projections ----------------------------------------------------------------------
 
-    def _docs(self, model: type[M], sql: str, params: Any) -> list[M]:
-        validate = model.model_validate_json
-        return [validate(doc, strict=False) for (doc,) in self._read("reading", sql, params)]
+    def _scope(self) -> tuple[str, tuple[Any, ...]]:
+        return "tenant = %s AND", (self.tenant,)
 
     def _doc(self, model: type[M], table: str, ident: str) -> M | None:
         found = self._docs(
@@ -1171,123 +1120,114 @@ class PostgresStore(Store):
         )
         return found[0] if found else None
 
-    def get_session(self, session_id: str) -> SessionInfo | None:
-        return self._doc(SessionInfo, "sessions", session_id)
+    def _docs_of(self, model: type[M], sql: str, ids: Sequence[str], *params: Any) -> list[M]:
+        """:meth:`_docs` with the distinct ``ids`` as the last parameter (an ``ANY(%s)``); no
+        query when there are none."""
+        distinct = list(dict.fromkeys(ids))
+        return self._docs(model, sql, (*params, distinct)) if distinct else []
 
-    def get_observation(self, observation_id: str) -> Observation | None:
-        return self._doc(Observation, "observations", observation_id)
+    def get_session(self, session_id: str) -> chain.SessionInfo | None:
+        return self._doc(chain.SessionInfo, "sessions", session_id)
 
-    def get_claim(self, claim_id: str) -> Claim | None:
-        return self._doc(Claim, "claims", claim_id)
+    def get_observation(self, observation_id: str) -> chain.Observation | None:
+        return self._doc(chain.Observation, "observations", observation_id)
 
-    def get_evidence(self, claim_id: str) -> EvidenceSet:
+    def get_claim(self, claim_id: str) -> chain.Claim | None:
+        return self._doc(chain.Claim, "claims", claim_id)
+
+    def get_evidence(self, claim_id: str) -> chain.EvidenceSet:
         items = self._docs(
-            EvidenceItem,
+            chain.EvidenceItem,
             "SELECT doc FROM evidence WHERE tenant = %s AND claim_id = %s ORDER BY rid",
             (self.tenant, claim_id),
         )
-        return EvidenceSet(claim_id=claim_id, items=items)
+        return chain.EvidenceSet(claim_id=claim_id, items=items)
 
-    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, Belief]:
-        ids = list(dict.fromkeys(belief_ids))
-        if not ids:
-            return {}
+    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, chain.Belief]:
         found = {
             b.id: b
-            for b in self._docs(
-                Belief,
+            for b in self._docs_of(
+                chain.Belief,
                 "SELECT doc FROM beliefs WHERE tenant = %s AND id = ANY(%s)",
-                (self.tenant, ids),
+                belief_ids,
+                self.tenant,
             )
         }
-        return {i: found[i] for i in ids if i in found}
+        return {i: found[i] for i in belief_ids if i in found}
 
-    def decay_candidates(
-        self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
-    ) -> list[Belief]:
+    def get_decision(self, decision_id: str) -> chain.Decision | None:
+        return self._doc(chain.Decision, "decisions", decision_id)
+
+    def get_action(self, action_id: str) -> chain.Action | None:
+        return self._doc(chain.Action, "actions", action_id)
+
+    def decisions_depending_on(self, belief_id: str) -> list[chain.Decision]:
         return self._docs(
-            Belief,
-            "SELECT doc FROM beliefs WHERE tenant = %s AND id > %s AND ("
-            "(freshness <> 'expired' AND expires_us IS NOT NULL AND expires_us <= %s) OR "
-            "(freshness = 'fresh' AND anchor_us < %s)) ORDER BY id LIMIT %s",
-            (self.tenant, after, micros(now), micros(stale_before), limit),
-        )
-
-    def get_decision(self, decision_id: str) -> Decision | None:
-        return self._doc(Decision, "decisions", decision_id)
-
-    def get_action(self, action_id: str) -> Action | None:
-        return self._doc(Action, "actions", action_id)
-
-    def decisions_depending_on(self, belief_id: str) -> list[Decision]:
-        return self._docs(
-            Decision,
+            chain.Decision,
             "SELECT d.doc FROM decision_deps x JOIN decisions d "
             "ON d.tenant = x.tenant AND d.id = x.decision_id "
             "WHERE x.tenant = %s AND x.belief_id = %s ORDER BY d.created_us, d.id",
             (self.tenant, belief_id),
         )
 
-    def revisions_for(self, belief_id: str) -> list[Revision]:
+    def revisions_for(self, belief_id: str) -> list[chain.Revision]:
         return self._docs(
-            Revision,
+            chain.Revision,
             "SELECT doc FROM revisions WHERE tenant = %s AND belief_id = %s "
             "ORDER BY created_us, rid",
             (self.tenant, belief_id),
         )
 
-    def revisions_by_grant(self, grant_id: str) -> list[Revision]:
+    def revisions_by_grant(self, grant_id: str) -> list[chain.Revision]:
         return self._docs(
-            Revision,
+            chain.Revision,
             "SELECT doc FROM revisions WHERE tenant = %s AND grant_id = %s "
             "ORDER BY created_us, rid",
             (self.tenant, grant_id),
         )
 
-    def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
-        ids = list(dict.fromkeys(belief_ids))
-        if not ids:
-            return []
-        return self._docs(
-            Contradiction,
+    def contradictions_for(self, belief_ids: Sequence[str]) -> list[chain.Contradiction]:
+        return self._docs_of(
+            chain.Contradiction,
             "SELECT doc FROM contradictions WHERE tenant = %s AND id IN ("
             "SELECT contradiction_id FROM contradiction_members "
             "WHERE tenant = %s AND belief_id = ANY(%s)) ORDER BY detected_us, id",
-            (self.tenant, self.tenant, ids),
+            belief_ids,
+            self.tenant,
+            self.tenant,
         )
 
     # -- store bindings ---------------------------------------------------------------------
 
-    def bindings_by_store_id(self, store: str, store_ids: Sequence[str]) -> dict[str, StoreBinding]:
-        ids = list(dict.fromkeys(store_ids))
-        if not ids:
-            return {}
-        found: dict[str, StoreBinding] = {}
-        for binding in self._docs(
-            StoreBinding,
+    def bindings_by_store_id(
+        self, store: str, store_ids: Sequence[str]
+    ) -> dict[str, chain.StoreBinding]:
+        found: dict[str, chain.StoreBinding] = {}
+        for binding in self._docs_of(
+            chain.StoreBinding,
             "SELECT doc FROM bindings WHERE tenant = %s AND store = %s AND store_id = ANY(%s)",
-            (self.tenant, store, ids),
+            store_ids,
+            self.tenant,
+            store,
         ):
             assert binding.store_id is not None
             found[binding.store_id] = binding
         return found
 
-    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
-        ids = list(dict.fromkeys(belief_ids))
-        if not ids:
-            return []
-        return self._docs(
-            StoreBinding,
+    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[chain.StoreBinding]:
+        return self._docs_of(
+            chain.StoreBinding,
             "SELECT doc FROM bindings WHERE tenant = %s AND belief_id = ANY(%s) "
             "ORDER BY belief_id, store",
-            (self.tenant, ids),
+            belief_ids,
+            self.tenant,
         )
 
     def list_bindings(
         self, store: str, *, after: str | None = None, limit: int = 1000
-    ) -> list[StoreBinding]:
+    ) -> list[chain.StoreBinding]:
         return self._docs(
-            StoreBinding,
+            chain.StoreBinding,
             "SELECT doc FROM bindings WHERE tenant = %s AND store = %s AND belief_id > %s "
             "ORDER BY belief_id LIMIT %s",
             (self.tenant, store, "" if after is None else after, max(limit, 0)),
@@ -1295,39 +1235,19 @@ class PostgresStore(Store):
 
     # -- find_beliefs ---------------------------------------------------------------------
 
-    def find_beliefs(self, where: BeliefFilter) -> list[Belief]:
-        if where.limit <= 0:
-            return []
-        query = self._belief_query(where, count=False)
-        if query is None:
-            return []
-        return self._docs(Belief, *query)
-
-    def count_beliefs(self, where: BeliefFilter) -> int:
-        query = self._belief_query(where, count=True)
-        if query is None:
-            return 0
-        rows = self._read("counting beliefs", *query)
-        return int(rows[0][0])
-
     # -- belief history ---------------------------------------------------------------------
 
-    def belief_history(self, belief_id: str) -> list[Belief]:
+    def belief_history(self, belief_id: str) -> list[chain.Belief]:
         return self._docs(
-            Belief,
+            chain.Belief,
             "SELECT doc FROM belief_versions WHERE tenant = %s AND belief_id = %s "
             "ORDER BY from_us, rid",
             (self.tenant, belief_id),
         )
 
-    def find_belief_versions(
-        self,
-        where: BeliefFilter,
-        *,
-        at: datetime | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[Belief]:
+    def _versions_held(
+        self, where: BeliefFilter, since_us: int | None, until_us: int | None
+    ) -> list[chain.Belief]:
         """One statement on ``belief_versions``; by text, the GIN index on ``beliefs`` finds the
         matching ids and each joins its versions on ``belief_versions_id``. Text results are
         ordered by recency here, not by BM25."""
@@ -1335,14 +1255,12 @@ class PostgresStore(Store):
         if found is None:
             return []
         conds, params = found
-        if at is not None:
-            since = until = at
-        if until is not None:
+        if until_us is not None:
             conds.append("b.from_us <= %(until_us)s")
-            params["until_us"] = micros(until)
-        if since is not None:
+            params["until_us"] = until_us
+        if since_us is not None:
             conds.append("(b.until_us IS NULL OR b.until_us > %(since_us)s)")
-            params["since_us"] = micros(since)
+            params["since_us"] = since_us
         source = "belief_versions b"
         if where.text is not None:
             terms = list(dict.fromkeys(lexeme(t) for t in query_terms(where.text)))
@@ -1361,7 +1279,7 @@ class PostgresStore(Store):
             + " ORDER BY b.observed_us DESC, b.belief_id, b.from_us DESC, b.rid DESC"
             " LIMIT %(limit)s OFFSET %(offset)s"
         )
-        return self._docs(Belief, sql, params)
+        return self._docs(chain.Belief, sql, params)
 
     def session_events(self, session_id: str) -> list[Event]:
         rows = self._read(

@@ -37,6 +37,7 @@ project lookups have their own indexes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gnomon.firewall.model.states import Scope
@@ -62,7 +63,26 @@ class Migration:
     sql: str
 
 
-_V1 = """
+#: The indexed columns of a belief (:class:`~firewall.store.sql_common.BeliefKeys`), as
+#: ``beliefs`` (version 1) and its history ``belief_versions`` (version 3) both declare them.
+#: Part of two applied migrations: never edit it (a change belongs in a new migration).
+_BELIEF_KEYS = """\
+    truth            text     NOT NULL,
+    retrieval        text     NOT NULL,
+    security         text     NOT NULL,
+    freshness        text     NOT NULL,
+    sensitivity_rank smallint NOT NULL,
+    anchor_us        bigint   NOT NULL,
+    observed_us      bigint   NOT NULL,
+    expires_us       bigint,
+    project          text     NOT NULL,
+    scope            text     NOT NULL,
+    user_id          text,
+    subject          text,
+    predicate        text,
+    session_id       text,"""
+
+_V1 = f"""
 CREATE TABLE chain_heads (
     tenant        text   PRIMARY KEY,
     seq           bigint NOT NULL,
@@ -122,20 +142,7 @@ CREATE INDEX evidence_claim ON evidence (tenant, claim_id, rid);
 CREATE TABLE beliefs (
     tenant           text     NOT NULL,
     id               text     NOT NULL,
-    truth            text     NOT NULL,
-    retrieval        text     NOT NULL,
-    security         text     NOT NULL,
-    freshness        text     NOT NULL,
-    sensitivity_rank smallint NOT NULL,
-    anchor_us        bigint   NOT NULL,
-    observed_us      bigint   NOT NULL,
-    expires_us       bigint,
-    project          text     NOT NULL,
-    scope            text     NOT NULL,
-    user_id          text,
-    subject          text,
-    predicate        text,
-    session_id       text,
+{_BELIEF_KEYS}
     length           integer  NOT NULL,
     tsv              tsvector NOT NULL,
     doc              bytea    NOT NULL,
@@ -246,7 +253,7 @@ CREATE INDEX bindings_belief ON bindings (tenant, belief_id, store);
 #: while current) and the filter columns of ``beliefs``, so that "what did I believe at T" is one
 #: indexed query by id, by subject (and predicate or prefix), or by text (joined to ``beliefs``).
 #: Existing beliefs get one row, their current version; earlier versions remain in the log.
-_V3 = """
+_V3 = f"""
 CREATE TABLE belief_versions (
     tenant           text     NOT NULL,
     rid              bigint   GENERATED ALWAYS AS IDENTITY,
@@ -254,20 +261,7 @@ CREATE TABLE belief_versions (
     version          integer  NOT NULL,
     from_us          bigint   NOT NULL,
     until_us         bigint,
-    truth            text     NOT NULL,
-    retrieval        text     NOT NULL,
-    security         text     NOT NULL,
-    freshness        text     NOT NULL,
-    sensitivity_rank smallint NOT NULL,
-    anchor_us        bigint   NOT NULL,
-    observed_us      bigint   NOT NULL,
-    expires_us       bigint,
-    project          text     NOT NULL,
-    scope            text     NOT NULL,
-    user_id          text,
-    subject          text,
-    predicate        text,
-    session_id       text,
+{_BELIEF_KEYS}
     doc              bytea    NOT NULL,
     PRIMARY KEY (tenant, rid)
 );
@@ -377,23 +371,7 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 """
 
 #: Tables of the first migration, used to tell "an empty database" from "someone else's tables".
-TABLES = (
-    "chain_heads",
-    "events",
-    "sessions",
-    "observations",
-    "claims",
-    "evidence",
-    "beliefs",
-    "term_stats",
-    "decisions",
-    "decision_deps",
-    "actions",
-    "outcomes",
-    "revisions",
-    "contradictions",
-    "contradiction_members",
-)
+TABLES = tuple(re.findall(r"^CREATE TABLE (\w+)", _V1, re.MULTILINE))
 
 
 def pending(current: int, migrations: tuple[Migration, ...] | None = None) -> list[Migration]:

@@ -22,20 +22,7 @@ import orjson
 
 from gnomon.firewall.log.batch import ImportBatch, record_docs
 from gnomon.firewall.log.events import RECORD_TYPES, Event
-from gnomon.firewall.model.chain import (
-    Action,
-    Belief,
-    ChainModel,
-    Claim,
-    Contradiction,
-    Decision,
-    EvidenceItem,
-    Observation,
-    Outcome,
-    Revision,
-    SessionInfo,
-    StoreBinding,
-)
+from gnomon.firewall.model import chain
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import (
     SENSITIVITY_RANK,
@@ -140,7 +127,7 @@ class BeliefKeys(NamedTuple):
     session_id: str | None
 
 
-def belief_keys(b: Belief) -> BeliefKeys:
+def belief_keys(b: chain.Belief) -> BeliefKeys:
     """The indexed columns of a belief (enum members bind as their text value)."""
     observed = micros(b.observed_at)
     verified = b.last_verified_at
@@ -229,19 +216,19 @@ def _table() -> dict[str, Any]:
 class ProjectionRows:
     """One commit's records, per table, as ``{id: (record, json_doc)}`` in first-seen order."""
 
-    sessions: dict[str, tuple[SessionInfo, bytes]] = field(default_factory=_table)
-    observations: dict[str, tuple[Observation, bytes]] = field(default_factory=_table)
-    claims: dict[str, tuple[Claim, bytes]] = field(default_factory=_table)
-    evidence: dict[str, tuple[EvidenceItem, bytes]] = field(default_factory=_table)
-    beliefs: dict[str, tuple[Belief, bytes]] = field(default_factory=_table)
-    decisions: dict[str, tuple[Decision, bytes]] = field(default_factory=_table)
-    actions: dict[str, tuple[Action, bytes]] = field(default_factory=_table)
-    outcomes: dict[str, tuple[Outcome, bytes]] = field(default_factory=_table)
-    revisions: dict[str, tuple[Revision, bytes]] = field(default_factory=_table)
-    contradictions: dict[str, tuple[Contradiction, bytes]] = field(default_factory=_table)
-    bindings: dict[str, tuple[StoreBinding, bytes]] = field(default_factory=_table)
+    sessions: dict[str, tuple[chain.SessionInfo, bytes]] = field(default_factory=_table)
+    observations: dict[str, tuple[chain.Observation, bytes]] = field(default_factory=_table)
+    claims: dict[str, tuple[chain.Claim, bytes]] = field(default_factory=_table)
+    evidence: dict[str, tuple[chain.EvidenceItem, bytes]] = field(default_factory=_table)
+    beliefs: dict[str, tuple[chain.Belief, bytes]] = field(default_factory=_table)
+    decisions: dict[str, tuple[chain.Decision, bytes]] = field(default_factory=_table)
+    actions: dict[str, tuple[chain.Action, bytes]] = field(default_factory=_table)
+    outcomes: dict[str, tuple[chain.Outcome, bytes]] = field(default_factory=_table)
+    revisions: dict[str, tuple[chain.Revision, bytes]] = field(default_factory=_table)
+    contradictions: dict[str, tuple[chain.Contradiction, bytes]] = field(default_factory=_table)
+    bindings: dict[str, tuple[chain.StoreBinding, bytes]] = field(default_factory=_table)
     #: The belief history: one ``(belief, doc)`` per event that wrote the belief, in order.
-    versions: list[tuple[Belief, bytes]] = field(default_factory=list)
+    versions: list[tuple[chain.Belief, bytes]] = field(default_factory=list)
 
     @classmethod
     def of(cls, events: list[Event], records: list[Any]) -> ProjectionRows:
@@ -255,7 +242,7 @@ class ProjectionRows:
     def add(self, rec: Any, payload: dict[str, list[dict[str, Any]]]) -> None:
         dumps = orjson.dumps
         for name, _model in RECORD_TYPES:
-            items: tuple[ChainModel, ...] = getattr(rec, name)
+            items: tuple[chain.ChainModel, ...] = getattr(rec, name)
             if not items:
                 continue
             table: dict[str, tuple[Any, bytes]] = getattr(self, name)
@@ -280,8 +267,8 @@ def with_moved(
 
 
 def version_rows(
-    versions: list[tuple[Belief, bytes]],
-) -> tuple[list[tuple[str, int]], list[tuple[Belief, bytes, int, int | None]]]:
+    versions: list[tuple[chain.Belief, bytes]],
+) -> tuple[list[tuple[str, int]], list[tuple[chain.Belief, bytes, int, int | None]]]:
     """``(closes, inserts)`` for the history rows of one commit, in order.
 
     Each belief's first version in the commit closes the row already stored (``(belief_id,
@@ -289,7 +276,7 @@ def version_rows(
     version is never closed before its own start, whatever the clocks said.
     """
     closes: list[tuple[str, int]] = []
-    rows: list[tuple[Belief, bytes, int, int | None]] = []
+    rows: list[tuple[chain.Belief, bytes, int, int | None]] = []
     open_at: dict[str, int] = {}
     for belief, doc in versions:
         start = micros(belief.updated_at)
@@ -334,6 +321,13 @@ INDEXED_COLUMNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 #: Link tables: ``(table, owner id column)``; each row links a belief to its owner.
 LINK_TABLES = (("decision_deps", "decision_id"), ("contradiction_members", "contradiction_id"))
+#: The tables both SQL backends derive from the log alike (a rebuild empties them): one per record
+#: type, the link tables and the belief history; each backend adds its own.
+DERIVED_TABLES = (
+    *(table for table, _ in PROJECTION_KEYS),
+    *(table for table, _ in LINK_TABLES),
+    "belief_versions",
+)
 #: A history row's id: its belief and its place in that belief's history (oldest is 1).
 VERSION_ID = "belief_id || '#' || row_number() OVER (PARTITION BY belief_id ORDER BY from_us, rid)"
 
@@ -386,6 +380,7 @@ __all__ = [
     "ADMISSIBLE_RETRIEVAL",
     "ADMISSIBLE_SECURITY",
     "ADMISSIBLE_TRUTH",
+    "DERIVED_TABLES",
     "INDEXED_COLUMNS",
     "LINK_TABLES",
     "PROJECTION_KEYS",

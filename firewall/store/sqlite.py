@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 
@@ -46,19 +46,7 @@ from gnomon.firewall.log.events import (
     seal,
 )
 from gnomon.firewall.log.moves import MoveBatch, resolve_moves, row_revisions
-from gnomon.firewall.model.chain import (
-    Belief,
-    ChainModel,
-    Claim,
-    Contradiction,
-    Decision,
-    EvidenceItem,
-    EvidenceSet,
-    Observation,
-    Revision,
-    SessionInfo,
-    StoreBinding,
-)
+from gnomon.firewall.model import chain
 from gnomon.firewall.model.errors import (
     GnomonError,
     StoreCorruptError,
@@ -77,11 +65,11 @@ from gnomon.firewall.store.base import (
     OriginRow,
     Store,
     check_continues,
-    claim_drafts,
     claims_in,
 )
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.sql_common import (
+    DERIVED_TABLES,
     PROJECTION_KEYS,
     ChainRow,
     batch_keys,
@@ -94,31 +82,13 @@ from gnomon.firewall.store.sql_common import (
     with_moved,
     within_admissible,
 )
+from gnomon.firewall.store.sql_store import M, R, SQLStore, decay_due
 from gnomon.firewall.store.sqlite_moves import apply_moves
-
-M = TypeVar("M", bound=ChainModel)
-R = TypeVar("R")
 
 PAGE = 1000
 #: Every table derived from the log, emptied by a rebuild (beliefs first, so that its delete
 #: trigger keeps the FTS index in step).
-PROJECTION_TABLES = (
-    "beliefs",
-    "sessions",
-    "observations",
-    "claims",
-    "evidence",
-    "decisions",
-    "decision_deps",
-    "actions",
-    "outcomes",
-    "revisions",
-    "contradictions",
-    "contradiction_members",
-    "bindings",
-    "belief_versions",
-    "batch_members",
-)
+PROJECTION_TABLES = ("beliefs", *(t for t in DERIVED_TABLES if t != "beliefs"), "batch_members")
 #: The FTS5 indexes over ``beliefs.terms``: every belief, and the admissible ones only.
 TEXT_INDEXES = ("beliefs_fts", "beliefs_fts_ok")
 _IN_CHUNK = 500
@@ -127,13 +97,15 @@ _VERSION = f"{schema.VERSION_DOC}, {schema.VERSION_DERIVED}"
 _dumps = orjson.dumps
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLStore[sqlite3.Connection]):
     """The ``sqlite:///`` backend.
 
     ``path`` is a file path (parent directories are created) or ``":memory:"``.
     ``busy_timeout`` is how many seconds a writer waits for another process's lock before
     :class:`StoreLockedError` is raised; ``cache_mb`` sizes the page cache and the memory map.
     """
+
+    MARK = "?"
 
     def __init__(
         self,
@@ -300,7 +272,7 @@ class SQLiteStore(Store):
                 payload = orjson.loads(body).get("payload") or {}
                 docs = record_docs(payload).get("beliefs")
                 if docs:
-                    beliefs = tuple(Belief.model_validate(d, strict=False) for d in docs)
+                    beliefs = tuple(chain.Belief.model_validate(d, strict=False) for d in docs)
                     rows.add(Records(beliefs=beliefs), {"beliefs": docs})
             if rows.versions:
                 rows._write_versions(conn)
@@ -388,47 +360,21 @@ class SQLiteStore(Store):
 
     # -- the only write path --------------------------------------------------------------
 
-    def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
-        if not drafts:
-            return []
-        return self._atomic("committing events", lambda conn: self._write(conn, drafts))
+    def _head_is(self, conn: sqlite3.Connection, head: int) -> bool:
+        # Under BEGIN IMMEDIATE (one writer at a time): the head read here is the one _write
+        # continues.
+        row = conn.execute("SELECT max(seq) FROM events").fetchone()
+        return bool((row[0] or 0) == head)
 
-    def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
-        def work(conn: sqlite3.Connection) -> list[Event] | None:
-            # Under BEGIN IMMEDIATE (one writer at a time): the head read here is the one
-            # _write continues.
-            row = conn.execute("SELECT max(seq) FROM events").fetchone()
-            if (row[0] or 0) != head:
-                return None
-            return self._write(conn, drafts) if drafts else []
+    def _claim(self, conn: sqlite3.Connection, request_id: str) -> bool:
+        # Under BEGIN IMMEDIATE (one writer at a time): the primary key decides the winner.
+        claimed = conn.execute(
+            "INSERT OR IGNORE INTO execution_claims (request_id) VALUES (?)", (request_id,)
+        )
+        return claimed.rowcount != 0
 
-        return self._atomic("committing on a pinned head", work)
-
-    def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
-        claim_drafts(drafts)
-
-        def work(conn: sqlite3.Connection) -> list[Event] | None:
-            # Under BEGIN IMMEDIATE (one writer at a time): the primary key decides the winner.
-            claimed = conn.execute(
-                "INSERT OR IGNORE INTO execution_claims (request_id) VALUES (?)", (request_id,)
-            )
-            if claimed.rowcount == 0:
-                return None
-            events = self._write(conn, drafts)
-            conn.execute(
-                "UPDATE execution_claims SET seq = ? WHERE request_id = ?",
-                (events[-1].seq, request_id),
-            )
-            return events
-
-        return self._atomic("claiming an execution", work)
-
-    def append_sealed(self, events: Sequence[Event]) -> None:
-        if events:
-            self._atomic("appending sealed events", lambda conn: self._write_sealed(conn, events))
-
-    def rebuild_projections(self) -> int:
-        return self._atomic("rebuilding the projections", self._rebuild)
+    def _claimed_through(self, conn: sqlite3.Connection, request_id: str, seq: int) -> None:
+        conn.execute("UPDATE execution_claims SET seq = ? WHERE request_id = ?", (seq, request_id))
 
     def _atomic(self, doing: str, work: Callable[[sqlite3.Connection], R]) -> R:
         """Run ``work`` in one ``BEGIN IMMEDIATE`` transaction; roll back on any error."""
@@ -534,14 +480,14 @@ class SQLiteStore(Store):
         resolve_moves([Records(moves=batch.moves())], lambda ids: self._stored_beliefs(conn, ids))
         apply_moves(conn, batch, event.seq)
 
-    def _stored_beliefs(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, Belief]:
+    def _stored_beliefs(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, chain.Belief]:
         """The stored versions of ``ids``, inside the caller's transaction."""
-        found: dict[str, Belief] = {}
+        found: dict[str, chain.Belief] = {}
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = ids[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
             for (doc,) in conn.execute(f"SELECT doc FROM beliefs WHERE id IN ({marks})", chunk):
-                belief = Belief.model_validate_json(doc, strict=False)
+                belief = chain.Belief.model_validate_json(doc, strict=False)
                 found[belief.id] = belief
         return found
 
@@ -743,39 +689,42 @@ class SQLiteStore(Store):
             row = conn.execute(sql, params).fetchone()
         return None if row is None else model.model_validate_json(row[0], strict=False)
 
-    def _many(self, model: type[M], sql: str, params: Sequence[Any]) -> list[M]:
-        with self._guard("reading") as conn:
-            docs = conn.execute(sql, params).fetchall()
-        validate = model.model_validate_json
-        return [validate(doc, strict=False) for (doc,) in docs]
+    def _read(self, doing: str, sql: str, params: Any) -> list[tuple[Any, ...]]:
+        with self._guard(doing) as conn:
+            return conn.execute(sql, params).fetchall()
 
-    def get_session(self, session_id: str) -> SessionInfo | None:
-        return self._one(SessionInfo, "SELECT doc FROM sessions WHERE id = ?", (session_id,))
+    def _scope(self) -> tuple[str, tuple[Any, ...]]:
+        return "", ()
 
-    def get_observation(self, observation_id: str) -> Observation | None:
+    def get_session(self, session_id: str) -> chain.SessionInfo | None:
+        return self._one(chain.SessionInfo, "SELECT doc FROM sessions WHERE id = ?", (session_id,))
+
+    def get_observation(self, observation_id: str) -> chain.Observation | None:
         return self._one(
-            Observation, "SELECT doc FROM observations WHERE id = ?", (observation_id,)
+            chain.Observation, "SELECT doc FROM observations WHERE id = ?", (observation_id,)
         )
 
-    def get_claim(self, claim_id: str) -> Claim | None:
-        claim = self._one(Claim, "SELECT doc FROM claims WHERE id = ?", (claim_id,))
+    def get_claim(self, claim_id: str) -> chain.Claim | None:
+        claim = self._one(chain.Claim, "SELECT doc FROM claims WHERE id = ?", (claim_id,))
         if claim is None:
             member = self._member(claim_id)
             if member is not None:
-                claim = Claim.model_validate(member[0], strict=False)
+                claim = chain.Claim.model_validate(member[0], strict=False)
         return claim
 
-    def get_evidence(self, claim_id: str) -> EvidenceSet:
-        items = self._many(
-            EvidenceItem, "SELECT doc FROM evidence WHERE claim_id = ? ORDER BY rowid", (claim_id,)
+    def get_evidence(self, claim_id: str) -> chain.EvidenceSet:
+        items = self._docs(
+            chain.EvidenceItem,
+            "SELECT doc FROM evidence WHERE claim_id = ? ORDER BY rowid",
+            (claim_id,),
         )
         member = self._member(claim_id)
         if member is not None:
             # The batch's item came first; a row with its id (a later upsert) replaces it there.
-            first = EvidenceItem.model_validate(member[1], strict=False)
+            first = chain.EvidenceItem.model_validate(member[1], strict=False)
             stored = [i for i in items if i.id == first.id]
             items = [stored[0] if stored else first, *(i for i in items if i.id != first.id)]
-        return EvidenceSet(claim_id=claim_id, items=items)
+        return chain.EvidenceSet(claim_id=claim_id, items=items)
 
     def _member(self, claim_id: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The claim and evidence documents of an import batch member, derived from its event
@@ -810,34 +759,23 @@ class SQLiteStore(Store):
             hint="run `gnomon rebuild --apply` to rebuild the projections from the verified log",
         )
 
-    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, Belief]:
+    def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, chain.Belief]:
         ids = list(dict.fromkeys(belief_ids))
-        found: dict[str, Belief] = {}
+        found: dict[str, chain.Belief] = {}
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = ids[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for belief in self._many(
-                Belief, f"SELECT doc FROM beliefs WHERE id IN ({marks})", chunk
+            for belief in self._docs(
+                chain.Belief, f"SELECT doc FROM beliefs WHERE id IN ({marks})", chunk
             ):
                 found[belief.id] = belief
         return {i: found[i] for i in ids if i in found}
 
-    def decay_candidates(
-        self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
-    ) -> list[Belief]:
-        return self._many(
-            Belief,
-            "SELECT doc FROM beliefs WHERE id > ? AND ("
-            "(freshness != 'expired' AND expires_us IS NOT NULL AND expires_us <= ?) OR "
-            "(freshness = 'fresh' AND anchor_us < ?)) ORDER BY id LIMIT ?",
-            [after, micros(now), micros(stale_before), limit],
-        )
-
-    def beliefs_with_origin(self, origin_id: str) -> list[Belief]:
+    def beliefs_with_origin(self, origin_id: str) -> list[chain.Belief]:
         # The same answer as the generic pass, read from the beliefs table alone: SQLite tests
         # each document's origin ids (the label, not any text that mentions the id).
-        return self._many(
-            Belief,
+        return self._docs(
+            chain.Belief,
             "SELECT doc FROM beliefs WHERE instr(doc, ?) > 0 AND EXISTS (SELECT 1 FROM "
             "json_each(CAST(doc AS TEXT), '$.origin.origin_ids') WHERE value = ?) ORDER BY id",
             (orjson.dumps(origin_id)[1:-1], origin_id),
@@ -865,7 +803,7 @@ class SQLiteStore(Store):
                     rows.append(OriginRow(belief_id, version, security, retrieval))
         return rows
 
-    def decisions_citing(self, belief_ids: Sequence[str]) -> list[tuple[str, Decision]]:
+    def decisions_citing(self, belief_ids: Sequence[str]) -> list[tuple[str, chain.Decision]]:
         ids = list(dict.fromkeys(belief_ids))
         place = {b: i for i, b in enumerate(ids)}
         found: list[tuple[int, int, str, str, bytes]] = []
@@ -882,7 +820,7 @@ class SQLiteStore(Store):
                     )
                 )
         found.sort(key=lambda r: r[:3])
-        validate = Decision.model_validate_json
+        validate = chain.Decision.model_validate_json
         return [(b, validate(doc, strict=False)) for _, _, _, b, doc in found]
 
     def decay_rows(
@@ -895,43 +833,29 @@ class SQLiteStore(Store):
             rows = conn.execute(
                 "SELECT id, json_extract(CAST(doc AS TEXT), '$.version'), "
                 "json_extract(CAST(doc AS TEXT), '$.freshness_status'), "
-                "expires_us IS NOT NULL AND expires_us <= ? FROM beliefs WHERE id > ? AND ("
-                "(freshness != 'expired' AND expires_us IS NOT NULL AND expires_us <= ?) OR "
-                "(freshness = 'fresh' AND anchor_us < ?)) ORDER BY id LIMIT ?",
+                "expires_us IS NOT NULL AND expires_us <= ? FROM beliefs WHERE id > ? AND "
+                f"({decay_due('?')}) ORDER BY id LIMIT ?",
                 [now_us, after, now_us, micros(stale_before), limit],
             ).fetchall()
         return [DecayRow(i, v, f, bool(e)) for i, v, f, e in rows]
 
-    def find_beliefs(self, where: BeliefFilter) -> list[Belief]:
-        query = self._belief_query(where, count=False)
-        if query is None:
-            return []
-        return self._many(Belief, *query)
-
-    def count_beliefs(self, where: BeliefFilter) -> int:
-        query = self._belief_query(where, count=True)
-        if query is None:
-            return 0
-        with self._guard("counting beliefs") as conn:
-            return int(conn.execute(*query).fetchone()[0])
-
     # -- belief history ---------------------------------------------------------------------
 
-    def belief_history(self, belief_id: str) -> list[Belief]:
+    def belief_history(self, belief_id: str) -> list[chain.Belief]:
         return self._versions(
             f"SELECT {_VERSION} FROM belief_versions b WHERE b.belief_id = ? "
             "ORDER BY b.from_us, b.rid",
             (belief_id,),
         )
 
-    def _versions(self, sql: str, params: Sequence[Any]) -> list[Belief]:
+    def _versions(self, sql: str, params: Sequence[Any]) -> list[chain.Belief]:
         """History rows selected as ``_VERSION``: a version derived from a later document
         (schema 10) must keep the gate's cross-axis invariants, or the read is refused."""
         from gnomon.firewall.gate.gate import check_invariants
 
         with self._guard("reading belief history") as conn:
             rows = conn.execute(sql, params).fetchall()
-        validate = Belief.model_validate_json
+        validate = chain.Belief.model_validate_json
         found = []
         for doc, derived in rows:
             belief = validate(doc, strict=False)
@@ -948,14 +872,9 @@ class SQLiteStore(Store):
             found.append(belief)
         return found
 
-    def find_belief_versions(
-        self,
-        where: BeliefFilter,
-        *,
-        at: datetime | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> list[Belief]:
+    def _versions_held(
+        self, where: BeliefFilter, since_us: int | None, until_us: int | None
+    ) -> list[chain.Belief]:
         """One statement on ``belief_versions``: by text, FTS5 drives and each match joins its
         versions on ``belief_versions_id``; by subject (or prefix) ``belief_versions_subject``
         serves the subject and the time range together."""
@@ -963,14 +882,12 @@ class SQLiteStore(Store):
         if found is None:
             return []
         conds, params = found
-        if at is not None:
-            since = until = at
-        if until is not None:
+        if until_us is not None:
             conds.append("b.from_us <= ?")
-            params.append(micros(until))
-        if since is not None:
+            params.append(until_us)
+        if since_us is not None:
             conds.append("(b.until_us IS NULL OR b.until_us > ?)")
-            params.append(micros(since))
+            params.append(since_us)
         if where.text is not None:
             match = fts5_match(where.text)
             if match is None:
@@ -1001,7 +918,7 @@ class SQLiteStore(Store):
         params: list[Any],
         match: str,
         cap: int | None,
-    ) -> list[Belief]:
+    ) -> list[chain.Belief]:
         limit = "" if cap is None else f" LIMIT {int(cap)}"
         sql = (
             f"SELECT {_VERSION} FROM (SELECT rowid AS r, rank AS k FROM beliefs_fts "
@@ -1080,18 +997,18 @@ class SQLiteStore(Store):
             params.extend((max(where.limit, 0), max(where.offset, 0)))
         return sql, params
 
-    def get_decision(self, decision_id: str) -> Decision | None:
-        return self._one(Decision, "SELECT doc FROM decisions WHERE id = ?", (decision_id,))
+    def get_decision(self, decision_id: str) -> chain.Decision | None:
+        return self._one(chain.Decision, "SELECT doc FROM decisions WHERE id = ?", (decision_id,))
 
-    def decisions_depending_on(self, belief_id: str) -> list[Decision]:
-        return self._many(
-            Decision,
+    def decisions_depending_on(self, belief_id: str) -> list[chain.Decision]:
+        return self._docs(
+            chain.Decision,
             "SELECT d.doc FROM decision_deps x JOIN decisions d ON d.id = x.decision_id "
             "WHERE x.belief_id = ? ORDER BY d.created_us, d.id",
             (belief_id,),
         )
 
-    def revisions_for(self, belief_id: str) -> list[Revision]:
+    def revisions_for(self, belief_id: str) -> list[chain.Revision]:
         with self._guard("reading revisions") as conn:
             stored = conn.execute(
                 "SELECT doc, created_us, coalesce(seq, 0), rid FROM revisions "
@@ -1103,14 +1020,14 @@ class SQLiteStore(Store):
                 "WHERE belief_id = ? AND move_seq IS NOT NULL ORDER BY move_seq",
                 (belief_id,),
             ).fetchall()
-        validate = Revision.model_validate_json
+        validate = chain.Revision.model_validate_json
         found = [
             ((created, seq, 0, rid), validate(doc, strict=False))
             for doc, created, seq, rid in stored
         ]
         for seq, row, version in moved:
             for i, doc in enumerate(self._move_revisions(seq, row, belief_id, version)):
-                revision = Revision.model_validate(doc, strict=False)
+                revision = chain.Revision.model_validate(doc, strict=False)
                 found.append(((micros(revision.created_at), seq, 1, i), revision))
         if not moved:
             return [r for _, r in found]
@@ -1155,20 +1072,20 @@ class SQLiteStore(Store):
             hint="run `gnomon rebuild --apply` to rebuild the projections from the verified log",
         )
 
-    def revisions_by_grant(self, grant_id: str) -> list[Revision]:
-        return self._many(
-            Revision,
+    def revisions_by_grant(self, grant_id: str) -> list[chain.Revision]:
+        return self._docs(
+            chain.Revision,
             f"SELECT doc FROM revisions WHERE {schema.REVISION_GRANT} = ? ORDER BY created_us, rid",
             (grant_id,),
         )
 
-    def contradictions_for(self, belief_ids: Sequence[str]) -> list[Contradiction]:
+    def contradictions_for(self, belief_ids: Sequence[str]) -> list[chain.Contradiction]:
         ids = list(dict.fromkeys(belief_ids))
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
-        return self._many(
-            Contradiction,
+        return self._docs(
+            chain.Contradiction,
             "SELECT doc FROM contradictions WHERE id IN (SELECT contradiction_id "
             f"FROM contradiction_members WHERE belief_id IN ({marks})) "
             "ORDER BY detected_us, id",
@@ -1177,14 +1094,16 @@ class SQLiteStore(Store):
 
     # -- store bindings ---------------------------------------------------------------------
 
-    def bindings_by_store_id(self, store: str, store_ids: Sequence[str]) -> dict[str, StoreBinding]:
+    def bindings_by_store_id(
+        self, store: str, store_ids: Sequence[str]
+    ) -> dict[str, chain.StoreBinding]:
         ids = list(dict.fromkeys(store_ids))
-        found: dict[str, StoreBinding] = {}
+        found: dict[str, chain.StoreBinding] = {}
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = ids[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for binding in self._many(
-                StoreBinding,
+            for binding in self._docs(
+                chain.StoreBinding,
                 f"SELECT doc FROM bindings WHERE store = ? AND store_id IN ({marks})",
                 [store, *chunk],
             ):
@@ -1209,15 +1128,15 @@ class SQLiteStore(Store):
                 )
         return found
 
-    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[StoreBinding]:
+    def bindings_for_beliefs(self, belief_ids: Sequence[str]) -> list[chain.StoreBinding]:
         ids = list(dict.fromkeys(belief_ids))
-        found: list[StoreBinding] = []
+        found: list[chain.StoreBinding] = []
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = ids[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
             found.extend(
-                self._many(
-                    StoreBinding,
+                self._docs(
+                    chain.StoreBinding,
                     f"SELECT doc FROM bindings WHERE belief_id IN ({marks})",
                     chunk,
                 )
@@ -1226,9 +1145,9 @@ class SQLiteStore(Store):
 
     def list_bindings(
         self, store: str, *, after: str | None = None, limit: int = 1000
-    ) -> list[StoreBinding]:
-        return self._many(
-            StoreBinding,
+    ) -> list[chain.StoreBinding]:
+        return self._docs(
+            chain.StoreBinding,
             "SELECT doc FROM bindings WHERE store = ? AND belief_id > ? ORDER BY belief_id LIMIT ?",
             (store, "" if after is None else after, max(limit, 0)),
         )
@@ -1258,11 +1177,11 @@ class _Rows:
         self.claims: list[tuple[Any, ...]] = []
         self.evidence: list[tuple[Any, ...]] = []
         self.beliefs: dict[str, tuple[Any, ...]] = {}
-        self.decisions: dict[str, tuple[Decision, bytes]] = {}
+        self.decisions: dict[str, tuple[chain.Decision, bytes]] = {}
         self.actions: list[tuple[Any, ...]] = []
         self.outcomes: list[tuple[Any, ...]] = []
         self.revisions: list[tuple[Any, ...]] = []
-        self.contradictions: dict[str, tuple[Contradiction, bytes]] = {}
+        self.contradictions: dict[str, tuple[chain.Contradiction, bytes]] = {}
         self.bindings: list[tuple[Any, ...]] = []
         self.versions: list[tuple[str, int, tuple[Any, ...]]] = []  # (id, from_us, row)
         #: First versions of beliefs new in this commit (an import batch): nothing to close.
@@ -1505,7 +1424,7 @@ def _revision_keys(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {"belief_id": doc["belief_id"], "created_us": created}
 
 
-def _belief_row(b: Belief, doc: bytes) -> tuple[Any, ...]:
+def _belief_row(b: chain.Belief, doc: bytes) -> tuple[Any, ...]:
     return (b.id, *belief_keys(b), " ".join(index_tokens(b.statement)), doc)
 
 

@@ -96,6 +96,7 @@ from gnomon.firewall.store.sql_common import (
     ADMISSIBLE_RETRIEVAL,
     ADMISSIBLE_SECURITY,
     ADMISSIBLE_TRUTH,
+    BeliefKeys,
 )
 
 SCHEMA_VERSION = 10
@@ -118,6 +119,25 @@ REQUEST_KINDS = (
 REQUEST_INDEX_DDL = (
     f"CREATE INDEX IF NOT EXISTS events_request ON events ({REQUEST_ID}) WHERE {REQUEST_KINDS};"
 )
+
+#: The indexed columns of a belief (:class:`~firewall.store.sql_common.BeliefKeys`), as
+#: ``beliefs`` and its history ``belief_versions`` (version 4) both declare them. Part of
+#: applied schemas: never edit it (a change belongs in a new version).
+_BELIEF_KEYS = """\
+    truth            TEXT NOT NULL,
+    retrieval        TEXT NOT NULL,
+    security         TEXT NOT NULL,
+    freshness        TEXT NOT NULL,
+    sensitivity_rank INTEGER NOT NULL,
+    anchor_us        INTEGER NOT NULL,
+    observed_us      INTEGER NOT NULL,
+    expires_us       INTEGER,
+    project          TEXT NOT NULL,
+    scope            TEXT NOT NULL,
+    user             TEXT,
+    subject          TEXT,
+    predicate        TEXT,
+    session_id       TEXT,"""
 
 DDL = f"""
 CREATE TABLE IF NOT EXISTS meta (
@@ -165,20 +185,7 @@ CREATE INDEX evidence_claim ON evidence (claim_id);
 CREATE TABLE beliefs (
     rid              INTEGER PRIMARY KEY,
     id               TEXT NOT NULL UNIQUE,
-    truth            TEXT NOT NULL,
-    retrieval        TEXT NOT NULL,
-    security         TEXT NOT NULL,
-    freshness        TEXT NOT NULL,
-    sensitivity_rank INTEGER NOT NULL,
-    anchor_us        INTEGER NOT NULL,
-    observed_us      INTEGER NOT NULL,
-    expires_us       INTEGER,
-    project          TEXT NOT NULL,
-    scope            TEXT NOT NULL,
-    user             TEXT,
-    subject          TEXT,
-    predicate        TEXT,
-    session_id       TEXT,
+{_BELIEF_KEYS}
     terms            TEXT NOT NULL,
     doc              BLOB NOT NULL
 );
@@ -325,27 +332,14 @@ CREATE TABLE IF NOT EXISTS execution_claims (
 """
 
 #: Version 4: the belief history. Applied by new stores and by the upgrade at open.
-HISTORY_DDL = """
+HISTORY_DDL = f"""
 CREATE TABLE IF NOT EXISTS belief_versions (
     rid              INTEGER PRIMARY KEY,
     belief_id        TEXT NOT NULL,
     version          INTEGER NOT NULL,
     from_us          INTEGER NOT NULL,
     until_us         INTEGER,
-    truth            TEXT NOT NULL,
-    retrieval        TEXT NOT NULL,
-    security         TEXT NOT NULL,
-    freshness        TEXT NOT NULL,
-    sensitivity_rank INTEGER NOT NULL,
-    anchor_us        INTEGER NOT NULL,
-    observed_us      INTEGER NOT NULL,
-    expires_us       INTEGER,
-    project          TEXT NOT NULL,
-    scope            TEXT NOT NULL,
-    user             TEXT,
-    subject          TEXT,
-    predicate        TEXT,
-    session_id       TEXT,
+{_BELIEF_KEYS}
     doc              BLOB NOT NULL,
     move_seq         INTEGER,
     move_row         INTEGER
@@ -357,27 +351,7 @@ CREATE INDEX IF NOT EXISTS belief_versions_from ON belief_versions (from_us);
 """
 
 #: ``beliefs`` columns copied into ``belief_versions`` (everything but the text index terms).
-VERSION_COLUMNS = (
-    "belief_id",
-    "version",
-    "from_us",
-    "until_us",
-    "truth",
-    "retrieval",
-    "security",
-    "freshness",
-    "sensitivity_rank",
-    "anchor_us",
-    "observed_us",
-    "expires_us",
-    "project",
-    "scope",
-    "user",
-    "subject",
-    "predicate",
-    "session_id",
-    "doc",
-)
+VERSION_COLUMNS = ("belief_id", "version", "from_us", "until_us", *BeliefKeys._fields, "doc")
 INSERT_VERSION = (
     f"INSERT INTO belief_versions ({', '.join(VERSION_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in VERSION_COLUMNS)})"
@@ -457,25 +431,8 @@ BATCH_MEMBER = (
     "WHERE m.claim_id = ?"
 )
 
-BELIEF_COLUMNS = (
-    "id",
-    "truth",
-    "retrieval",
-    "security",
-    "freshness",
-    "sensitivity_rank",
-    "anchor_us",
-    "observed_us",
-    "expires_us",
-    "project",
-    "scope",
-    "user",
-    "subject",
-    "predicate",
-    "session_id",
-    "terms",
-    "doc",
-)
+#: ``beliefs`` columns a belief's row is written with.
+BELIEF_COLUMNS = ("id", *BeliefKeys._fields, "terms", "doc")
 
 
 def upsert(table: str, columns: tuple[str, ...], key: str = "id") -> str:

@@ -1,0 +1,158 @@
+"""The :class:`~firewall.store.base.Store` methods both SQL backends answer the same way.
+
+:class:`SQLStore` holds the write path and the one-statement belief reads; a backend supplies
+the primitives they run on: a transaction that holds its write lock (:meth:`SQLStore._atomic`:
+SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's head-locked transaction with bounded retries), the
+writes inside it, a raw read (:meth:`SQLStore._read`), the statement answering a
+:class:`~firewall.model.filters.BeliefFilter` (:meth:`SQLStore._belief_query`) and what
+confines a statement to the store's own rows (:meth:`SQLStore._scope`: PostgreSQL's tenant).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, ClassVar, Generic, TypeVar
+
+from gnomon.firewall.log.events import Event, EventDraft
+from gnomon.firewall.model import chain
+from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.store.base import Store, claim_drafts
+from gnomon.firewall.store.keys import micros
+
+#: The driver's connection type.
+C = TypeVar("C")
+M = TypeVar("M", bound=chain.ChainModel)
+R = TypeVar("R")
+
+
+def decay_due(mark: str) -> str:
+    """SQL that is true for a ``beliefs`` row whose freshness is due to move
+    (:meth:`~firewall.store.base.Store.decay_candidates`): not yet expired and expiring by the
+    first parameter (now, in microseconds), or fresh and anchored before the second
+    (``stale_before``). ``mark`` is the driver's parameter mark."""
+    return (
+        f"(freshness <> 'expired' AND expires_us IS NOT NULL AND expires_us <= {mark}) OR "
+        f"(freshness = 'fresh' AND anchor_us < {mark})"
+    )
+
+
+class SQLStore(Store, Generic[C]):
+    """A store over a SQL driver whose connections are ``C``."""
+
+    #: The driver's parameter mark (``?`` or ``%s``).
+    MARK: ClassVar[str]
+
+    # -- what a backend supplies ------------------------------------------------------------
+
+    @abstractmethod
+    def _atomic(self, doing: str, work: Callable[[C], R]) -> R:
+        """Run ``work`` in one transaction holding the write lock; roll back on any error
+        (``doing`` names the operation in the error)."""
+
+    @abstractmethod
+    def _write(self, conn: C, drafts: Sequence[EventDraft]) -> list[Event]:
+        """Inside :meth:`_atomic`: seal ``drafts`` after the head and write them and their
+        records."""
+
+    @abstractmethod
+    def _write_sealed(self, conn: C, events: Sequence[Event]) -> None:
+        """Inside :meth:`_atomic`: check that ``events`` continue the head and write them and
+        their records (:meth:`~firewall.store.base.Store.append_sealed`)."""
+
+    @abstractmethod
+    def _rebuild(self, conn: C) -> int:
+        """Inside :meth:`_atomic`: :meth:`~firewall.store.base.Store.rebuild_projections`."""
+
+    @abstractmethod
+    def _head_is(self, conn: C, head: int) -> bool:
+        """Inside :meth:`_atomic`: is the chain's last seq ``head``? (What :meth:`_write`
+        continues, since no other writer can commit before this transaction ends.)"""
+
+    @abstractmethod
+    def _claim(self, conn: C, request_id: str) -> bool:
+        """Inside :meth:`_atomic`: insert the execution claim of ``request_id``; False, and
+        nothing written, when it is already claimed."""
+
+    @abstractmethod
+    def _claimed_through(self, conn: C, request_id: str, seq: int) -> None:
+        """Inside :meth:`_atomic`: record ``seq`` as the last event of the claim."""
+
+    @abstractmethod
+    def _read(self, doing: str, sql: str, params: Any) -> list[tuple[Any, ...]]:
+        """The rows of one read-only statement."""
+
+    @abstractmethod
+    def _belief_query(self, where: BeliefFilter, *, count: bool) -> tuple[str, Any] | None:
+        """``(sql, params)`` of the one statement answering ``where`` (its matching documents,
+        ordered and paged, or with ``count`` their number), or None when nothing can match."""
+
+    @abstractmethod
+    def _scope(self) -> tuple[str, tuple[Any, ...]]:
+        """The condition (ending in ``AND``, or empty) and its parameters that confine a
+        statement on one table to this store's rows."""
+
+    # -- the only write path ----------------------------------------------------------------
+
+    def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
+        if not drafts:
+            return []
+        return self._atomic("committing events", lambda conn: self._write(conn, drafts))
+
+    def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
+        def work(conn: C) -> list[Event] | None:
+            if not self._head_is(conn, head):
+                return None
+            return self._write(conn, drafts) if drafts else []
+
+        return self._atomic("committing on a pinned head", work)
+
+    def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
+        claim_drafts(drafts)
+
+        def work(conn: C) -> list[Event] | None:
+            if not self._claim(conn, request_id):
+                return None
+            events = self._write(conn, drafts)
+            self._claimed_through(conn, request_id, events[-1].seq)
+            return events
+
+        return self._atomic("claiming an execution", work)
+
+    def append_sealed(self, events: Sequence[Event]) -> None:
+        if events:
+            self._atomic("appending sealed events", lambda conn: self._write_sealed(conn, events))
+
+    def rebuild_projections(self) -> int:
+        return self._atomic("rebuilding the projections", self._rebuild)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _docs(self, model: type[M], sql: str, params: Any) -> list[M]:
+        """The documents ``sql`` selects (one column), as ``model``."""
+        validate = model.model_validate_json
+        return [validate(doc, strict=False) for (doc,) in self._read("reading", sql, params)]
+
+    def find_beliefs(self, where: BeliefFilter) -> list[chain.Belief]:
+        query = self._belief_query(where, count=False) if where.limit > 0 else None
+        return [] if query is None else self._docs(chain.Belief, *query)
+
+    def count_beliefs(self, where: BeliefFilter) -> int:
+        query = self._belief_query(where, count=True)
+        return 0 if query is None else int(self._read("counting beliefs", *query)[0][0])
+
+    def decay_candidates(
+        self, *, stale_before: datetime, now: datetime, after: str = "", limit: int = 1000
+    ) -> list[chain.Belief]:
+        scope, params = self._scope()
+        mark = self.MARK
+        return self._docs(
+            chain.Belief,
+            f"SELECT doc FROM beliefs WHERE {scope} id > {mark} AND ({decay_due(mark)}) "
+            f"ORDER BY id LIMIT {mark}",
+            (*params, after, micros(now), micros(stale_before), limit),
+        )
+
+
+__all__ = ["SQLStore", "decay_due"]
