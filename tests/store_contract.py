@@ -427,6 +427,7 @@ class StoreContract(LogContract, ABC):
         assert found.claim_id == claim.id and found.items == evidence
         assert store.get_belief(belief.id) == belief
         assert store.get_decision(decision.id) == decision
+        assert store.get_action(action.id) == action
         assert store.decisions_depending_on(belief.id) == [decision]
         assert store.revisions_for(belief.id) == [revision]
         assert store.contradictions_for([belief.id]) == [contradiction]
@@ -437,6 +438,7 @@ class StoreContract(LogContract, ABC):
         assert store.get_evidence("clm_missing").items == []
         assert store.get_belief("bel_missing") is None
         assert store.get_decision("dec_missing") is None
+        assert store.get_action("act_missing") is None
         assert store.decisions_depending_on("bel_missing") == []
         assert store.revisions_for("bel_missing") == []
         assert store.contradictions_for([]) == []

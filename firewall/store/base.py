@@ -381,14 +381,9 @@ class Store(ABC):
     @abstractmethod
     def get_decision(self, decision_id: str) -> Decision | None: ...
 
+    @abstractmethod
     def get_action(self, action_id: str) -> Action | None:
-        """The action with this id. Backends should override with an indexed lookup; this
-        fallback replays the log."""
-        for event in self.events():
-            for action in event.records().actions:
-                if action.id == action_id:
-                    return action
-        return None
+        """The action with this id (indexed, not a replay of the log)."""
 
     @abstractmethod
     def decisions_depending_on(self, belief_id: str) -> list[Decision]:

@@ -598,6 +598,10 @@ class MemoryStore(Store):
         with self._lock:
             return self._decisions.get(decision_id)
 
+    def get_action(self, action_id: str) -> chain.Action | None:
+        with self._lock:
+            return self._actions.get(action_id)
+
     def decisions_depending_on(self, belief_id: str) -> list[chain.Decision]:
         with self._lock:
             found = [self._decisions[i] for i in self._decision_deps.get(belief_id, ())]

@@ -1000,6 +1000,9 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
     def get_decision(self, decision_id: str) -> chain.Decision | None:
         return self._one(chain.Decision, "SELECT doc FROM decisions WHERE id = ?", (decision_id,))
 
+    def get_action(self, action_id: str) -> chain.Action | None:
+        return self._one(chain.Action, "SELECT doc FROM actions WHERE id = ?", (action_id,))
+
     def decisions_depending_on(self, belief_id: str) -> list[chain.Decision]:
         return self._docs(
             chain.Decision,
