@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from types import MethodType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from gnomon.adapters.base import merged_metadata
 from gnomon.adapters.errors import (
     AdapterError,
     BypassRefusedError,
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from gnomon.adapters.base import StoreBackend, StoreItem
     from gnomon.adapters.guard import Guard, Hits, PendingWrite, Screened
     from gnomon.firewall.gate.policy import ContextPolicy
-    from gnomon.firewall.host.channels import Channel
+    from gnomon.firewall.host.channels import Channel, WriteOrigin
     from gnomon.firewall.host.firewall import Firewall
     from gnomon.firewall.host.session import Session
 
@@ -299,6 +300,17 @@ def _passthrough(self: Any, a: Args) -> Flow[Any]:
     return (yield a.raw())
 
 
+def deleting(store_id: Callable[[Args], str]) -> guarded:
+    """A guarded ``delete`` of the item whose store id ``store_id`` makes from the call's
+    arguments: a revision first (:meth:`Core.delete`), then the SDK call; ``gnomon_origin=``
+    names a host write."""
+
+    def flow(self: Any, a: Args) -> Flow[Any]:
+        return (yield from self._core.delete(store_id(a), a.raw(), a.origin))
+
+    return guarded(flow, extras=WRITE)
+
+
 # -- the firewall side a client's resources share ---------------------------------------------
 
 
@@ -307,9 +319,33 @@ class Core:
     the one write-through (:meth:`write`), the one delete (:meth:`delete`), screening, and
     the annotated copies a read hands back."""
 
+    #: What a write's text is called in its refusal (``"content must be a string"``).
+    _text_name: ClassVar[str] = "text"
+
     def __init__(self, adapter: Adapter) -> None:
         self.adapter = adapter
         self.guard: Guard = adapter._guard
+
+    def checked(self, call: str, metadata: Any) -> dict[str, Any]:
+        """The caller's metadata (the SDK's "not given" markers as none) checked against the
+        store's limits (:func:`~adapters.base.merged_metadata`), before anything is recorded."""
+        limits = self.adapter._backend.limits
+        return merged_metadata(
+            self.guard.store, call, limits, metadata if given(metadata) else None
+        )
+
+    def begin(
+        self, call: str, text: Any, metadata: Any, origin: WriteOrigin | None
+    ) -> PendingWrite:
+        """The firewall half of one write: its text (a string, else refused) recorded with its
+        origin (the host's ``gnomon_origin=``, else the agent's) and bound ``pending``."""
+        if not isinstance(text, str):
+            raise StoreCallError(
+                f"{self._text_name} must be a string, got {type(text).__name__}",
+                store=self.guard.store,
+                call=call,
+            )
+        return self.guard.begin_write(text, self.checked(call, metadata), origin=origin)
 
     def write(
         self,
@@ -424,6 +460,12 @@ class Resource(Refusing):
             body = {"_ASYNC": True, "__module__": cls.__module__, "__qualname__": name}
             _VARIANTS[cls] = type(name, (cls,), body)
         return _VARIANTS[cls]
+
+
+def children(*resources: type[Resource]) -> dict[str, type[Resource]]:
+    """A resource's ``_children``: each mounted on the SDK attribute its ``_path`` ends in
+    (``"agents.blocks."`` on ``agents.blocks``), so the name is written once."""
+    return {r._path.rstrip(".").rpartition(".")[2]: r for r in resources}
 
 
 def _close(self: Any) -> None:
@@ -558,6 +600,8 @@ __all__ = [
     "Refusing",
     "Resource",
     "adrive",
+    "children",
+    "deleting",
     "drive",
     "given",
     "guarded",

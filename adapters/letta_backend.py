@@ -9,16 +9,14 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 
-try:
+with sdk_imports("letta", "letta-client"):
     import letta_client
     from letta_client import Letta
     from letta_client._base_client import AsyncPaginator
     from letta_client.pagination import AsyncArrayPage, SyncArrayPage
     from letta_client.types import BlockResponse, Passage
-except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
-    raise MissingSDKError("letta", "letta", "letta-client") from exc
 
 from gnomon.adapters.base import (
     BELIEF_KEY,
@@ -50,10 +48,6 @@ def belief_tag(belief_id: str) -> str:
     'gnomon:bel_1'
     """
     return f"{TAG_PREFIX}{belief_id}"
-
-
-def _omitted(value: Any) -> bool:
-    return value is None or isinstance(value, letta_client.Omit | letta_client.NotGiven)
 
 
 # -- errors ----------------------------------------------------------------------------------

@@ -60,12 +60,10 @@ from collections.abc import Mapping
 from concurrent.futures import Executor
 from typing import Any, Self, TypeVar
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 
-try:
+with sdk_imports("mem0", "mem0ai"):
     from mem0 import AsyncMemory, AsyncMemoryClient, Memory, MemoryClient
-except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
-    raise MissingSDKError("mem0", "mem0", "mem0ai") from exc
 
 from gnomon.adapters.base import merged_metadata
 from gnomon.adapters.core import WRITE, Args, Flow, guarded

@@ -15,14 +15,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
-try:
-    import httpx
-    from mem0.exceptions import MemoryError as Mem0Error
-except ImportError as exc:  # the SDK (or its httpx) is missing
-    from gnomon.adapters.errors import MissingSDKError
-
-    raise MissingSDKError("mem0", "mem0", "mem0ai") from exc
-
 from gnomon.adapters.adapter import Adapter
 from gnomon.adapters.base import (
     MetadataLimits,
@@ -37,6 +29,7 @@ from gnomon.adapters.errors import (
     StoreCallError,
     StoreResponseError,
     StoreTimeoutError,
+    sdk_imports,
     status_hint,
 )
 from gnomon.adapters.guard import Guard
@@ -45,6 +38,10 @@ from gnomon.firewall.host.channels import Channel
 from gnomon.firewall.host.firewall import Firewall
 from gnomon.firewall.host.session import Session
 from gnomon.firewall.model.errors import InputError
+
+with sdk_imports("mem0", "mem0ai"):  # the SDK, and the httpx it brings
+    import httpx
+    from mem0.exceptions import MemoryError as Mem0Error
 
 STORE = "mem0"
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")

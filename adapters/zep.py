@@ -58,9 +58,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 
-try:
+with sdk_imports("zep", "zep-cloud"):
     import pydantic
     from zep_cloud import AddMessage
     from zep_cloud.client import AsyncZep, Zep
@@ -77,9 +77,8 @@ try:
         ThreadContextResponse,
     )
     from zep_cloud.user import client as sdk_user
-except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
-    raise MissingSDKError("zep", "zep", "zep-cloud") from exc
 
+from gnomon.adapters import core
 from gnomon.adapters.base import (
     MetadataLimits,
     Page,
@@ -87,17 +86,6 @@ from gnomon.adapters.base import (
     StoreItem,
     merged_metadata,
     rendered_value,
-)
-from gnomon.adapters.core import (
-    WRITE,
-    Args,
-    Call,
-    Core,
-    Flow,
-    GuardedClient,
-    Resource,
-    guarded,
-    sdk_pair,
 )
 from gnomon.adapters.errors import StoreCallError
 from gnomon.adapters.fern_errors import FernEdge
@@ -367,22 +355,14 @@ class ZepBackend(StoreBackend):
 # -- the firewall side shared by the sync and async clients -------------------------------------
 
 
-class _Core(Core):
+class _Core(core.Core):
+    _text_name = "content"
+
     def __init__(self, adapter: Any) -> None:
         super().__init__(adapter)
         self.threads: dict[str, str] = {}  # thread uuid -> graph uuid
 
     # writes
-
-    def begin(
-        self, call: str, text: Any, metadata: Any, origin: WriteOrigin | None
-    ) -> PendingWrite:
-        if not isinstance(text, str):
-            raise StoreCallError(
-                f"content must be a string, got {type(text).__name__}", store=STORE, call=call
-            )
-        checked = merged_metadata(STORE, call, LIMITS, metadata)
-        return self.guard.begin_write(text, checked, origin=origin)
 
     def begin_messages(
         self, messages: Any, origin: WriteOrigin | None, call: str
@@ -585,33 +565,33 @@ def _thread_graph(thread: Any, call: str) -> str:
     return graph
 
 
-class _Refusing(Resource):
+class _Refusing(core.Resource):
     _store = STORE
     _converted = staticmethod(EDGE.converted)
 
 
-def _paged(**options: Any) -> guarded:
+def _paged(**options: Any) -> core.guarded:
     """A read returning the SDK's pager: one page of the screened items, sync or async."""
-    return guarded(sync=lambda r: _pager(*r), awaited=lambda r: _apager(*r), **options)
+    return core.guarded(sync=lambda r: _pager(*r), awaited=lambda r: _apager(*r), **options)
 
 
 class Thread(_Refusing):
     _path = "thread."
-    _SDK = sdk_pair(sdk_thread, "ThreadClient")
+    _SDK = core.sdk_pair(sdk_thread, "ThreadClient")
     #: The raw ``graph`` resource: a thread's context is read from the thread's graph.
     _graph_client: Any = None
 
-    create = guarded()
-    get = guarded()
+    create = core.guarded()
+    get = core.guarded()
 
-    def _graph(self, thread_uuid: str) -> Flow[str]:
+    def _graph(self, thread_uuid: str) -> core.Flow[str]:
         if thread_uuid not in self._core.threads:
-            thread = yield Call("thread.get", lambda: self._raw.get(thread_uuid))
+            thread = yield core.Call("thread.get", lambda: self._raw.get(thread_uuid))
             self._core.threads[thread_uuid] = _thread_graph(thread, "thread.get")
         return self._core.threads[thread_uuid]  # type: ignore[no-any-return]
 
-    @guarded(extras=WRITE)
-    def add_messages(self, a: Args) -> Flow:
+    @core.guarded(extras=core.WRITE)
+    def add_messages(self, a: core.Args) -> core.Flow:
         """Each message recorded with the label its role gives (the host's user channel for
         role=user), then written with the firewall's metadata keys."""
         graph = yield from self._graph(a["thread_uuid"])
@@ -625,25 +605,25 @@ class Thread(_Refusing):
         return result.model_copy(update={"context": context})
 
     @_paged()
-    def list_messages(self, a: Args) -> Flow:
+    def list_messages(self, a: core.Args) -> core.Flow:
         graph = yield from self._graph(a["thread_uuid"])
         items, response = yield a.raw().then(lambda pager: all_items(pager, a.name))
         return self._core.contents(items, graph, a.name, a.name), response
 
-    @guarded
-    def get_context(self, a: Args) -> Flow:
+    @core.guarded
+    def get_context(self, a: core.Args) -> core.Flow:
         """Rebuilt from the thread graph's facts and entities that pass the policy."""
         return ThreadContextResponse(context=(yield from self._context(a["thread_uuid"])))
 
-    def _context(self, thread_uuid: str) -> Flow[str]:
+    def _context(self, thread_uuid: str) -> core.Flow[str]:
         call = "thread.get_context"
         graph = yield from self._graph(thread_uuid)
-        recent = yield Call(
+        recent = yield core.Call(
             call,
             lambda: self._raw.list_messages(thread_uuid, page_size=CONTEXT_MESSAGES, order="desc"),
         )
         query = self._core.context_query(list(reversed(recent.items or [])), call)
-        response = yield Call(
+        response = yield core.Call(
             call, lambda: self._graph_client.get_context(graph, query=query, include_results=True)
         )
         blob, _, _ = self._core.context(response, graph, call, query)
@@ -652,10 +632,10 @@ class Thread(_Refusing):
 
 class Episodes(_Refusing):
     _path = "graph.episode."
-    _SDK = sdk_pair(sdk_episode, "EpisodeClient")
+    _SDK = core.sdk_pair(sdk_episode, "EpisodeClient")
 
-    @guarded(extras=WRITE)
-    def add(self, a: Args) -> Flow:
+    @core.guarded(extras=core.WRITE)
+    def add(self, a: core.Args) -> core.Flow:
         pending = self._core.begin(a.name, a["data"], a.get("metadata"), a.origin)
 
         def parse(result: Any) -> StoreItem:
@@ -669,45 +649,42 @@ class Episodes(_Refusing):
         )
         return result
 
-    @guarded
-    def get(self, a: Args) -> Flow:
+    @core.guarded
+    def get(self, a: core.Args) -> core.Flow:
         episode = yield a.raw()
         return self._core.episode(content_item(episode, a["graph_uuid"], a.name), a.name)
 
     @_paged()
-    def list(self, a: Args) -> Flow:
+    def list(self, a: core.Args) -> core.Flow:
         items, response = yield a.raw().then(lambda pager: all_items(pager, a.name))
         return self._core.contents(items, a["graph_uuid"], a.name, a.name), response
 
-    @guarded(extras=WRITE)
-    def delete(self, a: Args) -> Flow:
-        ident = store_id(a["graph_uuid"], a["episode_uuid"])
-        return (yield from self._core.delete(ident, a.raw(), a.origin))
+    delete = core.deleting(lambda a: store_id(a["graph_uuid"], a["episode_uuid"]))
 
 
 class Graph(_Refusing):
     _path = "graph."
-    _SDK = sdk_pair(sdk_graph, "GraphClient")
-    _children: ClassVar[dict[str, type[Resource]]] = {"episode": Episodes}
+    _SDK = core.sdk_pair(sdk_graph, "GraphClient")
+    _children = core.children(Episodes)
 
-    def _search(self, a: Args, screen: Callable[..., list[Any]]) -> Flow:
+    def _search(self, a: core.Args, screen: Callable[..., list[Any]]) -> core.Flow:
         items, response = yield a.raw().then(lambda pager: all_items(pager, a.name))
         return screen(items, a["graph_uuid"], a.name, a["query"]), response
 
     @_paged()
-    def search_edges(self, a: Args) -> Flow:
+    def search_edges(self, a: core.Args) -> core.Flow:
         return (yield from self._search(a, self._core.derived))
 
     @_paged()
-    def search_nodes(self, a: Args) -> Flow:
+    def search_nodes(self, a: core.Args) -> core.Flow:
         return (yield from self._search(a, self._core.derived))
 
     @_paged()
-    def search_episodes(self, a: Args) -> Flow:
+    def search_episodes(self, a: core.Args) -> core.Flow:
         return (yield from self._search(a, self._core.contents))
 
-    @guarded
-    def get_context(self, a: Args) -> Flow:
+    @core.guarded
+    def get_context(self, a: core.Args) -> core.Flow:
         """Rebuilt from the edges and nodes that pass the policy (see the module docstring)."""
         graph, query = a["graph_uuid"], a["query"]
         response = yield a.raw(include_results=True)
@@ -724,14 +701,14 @@ class User(_Refusing):
     """Containers (no memory text): passed through."""
 
     _path = "user."
-    _SDK = sdk_pair(sdk_user, "UserClient")
+    _SDK = core.sdk_pair(sdk_user, "UserClient")
 
-    create = guarded()
-    get = guarded()
-    lookup = guarded()
+    create = core.guarded()
+    get = core.guarded()
+    lookup = core.guarded()
 
 
-class GuardedZep(GuardedClient):
+class GuardedZep(core.GuardedClient):
     """A ``zep_cloud.client.Zep`` behind the firewall (see the module docstring).
 
     ``gnomon_origin=`` on a write (host code only) records it with an explicit origin;
@@ -743,11 +720,7 @@ class GuardedZep(GuardedClient):
     _store = STORE
     _SDK = (Zep, AsyncZep)
     _Core = _Core
-    _children: ClassVar[dict[str, type[Resource]]] = {
-        "thread": Thread,
-        "graph": Graph,
-        "user": User,
-    }
+    _children = core.children(Thread, Graph, User)
 
     def _wire(self, client: Any) -> None:
         self.thread._graph_client = client.graph

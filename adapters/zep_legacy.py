@@ -57,18 +57,17 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 
-try:
+with sdk_imports("zep-legacy", "zep-python"):
     from pydantic import v1 as pydantic_v1
     from zep_python.client import Zep
     from zep_python.core.api_error import ApiError
     from zep_python.external_clients import memory as sdk_memory
     from zep_python.external_clients import user as sdk_user
     from zep_python.types import Memory, Message, Session, SessionSearchResponse
-except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
-    raise MissingSDKError("zep-legacy", "zep-legacy", "zep-python") from exc
 
+from gnomon.adapters import core
 from gnomon.adapters.base import (
     BELIEF_KEY,
     MetadataLimits,
@@ -78,7 +77,6 @@ from gnomon.adapters.base import (
     rendered_value,
 )
 from gnomon.adapters.base import merged_metadata as _merged
-from gnomon.adapters.core import WRITE, Args, Call, Core, Flow, GuardedClient, Resource, guarded
 from gnomon.adapters.errors import (
     StoreCallError,
     StoreMetadataError,
@@ -279,12 +277,12 @@ def find_written(
 # -- the guarded client ----------------------------------------------------------------------
 
 
-class _Core(Core):
+class _Core(core.Core):
     def annotate(self, screened: Screened) -> Any:
         return annotate(screened)  # zep-python's models are pydantic v1
 
 
-class _Refusing(Resource):
+class _Refusing(core.Resource):
     _store = STORE
     _converted = staticmethod(EDGE.converted)
 
@@ -294,10 +292,10 @@ class LegacyMemory(_Refusing):
     _SDK = (sdk_memory.MemoryClient, None)
 
     # containers
-    add_session = guarded()
+    add_session = core.guarded()
 
-    @guarded
-    def get_session(self, a: Args) -> Flow:
+    @core.guarded
+    def get_session(self, a: core.Args) -> core.Flow:
         """The session (a container), its ``facts`` (memory text Zep derived) screened as the
         facts of :meth:`get` are: only those that pass, as plain text."""
         found = yield a.raw()
@@ -315,8 +313,8 @@ class LegacyMemory(_Refusing):
 
     # writes
 
-    @guarded(extras=WRITE)
-    def add(self, a: Args) -> Flow:
+    @core.guarded(extras=core.WRITE)
+    def add(self, a: core.Args) -> core.Flow:
         """Each message recorded with the label its ``role_type`` gives (the host's user
         channel for ``user``), sent with the firewall's keys, then found again by belief id."""
         messages, session = a["messages"], a["session_id"]
@@ -345,13 +343,15 @@ class LegacyMemory(_Refusing):
         metadatas = [p.metadata for p in pendings]
         with guard.writing(pendings, a.name):
             result = yield a.raw(messages=sent)
-            items = yield Call(a.name, lambda: find_written(self._raw, session, metadatas, a.name))
+            items = yield core.Call(
+                a.name, lambda: find_written(self._raw, session, metadatas, a.name)
+            )
         for pending, item in zip(pendings, items, strict=True):
             guard.confirm_write(pending, item.store_id, stored=item)
         return result
 
-    @guarded
-    def update_message_metadata(self, a: Args) -> Flow:
+    @core.guarded
+    def update_message_metadata(self, a: core.Args) -> core.Flow:
         """Passed through for a message the firewall has not seen, the firewall's ``gnomon_*``
         keys refused. A message it holds a binding for is refused: its binding's hash covers
         its metadata, so the edit would make a memory read back as drifted."""
@@ -367,8 +367,8 @@ class LegacyMemory(_Refusing):
 
     # reads
 
-    @guarded
-    def get(self, a: Args) -> Flow:
+    @core.guarded
+    def get(self, a: core.Args) -> core.Flow:
         """The session's memory rebuilt from the messages, facts and summary that pass."""
         session = a["session_id"]
         memory = yield a.raw()
@@ -401,8 +401,8 @@ class LegacyMemory(_Refusing):
         )
         return attach(rebuilt, hits.summary)
 
-    @guarded
-    def search_sessions(self, a: Args) -> Flow:
+    @core.guarded
+    def search_sessions(self, a: core.Args) -> core.Flow:
         """Only results with a part (message, fact, summary) that passes the screen, holding only
         the parts that passed: a part the screen did not pass is never returned (no raw text)."""
         response = yield a.raw()
@@ -436,8 +436,8 @@ class LegacyMemory(_Refusing):
         ]
         return attach(response.copy(update={"results": kept}), screened.summary)
 
-    @guarded
-    def get_session_messages(self, a: Args) -> Flow:
+    @core.guarded
+    def get_session_messages(self, a: core.Args) -> core.Flow:
         session = a["session_id"]
         response = yield a.raw()
         items = [message_item(m, session, a.name) for m in _messages(response, a.name)]
@@ -451,11 +451,11 @@ class LegacyUser(_Refusing):
     _path = "user."
     _SDK = (sdk_user.UserClient, None)
 
-    add = guarded()
-    get = guarded()
+    add = core.guarded()
+    get = core.guarded()
 
 
-class GuardedLegacyZep(GuardedClient):
+class GuardedLegacyZep(core.GuardedClient):
     """A ``zep_python.client.Zep`` (2.x) behind the firewall (see the module docstring).
 
     ``gnomon_origin=`` on ``memory.add`` (host code only) records it with an explicit origin;
@@ -468,7 +468,7 @@ class GuardedLegacyZep(GuardedClient):
     _SDK = (Zep, None)
     _Core = _Core
     _client_hint = "construct it as Zep(base_url='http://host:8000', api_key=...)"
-    _children: ClassVar[dict[str, type[Resource]]] = {"memory": LegacyMemory, "user": LegacyUser}
+    _children = core.children(LegacyMemory, LegacyUser)
 
     def _backend(self, client: Zep) -> LegacyZepBackend:
         return LegacyZepBackend(client)
