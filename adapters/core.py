@@ -40,6 +40,7 @@ from gnomon.adapters.errors import (
     refused_attribute,
 )
 from gnomon.adapters.guard import DROP_IN_POLICY
+from gnomon.adapters.quoted_fields import unsafe_fields
 from gnomon.adapters.withheld import attach, withheld_note
 from gnomon.firewall.model.logbook import refused
 
@@ -300,6 +301,16 @@ def _passthrough(self: Any, a: Args) -> Flow[Any]:
     return (yield a.raw())
 
 
+def container(*dropped: str) -> guarded:
+    """A container call (a user, a session: no memory text) whose answer is screened as
+    :meth:`Core.container` screens it, ``dropped`` naming its free-form fields."""
+
+    def flow(self: Any, a: Args) -> Flow[Any]:
+        return self._core.container((yield a.raw()), dropped)
+
+    return guarded(flow)
+
+
 def deleting(store_id: Callable[[Args], str]) -> guarded:
     """A guarded ``delete`` of the item whose store id ``store_id`` makes from the call's
     arguments: a revision first (:meth:`Core.delete`), then the SDK call; ``gnomon_origin=``
@@ -379,14 +390,45 @@ class Core:
         return attach([self.annotate(s) for s in hits if s.passed], hits.summary)
 
     def one(self, item: StoreItem, query: str) -> Any:
-        """One item read: annotated if it passed, else the same shape with every text field
-        blanked (:func:`blanked`; its text field "") and ``gnomon`` saying why it was withheld."""
-        (screened,) = self.screen([item], query)
+        """One item read: see :meth:`each`."""
+        (shown,) = self.each([item], query)
+        return shown
+
+    def each(self, items: Sequence[StoreItem], query: str) -> list[Any]:
+        """Items read, every one in its place (a write's answer): annotated if it passed, else
+        the same shape with every text field blanked (:func:`blanked`; its text field "") and
+        ``gnomon`` saying why it was withheld."""
+        return [self._shown(s) for s in self.screen(items, query)]
+
+    def _shown(self, screened: Screened) -> Any:
         if screened.passed:
             return self.annotate(screened)
         raw, field = screened.item.raw, screened.item.text_field
         text = {field: ""} if field is not None and "." not in field else {}
         return raw.model_copy(update={**blanked(raw), **text, "gnomon": withheld_note(screened)})
+
+    def container(self, found: Any, dropped: Sequence[str], *, skip: Sequence[str] = ()) -> Any:
+        """A container the store answered with (a user, a session): text it keeps for the
+        caller with no label and no binding. Its free-form fields (``dropped``: metadata, an
+        LLM's classifications) and any field the SDK does not declare (a hostile server's
+        extra key) are not returned, as a read's free-form metadata is not; any
+        other field (but ``skip``, screened apart) holding a credential or markup that could
+        break out of a model's context (:func:`~adapters.quoted_fields.unsafe_fields`) is
+        blanked. ``gnomon["withheld_fields"]`` names them."""
+        if found is None:
+            return None
+        declared = getattr(type(found), "model_fields", None) or getattr(found, "__fields__", {})
+        fields = found.model_dump() if hasattr(found, "model_dump") else found.dict()
+        extra = [k for k, v in fields.items() if k not in declared and v is not None]
+        given = [f for f in (*dropped, *extra) if getattr(found, f, None) is not None]
+        withheld = sorted({*given, *unsafe_fields(found, skip=(*dropped, *skip))})
+        if not withheld:
+            return found
+        return attach(self.copied(found, dict.fromkeys(withheld)), {"withheld_fields": withheld})
+
+    def copied(self, model: Any, update: Mapping[str, Any]) -> Any:
+        """A copy of an SDK model with ``update`` (pydantic 2; zep-python's are pydantic 1)."""
+        return model.model_copy(update=update)
 
     def annotate(self, screened: Screened) -> Any:
         """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)
@@ -601,6 +643,7 @@ __all__ = [
     "Resource",
     "adrive",
     "children",
+    "container",
     "deleting",
     "drive",
     "given",

@@ -31,9 +31,10 @@ other field the adapter renders to a caller (:attr:`StoreItem.rendered`); a writ
 hash of what the store holds after it (``stored=`` on :meth:`Guard.confirm_write`, or the
 ``rendered`` fields the write sets), so an edit of any rendered field is drift. Binding hashes
 carry no version: where an adapter starts rendering more fields (Zep messages' speaker and
-metadata), its items name the hash bindings recorded before (:attr:`StoreItem.earlier_hash`);
-a written binding holding it still verifies (the text it attested matches) and is moved, on the
-record, to the hash that covers the fields as first read (``binding.rebound``).
+metadata), its items name the hashes bindings recorded before
+(:attr:`StoreItem.earlier_hashes`); a written binding holding one still verifies (the text it
+attested matches) and is moved, on the record, to the hash that covers the fields as first read
+(``binding.rebound``).
 
 **Lower-integrity revisions never retire higher-integrity beliefs.** An update or delete whose
 write label (the host's ``origin``, else the agent joined with everything the session has read)
@@ -105,11 +106,11 @@ DROP_IN_POLICY = "assistant"
 _HIDEABLE = (RetrievalStatus.NORMAL, RetrievalStatus.RESTRICTED)
 
 #: Why a binding recorded before its item's rendered fields were covered moves to the hash
-#: that covers them (:attr:`StoreItem.earlier_hash`): what it attested (the text) still
+#: that covers them (:attr:`StoreItem.earlier_hashes`): what it attested (the text) still
 #: matches, and from now on an edit of any rendered field is drift.
 EARLIER_HASH_UPGRADE = (
-    "hash upgraded to cover the item's rendered fields as first read; the text matched the "
-    "earlier text-only hash"
+    "hash upgraded to cover the item's rendered fields as first read; the text matched an "
+    "earlier hash of fewer fields"
 )
 
 
@@ -796,7 +797,7 @@ class Guard:
             if belief is None:  # a binding to a belief this store does not hold: fail closed
                 continue
             if binding.state == BindingState.WRITTEN and item.content_hash != binding.content_hash:
-                if item.earlier_hash is not None and binding.content_hash == item.earlier_hash:
+                if binding.content_hash in item.earlier_hashes:
                     binding = self.rebind(binding, item.content_hash, EARLIER_HASH_UPGRADE)
                 else:
                     binding, belief = self.mark_drifted(binding, belief, item)

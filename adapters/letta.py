@@ -42,7 +42,9 @@ written at agent creation) are unknown external content until imported and promo
 metadata), so the belief id travels as the tag ``gnomon:<belief_id>``; archive passages carry
 the firewall's metadata keys. A passage's store id is ``"<agent or archive id>/<passage id>"``
 because Letta can only address a passage through its container. The tag or metadata is only a
-hint: the firewall trusts its own bindings, never what the store says about itself.
+hint: the firewall trusts its own bindings, never what the store says about itself. A passage's
+tags and metadata reach the caller with its text, so its binding's hash covers them (an edit
+around the firewall is drift), and ``create`` answers with the passage screened as a read.
 
 **Reads.** Hits that pass carry ``gnomon`` (their labels) as an extra attribute; the others are
 removed from lists and searches (``count`` adjusted). Lists are read to the end, screened, and
@@ -174,8 +176,9 @@ class AgentPassages(_Refusing):
                 raise _malformed(a.name, "a list of one passage", made)
             return passage_item(made[0], agent, a.name)
 
-        _, item = yield from self._core.write(pending, a.raw(text=pending.text, tags=mine), parse)
-        return [item.raw]
+        sent = a.raw(text=pending.text, tags=mine)
+        _, item = yield from self._core.write(pending, sent, parse, stored=True)
+        return [self._core.one(item, a.name)]  # the store's answer, screened as a read
 
     @core.guarded
     def list(self, a: core.Args) -> core.Flow:
@@ -253,8 +256,9 @@ class ArchivePassages(_Refusing):
             pending,
             a.raw(text=pending.text, metadata=pending.metadata),
             lambda made: passage_item(made, archive, a.name),
+            stored=True,
         )
-        return item.raw
+        return self._core.one(item, a.name)  # the store's answer, screened as a read
 
     delete = core.deleting(lambda a: passage_store_id(a["archive_id"], a["passage_id"]))
 

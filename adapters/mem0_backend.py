@@ -21,6 +21,7 @@ from gnomon.adapters.base import (
     Page,
     StoreBackend,
     StoreItem,
+    earlier,
     rendered_metadata,
     rendered_value,
 )
@@ -45,6 +46,10 @@ with sdk_imports("mem0", "mem0ai"):  # the SDK, and the httpx it brings
 
 STORE = "mem0"
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+#: Who said a memory, as mem0 keeps it beside the text: the message's ``role`` and ``name``
+#: (``actor_id``) for ``infer=False``, the extractor's ``attributed_to`` for a fact. Rendered
+#: where present (the hash covers them; before they were, it covered the metadata alone).
+SPEAKER_FIELDS = ("role", "actor_id", "attributed_to")
 T = TypeVar("T")
 
 
@@ -123,15 +128,19 @@ def to_item(row: Any, call: str) -> StoreItem:
     if not isinstance(metadata, Mapping):
         raise StoreResponseError("memory metadata is not an object", store=STORE, call=call)
     scope = {k: row[k] for k in SCOPE_KEYS if isinstance(row.get(k), str)}
-    # the row reaches the caller whole: its caller metadata is rendered, so the hash covers it
+    # the row reaches the caller whole: its caller metadata and who said it are rendered, so
+    # the hash covers them
+    said = {k: rendered_value(row[k]) for k in SPEAKER_FIELDS if row.get(k) is not None}
+    rendered = {**rendered_metadata(metadata), **said}
     return StoreItem(
         ident,
         text,
         metadata,
         scope=scope,
         raw=row,
-        rendered=rendered_metadata(metadata),
+        rendered=rendered,
         text_field="memory",
+        earlier_hashes=earlier(text, rendered, ("metadata",)),
     )
 
 
@@ -374,6 +383,7 @@ def backend_for(client: Any, *, platform: bool) -> StoreBackend:
 
 __all__ = [
     "SCOPE_KEYS",
+    "SPEAKER_FIELDS",
     "STORE",
     "Mem0Backend",
     "PlatformBackend",

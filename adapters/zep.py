@@ -11,7 +11,8 @@ refused (:class:`~adapters.errors.BypassRefusedError`):
   carry no memory text);
 * ``zep.graph.episode.add / get / list / delete``;
 * ``zep.graph.search_edges / search_nodes / search_episodes`` and ``zep.graph.get_context``;
-* ``zep.user.create / get / lookup`` (containers, passed through).
+* ``zep.user.create / get / lookup`` (containers: a user's ``metadata`` is not returned, a
+  name or email holding a credential or markup is blanked).
 
 **Writes.** Each message or episode is recorded with its origin (the agent's, joined with what
 its session has read, unless the host passes ``gnomon_origin=``), then written with the
@@ -20,7 +21,9 @@ six; more, or a nested value, is refused *before* anything is recorded
 (:class:`~adapters.errors.StoreMetadataError`). Store ids are ``"<graph uuid>/<uuid>"``: Zep
 addresses an episode through its graph, and a thread's messages are ingested into the user's
 graph as episodes with the message's uuid (where they are not, facts derived from them simply
-count as unknown external content: fail closed).
+count as unknown external content: fail closed). The answers (the episode added, the messages
+stored) are screened as a read, never returned as the server sent them; a message's or
+episode's speaker, metadata and source description are covered by its binding's hash.
 
 **Extracted facts.** Zep's LLM turns episodes into edges (facts) and nodes (entities). They are
 at most *derived*: a fact carries the extractor's label (``agent:zep:graphiti``) joined with its
@@ -84,6 +87,7 @@ from gnomon.adapters.base import (
     Page,
     StoreBackend,
     StoreItem,
+    earlier,
     merged_metadata,
     rendered_value,
 )
@@ -93,7 +97,7 @@ from gnomon.adapters.guard import Hits, PendingWrite
 from gnomon.adapters.withheld import Summary, attach
 from gnomon.adapters.zep_context import render_context
 from gnomon.firewall.host.channels import WriteOrigin
-from gnomon.firewall.model.chain import Belief, BindingState, content_hash
+from gnomon.firewall.model.chain import Belief, BindingState
 from gnomon.firewall.model.origin import Origin
 from gnomon.firewall.model.states import SecurityStatus
 
@@ -101,6 +105,8 @@ STORE = "zep"
 #: Zep: at most 10 metadata keys, scalar values or lists of scalars.
 LIMITS = MetadataLimits(max_keys=10, nested=False)
 CONTEXT_MESSAGES = 4
+#: A user's free-form fields: the store's text, with no label or binding (never returned).
+USER_FREE_TEXT = ("metadata",)
 T = TypeVar("T")
 _TAINTED = (SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS)
 
@@ -140,28 +146,36 @@ def content_item(obj: Any, graph: str, call: str) -> StoreItem:
     if not isinstance(uuid, str) or not uuid or not isinstance(text, str):
         raise EDGE.malformed(call, "an item with a uuid and content", obj)
     metadata = getattr(obj, "metadata", None)
+    rendered = speaker_fields(obj)
     return StoreItem(
         store_id=store_id(_graph_of(obj, graph), uuid),
         text=text,
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
         scope={"graph_uuid": _graph_of(obj, graph)},
         raw=obj,
-        rendered=speaker_fields(obj),
+        rendered=rendered,
         text_field="content",
-        earlier_hash=content_hash(text),
+        earlier_hashes=earlier(text, rendered, (), SPEAKER_FIELDS),
     )
 
 
+#: What the hash of a message or episode covered before its source description was rendered.
+SPEAKER_FIELDS = ("role", "name", "metadata")
+
+
 def speaker_fields(obj: Any) -> dict[str, str]:
-    """Who said a message or episode and its metadata, as rendered fields: the binding's hash
-    covers them, so a store edit of the speaker or the metadata is drift. A message and the
-    episode Zep ingests it as share a store id, so both render the same three fields (a
-    message's ``name`` is its episode's ``role_name``)."""
+    """Who said a message or episode, its metadata and (an episode's) source description, as
+    rendered fields: the binding's hash covers them, so a store edit of any is drift. A message
+    and the episode Zep ingests it as share a store id, so both render the same three fields (a
+    message's ``name`` is its episode's ``role_name``); a message has no source description,
+    so one is rendered only where an episode has one (an edit adding one is drift too)."""
     name = getattr(obj, "name", None) if hasattr(obj, "name") else getattr(obj, "role_name", None)
+    source = getattr(obj, "source_description", None)
     return {
         "role": rendered_value(getattr(obj, "role", None)),
         "name": rendered_value(name),
         "metadata": rendered_value(getattr(obj, "metadata", None)),
+        **({"source_description": rendered_value(source)} if source else {}),
     }
 
 
@@ -391,13 +405,14 @@ class _Core(core.Core):
 
     def confirm_messages(
         self, pendings: list[PendingWrite], result: Any, graph: str, call: str
-    ) -> None:
+    ) -> list[StoreItem]:
         stored = getattr(result, "messages", None)
         if not isinstance(stored, list) or len(stored) != len(pendings):
             raise EDGE.malformed(call, f"{len(pendings)} stored messages", result)
         items = [content_item(m, graph, call) for m in stored]
         for pending, item in zip(pendings, items, strict=True):
             self.guard.confirm_write(pending, item.store_id, stored=item)
+        return items
 
     # reads
 
@@ -598,11 +613,13 @@ class Thread(_Refusing):
         pendings, sent = self._core.begin_messages(a["messages"], a.origin, a.name)
         with self._core.guard.writing(pendings, a.name):
             result = yield a.raw(messages=sent, return_context=...)
-            self._core.confirm_messages(pendings, result, graph, a.name)
+            items = self._core.confirm_messages(pendings, result, graph, a.name)
         context = None  # the server's own blob, asked for or not, never reaches the caller
         if a.get("return_context"):
             context = yield from self._context(a["thread_uuid"])
-        return result.model_copy(update={"context": context})
+        # the messages as the store answered, screened as a read
+        messages = self._core.each(items, a.name)
+        return result.model_copy(update={"context": context, "messages": messages})
 
     @_paged()
     def list_messages(self, a: core.Args) -> core.Flow:
@@ -644,10 +661,10 @@ class Episodes(_Refusing):
                 raise EDGE.malformed(a.name, "an AddEpisodeResult with an episode", result)
             return content_item(episode, a["graph_uuid"], a.name)
 
-        result, _ = yield from self._core.write(
+        result, item = yield from self._core.write(
             pending, a.raw(data=pending.text, metadata=pending.metadata), parse, stored=True
         )
-        return result
+        return result.model_copy(update={"episode": self._core.episode(item, a.name)})
 
     @core.guarded
     def get(self, a: core.Args) -> core.Flow:
@@ -698,14 +715,15 @@ class Graph(_Refusing):
 
 
 class User(_Refusing):
-    """Containers (no memory text): passed through."""
+    """Containers (no memory text): a user's ``metadata`` is not returned, and a name or email
+    holding a credential or markup is blanked (:meth:`Core.container`)."""
 
     _path = "user."
     _SDK = core.sdk_pair(sdk_user, "UserClient")
 
-    create = core.guarded()
-    get = core.guarded()
-    lookup = core.guarded()
+    create = core.container(*USER_FREE_TEXT)
+    get = core.container(*USER_FREE_TEXT)
+    lookup = core.container(*USER_FREE_TEXT)
 
 
 class GuardedZep(core.GuardedClient):

@@ -16,8 +16,10 @@ is refused (:class:`~adapters.errors.BypassRefusedError`):
   ``zep.memory.get_session_messages`` (reads), ``zep.memory.update_message_metadata``
   (the firewall's ``gnomon_*`` keys refused; a message the firewall holds is refused: its
   binding covers its metadata);
-* ``zep.memory.add_session / get_session`` and ``zep.user.add / get`` (containers, passed
-  through, except a session's ``facts``: memory text, screened as :meth:`get`'s facts are).
+* ``zep.memory.add_session / get_session`` and ``zep.user.add / get`` (containers: their
+  ``metadata`` and a session's ``classifications`` are not returned, a field holding a
+  credential or markup is blanked, and a session's ``facts``, memory text, are screened as
+  :meth:`get`'s facts are).
 
 **Writes.** Each message is recorded with its origin (the agent's, joined with what its session
 has read, unless the host passes ``gnomon_origin=``), then sent with the firewall's four
@@ -144,7 +146,7 @@ def message_item(message: Any, session_id: str, call: str) -> StoreItem:
         raw=message,
         rendered={f: rendered_value(getattr(message, f, None)) for f in SPEAKER_FIELDS},
         text_field="content",
-        earlier_hash=content_hash(text),
+        earlier_hashes=(content_hash(text),),
     )
 
 
@@ -281,6 +283,15 @@ class _Core(core.Core):
     def annotate(self, screened: Screened) -> Any:
         return annotate(screened)  # zep-python's models are pydantic v1
 
+    def copied(self, model: Any, update: Mapping[str, Any]) -> Any:
+        return model.copy(update=update)
+
+
+#: A session's and a user's free-form fields: the store's text with no label or binding
+#: (an LLM's classifications of a session, the caller's metadata), never returned.
+SESSION_FREE_TEXT = ("metadata", "classifications")
+USER_FREE_TEXT = ("metadata",)
+
 
 class _Refusing(core.Resource):
     _store = STORE
@@ -292,24 +303,25 @@ class LegacyMemory(_Refusing):
     _SDK = (sdk_memory.MemoryClient, None)
 
     # containers
-    add_session = core.guarded()
+    add_session = core.container(*SESSION_FREE_TEXT)
 
     @core.guarded
     def get_session(self, a: core.Args) -> core.Flow:
-        """The session (a container), its ``facts`` (memory text Zep derived) screened as the
-        facts of :meth:`get` are: only those that pass, as plain text."""
+        """The session (a container: see :meth:`Core.container`), its ``facts`` (memory text
+        Zep derived) screened as the facts of :meth:`get` are: only those that pass, as plain
+        text."""
         found = yield a.raw()
         if not isinstance(found, Session):
             raise EDGE.malformed(a.name, "a Session", found)
+        found = self._core.container(found, SESSION_FREE_TEXT, skip=("facts",))
         facts = [f for f in found.facts or [] if isinstance(f, str)]
         if not facts:
             return found.copy(update={"facts": None}) if found.facts else found
         session = a["session_id"]
         items = [derived_item("fact", None, f, session, f) for f in facts]
         hits = self._core.screen(items, a.name)
-        return attach(
-            found.copy(update={"facts": [s.item.text for s in hits if s.passed]}), hits.summary
-        )
+        kept = found.copy(update={"facts": [s.item.text for s in hits if s.passed]})
+        return attach(kept, {**hits.summary, **getattr(found, "gnomon", {})})
 
     # writes
 
@@ -446,13 +458,13 @@ class LegacyMemory(_Refusing):
 
 
 class LegacyUser(_Refusing):
-    """Containers (no memory text): passed through."""
+    """Containers (no memory text): screened as :meth:`Core.container` screens them."""
 
     _path = "user."
     _SDK = (sdk_user.UserClient, None)
 
-    add = core.guarded()
-    get = core.guarded()
+    add = core.container(*USER_FREE_TEXT)
+    get = core.container(*USER_FREE_TEXT)
 
 
 class GuardedLegacyZep(core.GuardedClient):
