@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
@@ -67,10 +67,12 @@ class StoreItem:
     field wrapped in its ``<quoted-data>`` marker. An item without one is never quoted (the
     label could not be shown where the text is read), only withheld.
 
-    ``earlier_hash``: the hash a binding recorded for this item before its adapter rendered
-    the fields it renders now (a Zep message's text alone, before its role, name and metadata
-    were covered). A written binding holding it is not drift: the read path moves it to
-    :attr:`content_hash` once, on the record (:meth:`adapters.guard.Guard.resolve_items`).
+    ``earlier_hashes``: the hashes a binding recorded for this item before its adapter
+    rendered the fields it renders now, one per earlier version of the adapter (a Zep
+    message's text alone, before its role, name and metadata were covered; then those, before
+    an episode's source description was). A written binding holding one is not drift: the read
+    path moves it to :attr:`content_hash` once, on the record
+    (:meth:`adapters.guard.Guard.resolve_items`). :func:`earlier` makes them.
     """
 
     store_id: str
@@ -82,7 +84,7 @@ class StoreItem:
     raw: Any = None
     rendered: Mapping[str, str] = field(default_factory=dict)
     text_field: str | None = None
-    earlier_hash: str | None = None
+    earlier_hashes: tuple[str, ...] = ()
 
     @property
     def content_hash(self) -> str:
@@ -112,6 +114,15 @@ def item_hash(text: str, rendered: Mapping[str, str] | None = None) -> str:
     )
     digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
     return f"sha256:{digest}"
+
+
+def earlier(text: str, rendered: Mapping[str, str], *covered: Sequence[str]) -> tuple[str, ...]:
+    """:attr:`StoreItem.earlier_hashes` of an item rendering ``rendered``: for each earlier
+    version of its adapter, the hash of the text and the fields that version covered
+    (``covered``, names; ``()``: the text alone)."""
+    return tuple(
+        item_hash(text, {k: rendered[k] for k in names if k in rendered}) for names in covered
+    )
 
 
 def rendered_value(value: Any) -> str:
@@ -309,6 +320,7 @@ __all__ = [
     "Page",
     "StoreBackend",
     "StoreItem",
+    "earlier",
     "flatten",
     "gnomon_metadata",
     "item_hash",

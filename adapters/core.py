@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from types import MethodType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from gnomon.adapters.base import merged_metadata
 from gnomon.adapters.errors import (
     AdapterError,
     BypassRefusedError,
@@ -39,6 +40,7 @@ from gnomon.adapters.errors import (
     refused_attribute,
 )
 from gnomon.adapters.guard import DROP_IN_POLICY
+from gnomon.adapters.quoted_fields import unsafe_fields
 from gnomon.adapters.withheld import attach, withheld_note
 from gnomon.firewall.model.logbook import refused
 
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     from gnomon.adapters.base import StoreBackend, StoreItem
     from gnomon.adapters.guard import Guard, Hits, PendingWrite, Screened
     from gnomon.firewall.gate.policy import ContextPolicy
-    from gnomon.firewall.host.channels import Channel
+    from gnomon.firewall.host.channels import Channel, WriteOrigin
     from gnomon.firewall.host.firewall import Firewall
     from gnomon.firewall.host.session import Session
 
@@ -299,6 +301,27 @@ def _passthrough(self: Any, a: Args) -> Flow[Any]:
     return (yield a.raw())
 
 
+def container(*dropped: str) -> guarded:
+    """A container call (a user, a session: no memory text) whose answer is screened as
+    :meth:`Core.container` screens it, ``dropped`` naming its free-form fields."""
+
+    def flow(self: Any, a: Args) -> Flow[Any]:
+        return self._core.container((yield a.raw()), dropped)
+
+    return guarded(flow)
+
+
+def deleting(store_id: Callable[[Args], str]) -> guarded:
+    """A guarded ``delete`` of the item whose store id ``store_id`` makes from the call's
+    arguments: a revision first (:meth:`Core.delete`), then the SDK call; ``gnomon_origin=``
+    names a host write."""
+
+    def flow(self: Any, a: Args) -> Flow[Any]:
+        return (yield from self._core.delete(store_id(a), a.raw(), a.origin))
+
+    return guarded(flow, extras=WRITE)
+
+
 # -- the firewall side a client's resources share ---------------------------------------------
 
 
@@ -307,9 +330,33 @@ class Core:
     the one write-through (:meth:`write`), the one delete (:meth:`delete`), screening, and
     the annotated copies a read hands back."""
 
+    #: What a write's text is called in its refusal (``"content must be a string"``).
+    _text_name: ClassVar[str] = "text"
+
     def __init__(self, adapter: Adapter) -> None:
         self.adapter = adapter
         self.guard: Guard = adapter._guard
+
+    def checked(self, call: str, metadata: Any) -> dict[str, Any]:
+        """The caller's metadata (the SDK's "not given" markers as none) checked against the
+        store's limits (:func:`~adapters.base.merged_metadata`), before anything is recorded."""
+        limits = self.adapter._backend.limits
+        return merged_metadata(
+            self.guard.store, call, limits, metadata if given(metadata) else None
+        )
+
+    def begin(
+        self, call: str, text: Any, metadata: Any, origin: WriteOrigin | None
+    ) -> PendingWrite:
+        """The firewall half of one write: its text (a string, else refused) recorded with its
+        origin (the host's ``gnomon_origin=``, else the agent's) and bound ``pending``."""
+        if not isinstance(text, str):
+            raise StoreCallError(
+                f"{self._text_name} must be a string, got {type(text).__name__}",
+                store=self.guard.store,
+                call=call,
+            )
+        return self.guard.begin_write(text, self.checked(call, metadata), origin=origin)
 
     def write(
         self,
@@ -343,14 +390,45 @@ class Core:
         return attach([self.annotate(s) for s in hits if s.passed], hits.summary)
 
     def one(self, item: StoreItem, query: str) -> Any:
-        """One item read: annotated if it passed, else the same shape with every text field
-        blanked (:func:`blanked`; its text field "") and ``gnomon`` saying why it was withheld."""
-        (screened,) = self.screen([item], query)
+        """One item read: see :meth:`each`."""
+        (shown,) = self.each([item], query)
+        return shown
+
+    def each(self, items: Sequence[StoreItem], query: str) -> list[Any]:
+        """Items read, every one in its place (a write's answer): annotated if it passed, else
+        the same shape with every text field blanked (:func:`blanked`; its text field "") and
+        ``gnomon`` saying why it was withheld."""
+        return [self._shown(s) for s in self.screen(items, query)]
+
+    def _shown(self, screened: Screened) -> Any:
         if screened.passed:
             return self.annotate(screened)
         raw, field = screened.item.raw, screened.item.text_field
         text = {field: ""} if field is not None and "." not in field else {}
         return raw.model_copy(update={**blanked(raw), **text, "gnomon": withheld_note(screened)})
+
+    def container(self, found: Any, dropped: Sequence[str], *, skip: Sequence[str] = ()) -> Any:
+        """A container the store answered with (a user, a session): text it keeps for the
+        caller with no label and no binding. Its free-form fields (``dropped``: metadata, an
+        LLM's classifications) and any field the SDK does not declare (a hostile server's
+        extra key) are not returned, as a read's free-form metadata is not; any
+        other field (but ``skip``, screened apart) holding a credential or markup that could
+        break out of a model's context (:func:`~adapters.quoted_fields.unsafe_fields`) is
+        blanked. ``gnomon["withheld_fields"]`` names them."""
+        if found is None:
+            return None
+        declared = getattr(type(found), "model_fields", None) or getattr(found, "__fields__", {})
+        fields = found.model_dump() if hasattr(found, "model_dump") else found.dict()
+        extra = [k for k, v in fields.items() if k not in declared and v is not None]
+        given = [f for f in (*dropped, *extra) if getattr(found, f, None) is not None]
+        withheld = sorted({*given, *unsafe_fields(found, skip=(*dropped, *skip))})
+        if not withheld:
+            return found
+        return attach(self.copied(found, dict.fromkeys(withheld)), {"withheld_fields": withheld})
+
+    def copied(self, model: Any, update: Mapping[str, Any]) -> Any:
+        """A copy of an SDK model with ``update`` (pydantic 2; zep-python's are pydantic 1)."""
+        return model.model_copy(update=update)
 
     def annotate(self, screened: Screened) -> Any:
         """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)
@@ -424,6 +502,12 @@ class Resource(Refusing):
             body = {"_ASYNC": True, "__module__": cls.__module__, "__qualname__": name}
             _VARIANTS[cls] = type(name, (cls,), body)
         return _VARIANTS[cls]
+
+
+def children(*resources: type[Resource]) -> dict[str, type[Resource]]:
+    """A resource's ``_children``: each mounted on the SDK attribute its ``_path`` ends in
+    (``"agents.blocks."`` on ``agents.blocks``), so the name is written once."""
+    return {r._path.rstrip(".").rpartition(".")[2]: r for r in resources}
 
 
 def _close(self: Any) -> None:
@@ -558,6 +642,9 @@ __all__ = [
     "Refusing",
     "Resource",
     "adrive",
+    "children",
+    "container",
+    "deleting",
     "drive",
     "given",
     "guarded",

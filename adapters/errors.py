@@ -20,6 +20,9 @@ The SDK's own exception is kept as ``__cause__`` (``raise … from exc``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from gnomon.firewall.model.errors import GnomonError
 
 
@@ -153,6 +156,23 @@ def malformed(store: str, call: str, what: str, got: object) -> StoreResponseErr
     )
 
 
+@contextmanager
+def sdk_imports(store: str, package: str, *, extra: str | None = None) -> Iterator[None]:
+    """Around the imports of a store's SDK: an :class:`ImportError` among them becomes the
+    :class:`MissingSDKError` naming ``pip install 'gnomon[<extra>]'`` (``extra``: the store's
+    name unless given)::
+
+        with sdk_imports("letta", "letta-client"):
+            from letta_client import Letta
+    """
+    try:
+        yield
+    except MissingSDKError:
+        raise
+    except ImportError as exc:
+        raise MissingSDKError(store, extra or store, package) from exc
+
+
 __all__ = [
     "AdapterError",
     "BypassRefusedError",
@@ -166,5 +186,6 @@ __all__ = [
     "StoreTimeoutError",
     "malformed",
     "refused_attribute",
+    "sdk_imports",
     "status_hint",
 ]

@@ -31,9 +31,10 @@ other field the adapter renders to a caller (:attr:`StoreItem.rendered`); a writ
 hash of what the store holds after it (``stored=`` on :meth:`Guard.confirm_write`, or the
 ``rendered`` fields the write sets), so an edit of any rendered field is drift. Binding hashes
 carry no version: where an adapter starts rendering more fields (Zep messages' speaker and
-metadata), its items name the hash bindings recorded before (:attr:`StoreItem.earlier_hash`);
-a written binding holding it still verifies (the text it attested matches) and is moved, on the
-record, to the hash that covers the fields as first read (``binding.rebound``).
+metadata), its items name the hashes bindings recorded before
+(:attr:`StoreItem.earlier_hashes`); a written binding holding one still verifies (the text it
+attested matches) and is moved, on the record, to the hash that covers the fields as first read
+(``binding.rebound``).
 
 **Lower-integrity revisions never retire higher-integrity beliefs.** An update or delete whose
 write label (the host's ``origin``, else the agent joined with everything the session has read)
@@ -105,11 +106,11 @@ DROP_IN_POLICY = "assistant"
 _HIDEABLE = (RetrievalStatus.NORMAL, RetrievalStatus.RESTRICTED)
 
 #: Why a binding recorded before its item's rendered fields were covered moves to the hash
-#: that covers them (:attr:`StoreItem.earlier_hash`): what it attested (the text) still
+#: that covers them (:attr:`StoreItem.earlier_hashes`): what it attested (the text) still
 #: matches, and from now on an edit of any rendered field is drift.
 EARLIER_HASH_UPGRADE = (
-    "hash upgraded to cover the item's rendered fields as first read; the text matched the "
-    "earlier text-only hash"
+    "hash upgraded to cover the item's rendered fields as first read; the text matched an "
+    "earlier hash of fewer fields"
 )
 
 
@@ -306,6 +307,28 @@ class Guard:
             belief, allowed, authority=authority, reason=reason, now=self.wall.clock()
         )
 
+    def _commit_move(
+        self,
+        kind: str,
+        data: Mapping[str, Any],
+        belief: Belief,
+        move: Move,
+        authority: Authority,
+        reason: str,
+        *,
+        then: Mapping[str, Any] | None = None,
+        **records: Any,
+    ) -> Belief:
+        """One event ``kind``: ``move`` of ``belief`` where the gate allows it from the belief's
+        current states (then ``then``'s fields set on it), with ``records``. The belief as it
+        now stands."""
+        moved, revisions = self._moved(belief, [move], authority, reason)
+        if revisions and then:
+            moved = moved.model_copy(update=dict(then))
+        beliefs = (moved,) if revisions else ()
+        self._commit(kind, data, Records(beliefs=beliefs, revisions=tuple(revisions), **records))
+        return moved
+
     def _checked_user_channel(self, channel: Channel | None) -> Channel | None:
         """The host's user channel for role=user messages: one this firewall opened for this
         session's project, for a user origin (anything else is refused at construction)."""
@@ -497,20 +520,14 @@ class Guard:
             update={"state": BindingState.FAILED, "detail": detail, "updated_at": self.wall.clock()}
         )
         belief = self.wall.store.get_belief(pending.belief.id) or pending.belief
-        hidden, revisions = self._moved(
-            belief,
-            [Move(Axis.RETRIEVAL, RetrievalStatus.HIDDEN)],
-            Authority.SYSTEM,
-            f"the {self.store} write failed; the store does not hold this memory",
-        )
-        self._commit(
+        self._commit_move(
             "binding.failed",
             {"belief_id": belief.id, "call": call, "error": detail},
-            Records(
-                beliefs=(hidden,) if revisions else (),
-                revisions=tuple(revisions),
-                bindings=(binding,),
-            ),
+            belief,
+            Move(Axis.RETRIEVAL, RetrievalStatus.HIDDEN),
+            Authority.SYSTEM,
+            f"the {self.store} write failed; the store does not hold this memory",
+            bindings=(binding,),
         )
 
     def begin_update(
@@ -540,15 +557,7 @@ class Guard:
             raise self.refusal(old, belief, call, "update")
         if old is not None and rivals(old, self.wall.store.get_belief(belief.id) or belief):
             self.conflict(old, belief, f"{self.store}.{call}")
-            raise ConflictingBeliefError(
-                f"refused to update belief {old.id}: the new text comes from another trusted "
-                f"origin ({belief.origin.describe()}); both are now contradicted and in the "
-                f"contradiction channel (candidate {belief.id})",
-                store=self.store,
-                call=call,
-                belief_id=old.id,
-                candidate_id=belief.id,
-            )
+            raise self.refusal(old, belief, call, "update", rival=True)
         beliefs: list[Belief] = []
         revisions: list[Revision] = []
         if old is not None:
@@ -661,19 +670,14 @@ class Guard:
         if rivals(old, new):
             self.conflict(old, new, via)
             return "contradicted"
-        moved, revisions = self._moved(
-            old,
-            [Move(Axis.TRUTH, TruthStatus.SUPERSEDED)],
-            Authority.SYSTEM,
-            f"superseded by {new.id}; recorded from {via}",
-        )
-        self._commit(
+        self._commit_move(
             "belief.superseded",
             {"belief_id": old.id, "by": new.id, "via": via},
-            Records(
-                beliefs=(moved.model_copy(update={"superseded_by": new.id}),) if revisions else (),
-                revisions=tuple(revisions),
-            ),
+            old,
+            Move(Axis.TRUTH, TruthStatus.SUPERSEDED),
+            Authority.SYSTEM,
+            f"superseded by {new.id}; recorded from {via}",
+            then={"superseded_by": new.id},
         )
         return "superseded"
 
@@ -699,13 +703,25 @@ class Guard:
         )
 
     def refusal(
-        self, protected: Belief, candidate: Belief, call: str, verb: str
+        self, protected: Belief, candidate: Belief, call: str, verb: str, *, rival: bool = False
     ) -> ProtectedBeliefError:
-        return ProtectedBeliefError(
-            f"refused to {verb} belief {protected.id}: the write is "
-            f"{candidate.origin.integrity.name.lower()} and the memory is supported "
-            f"({protected.origin.integrity.name.lower()}); recorded as candidate "
-            f"{candidate.id}, contradicting it",
+        """The error refusing to ``verb`` ``protected``: the write is of lower integrity, or
+        (``rival``) it comes from another trusted origin (:class:`ConflictingBeliefError`)."""
+        kind = ConflictingBeliefError if rival else ProtectedBeliefError
+        if rival:
+            why = (
+                f"the new text comes from another trusted origin "
+                f"({candidate.origin.describe()}); both are now contradicted and in the "
+                f"contradiction channel (candidate {candidate.id})"
+            )
+        else:
+            why = (
+                f"the write is {candidate.origin.integrity.name.lower()} and the memory is "
+                f"supported ({protected.origin.integrity.name.lower()}); recorded as candidate "
+                f"{candidate.id}, contradicting it"
+            )
+        return kind(
+            f"refused to {verb} belief {protected.id}: {why}",
             store=self.store,
             call=call,
             belief_id=protected.id,
@@ -749,21 +765,16 @@ class Guard:
 
     def retire(self, binding: StoreBinding, state: BindingState, reason: str) -> None:
         belief = self.wall.store.get_belief(binding.belief_id)
-        beliefs: tuple[Belief, ...] = ()
-        revisions: tuple[Revision, ...] = ()
-        if belief is not None and belief.retrieval_status in _HIDEABLE:
-            hidden, revs = self._moved(
-                belief, [Move(Axis.RETRIEVAL, RetrievalStatus.HIDDEN)], Authority.SYSTEM, reason
-            )
-            beliefs, revisions = (hidden,) if revs else (), tuple(revs)
         retired = binding.model_copy(
             update={"state": state, "detail": reason, "updated_at": self.wall.clock()}
         )
-        self._commit(
-            f"binding.{state.value}",
-            {"belief_id": binding.belief_id, "store_id": binding.store_id, "reason": reason},
-            Records(beliefs=beliefs, revisions=revisions, bindings=(retired,)),
-        )
+        kind = f"binding.{state.value}"
+        data = {"belief_id": binding.belief_id, "store_id": binding.store_id, "reason": reason}
+        if belief is None or belief.retrieval_status not in _HIDEABLE:
+            self._commit(kind, data, Records(bindings=(retired,)))
+            return
+        hide = Move(Axis.RETRIEVAL, RetrievalStatus.HIDDEN)
+        self._commit_move(kind, data, belief, hide, Authority.SYSTEM, reason, bindings=(retired,))
 
     # -- read path --------------------------------------------------------------------------
 
@@ -786,7 +797,7 @@ class Guard:
             if belief is None:  # a binding to a belief this store does not hold: fail closed
                 continue
             if binding.state == BindingState.WRITTEN and item.content_hash != binding.content_hash:
-                if item.earlier_hash is not None and binding.content_hash == item.earlier_hash:
+                if binding.content_hash in item.earlier_hashes:
                     binding = self.rebind(binding, item.content_hash, EARLIER_HASH_UPGRADE)
                 else:
                     binding, belief = self.mark_drifted(binding, belief, item)
@@ -842,9 +853,6 @@ class Guard:
             f"{self.store} item {item.store_id} no longer matches its recorded hash "
             "(edited around the firewall)"
         )
-        moved, revisions = self._moved(
-            belief, [Move(Axis.SECURITY, SecurityStatus.SUSPICIOUS)], Authority.SENTINEL, reason
-        )
         drifted = binding.model_copy(
             update={
                 "state": BindingState.DRIFTED,
@@ -852,7 +860,7 @@ class Guard:
                 "updated_at": self.wall.clock(),
             }
         )
-        self._commit(
+        moved = self._commit_move(
             "binding.drifted",
             {
                 "belief_id": belief.id,
@@ -861,11 +869,11 @@ class Guard:
                 "found": item.content_hash,
                 "text": item.text,
             },
-            Records(
-                beliefs=(moved,) if revisions else (),
-                revisions=tuple(revisions),
-                bindings=(drifted,),
-            ),
+            belief,
+            Move(Axis.SECURITY, SecurityStatus.SUSPICIOUS),
+            Authority.SENTINEL,
+            reason,
+            bindings=(drifted,),
         )
         return drifted, moved
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 from gnomon.firewall.host.guard import GuardedTool
 
-try:
+with sdk_imports("LangChain", "langchain_core", extra="langchain"):
     from langchain_core.tools import StructuredTool
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise MissingSDKError("LangChain", "langchain", "langchain_core") from exc
 
 
 def langchain_tools(tools: Sequence[GuardedTool]) -> list[StructuredTool]:

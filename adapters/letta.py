@@ -42,7 +42,9 @@ written at agent creation) are unknown external content until imported and promo
 metadata), so the belief id travels as the tag ``gnomon:<belief_id>``; archive passages carry
 the firewall's metadata keys. A passage's store id is ``"<agent or archive id>/<passage id>"``
 because Letta can only address a passage through its container. The tag or metadata is only a
-hint: the firewall trusts its own bindings, never what the store says about itself.
+hint: the firewall trusts its own bindings, never what the store says about itself. A passage's
+tags and metadata reach the caller with its text, so its binding's hash covers them (an edit
+around the firewall is drift), and ``create`` answers with the passage screened as a read.
 
 **Reads.** Hits that pass carry ``gnomon`` (their labels) as an extra attribute; the others are
 removed from lists and searches (``count`` adjusted). Lists are read to the end, screened, and
@@ -59,11 +61,11 @@ recorded it leaves the binding ``failed`` and the belief hidden.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 
-try:
+with sdk_imports("letta", "letta-client"):
     from letta_client import AsyncLetta, Letta
     from letta_client.resources import passages as sdk_passages
     from letta_client.resources.agents import agents as sdk_agents
@@ -72,30 +74,15 @@ try:
     from letta_client.resources.archives import archives as sdk_archives
     from letta_client.resources.archives import passages as sdk_archive_passages
     from letta_client.resources.blocks import blocks as sdk_blocks
-except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
-    raise MissingSDKError("letta", "letta", "letta-client") from exc
 
-from gnomon.adapters.base import GNOMON_KEYS, MetadataLimits, StoreItem, merged_metadata
-from gnomon.adapters.core import (
-    WRITE,
-    Args,
-    Call,
-    Core,
-    Flow,
-    GuardedClient,
-    Resource,
-    guarded,
-    sdk_pair,
-)
-from gnomon.adapters.errors import StoreCallError
-from gnomon.adapters.guard import PendingWrite
+from gnomon.adapters import core
+from gnomon.adapters.base import GNOMON_KEYS, StoreItem
 from gnomon.adapters.letta_backend import (
     STORE,
     TAG_PREFIX,
     LettaBackend,
     ScreenedAsyncList,
     _malformed,
-    _omitted,
     belief_tag,
     block_item,
     converted,
@@ -106,37 +93,25 @@ from gnomon.adapters.letta_backend import (
     search_result_item,
 )
 from gnomon.adapters.letta_loop import AgentMessages, LoopCore
-from gnomon.firewall.host.channels import WriteOrigin
 
 
-class _Core(Core, LoopCore):
+class _Core(core.Core, LoopCore):
     """The firewall side shared by the sync and async resources."""
-
-    def checked(self, call: str, metadata: Any) -> dict[str, Any]:
-        given = None if _omitted(metadata) else metadata
-        return merged_metadata(STORE, call, MetadataLimits(), given)
-
-    def begin(
-        self, call: str, text: Any, metadata: Any, origin: WriteOrigin | None
-    ) -> PendingWrite:
-        if not isinstance(text, str):
-            raise StoreCallError(
-                f"text must be a string, got {type(text).__name__}", store=STORE, call=call
-            )
-        return self.guard.begin_write(text, self.checked(call, metadata), origin=origin)
 
     def one_block(self, item: StoreItem, query: str) -> Any:
         """A block read: annotated, or redacted (same shape, no text) when it fails."""
         return self.one(item, query)
 
-    def update_block(self, a: Args, current: Call | str, scope: dict[str, str] | None) -> Flow:
+    def update_block(
+        self, a: core.Args, current: core.Call | str, scope: dict[str, str] | None
+    ) -> core.Flow:
         """A new value is a revision, authored by the agent (inheriting its session's label)
         unless the host names ``gnomon_origin=``; metadata alone is passed through checked."""
         checked = self.checked(a.name, a.get("metadata"))
         if a.get("value") is None:
             block = yield a.raw(metadata=checked)
             return self.one_block(block_item(block, a.name, scope), a.name)
-        if isinstance(current, Call):
+        if isinstance(current, core.Call):
             current = block_item((yield current), a.name, scope).store_id
         pending, _ = self.guard.begin_update(
             current, a["value"], checked, origin=a.origin, call=a.name
@@ -150,37 +125,37 @@ class _Core(Core, LoopCore):
         return self.one_block(item, a.name)
 
 
-class _Refusing(Resource):
+class _Refusing(core.Resource):
     _store = STORE
     _converted = staticmethod(converted)
 
 
-def _paged(**options: Any) -> guarded:
+def _paged(**options: Any) -> core.guarded:
     """A ``list``: one screened page (sync), or awaitable and async-iterable (async)."""
-    return guarded(sync=screened_page, lazy=ScreenedAsyncList, **options)
+    return core.guarded(sync=screened_page, lazy=ScreenedAsyncList, **options)
 
 
 class AgentBlocks(_Refusing):
     _path = "agents.blocks."
-    _SDK = sdk_pair(sdk_agent_blocks, "BlocksResource")
+    _SDK = core.sdk_pair(sdk_agent_blocks, "BlocksResource")
 
-    @guarded
-    def retrieve(self, a: Args) -> Flow:
+    @core.guarded
+    def retrieve(self, a: core.Args) -> core.Flow:
         block = yield a.raw()
         agent, label = a["agent_id"], a["block_label"]
         item = block_item(block, a.name, {"agent_id": agent, "label": label})
         return self._core.one_block(item, f"{a.name} {agent}/{label}")
 
-    @guarded(extras=WRITE)
-    def update(self, a: Args) -> Flow:
+    @core.guarded(extras=core.WRITE)
+    def update(self, a: core.Args) -> core.Flow:
         """A new value is a revision, authored by the agent (inheriting its session's label)."""
         agent, label = a["agent_id"], a["block_label"]
-        current = Call(a.name, lambda: self._raw.retrieve(label, agent_id=agent))
+        current = core.Call(a.name, lambda: self._raw.retrieve(label, agent_id=agent))
         scope = {"agent_id": agent, "label": label}
         return (yield from self._core.update_block(a, current, scope))
 
     @_paged()
-    def list(self, a: Args) -> Flow:
+    def list(self, a: core.Args) -> core.Flow:
         blocks = yield a.raw().then(lambda page: listed(page, a.name))
         items = [block_item(b, a.name, {"agent_id": a["agent_id"]}) for b in blocks]
         return self._core.passed(items, a.name)
@@ -188,10 +163,10 @@ class AgentBlocks(_Refusing):
 
 class AgentPassages(_Refusing):
     _path = "agents.passages."
-    _SDK = sdk_pair(sdk_agent_passages, "PassagesResource")
+    _SDK = core.sdk_pair(sdk_agent_passages, "PassagesResource")
 
-    @guarded(extras=WRITE)
-    def create(self, a: Args) -> Flow:
+    @core.guarded(extras=core.WRITE)
+    def create(self, a: core.Args) -> core.Flow:
         agent, tags = a["agent_id"], a.get("tags") or []
         pending = self._core.begin(a.name, a["text"], None, a.origin)
         mine = [*(t for t in tags if not t.startswith(TAG_PREFIX)), belief_tag(pending.belief.id)]
@@ -201,19 +176,20 @@ class AgentPassages(_Refusing):
                 raise _malformed(a.name, "a list of one passage", made)
             return passage_item(made[0], agent, a.name)
 
-        _, item = yield from self._core.write(pending, a.raw(text=pending.text, tags=mine), parse)
-        return [item.raw]
+        sent = a.raw(text=pending.text, tags=mine)
+        _, item = yield from self._core.write(pending, sent, parse, stored=True)
+        return [self._core.one(item, a.name)]  # the store's answer, screened as a read
 
-    @guarded
-    def list(self, a: Args) -> Flow:
+    @core.guarded
+    def list(self, a: core.Args) -> core.Flow:
         found = yield a.raw()
         if not isinstance(found, list):
             raise _malformed(a.name, "a list of passages", found)
         items = [passage_item(p, a["agent_id"], a.name) for p in found]
         return self._core.passed(items, f"{a.name} {a.get('search') or ''}".strip())
 
-    @guarded
-    def search(self, a: Args) -> Flow:
+    @core.guarded
+    def search(self, a: core.Args) -> core.Flow:
         found = yield a.raw()
         results = getattr(found, "results", None)
         if not isinstance(results, list):
@@ -222,20 +198,13 @@ class AgentPassages(_Refusing):
         kept = self._core.passed(items, a["query"])
         return found.model_copy(update={"results": kept, "count": len(kept), "gnomon": kept.gnomon})
 
-    @guarded(extras=WRITE)
-    def delete(self, a: Args) -> Flow:
-        store_id = passage_store_id(a["agent_id"], a["memory_id"])
-        return (yield from self._core.delete(store_id, a.raw(), a.origin))
+    delete = core.deleting(lambda a: passage_store_id(a["agent_id"], a["memory_id"]))
 
 
 class Agents(_Refusing):
     _path = "agents."
-    _SDK = sdk_pair(sdk_agents, "AgentsResource")
-    _children: ClassVar[dict[str, type[Resource]]] = {
-        "blocks": AgentBlocks,
-        "passages": AgentPassages,
-        "messages": AgentMessages,
-    }
+    _SDK = core.sdk_pair(sdk_agents, "AgentsResource")
+    _children = core.children(AgentBlocks, AgentPassages, AgentMessages)
 
     def __init__(self, core: _Core, raw: Any) -> None:
         super().__init__(core, raw)
@@ -244,10 +213,10 @@ class Agents(_Refusing):
 
 class Blocks(_Refusing):
     _path = "blocks."
-    _SDK = sdk_pair(sdk_blocks, "BlocksResource")
+    _SDK = core.sdk_pair(sdk_blocks, "BlocksResource")
 
-    @guarded(extras=WRITE)
-    def create(self, a: Args) -> Flow:
+    @core.guarded(extras=core.WRITE)
+    def create(self, a: core.Args) -> core.Flow:
         pending = self._core.begin(a.name, a["value"], a.get("metadata"), a.origin)
         _, item = yield from self._core.write(
             pending,
@@ -257,21 +226,19 @@ class Blocks(_Refusing):
         )
         return self._core.one_block(item, a.name)
 
-    @guarded
-    def retrieve(self, a: Args) -> Flow:
+    @core.guarded
+    def retrieve(self, a: core.Args) -> core.Flow:
         block = yield a.raw()
         return self._core.one_block(block_item(block, a.name), f"{a.name} {a['block_id']}")
 
-    @guarded(extras=WRITE)
-    def update(self, a: Args) -> Flow:
+    @core.guarded(extras=core.WRITE)
+    def update(self, a: core.Args) -> core.Flow:
         return (yield from self._core.update_block(a, a["block_id"], None))
 
-    @guarded(extras=WRITE)
-    def delete(self, a: Args) -> Flow:
-        return (yield from self._core.delete(a["block_id"], a.raw(), a.origin))
+    delete = core.deleting(lambda a: a["block_id"])
 
     @_paged()
-    def list(self, a: Args) -> Flow:
+    def list(self, a: core.Args) -> core.Flow:
         blocks = yield a.raw().then(lambda page: listed(page, a.name))
         items = [block_item(b, a.name) for b in blocks]
         return self._core.passed(items, f"{a.name} {a.get('value_search') or ''}")
@@ -279,32 +246,30 @@ class Blocks(_Refusing):
 
 class ArchivePassages(_Refusing):
     _path = "archives.passages."
-    _SDK = sdk_pair(sdk_archive_passages, "PassagesResource")
+    _SDK = core.sdk_pair(sdk_archive_passages, "PassagesResource")
 
-    @guarded(extras=WRITE)
-    def create(self, a: Args) -> Flow:
+    @core.guarded(extras=core.WRITE)
+    def create(self, a: core.Args) -> core.Flow:
         archive = a["archive_id"]
         pending = self._core.begin(a.name, a["text"], a.get("metadata"), a.origin)
         _, item = yield from self._core.write(
             pending,
             a.raw(text=pending.text, metadata=pending.metadata),
             lambda made: passage_item(made, archive, a.name),
+            stored=True,
         )
-        return item.raw
+        return self._core.one(item, a.name)  # the store's answer, screened as a read
 
-    @guarded(extras=WRITE)
-    def delete(self, a: Args) -> Flow:
-        store_id = passage_store_id(a["archive_id"], a["passage_id"])
-        return (yield from self._core.delete(store_id, a.raw(), a.origin))
+    delete = core.deleting(lambda a: passage_store_id(a["archive_id"], a["passage_id"]))
 
 
 class Archives(_Refusing):
     _path = "archives."
-    _SDK = sdk_pair(sdk_archives, "ArchivesResource")
-    _children: ClassVar[dict[str, type[Resource]]] = {"passages": ArchivePassages}
+    _SDK = core.sdk_pair(sdk_archives, "ArchivesResource")
+    _children = core.children(ArchivePassages)
 
     #: An empty container: nothing to record until passages are written into it.
-    create = guarded()
+    create = core.guarded()
 
 
 def _search_hit_items(hits: Any, call: str, agent_id: Any) -> list[StoreItem]:
@@ -323,16 +288,16 @@ def _search_hit_items(hits: Any, call: str, agent_id: Any) -> list[StoreItem]:
 
 class Passages(_Refusing):
     _path = "passages."
-    _SDK = sdk_pair(sdk_passages, "PassagesResource")
+    _SDK = core.sdk_pair(sdk_passages, "PassagesResource")
 
-    @guarded
-    def search(self, a: Args) -> Flow:
+    @core.guarded
+    def search(self, a: core.Args) -> core.Flow:
         hits = yield a.raw()
         items = _search_hit_items(hits, a.name, a.get("agent_id"))
         return self._core.passed(items, str(a.get("query") or ""))
 
 
-class GuardedLetta(GuardedClient):
+class GuardedLetta(core.GuardedClient):
     """A ``letta_client.Letta`` behind the firewall (see the module docstring).
 
     ``gnomon_origin=`` on a write (host code only) records it with an explicit origin, e.g.
@@ -345,12 +310,7 @@ class GuardedLetta(GuardedClient):
     _store = STORE
     _SDK = (Letta, AsyncLetta)
     _Core = _Core
-    _children: ClassVar[dict[str, type[Resource]]] = {
-        "agents": Agents,
-        "blocks": Blocks,
-        "archives": Archives,
-        "passages": Passages,
-    }
+    _children = core.children(Agents, Blocks, Archives, Passages)
 
     def _backend(self, client: Letta) -> LettaBackend:
         return LettaBackend(client)

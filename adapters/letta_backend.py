@@ -9,16 +9,14 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 
-try:
+with sdk_imports("letta", "letta-client"):
     import letta_client
     from letta_client import Letta
     from letta_client._base_client import AsyncPaginator
     from letta_client.pagination import AsyncArrayPage, SyncArrayPage
     from letta_client.types import BlockResponse, Passage
-except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
-    raise MissingSDKError("letta", "letta", "letta-client") from exc
 
 from gnomon.adapters.base import (
     BELIEF_KEY,
@@ -37,6 +35,7 @@ from gnomon.adapters.errors import (
     status_hint,
 )
 from gnomon.adapters.withheld import attach
+from gnomon.firewall.model.chain import content_hash
 
 STORE = "letta"
 TAG_PREFIX = "gnomon:"
@@ -50,10 +49,6 @@ def belief_tag(belief_id: str) -> str:
     'gnomon:bel_1'
     """
     return f"{TAG_PREFIX}{belief_id}"
-
-
-def _omitted(value: Any) -> bool:
-    return value is None or isinstance(value, letta_client.Omit | letta_client.NotGiven)
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -135,6 +130,16 @@ def _tag_metadata(tags: Sequence[str] | None) -> dict[str, Any]:
     return {BELIEF_KEY: found[0]} if found else {}
 
 
+def passage_fields(metadata: Any, tags: Any) -> dict[str, str]:
+    """A passage's metadata and tags, as rendered fields: they reach the caller beside its
+    text, so the binding's hash covers them (an edit around the firewall is drift). Each is
+    rendered only where the passage has one: an agent passage's search result (tags, no
+    metadata) and the passage listed render the same. Before they were covered, the hash was
+    the text's alone (:attr:`StoreItem.earlier_hashes`)."""
+    shown = {"metadata": metadata, "tags": tags}
+    return {k: rendered_value(v) for k, v in shown.items() if v}
+
+
 def passage_item(passage: Any, container: str, call: str) -> StoreItem:
     ident, text = getattr(passage, "id", None), getattr(passage, "text", None)
     if not isinstance(passage, Passage) or not isinstance(ident, str) or not isinstance(text, str):
@@ -146,7 +151,9 @@ def passage_item(passage: Any, container: str, call: str) -> StoreItem:
         metadata={**_tag_metadata(passage.tags), **metadata},
         scope={"container": container},
         raw=passage,
+        rendered=passage_fields(passage.metadata, passage.tags),
         text_field="text",
+        earlier_hashes=(content_hash(text),),
     )
 
 
@@ -154,13 +161,16 @@ def search_result_item(result: Any, agent_id: str, call: str) -> StoreItem:
     ident, text = getattr(result, "id", None), getattr(result, "content", None)
     if not isinstance(ident, str) or not isinstance(text, str):
         raise _malformed(call, "a search result with an id and content", result)
+    tags = getattr(result, "tags", None)
     return StoreItem(
         store_id=passage_store_id(agent_id, ident),
         text=text,
-        metadata=_tag_metadata(getattr(result, "tags", None)),
+        metadata=_tag_metadata(tags),
         scope={"agent_id": agent_id},
         raw=result,
+        rendered=passage_fields(None, tags),
         text_field="content",
+        earlier_hashes=(content_hash(text),),
     )
 
 

@@ -46,18 +46,15 @@ from gnomon.adapters.errors import (
     BypassRefusedError,
     ProtectedBeliefError,
     StoreCallError,
+    sdk_imports,
 )
 from gnomon.adapters.guard import Guard, Screened
 from gnomon.adapters.letta_backend import STORE, block_item, converted, listed
 from gnomon.adapters.withheld import Summary, report
 from gnomon.firewall.model.chain import BindingState
 
-try:
+with sdk_imports("letta", "letta-client"):
     from letta_client.resources.agents import messages as sdk_messages
-except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
-    from gnomon.adapters.errors import MissingSDKError
-
-    raise MissingSDKError("letta", "letta", "letta-client") from exc
 
 
 def step_inputs(a: Args) -> tuple[list[tuple[Any, Any, str]], list[Any] | None]:

@@ -14,7 +14,11 @@ Adoption is one line::
   recorded first (system role and non-string content too, as canonical JSON); each fact is an
   agent-authored belief carrying the agent joined with *everything the session has read* (those
   messages included), so no message form and no earlier read escapes the join (summarization
-  laundering, closed), then bound to the id mem0 gave it.
+  laundering, closed), then bound to the id mem0 gave it. The answer holds the text the
+  firewall recorded (``infer=False``) or the facts screened as a read (``infer=True``: a fact
+  the policy withholds keeps its id and event, not its text); nothing else the server sent.
+  A binding's hash covers who said a memory (``role``, ``actor_id``, ``attributed_to``) and
+  its caller metadata, so a store edit of either is drift.
 * **Lower-integrity revisions.** ``update``, ``delete`` and ``delete_all`` whose write (the
   agent, joined with what its session read, unless the host passes ``gnomon_origin=``) has lower
   integrity than a supported memory are refused with
@@ -60,12 +64,10 @@ from collections.abc import Mapping
 from concurrent.futures import Executor
 from typing import Any, Self, TypeVar
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 
-try:
+with sdk_imports("mem0", "mem0ai"):
     from mem0 import AsyncMemory, AsyncMemoryClient, Memory, MemoryClient
-except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
-    raise MissingSDKError("mem0", "mem0", "mem0ai") from exc
 
 from gnomon.adapters.base import merged_metadata
 from gnomon.adapters.core import WRITE, Args, Flow, guarded
@@ -154,20 +156,27 @@ class _Mem0Flows(_Guarded):
         out = yield _Call(
             "add", lambda: client.add(messages, metadata=labelled, infer=True, **sent)
         )
-        facts, restores = self._extracted(results_of(out, "add"), inputs, checked)
+        extracted = results_of(out, "add")
+        facts, restores = self._extracted(extracted, inputs, checked)
         for restore in restores:  # trusted memories mem0 rewrote or dropped: written back
             yield from self._write_back(restore, sent)
+        rows = []
         for pending in facts:
+            ident = str(pending.binding.store_id)
             try:
                 yield _Call(
-                    "update",
-                    lambda p=pending: client.update(p.binding.store_id, metadata=p.metadata),
+                    "update", lambda i=ident, p=pending: client.update(i, metadata=p.metadata)
                 )
+                row = yield _Call("get", lambda i=ident: client.get(i))
+                # the binding covers the fact as mem0 now holds it (its attribution included)
+                stored = to_item(row, "get") if row is not None else None
             except AdapterError as exc:
                 guard.fail_write(pending, exc, "update")
                 raise
-            guard.confirm_write(pending, str(pending.binding.store_id))
-        return dict(out)
+            guard.confirm_write(pending, ident, stored=stored)
+            rows.extend([row] if row is not None else [])
+        # the facts are text mem0's LLM wrote: the caller gets them as a read would
+        return self._written(rows, extracted)
 
     def _write_back(self, restore: Any, sent: Mapping[str, Any]) -> Flow:
         """Write a protected belief's text back as a new memory, bound to the same belief."""

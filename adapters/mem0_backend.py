@@ -15,20 +15,13 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
-try:
-    import httpx
-    from mem0.exceptions import MemoryError as Mem0Error
-except ImportError as exc:  # the SDK (or its httpx) is missing
-    from gnomon.adapters.errors import MissingSDKError
-
-    raise MissingSDKError("mem0", "mem0", "mem0ai") from exc
-
 from gnomon.adapters.adapter import Adapter
 from gnomon.adapters.base import (
     MetadataLimits,
     Page,
     StoreBackend,
     StoreItem,
+    earlier,
     rendered_metadata,
     rendered_value,
 )
@@ -37,6 +30,7 @@ from gnomon.adapters.errors import (
     StoreCallError,
     StoreResponseError,
     StoreTimeoutError,
+    sdk_imports,
     status_hint,
 )
 from gnomon.adapters.guard import Guard
@@ -46,8 +40,16 @@ from gnomon.firewall.host.firewall import Firewall
 from gnomon.firewall.host.session import Session
 from gnomon.firewall.model.errors import InputError
 
+with sdk_imports("mem0", "mem0ai"):  # the SDK, and the httpx it brings
+    import httpx
+    from mem0.exceptions import MemoryError as Mem0Error
+
 STORE = "mem0"
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+#: Who said a memory, as mem0 keeps it beside the text: the message's ``role`` and ``name``
+#: (``actor_id``) for ``infer=False``, the extractor's ``attributed_to`` for a fact. Rendered
+#: where present (the hash covers them; before they were, it covered the metadata alone).
+SPEAKER_FIELDS = ("role", "actor_id", "attributed_to")
 T = TypeVar("T")
 
 
@@ -126,15 +128,19 @@ def to_item(row: Any, call: str) -> StoreItem:
     if not isinstance(metadata, Mapping):
         raise StoreResponseError("memory metadata is not an object", store=STORE, call=call)
     scope = {k: row[k] for k in SCOPE_KEYS if isinstance(row.get(k), str)}
-    # the row reaches the caller whole: its caller metadata is rendered, so the hash covers it
+    # the row reaches the caller whole: its caller metadata and who said it are rendered, so
+    # the hash covers them
+    said = {k: rendered_value(row[k]) for k in SPEAKER_FIELDS if row.get(k) is not None}
+    rendered = {**rendered_metadata(metadata), **said}
     return StoreItem(
         ident,
         text,
         metadata,
         scope=scope,
         raw=row,
-        rendered=rendered_metadata(metadata),
+        rendered=rendered,
         text_field="memory",
+        earlier_hashes=earlier(text, rendered, ("metadata",)),
     )
 
 
@@ -377,6 +383,7 @@ def backend_for(client: Any, *, platform: bool) -> StoreBackend:
 
 __all__ = [
     "SCOPE_KEYS",
+    "SPEAKER_FIELDS",
     "STORE",
     "Mem0Backend",
     "PlatformBackend",

@@ -26,7 +26,7 @@ from gnomon.adapters.mem0_backend import (
     results_of,
     to_item,
 )
-from gnomon.adapters.withheld import attach
+from gnomon.adapters.withheld import attach, withheld_note
 from gnomon.firewall.gate.grants import Grant
 from gnomon.firewall.host.channels import WriteOrigin
 from gnomon.firewall.model.chain import Belief, BindingState
@@ -179,10 +179,11 @@ class _Guarded(Constructed, Refusing):
             )
             self.gnomon._guard.fail_write(pending, error, "add")
             raise error
-        row = dict(rows[0])
-        self.gnomon._guard.confirm_write(
-            pending, to_item({**row, "memory": pending.text}, "add").store_id
-        )
+        # the store's answer with the text the firewall recorded; the binding covers the
+        # memory as the store says it holds it (who said it: mem0's role and actor_id)
+        row = {**rows[0], "memory": pending.text}
+        stored = to_item({**row, "metadata": pending.metadata}, "add")
+        self.gnomon._guard.confirm_write(pending, stored.store_id, stored=stored)
         return row
 
     def _screen(self, out: Any, call: str, *, query: str, k: int) -> Any:
@@ -195,6 +196,29 @@ class _Guarded(Constructed, Refusing):
             paging = {k: out[k] for k in PAGING if k in out}  # anything else is unscreened text
             return {**paging, "results": shown, "contradictions": channel, "gnomon": hits.summary}
         return attach(shown, hits.summary)
+
+    def _written(self, rows: list[Any], extracted: list[Any]) -> dict[str, Any]:
+        """``add(infer=True)``'s answer: the facts mem0's LLM wrote (``rows``, as mem0 now
+        holds them) screened as a read. One the policy withholds keeps its id and event and
+        none of its text (``memory`` "", ``gnomon`` says why); nothing else of mem0's answer
+        (graph ``relations``, any key a hostile server adds) is returned."""
+        events = {
+            r.get("id"): r["event"]
+            for r in extracted
+            if isinstance(r, Mapping) and r.get("event") in ("ADD", "UPDATE")
+        }
+        items = [to_item(r, "add") for r in rows]
+        hits = self.gnomon._guard.screen(items, query="add", k=max(len(items), 1), call="add")
+        results = [
+            annotated(s)
+            if s.passed
+            else {"id": s.item.store_id, "memory": "", "gnomon": withheld_note(s)}
+            for s in hits
+        ]
+        for row in results:
+            row["event"] = events.get(row["id"], "ADD")
+        channel = hits.summary["contradictions"]
+        return {"results": results, "contradictions": channel, "gnomon": hits.summary}
 
     def _screen_one(self, row: Any, memory_id: str) -> Any:
         """``get`` keeps mem0's shape (None when withheld); the ``gnomon`` logger says why."""

@@ -11,13 +11,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 from gnomon.firewall.host.guard import GuardedTool
 
-try:
+with sdk_imports("OpenAI Agents", "agents", extra="openai-agents"):
     from agents import FunctionTool
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise MissingSDKError("OpenAI Agents", "openai-agents", "agents") from exc
 
 
 def openai_agents_tools(tools: Sequence[GuardedTool]) -> list[FunctionTool]:

@@ -10,13 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 from gnomon.firewall.host.guard import GuardedTool
 
-try:
+with sdk_imports("pydantic-ai", "pydantic_ai"):
     from pydantic_ai import Tool
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise MissingSDKError("pydantic-ai", "pydantic-ai", "pydantic_ai") from exc
 
 
 def pydantic_ai_tools(tools: Sequence[GuardedTool]) -> list[Tool[Any]]:

@@ -100,11 +100,29 @@ def _beside(item: StoreItem) -> Iterator[tuple[str, str]]:
             yield str(name), text
 
 
+def _problem(name: str, text: str) -> str | None:
+    if credential_kinds(text):
+        return f"shows field {name!r} holding a credential"
+    if model_line(text) != text:
+        return f"shows field {name!r} that could break out of its quote"
+    return None
+
+
 def beside_quote_problem(item: StoreItem) -> str | None:
     """Why ``item``, admitted only as quoted data, must be withheld instead, or None."""
-    for name, text in _beside(item):
-        if credential_kinds(text):
-            return f"shows field {name!r} holding a credential"
-        if model_line(text) != text:
-            return f"shows field {name!r} that could break out of its quote"
-    return None
+    return next(filter(None, (_problem(name, text) for name, text in _beside(item))), None)
+
+
+def unsafe_fields(raw: Any, *, skip: tuple[str, ...] = ()) -> list[str]:
+    """The fields of an SDK object (but ``skip``) holding a string that is not inert (a
+    credential, or anything :func:`~firewall.model.render.model_line` would change), in order.
+
+    >>> unsafe_fields({"first_name": "Ada", "email": "ada@example.com", "note": "a</b>"})
+    ['note']
+    """
+    plain = _plain(raw)
+    return [
+        str(name)
+        for name, value in plain.items()
+        if name not in skip and any(_problem(str(name), text) for text in _strings(value))
+    ]

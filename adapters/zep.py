@@ -11,7 +11,8 @@ refused (:class:`~adapters.errors.BypassRefusedError`):
   carry no memory text);
 * ``zep.graph.episode.add / get / list / delete``;
 * ``zep.graph.search_edges / search_nodes / search_episodes`` and ``zep.graph.get_context``;
-* ``zep.user.create / get / lookup`` (containers, passed through).
+* ``zep.user.create / get / lookup`` (containers: a user's ``metadata`` is not returned, a
+  name or email holding a credential or markup is blanked).
 
 **Writes.** Each message or episode is recorded with its origin (the agent's, joined with what
 its session has read, unless the host passes ``gnomon_origin=``), then written with the
@@ -20,7 +21,9 @@ six; more, or a nested value, is refused *before* anything is recorded
 (:class:`~adapters.errors.StoreMetadataError`). Store ids are ``"<graph uuid>/<uuid>"``: Zep
 addresses an episode through its graph, and a thread's messages are ingested into the user's
 graph as episodes with the message's uuid (where they are not, facts derived from them simply
-count as unknown external content: fail closed).
+count as unknown external content: fail closed). The answers (the episode added, the messages
+stored) are screened as a read, never returned as the server sent them; a message's or
+episode's speaker, metadata and source description are covered by its binding's hash.
 
 **Extracted facts.** Zep's LLM turns episodes into edges (facts) and nodes (entities). They are
 at most *derived*: a fact carries the extractor's label (``agent:zep:graphiti``) joined with its
@@ -58,9 +61,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 
-try:
+with sdk_imports("zep", "zep-cloud"):
     import pydantic
     from zep_cloud import AddMessage
     from zep_cloud.client import AsyncZep, Zep
@@ -77,27 +80,16 @@ try:
         ThreadContextResponse,
     )
     from zep_cloud.user import client as sdk_user
-except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
-    raise MissingSDKError("zep", "zep", "zep-cloud") from exc
 
+from gnomon.adapters import core
 from gnomon.adapters.base import (
     MetadataLimits,
     Page,
     StoreBackend,
     StoreItem,
+    earlier,
     merged_metadata,
     rendered_value,
-)
-from gnomon.adapters.core import (
-    WRITE,
-    Args,
-    Call,
-    Core,
-    Flow,
-    GuardedClient,
-    Resource,
-    guarded,
-    sdk_pair,
 )
 from gnomon.adapters.errors import StoreCallError
 from gnomon.adapters.fern_errors import FernEdge
@@ -105,7 +97,7 @@ from gnomon.adapters.guard import Hits, PendingWrite
 from gnomon.adapters.withheld import Summary, attach
 from gnomon.adapters.zep_context import render_context
 from gnomon.firewall.host.channels import WriteOrigin
-from gnomon.firewall.model.chain import Belief, BindingState, content_hash
+from gnomon.firewall.model.chain import Belief, BindingState
 from gnomon.firewall.model.origin import Origin
 from gnomon.firewall.model.states import SecurityStatus
 
@@ -113,6 +105,8 @@ STORE = "zep"
 #: Zep: at most 10 metadata keys, scalar values or lists of scalars.
 LIMITS = MetadataLimits(max_keys=10, nested=False)
 CONTEXT_MESSAGES = 4
+#: A user's free-form fields: the store's text, with no label or binding (never returned).
+USER_FREE_TEXT = ("metadata",)
 T = TypeVar("T")
 _TAINTED = (SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS)
 
@@ -152,28 +146,36 @@ def content_item(obj: Any, graph: str, call: str) -> StoreItem:
     if not isinstance(uuid, str) or not uuid or not isinstance(text, str):
         raise EDGE.malformed(call, "an item with a uuid and content", obj)
     metadata = getattr(obj, "metadata", None)
+    rendered = speaker_fields(obj)
     return StoreItem(
         store_id=store_id(_graph_of(obj, graph), uuid),
         text=text,
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
         scope={"graph_uuid": _graph_of(obj, graph)},
         raw=obj,
-        rendered=speaker_fields(obj),
+        rendered=rendered,
         text_field="content",
-        earlier_hash=content_hash(text),
+        earlier_hashes=earlier(text, rendered, (), SPEAKER_FIELDS),
     )
 
 
+#: What the hash of a message or episode covered before its source description was rendered.
+SPEAKER_FIELDS = ("role", "name", "metadata")
+
+
 def speaker_fields(obj: Any) -> dict[str, str]:
-    """Who said a message or episode and its metadata, as rendered fields: the binding's hash
-    covers them, so a store edit of the speaker or the metadata is drift. A message and the
-    episode Zep ingests it as share a store id, so both render the same three fields (a
-    message's ``name`` is its episode's ``role_name``)."""
+    """Who said a message or episode, its metadata and (an episode's) source description, as
+    rendered fields: the binding's hash covers them, so a store edit of any is drift. A message
+    and the episode Zep ingests it as share a store id, so both render the same three fields (a
+    message's ``name`` is its episode's ``role_name``); a message has no source description,
+    so one is rendered only where an episode has one (an edit adding one is drift too)."""
     name = getattr(obj, "name", None) if hasattr(obj, "name") else getattr(obj, "role_name", None)
+    source = getattr(obj, "source_description", None)
     return {
         "role": rendered_value(getattr(obj, "role", None)),
         "name": rendered_value(name),
         "metadata": rendered_value(getattr(obj, "metadata", None)),
+        **({"source_description": rendered_value(source)} if source else {}),
     }
 
 
@@ -367,22 +369,14 @@ class ZepBackend(StoreBackend):
 # -- the firewall side shared by the sync and async clients -------------------------------------
 
 
-class _Core(Core):
+class _Core(core.Core):
+    _text_name = "content"
+
     def __init__(self, adapter: Any) -> None:
         super().__init__(adapter)
         self.threads: dict[str, str] = {}  # thread uuid -> graph uuid
 
     # writes
-
-    def begin(
-        self, call: str, text: Any, metadata: Any, origin: WriteOrigin | None
-    ) -> PendingWrite:
-        if not isinstance(text, str):
-            raise StoreCallError(
-                f"content must be a string, got {type(text).__name__}", store=STORE, call=call
-            )
-        checked = merged_metadata(STORE, call, LIMITS, metadata)
-        return self.guard.begin_write(text, checked, origin=origin)
 
     def begin_messages(
         self, messages: Any, origin: WriteOrigin | None, call: str
@@ -411,13 +405,14 @@ class _Core(Core):
 
     def confirm_messages(
         self, pendings: list[PendingWrite], result: Any, graph: str, call: str
-    ) -> None:
+    ) -> list[StoreItem]:
         stored = getattr(result, "messages", None)
         if not isinstance(stored, list) or len(stored) != len(pendings):
             raise EDGE.malformed(call, f"{len(pendings)} stored messages", result)
         items = [content_item(m, graph, call) for m in stored]
         for pending, item in zip(pendings, items, strict=True):
             self.guard.confirm_write(pending, item.store_id, stored=item)
+        return items
 
     # reads
 
@@ -585,65 +580,67 @@ def _thread_graph(thread: Any, call: str) -> str:
     return graph
 
 
-class _Refusing(Resource):
+class _Refusing(core.Resource):
     _store = STORE
     _converted = staticmethod(EDGE.converted)
 
 
-def _paged(**options: Any) -> guarded:
+def _paged(**options: Any) -> core.guarded:
     """A read returning the SDK's pager: one page of the screened items, sync or async."""
-    return guarded(sync=lambda r: _pager(*r), awaited=lambda r: _apager(*r), **options)
+    return core.guarded(sync=lambda r: _pager(*r), awaited=lambda r: _apager(*r), **options)
 
 
 class Thread(_Refusing):
     _path = "thread."
-    _SDK = sdk_pair(sdk_thread, "ThreadClient")
+    _SDK = core.sdk_pair(sdk_thread, "ThreadClient")
     #: The raw ``graph`` resource: a thread's context is read from the thread's graph.
     _graph_client: Any = None
 
-    create = guarded()
-    get = guarded()
+    create = core.guarded()
+    get = core.guarded()
 
-    def _graph(self, thread_uuid: str) -> Flow[str]:
+    def _graph(self, thread_uuid: str) -> core.Flow[str]:
         if thread_uuid not in self._core.threads:
-            thread = yield Call("thread.get", lambda: self._raw.get(thread_uuid))
+            thread = yield core.Call("thread.get", lambda: self._raw.get(thread_uuid))
             self._core.threads[thread_uuid] = _thread_graph(thread, "thread.get")
         return self._core.threads[thread_uuid]  # type: ignore[no-any-return]
 
-    @guarded(extras=WRITE)
-    def add_messages(self, a: Args) -> Flow:
+    @core.guarded(extras=core.WRITE)
+    def add_messages(self, a: core.Args) -> core.Flow:
         """Each message recorded with the label its role gives (the host's user channel for
         role=user), then written with the firewall's metadata keys."""
         graph = yield from self._graph(a["thread_uuid"])
         pendings, sent = self._core.begin_messages(a["messages"], a.origin, a.name)
         with self._core.guard.writing(pendings, a.name):
             result = yield a.raw(messages=sent, return_context=...)
-            self._core.confirm_messages(pendings, result, graph, a.name)
+            items = self._core.confirm_messages(pendings, result, graph, a.name)
         context = None  # the server's own blob, asked for or not, never reaches the caller
         if a.get("return_context"):
             context = yield from self._context(a["thread_uuid"])
-        return result.model_copy(update={"context": context})
+        # the messages as the store answered, screened as a read
+        messages = self._core.each(items, a.name)
+        return result.model_copy(update={"context": context, "messages": messages})
 
     @_paged()
-    def list_messages(self, a: Args) -> Flow:
+    def list_messages(self, a: core.Args) -> core.Flow:
         graph = yield from self._graph(a["thread_uuid"])
         items, response = yield a.raw().then(lambda pager: all_items(pager, a.name))
         return self._core.contents(items, graph, a.name, a.name), response
 
-    @guarded
-    def get_context(self, a: Args) -> Flow:
+    @core.guarded
+    def get_context(self, a: core.Args) -> core.Flow:
         """Rebuilt from the thread graph's facts and entities that pass the policy."""
         return ThreadContextResponse(context=(yield from self._context(a["thread_uuid"])))
 
-    def _context(self, thread_uuid: str) -> Flow[str]:
+    def _context(self, thread_uuid: str) -> core.Flow[str]:
         call = "thread.get_context"
         graph = yield from self._graph(thread_uuid)
-        recent = yield Call(
+        recent = yield core.Call(
             call,
             lambda: self._raw.list_messages(thread_uuid, page_size=CONTEXT_MESSAGES, order="desc"),
         )
         query = self._core.context_query(list(reversed(recent.items or [])), call)
-        response = yield Call(
+        response = yield core.Call(
             call, lambda: self._graph_client.get_context(graph, query=query, include_results=True)
         )
         blob, _, _ = self._core.context(response, graph, call, query)
@@ -652,10 +649,10 @@ class Thread(_Refusing):
 
 class Episodes(_Refusing):
     _path = "graph.episode."
-    _SDK = sdk_pair(sdk_episode, "EpisodeClient")
+    _SDK = core.sdk_pair(sdk_episode, "EpisodeClient")
 
-    @guarded(extras=WRITE)
-    def add(self, a: Args) -> Flow:
+    @core.guarded(extras=core.WRITE)
+    def add(self, a: core.Args) -> core.Flow:
         pending = self._core.begin(a.name, a["data"], a.get("metadata"), a.origin)
 
         def parse(result: Any) -> StoreItem:
@@ -664,50 +661,47 @@ class Episodes(_Refusing):
                 raise EDGE.malformed(a.name, "an AddEpisodeResult with an episode", result)
             return content_item(episode, a["graph_uuid"], a.name)
 
-        result, _ = yield from self._core.write(
+        result, item = yield from self._core.write(
             pending, a.raw(data=pending.text, metadata=pending.metadata), parse, stored=True
         )
-        return result
+        return result.model_copy(update={"episode": self._core.episode(item, a.name)})
 
-    @guarded
-    def get(self, a: Args) -> Flow:
+    @core.guarded
+    def get(self, a: core.Args) -> core.Flow:
         episode = yield a.raw()
         return self._core.episode(content_item(episode, a["graph_uuid"], a.name), a.name)
 
     @_paged()
-    def list(self, a: Args) -> Flow:
+    def list(self, a: core.Args) -> core.Flow:
         items, response = yield a.raw().then(lambda pager: all_items(pager, a.name))
         return self._core.contents(items, a["graph_uuid"], a.name, a.name), response
 
-    @guarded(extras=WRITE)
-    def delete(self, a: Args) -> Flow:
-        ident = store_id(a["graph_uuid"], a["episode_uuid"])
-        return (yield from self._core.delete(ident, a.raw(), a.origin))
+    delete = core.deleting(lambda a: store_id(a["graph_uuid"], a["episode_uuid"]))
 
 
 class Graph(_Refusing):
     _path = "graph."
-    _SDK = sdk_pair(sdk_graph, "GraphClient")
-    _children: ClassVar[dict[str, type[Resource]]] = {"episode": Episodes}
+    _SDK = core.sdk_pair(sdk_graph, "GraphClient")
+    _children = core.children(Episodes)
 
-    def _search(self, a: Args, screen: Callable[..., list[Any]]) -> Flow:
+    def _search(self, a: core.Args, screen: Callable[..., list[Any]]) -> core.Flow:
         items, response = yield a.raw().then(lambda pager: all_items(pager, a.name))
         return screen(items, a["graph_uuid"], a.name, a["query"]), response
 
     @_paged()
-    def search_edges(self, a: Args) -> Flow:
+    def search_edges(self, a: core.Args) -> core.Flow:
         return (yield from self._search(a, self._core.derived))
 
     @_paged()
-    def search_nodes(self, a: Args) -> Flow:
+    def search_nodes(self, a: core.Args) -> core.Flow:
         return (yield from self._search(a, self._core.derived))
 
     @_paged()
-    def search_episodes(self, a: Args) -> Flow:
+    def search_episodes(self, a: core.Args) -> core.Flow:
         return (yield from self._search(a, self._core.contents))
 
-    @guarded
-    def get_context(self, a: Args) -> Flow:
+    @core.guarded
+    def get_context(self, a: core.Args) -> core.Flow:
         """Rebuilt from the edges and nodes that pass the policy (see the module docstring)."""
         graph, query = a["graph_uuid"], a["query"]
         response = yield a.raw(include_results=True)
@@ -721,17 +715,18 @@ class Graph(_Refusing):
 
 
 class User(_Refusing):
-    """Containers (no memory text): passed through."""
+    """Containers (no memory text): a user's ``metadata`` is not returned, and a name or email
+    holding a credential or markup is blanked (:meth:`Core.container`)."""
 
     _path = "user."
-    _SDK = sdk_pair(sdk_user, "UserClient")
+    _SDK = core.sdk_pair(sdk_user, "UserClient")
 
-    create = guarded()
-    get = guarded()
-    lookup = guarded()
+    create = core.container(*USER_FREE_TEXT)
+    get = core.container(*USER_FREE_TEXT)
+    lookup = core.container(*USER_FREE_TEXT)
 
 
-class GuardedZep(GuardedClient):
+class GuardedZep(core.GuardedClient):
     """A ``zep_cloud.client.Zep`` behind the firewall (see the module docstring).
 
     ``gnomon_origin=`` on a write (host code only) records it with an explicit origin;
@@ -743,11 +738,7 @@ class GuardedZep(GuardedClient):
     _store = STORE
     _SDK = (Zep, AsyncZep)
     _Core = _Core
-    _children: ClassVar[dict[str, type[Resource]]] = {
-        "thread": Thread,
-        "graph": Graph,
-        "user": User,
-    }
+    _children = core.children(Thread, Graph, User)
 
     def _wire(self, client: Any) -> None:
         self.thread._graph_client = client.graph

@@ -16,8 +16,10 @@ is refused (:class:`~adapters.errors.BypassRefusedError`):
   ``zep.memory.get_session_messages`` (reads), ``zep.memory.update_message_metadata``
   (the firewall's ``gnomon_*`` keys refused; a message the firewall holds is refused: its
   binding covers its metadata);
-* ``zep.memory.add_session / get_session`` and ``zep.user.add / get`` (containers, passed
-  through, except a session's ``facts``: memory text, screened as :meth:`get`'s facts are).
+* ``zep.memory.add_session / get_session`` and ``zep.user.add / get`` (containers: their
+  ``metadata`` and a session's ``classifications`` are not returned, a field holding a
+  credential or markup is blanked, and a session's ``facts``, memory text, are screened as
+  :meth:`get`'s facts are).
 
 **Writes.** Each message is recorded with its origin (the agent's, joined with what its session
 has read, unless the host passes ``gnomon_origin=``), then sent with the firewall's four
@@ -57,18 +59,17 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
-from gnomon.adapters.errors import MissingSDKError
+from gnomon.adapters.errors import sdk_imports
 
-try:
+with sdk_imports("zep-legacy", "zep-python"):
     from pydantic import v1 as pydantic_v1
     from zep_python.client import Zep
     from zep_python.core.api_error import ApiError
     from zep_python.external_clients import memory as sdk_memory
     from zep_python.external_clients import user as sdk_user
     from zep_python.types import Memory, Message, Session, SessionSearchResponse
-except ImportError as exc:  # pragma: no cover - exercised by the missing-SDK test
-    raise MissingSDKError("zep-legacy", "zep-legacy", "zep-python") from exc
 
+from gnomon.adapters import core
 from gnomon.adapters.base import (
     BELIEF_KEY,
     MetadataLimits,
@@ -78,7 +79,6 @@ from gnomon.adapters.base import (
     rendered_value,
 )
 from gnomon.adapters.base import merged_metadata as _merged
-from gnomon.adapters.core import WRITE, Args, Call, Core, Flow, GuardedClient, Resource, guarded
 from gnomon.adapters.errors import (
     StoreCallError,
     StoreMetadataError,
@@ -146,7 +146,7 @@ def message_item(message: Any, session_id: str, call: str) -> StoreItem:
         raw=message,
         rendered={f: rendered_value(getattr(message, f, None)) for f in SPEAKER_FIELDS},
         text_field="content",
-        earlier_hash=content_hash(text),
+        earlier_hashes=(content_hash(text),),
     )
 
 
@@ -279,12 +279,21 @@ def find_written(
 # -- the guarded client ----------------------------------------------------------------------
 
 
-class _Core(Core):
+class _Core(core.Core):
     def annotate(self, screened: Screened) -> Any:
         return annotate(screened)  # zep-python's models are pydantic v1
 
+    def copied(self, model: Any, update: Mapping[str, Any]) -> Any:
+        return model.copy(update=update)
 
-class _Refusing(Resource):
+
+#: A session's and a user's free-form fields: the store's text with no label or binding
+#: (an LLM's classifications of a session, the caller's metadata), never returned.
+SESSION_FREE_TEXT = ("metadata", "classifications")
+USER_FREE_TEXT = ("metadata",)
+
+
+class _Refusing(core.Resource):
     _store = STORE
     _converted = staticmethod(EDGE.converted)
 
@@ -294,29 +303,30 @@ class LegacyMemory(_Refusing):
     _SDK = (sdk_memory.MemoryClient, None)
 
     # containers
-    add_session = guarded()
+    add_session = core.container(*SESSION_FREE_TEXT)
 
-    @guarded
-    def get_session(self, a: Args) -> Flow:
-        """The session (a container), its ``facts`` (memory text Zep derived) screened as the
-        facts of :meth:`get` are: only those that pass, as plain text."""
+    @core.guarded
+    def get_session(self, a: core.Args) -> core.Flow:
+        """The session (a container: see :meth:`Core.container`), its ``facts`` (memory text
+        Zep derived) screened as the facts of :meth:`get` are: only those that pass, as plain
+        text."""
         found = yield a.raw()
         if not isinstance(found, Session):
             raise EDGE.malformed(a.name, "a Session", found)
+        found = self._core.container(found, SESSION_FREE_TEXT, skip=("facts",))
         facts = [f for f in found.facts or [] if isinstance(f, str)]
         if not facts:
             return found.copy(update={"facts": None}) if found.facts else found
         session = a["session_id"]
         items = [derived_item("fact", None, f, session, f) for f in facts]
         hits = self._core.screen(items, a.name)
-        return attach(
-            found.copy(update={"facts": [s.item.text for s in hits if s.passed]}), hits.summary
-        )
+        kept = found.copy(update={"facts": [s.item.text for s in hits if s.passed]})
+        return attach(kept, {**hits.summary, **getattr(found, "gnomon", {})})
 
     # writes
 
-    @guarded(extras=WRITE)
-    def add(self, a: Args) -> Flow:
+    @core.guarded(extras=core.WRITE)
+    def add(self, a: core.Args) -> core.Flow:
         """Each message recorded with the label its ``role_type`` gives (the host's user
         channel for ``user``), sent with the firewall's keys, then found again by belief id."""
         messages, session = a["messages"], a["session_id"]
@@ -345,13 +355,15 @@ class LegacyMemory(_Refusing):
         metadatas = [p.metadata for p in pendings]
         with guard.writing(pendings, a.name):
             result = yield a.raw(messages=sent)
-            items = yield Call(a.name, lambda: find_written(self._raw, session, metadatas, a.name))
+            items = yield core.Call(
+                a.name, lambda: find_written(self._raw, session, metadatas, a.name)
+            )
         for pending, item in zip(pendings, items, strict=True):
             guard.confirm_write(pending, item.store_id, stored=item)
         return result
 
-    @guarded
-    def update_message_metadata(self, a: Args) -> Flow:
+    @core.guarded
+    def update_message_metadata(self, a: core.Args) -> core.Flow:
         """Passed through for a message the firewall has not seen, the firewall's ``gnomon_*``
         keys refused. A message it holds a binding for is refused: its binding's hash covers
         its metadata, so the edit would make a memory read back as drifted."""
@@ -367,8 +379,8 @@ class LegacyMemory(_Refusing):
 
     # reads
 
-    @guarded
-    def get(self, a: Args) -> Flow:
+    @core.guarded
+    def get(self, a: core.Args) -> core.Flow:
         """The session's memory rebuilt from the messages, facts and summary that pass."""
         session = a["session_id"]
         memory = yield a.raw()
@@ -401,8 +413,8 @@ class LegacyMemory(_Refusing):
         )
         return attach(rebuilt, hits.summary)
 
-    @guarded
-    def search_sessions(self, a: Args) -> Flow:
+    @core.guarded
+    def search_sessions(self, a: core.Args) -> core.Flow:
         """Only results with a part (message, fact, summary) that passes the screen, holding only
         the parts that passed: a part the screen did not pass is never returned (no raw text)."""
         response = yield a.raw()
@@ -436,8 +448,8 @@ class LegacyMemory(_Refusing):
         ]
         return attach(response.copy(update={"results": kept}), screened.summary)
 
-    @guarded
-    def get_session_messages(self, a: Args) -> Flow:
+    @core.guarded
+    def get_session_messages(self, a: core.Args) -> core.Flow:
         session = a["session_id"]
         response = yield a.raw()
         items = [message_item(m, session, a.name) for m in _messages(response, a.name)]
@@ -446,16 +458,16 @@ class LegacyMemory(_Refusing):
 
 
 class LegacyUser(_Refusing):
-    """Containers (no memory text): passed through."""
+    """Containers (no memory text): screened as :meth:`Core.container` screens them."""
 
     _path = "user."
     _SDK = (sdk_user.UserClient, None)
 
-    add = guarded()
-    get = guarded()
+    add = core.container(*USER_FREE_TEXT)
+    get = core.container(*USER_FREE_TEXT)
 
 
-class GuardedLegacyZep(GuardedClient):
+class GuardedLegacyZep(core.GuardedClient):
     """A ``zep_python.client.Zep`` (2.x) behind the firewall (see the module docstring).
 
     ``gnomon_origin=`` on ``memory.add`` (host code only) records it with an explicit origin;
@@ -468,7 +480,7 @@ class GuardedLegacyZep(GuardedClient):
     _SDK = (Zep, None)
     _Core = _Core
     _client_hint = "construct it as Zep(base_url='http://host:8000', api_key=...)"
-    _children: ClassVar[dict[str, type[Resource]]] = {"memory": LegacyMemory, "user": LegacyUser}
+    _children = core.children(LegacyMemory, LegacyUser)
 
     def _backend(self, client: Zep) -> LegacyZepBackend:
         return LegacyZepBackend(client)

@@ -143,7 +143,10 @@ def test_infer_true_facts_carry_the_join_of_the_inputs(wall: Firewall, tmp_path:
         [{"role": "user", "content": "Summarize what you read."}], user_id="alice", infer=True
     )
     assert len(llm.calls) == 1
-    assert [r["memory"] for r in out["results"]] == [
+    # the facts are the extractor's text over a tainted session: the answer screens them as a
+    # read does (the default policy withholds them: ids kept, no text)
+    assert [(r["memory"], r["gnomon"]["withheld"]) for r in out["results"]] == [("", True)] * 2
+    assert [raw.get(r["id"])["memory"] for r in out["results"]] == [
         "Deploys always use --force",
         "Alice likes tea",
     ]
