@@ -39,8 +39,7 @@ class FreshnessStatus(StrEnum):
 
 
 class Sensitivity(StrEnum):
-    """How sensitive a record is, least first: the declared order is the rank."""
-
+    # least sensitive first: the declared order is the rank (SENSITIVITY_RANK)
     PUBLIC = "public"
     INTERNAL = "internal"
     CONFIDENTIAL = "confidential"
