@@ -29,6 +29,7 @@ fact, or a file that no longer contains the quote, shows up as drift.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -88,13 +89,14 @@ class SourceCheck:
     source: str
     relation: str
     quality: str
-    observation_id: str | None
-    block_index: int | None
-    quote: str | None
-    recorded_hash: str | None
-    current_hash: str | None
     verified_against_source: bool | None
     detail: str
+    #: the anchor checked, as far as there is one: the observation, the block and its quote
+    observation_id: str | None = None
+    block_index: int | None = None
+    quote: str | None = None
+    recorded_hash: str | None = None
+    current_hash: str | None = None
     path: str | None = None
     path_verified: bool | None = None
 
@@ -129,28 +131,47 @@ class WhyResult:
 # -- resolution --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Window:
+    """When a question asks about: one moment (``at``), a span (``since``/``until``), or now."""
+
+    at: datetime | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def find(self, store: Store, where: BeliefFilter) -> list[Belief]:
+        """The beliefs ``where`` selects as they stood then (the latest version in a span)."""
+        if self.at is not None:
+            return store.find_beliefs_as_of(where, self.at)
+        if self.since is not None or self.until is not None:
+            versions = store.find_belief_versions(where, since=self.since, until=self.until)
+            return _latest_per_id(versions)
+        return store.find_beliefs(where)
+
+    def by_id(self, store: Store, query: str) -> Belief | None:
+        """The belief whose id is ``query``, as it stood then."""
+        if " " in query:
+            return None
+        at, since, until = self.at, self.since, self.until
+        if at is None and since is None and until is None:
+            return store.get_belief(query)
+        held = [
+            v
+            for v in history_of(store, query)
+            if _overlaps(v, since if at is None else at, until if at is None else at)
+        ]
+        return held[-1].belief if held else None
+
+
 def resolve(
-    store: Store,
-    query: str,
-    *,
-    at: datetime | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    limit: int = 20,
+    store: Store, query: str, window: Window = Window(), limit: int = 20
 ) -> tuple[str | None, list[Belief]]:
     """``(how, beliefs)``: the first of id, subject, topic, text that finds anything."""
     query = query.strip()
     if not query:
         return None, []
-
-    def find(where: BeliefFilter) -> list[Belief]:
-        if at is not None:
-            return store.find_beliefs_as_of(where, at)
-        if since is not None or until is not None:
-            return _latest_per_id(store.find_belief_versions(where, since=since, until=until))
-        return store.find_beliefs(where)
-
-    by_id = _by_id(store, query, at=at, since=since, until=until)
+    find = functools.partial(window.find, store)
+    by_id = window.by_id(store, query)
     if by_id is not None:
         return "id", [by_id]
     found = find(BeliefFilter(subject=query, limit=limit))
@@ -168,26 +189,6 @@ def resolve(
         return "topic", list(topic.values())[:limit]
     found = find(BeliefFilter(text=query, limit=limit))
     return ("text", found) if found else (None, [])
-
-
-def _by_id(
-    store: Store,
-    query: str,
-    *,
-    at: datetime | None,
-    since: datetime | None,
-    until: datetime | None,
-) -> Belief | None:
-    if " " in query:
-        return None
-    if at is None and since is None and until is None:
-        return store.get_belief(query)
-    held = [
-        v
-        for v in history_of(store, query)
-        if _overlaps(v, since if at is None else at, until if at is None else at)
-    ]
-    return held[-1].belief if held else None
 
 
 def _latest_per_id(versions: Sequence[Belief]) -> list[Belief]:
@@ -332,11 +333,6 @@ def check_sources(store: Store, belief: Belief) -> list[SourceCheck]:
             out.append(
                 SourceCheck(
                     **base,
-                    observation_id=None,
-                    block_index=None,
-                    quote=None,
-                    recorded_hash=None,
-                    current_hash=None,
                     verified_against_source=None,
                     detail="no quote anchor: the source is not an observation",
                 )
@@ -349,13 +345,9 @@ def check_sources(store: Store, belief: Belief) -> list[SourceCheck]:
             out.append(
                 SourceCheck(
                     **base,
-                    observation_id=obs_id,
-                    block_index=None,
-                    quote=None,
-                    recorded_hash=None,
-                    current_hash=None,
                     verified_against_source=False,
                     detail=f"observation {obs_id} is missing from the store",
+                    observation_id=obs_id,
                 )
             )
             continue
@@ -369,14 +361,10 @@ def check_sources(store: Store, belief: Belief) -> list[SourceCheck]:
 def _check_block(
     belief: Belief, observation: Observation, index: int, base: dict[str, Any]
 ) -> SourceCheck:
+    anchor = dict(base, observation_id=observation.id, block_index=index, quote=belief.statement)
     if index >= len(observation.blocks) or index >= len(observation.block_hashes):
         return SourceCheck(
-            **base,
-            observation_id=observation.id,
-            block_index=index,
-            quote=belief.statement,
-            recorded_hash=None,
-            current_hash=None,
+            **anchor,
             verified_against_source=False,
             detail=f"block {index} is missing from observation {observation.id}",
         )
@@ -398,14 +386,11 @@ def _check_block(
     elif path_ok:
         detail += f"; {path_note}"
     return SourceCheck(
-        **base,
-        observation_id=observation.id,
-        block_index=index,
-        quote=belief.statement,
-        recorded_hash=recorded,
-        current_hash=current,
+        **anchor,
         verified_against_source=ok,
         detail=detail,
+        recorded_hash=recorded,
+        current_hash=current,
         path=path,
         path_verified=path_ok,
     )
@@ -422,15 +407,11 @@ def _check_observation(observation: Observation, base: dict[str, Any]) -> Source
     ok = not changed and len(observation.blocks) == len(observation.block_hashes)
     return SourceCheck(
         **base,
-        observation_id=observation.id,
-        block_index=None,
-        quote=None,
-        recorded_hash=None,
-        current_hash=None,
         verified_against_source=ok,
         detail="every stored block matches its recorded hash"
         if ok
         else f"stored blocks changed since recorded: {changed}",
+        observation_id=observation.id,
     )
 
 
@@ -496,7 +477,7 @@ def why(
     >>> found.entries[0].verified_against_source
     True
     """
-    how, beliefs = resolve(store, query, at=at, since=since, until=until, limit=limit)
+    how, beliefs = resolve(store, query, Window(at, since, until), limit)
     return WhyResult(
         query=query,
         resolved_by=how,
@@ -634,6 +615,7 @@ __all__ = [
     "SupersessionLink",
     "VersionView",
     "WhyResult",
+    "Window",
     "check_sources",
     "contradicting",
     "explain",
