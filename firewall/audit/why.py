@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -89,14 +89,13 @@ class SourceCheck:
     source: str
     relation: str
     quality: str
+    observation_id: str | None
+    block_index: int | None
+    quote: str | None
+    recorded_hash: str | None
+    current_hash: str | None
     verified_against_source: bool | None
     detail: str
-    #: the anchor checked, as far as there is one: the observation, the block and its quote
-    observation_id: str | None = None
-    block_index: int | None = None
-    quote: str | None = None
-    recorded_hash: str | None = None
-    current_hash: str | None = None
     path: str | None = None
     path_verified: bool | None = None
 
@@ -330,25 +329,14 @@ def check_sources(store: Store, belief: Belief) -> list[SourceCheck]:
             "quality": item.quality.value,
         }
         if not obs_id.startswith("obs_"):
-            out.append(
-                SourceCheck(
-                    **base,
-                    verified_against_source=None,
-                    detail="no quote anchor: the source is not an observation",
-                )
-            )
+            out.append(_unanchored(base, None, "no quote anchor: the source is not an observation"))
             continue
         if obs_id not in cache:
             cache[obs_id] = store.get_observation(obs_id)
         observation = cache[obs_id]
         if observation is None:
             out.append(
-                SourceCheck(
-                    **base,
-                    verified_against_source=False,
-                    detail=f"observation {obs_id} is missing from the store",
-                    observation_id=obs_id,
-                )
+                _unanchored(base, False, f"observation {obs_id} is missing from the store", obs_id)
             )
             continue
         if index_text.isdigit():
@@ -365,6 +353,8 @@ def _check_block(
     if index >= len(observation.blocks) or index >= len(observation.block_hashes):
         return SourceCheck(
             **anchor,
+            recorded_hash=None,
+            current_hash=None,
             verified_against_source=False,
             detail=f"block {index} is missing from observation {observation.id}",
         )
@@ -387,10 +377,10 @@ def _check_block(
         detail += f"; {path_note}"
     return SourceCheck(
         **anchor,
-        verified_against_source=ok,
-        detail=detail,
         recorded_hash=recorded,
         current_hash=current,
+        verified_against_source=ok,
+        detail=detail,
         path=path,
         path_verified=path_ok,
     )
@@ -405,14 +395,35 @@ def _check_observation(observation: Observation, base: dict[str, Any]) -> Source
         if block_hash(text) != recorded
     ]
     ok = not changed and len(observation.blocks) == len(observation.block_hashes)
+    detail = (
+        "every stored block matches its recorded hash"
+        if ok
+        else f"stored blocks changed since recorded: {changed}"
+    )
+    return _unanchored(base, ok, detail, observation.id)
+
+
+def _unanchored(
+    base: dict[str, Any], verified: bool | None, detail: str, observation_id: str | None = None
+) -> SourceCheck:
+    """A check with no block to compare: the source is no observation, a missing one, or a
+    whole observation."""
     return SourceCheck(
         **base,
-        verified_against_source=ok,
-        detail="every stored block matches its recorded hash"
-        if ok
-        else f"stored blocks changed since recorded: {changed}",
-        observation_id=observation.id,
+        **_NO_BLOCK,
+        observation_id=observation_id,
+        verified_against_source=verified,
+        detail=detail,
     )
+
+
+#: The block fields of a check that has no block to compare.
+_NO_BLOCK: dict[str, Any] = {
+    "block_index": None,
+    "quote": None,
+    "recorded_hash": None,
+    "current_hash": None,
+}
 
 
 def _check_file(observation: Observation, quote: str) -> tuple[str | None, bool | None, str]:
@@ -550,21 +561,8 @@ def version_json(v: VersionView) -> dict[str, Any]:
 
 
 def source_json(s: SourceCheck) -> dict[str, Any]:
-    return {
-        "evidence_id": s.evidence_id,
-        "source": s.source,
-        "relation": s.relation,
-        "quality": s.quality,
-        "observation_id": s.observation_id,
-        "block_index": s.block_index,
-        "quote": s.quote,
-        "recorded_hash": s.recorded_hash,
-        "current_hash": s.current_hash,
-        "verified_against_source": s.verified_against_source,
-        "detail": s.detail,
-        "path": s.path,
-        "path_verified": s.path_verified,
-    }
+    """Every field of the check, in declared order."""
+    return {f.name: getattr(s, f.name) for f in fields(s)}
 
 
 def why_json(result: WhyResult) -> dict[str, Any]:
