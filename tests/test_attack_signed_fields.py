@@ -3,13 +3,14 @@ of a signed record and edits any one field (here the ones that widen it most) ho
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
+from gnomon import firewall
 from gnomon.firewall.gate.grants import GrantAuthority, GrantSigner, GrantVerifier
-from gnomon.firewall.kernel.approvals import ApprovalRequest, ApprovalSigner, check_approval
 from gnomon.firewall.model.errors import ForgedApprovalError, ForgedGrantError
+from gnomon.probes._kernel import host
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -25,22 +26,12 @@ def test_attack_a_grant_widened_to_every_project_is_forged() -> None:
 
 
 def test_attack_a_denial_edited_into_an_approval_is_forged() -> None:
-    approver = ApprovalSigner.generate("alice")
-    request = ApprovalRequest(
-        id="req_1",
-        action_id="act_1",
-        session_id="ses_1",
-        project="shop",
-        tool="git_push",
-        level="L4",
-        inputs_digest="inputs",
-        policy_digest="policy",
-        reasons=("L4 is always held",),
-        created_at=NOW,
-        deadline=NOW + timedelta(minutes=15),
-    )
-    denial = approver.deny(request, now=NOW)
-    assert check_approval(denial, request, [approver.public_key], now=NOW).decision == "deny"
-    edited = denial.model_copy(update={"decision": "approve"})
-    with pytest.raises(ForgedApprovalError, match="does not verify"):
-        check_approval(edited, request, [approver.public_key], now=NOW)
+    wall = firewall.open("memory://")
+    with host(wall) as h, wall.session(project="shop", actor="coder", user="alice") as s:
+        push = {"repo": "/nonexistent", "remote": "origin", "branch": "main"}
+        held = h.kernel.handle(s).request("git_push", push)
+        request = next(r for r in h.kernel.holds() if r.id == held.request_id)
+        denial = h.approver.deny(request)
+        with pytest.raises(ForgedApprovalError, match="does not verify"):
+            h.kernel.submit(denial.model_copy(update={"decision": "approve"}))
+        assert h.ran == []
