@@ -50,24 +50,10 @@ from typing import Any
 
 from gnomon.firewall.gate.policy import ContextPolicy, ReasonCode
 from gnomon.firewall.log.events import IMPORTS, MOVES, RECORD_TYPES
+from gnomon.firewall.model import states
 from gnomon.firewall.model.chain import BindingState
 from gnomon.firewall.model.ids import PREFIXES
 from gnomon.firewall.model.origin import Integrity, OriginClass
-from gnomon.firewall.model.states import (
-    Authority,
-    Axis,
-    ClaimKind,
-    EvidenceQuality,
-    EvidenceRelation,
-    ExtractionMethod,
-    FreshnessStatus,
-    ObservationTrust,
-    RetrievalStatus,
-    Scope,
-    SecurityStatus,
-    Sensitivity,
-    TruthStatus,
-)
 
 _ID = re.compile(rf"(?:{'|'.join(sorted(PREFIXES))})_[0-9a-f]{{28}}")
 _HEX = re.compile(r"(?:sha256:)?[0-9a-f]{16,128}")
@@ -119,36 +105,32 @@ HOST_NAMED = frozenset(
         "via",
     }
 )
-_STATES = frozenset(
-    s.value
-    for enum in (TruthStatus, RetrievalStatus, SecurityStatus, FreshnessStatus)
-    for s in enum
-)
+_STATES = frozenset(s.value for enum in states.AXIS_ENUM.values() for s in enum)
 #: Fields whose values come from a fixed vocabulary.
 VOCABULARY: dict[str, frozenset[str]] = {
-    "authority": frozenset(a.value for a in Authority),
-    "axis": frozenset(a.value for a in Axis),
+    "authority": frozenset(a.value for a in states.Authority),
+    "axis": frozenset(a.value for a in states.Axis),
     "classes": frozenset(c.value for c in OriginClass),
     "decision": frozenset({"approve", "deny"}),
-    "extraction": frozenset(m.value for m in ExtractionMethod),
-    "freshness": frozenset(f.value for f in FreshnessStatus),
-    "freshness_status": frozenset(f.value for f in FreshnessStatus),
+    "extraction": frozenset(m.value for m in states.ExtractionMethod),
+    "freshness": frozenset(f.value for f in states.FreshnessStatus),
+    "freshness_status": frozenset(f.value for f in states.FreshnessStatus),
     "from_state": _STATES,
     "integrity": frozenset(i.name.lower() for i in Integrity),
-    "kind": frozenset(k.value for k in ClaimKind),
+    "kind": frozenset(k.value for k in states.ClaimKind),
     "outcome": frozenset({"allow", "deny", "hold"}),
-    "quality": frozenset(q.value for q in EvidenceQuality),
+    "quality": frozenset(q.value for q in states.EvidenceQuality),
     "rejected": frozenset(r.value for r in ReasonCode),
-    "relation": frozenset(r.value for r in EvidenceRelation),
-    "retrieval_status": frozenset(r.value for r in RetrievalStatus),
-    "scope": frozenset(s.value for s in Scope),
-    "security_status": frozenset(s.value for s in SecurityStatus),
-    "sensitivity": frozenset(s.value for s in Sensitivity),
+    "relation": frozenset(r.value for r in states.EvidenceRelation),
+    "retrieval_status": frozenset(r.value for r in states.RetrievalStatus),
+    "scope": frozenset(s.value for s in states.Scope),
+    "security_status": frozenset(s.value for s in states.SecurityStatus),
+    "sensitivity": frozenset(s.value for s in states.Sensitivity),
     "state": frozenset(b.value for b in BindingState),
     "to_state": _STATES,
-    "trust": frozenset(t.value for t in ObservationTrust),
-    "truth_status": frozenset(t.value for t in TruthStatus),
-    "dependency_truth": frozenset(t.value for t in TruthStatus),
+    "trust": frozenset(t.value for t in states.ObservationTrust),
+    "truth_status": frozenset(t.value for t in states.TruthStatus),
+    "dependency_truth": frozenset(t.value for t in states.TruthStatus),
 }
 #: Subtrees that are a caller's own data: every string under them, keys included, is free text.
 CALLER_DATA = frozenset({"args", "arguments", "inputs", "metadata"})

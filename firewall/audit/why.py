@@ -29,8 +29,9 @@ fact, or a file that no longer contains the quote, shows up as drift.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -129,28 +130,47 @@ class WhyResult:
 # -- resolution --------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Window:
+    """When a question asks about: one moment (``at``), a span (``since``/``until``), or now."""
+
+    at: datetime | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def find(self, store: Store, where: BeliefFilter) -> list[Belief]:
+        """The beliefs ``where`` selects as they stood then (the latest version in a span)."""
+        if self.at is not None:
+            return store.find_beliefs_as_of(where, self.at)
+        if self.since is not None or self.until is not None:
+            versions = store.find_belief_versions(where, since=self.since, until=self.until)
+            return _latest_per_id(versions)
+        return store.find_beliefs(where)
+
+    def by_id(self, store: Store, query: str) -> Belief | None:
+        """The belief whose id is ``query``, as it stood then."""
+        if " " in query:
+            return None
+        at, since, until = self.at, self.since, self.until
+        if at is None and since is None and until is None:
+            return store.get_belief(query)
+        held = [
+            v
+            for v in history_of(store, query)
+            if _overlaps(v, since if at is None else at, until if at is None else at)
+        ]
+        return held[-1].belief if held else None
+
+
 def resolve(
-    store: Store,
-    query: str,
-    *,
-    at: datetime | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    limit: int = 20,
+    store: Store, query: str, window: Window = Window(), limit: int = 20
 ) -> tuple[str | None, list[Belief]]:
     """``(how, beliefs)``: the first of id, subject, topic, text that finds anything."""
     query = query.strip()
     if not query:
         return None, []
-
-    def find(where: BeliefFilter) -> list[Belief]:
-        if at is not None:
-            return store.find_beliefs_as_of(where, at)
-        if since is not None or until is not None:
-            return _latest_per_id(store.find_belief_versions(where, since=since, until=until))
-        return store.find_beliefs(where)
-
-    by_id = _by_id(store, query, at=at, since=since, until=until)
+    find = functools.partial(window.find, store)
+    by_id = window.by_id(store, query)
     if by_id is not None:
         return "id", [by_id]
     found = find(BeliefFilter(subject=query, limit=limit))
@@ -168,26 +188,6 @@ def resolve(
         return "topic", list(topic.values())[:limit]
     found = find(BeliefFilter(text=query, limit=limit))
     return ("text", found) if found else (None, [])
-
-
-def _by_id(
-    store: Store,
-    query: str,
-    *,
-    at: datetime | None,
-    since: datetime | None,
-    until: datetime | None,
-) -> Belief | None:
-    if " " in query:
-        return None
-    if at is None and since is None and until is None:
-        return store.get_belief(query)
-    held = [
-        v
-        for v in history_of(store, query)
-        if _overlaps(v, since if at is None else at, until if at is None else at)
-    ]
-    return held[-1].belief if held else None
 
 
 def _latest_per_id(versions: Sequence[Belief]) -> list[Belief]:
@@ -329,34 +329,14 @@ def check_sources(store: Store, belief: Belief) -> list[SourceCheck]:
             "quality": item.quality.value,
         }
         if not obs_id.startswith("obs_"):
-            out.append(
-                SourceCheck(
-                    **base,
-                    observation_id=None,
-                    block_index=None,
-                    quote=None,
-                    recorded_hash=None,
-                    current_hash=None,
-                    verified_against_source=None,
-                    detail="no quote anchor: the source is not an observation",
-                )
-            )
+            out.append(_unanchored(base, None, "no quote anchor: the source is not an observation"))
             continue
         if obs_id not in cache:
             cache[obs_id] = store.get_observation(obs_id)
         observation = cache[obs_id]
         if observation is None:
             out.append(
-                SourceCheck(
-                    **base,
-                    observation_id=obs_id,
-                    block_index=None,
-                    quote=None,
-                    recorded_hash=None,
-                    current_hash=None,
-                    verified_against_source=False,
-                    detail=f"observation {obs_id} is missing from the store",
-                )
+                _unanchored(base, False, f"observation {obs_id} is missing from the store", obs_id)
             )
             continue
         if index_text.isdigit():
@@ -369,12 +349,10 @@ def check_sources(store: Store, belief: Belief) -> list[SourceCheck]:
 def _check_block(
     belief: Belief, observation: Observation, index: int, base: dict[str, Any]
 ) -> SourceCheck:
+    anchor = dict(base, observation_id=observation.id, block_index=index, quote=belief.statement)
     if index >= len(observation.blocks) or index >= len(observation.block_hashes):
         return SourceCheck(
-            **base,
-            observation_id=observation.id,
-            block_index=index,
-            quote=belief.statement,
+            **anchor,
             recorded_hash=None,
             current_hash=None,
             verified_against_source=False,
@@ -398,10 +376,7 @@ def _check_block(
     elif path_ok:
         detail += f"; {path_note}"
     return SourceCheck(
-        **base,
-        observation_id=observation.id,
-        block_index=index,
-        quote=belief.statement,
+        **anchor,
         recorded_hash=recorded,
         current_hash=current,
         verified_against_source=ok,
@@ -420,18 +395,35 @@ def _check_observation(observation: Observation, base: dict[str, Any]) -> Source
         if block_hash(text) != recorded
     ]
     ok = not changed and len(observation.blocks) == len(observation.block_hashes)
+    detail = (
+        "every stored block matches its recorded hash"
+        if ok
+        else f"stored blocks changed since recorded: {changed}"
+    )
+    return _unanchored(base, ok, detail, observation.id)
+
+
+def _unanchored(
+    base: dict[str, Any], verified: bool | None, detail: str, observation_id: str | None = None
+) -> SourceCheck:
+    """A check with no block to compare: the source is no observation, a missing one, or a
+    whole observation."""
     return SourceCheck(
         **base,
-        observation_id=observation.id,
-        block_index=None,
-        quote=None,
-        recorded_hash=None,
-        current_hash=None,
-        verified_against_source=ok,
-        detail="every stored block matches its recorded hash"
-        if ok
-        else f"stored blocks changed since recorded: {changed}",
+        **_NO_BLOCK,
+        observation_id=observation_id,
+        verified_against_source=verified,
+        detail=detail,
     )
+
+
+#: The block fields of a check that has no block to compare.
+_NO_BLOCK: dict[str, Any] = {
+    "block_index": None,
+    "quote": None,
+    "recorded_hash": None,
+    "current_hash": None,
+}
 
 
 def _check_file(observation: Observation, quote: str) -> tuple[str | None, bool | None, str]:
@@ -496,7 +488,7 @@ def why(
     >>> found.entries[0].verified_against_source
     True
     """
-    how, beliefs = resolve(store, query, at=at, since=since, until=until, limit=limit)
+    how, beliefs = resolve(store, query, Window(at, since, until), limit)
     return WhyResult(
         query=query,
         resolved_by=how,
@@ -569,21 +561,8 @@ def version_json(v: VersionView) -> dict[str, Any]:
 
 
 def source_json(s: SourceCheck) -> dict[str, Any]:
-    return {
-        "evidence_id": s.evidence_id,
-        "source": s.source,
-        "relation": s.relation,
-        "quality": s.quality,
-        "observation_id": s.observation_id,
-        "block_index": s.block_index,
-        "quote": s.quote,
-        "recorded_hash": s.recorded_hash,
-        "current_hash": s.current_hash,
-        "verified_against_source": s.verified_against_source,
-        "detail": s.detail,
-        "path": s.path,
-        "path_verified": s.path_verified,
-    }
+    """Every field of the check, in declared order."""
+    return {f.name: getattr(s, f.name) for f in fields(s)}
 
 
 def why_json(result: WhyResult) -> dict[str, Any]:
@@ -634,6 +613,7 @@ __all__ = [
     "SupersessionLink",
     "VersionView",
     "WhyResult",
+    "Window",
     "check_sources",
     "contradicting",
     "explain",

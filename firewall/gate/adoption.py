@@ -7,6 +7,7 @@ path can adopt a belief in a state the gate would not give it.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -149,11 +150,10 @@ class Adopter:
         quality: EvidenceQuality,
         extraction: ExtractionMethod,
     ) -> None:
-        self.ctx = ctx
-        self.kind = kind
-        self.origin = origin
-        self.quality = quality
-        self.extraction = extraction
+        # the full path, with everything the run shares already bound
+        self._adopt = functools.partial(
+            adopt, ctx, kind=kind, origin=origin, quality=quality, extraction=extraction
+        )
         self._template: NewBelief | None = None
 
     def adopt(
@@ -175,13 +175,8 @@ class Adopter:
             or not _plain_aware(now)
             or (observed_at is not None and not _plain_aware(observed_at))
         ):
-            made = adopt(
-                self.ctx,
-                kind=self.kind,
+            made = self._adopt(
                 statement=statement,
-                origin=self.origin,
-                quality=self.quality,
-                extraction=self.extraction,
                 source=source,
                 now=now,
                 sensitivity=sensitivity,

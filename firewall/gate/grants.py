@@ -109,28 +109,26 @@ class Grant(BaseModel):
         return prefix is not None and subject is not None and subject.startswith(prefix)
 
 
-_SIGNED_FIELDS = (
-    "id",
-    "authority",
-    "subject",
-    "project",
-    "beliefs",
-    "subject_prefix",
-    "store",
-    "issued_at",
-    "expires_at",
-    "key_id",
-)
+def signed_document(domain: bytes, record: BaseModel, **as_json: object) -> bytes:
+    """The bytes a signature over ``record`` covers: ``domain``, then canonical JSON of every
+    field of its model but ``signature`` itself (``as_json`` gives the JSON form of the fields
+    that are not JSON as they are). A field added to the model is signed too."""
+    doc = {name: getattr(record, name) for name in type(record).model_fields}
+    del doc["signature"]
+    doc.update(as_json)
+    return domain + orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
 
 
 def signed_bytes(grant: Grant) -> bytes:
     """The bytes a grant's signature covers: the domain tag, then canonical JSON of its fields."""
-    doc = {name: getattr(grant, name) for name in _SIGNED_FIELDS}
-    doc["authority"] = grant.authority.value
-    doc["beliefs"] = list(grant.beliefs)
-    doc["issued_at"] = iso(grant.issued_at)
-    doc["expires_at"] = iso(grant.expires_at)
-    return GRANT_DOMAIN + orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    return signed_document(
+        GRANT_DOMAIN,
+        grant,
+        authority=grant.authority.value,
+        beliefs=list(grant.beliefs),
+        issued_at=iso(grant.issued_at),
+        expires_at=iso(grant.expires_at),
+    )
 
 
 def revalidated(grant: object) -> Grant:
@@ -494,5 +492,6 @@ __all__ = [
     "load_public_key",
     "revalidated",
     "signed_bytes",
+    "signed_document",
     "write_keypair",
 ]

@@ -37,7 +37,7 @@ import difflib
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from enum import StrEnum
 from importlib import resources
@@ -139,33 +139,24 @@ def _state_list(value: Any) -> Any:
     return value
 
 
-def _in_declared_order(enum: type[E]) -> Callable[[frozenset[E]], list[str]]:
-    def dump(states: frozenset[E]) -> list[str]:
-        return [member.value for member in enum if member in states]
+def _in_declared_order(states: frozenset[StrEnum]) -> list[str]:
+    """The states' values in the order their enum declares them (the schema's order)."""
+    for state in states:  # the states of a set are all of one enum
+        return [member.value for member in type(state) if member in states]
+    return []
 
-    return dump
 
-
-TruthSet = Annotated[
-    frozenset[TruthStatus],
+#: A set of states on one axis: a list in a policy document (never a bare string, no entry
+#: twice), written back in the enum's declared order.
+StateSet = Annotated[
+    frozenset[E],
     BeforeValidator(_state_list),
-    PlainSerializer(_in_declared_order(TruthStatus), return_type=list[str]),
+    PlainSerializer(_in_declared_order, return_type=list[str]),
 ]
-RetrievalSet = Annotated[
-    frozenset[RetrievalStatus],
-    BeforeValidator(_state_list),
-    PlainSerializer(_in_declared_order(RetrievalStatus), return_type=list[str]),
-]
-SecuritySet = Annotated[
-    frozenset[SecurityStatus],
-    BeforeValidator(_state_list),
-    PlainSerializer(_in_declared_order(SecurityStatus), return_type=list[str]),
-]
-FreshnessSet = Annotated[
-    frozenset[FreshnessStatus],
-    BeforeValidator(_state_list),
-    PlainSerializer(_in_declared_order(FreshnessStatus), return_type=list[str]),
-]
+TruthSet = StateSet[TruthStatus]
+RetrievalSet = StateSet[RetrievalStatus]
+SecuritySet = StateSet[SecurityStatus]
+FreshnessSet = StateSet[FreshnessStatus]
 PolicyName = Annotated[
     StrictStr,
     Field(

@@ -29,36 +29,31 @@ from gnomon.firewall.host.session import Session
 from gnomon.firewall.model.errors import GnomonError
 from gnomon.firewall.model.render import model_line
 
+
+def _tool(name: str, description: str, properties: dict[str, Any], *required: str) -> types.Tool:
+    schema = {"type": "object", "properties": properties, "required": list(required)}
+    return types.Tool(name=name, description=description, input_schema=schema)
+
+
+_TEXT = {"type": "string"}
 TOOLS = [
-    types.Tool(
-        name="recall",
-        description="Recall memories about QUERY, filtered by the firewall's context policy.",
-        input_schema={
-            "type": "object",
-            "properties": {
-                "query": {"type": "string"},
-                "k": {"type": "integer", "minimum": 1, "maximum": 50},
-            },
-            "required": ["query"],
-        },
+    _tool(
+        "recall",
+        "Recall memories about QUERY, filtered by the firewall's context policy.",
+        {"query": _TEXT, "k": {"type": "integer", "minimum": 1, "maximum": 50}},
+        "query",
     ),
-    types.Tool(
-        name="why",
-        description="Why a recalled memory is believed: its origin, truth status and evidence.",
-        input_schema={
-            "type": "object",
-            "properties": {"belief_id": {"type": "string"}},
-            "required": ["belief_id"],
-        },
+    _tool(
+        "why",
+        "Why a recalled memory is believed: its origin, truth status and evidence.",
+        {"belief_id": _TEXT},
+        "belief_id",
     ),
-    types.Tool(
-        name="remember",
-        description="Remember a statement (stored as your own, unverified, note).",
-        input_schema={
-            "type": "object",
-            "properties": {"statement": {"type": "string"}},
-            "required": ["statement"],
-        },
+    _tool(
+        "remember",
+        "Remember a statement (stored as your own, unverified, note).",
+        {"statement": _TEXT},
+        "statement",
     ),
 ]
 

@@ -25,7 +25,7 @@ A session is what agent-facing code holds, and it cannot mint authority:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -234,6 +234,14 @@ class Session:
             raise InputError(
                 f"session {self.id} has ended", hint="open a new one with wall.session(...)"
             )
+
+    def _following(self, kind: str, get: Callable[[str], object | None], ident: str) -> datetime:
+        """The time of a record that follows the stored ``kind`` ``ident`` (an action follows
+        its decision, an outcome its action); :class:`UnknownIdError` if there is none."""
+        self._check_open()
+        if get(ident) is None:
+            raise UnknownIdError(kind, ident)
+        return self._wall.clock()
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -821,10 +829,7 @@ class Session:
 
     @checked_call
     def act(self, decision_id: str, name: str, args: Mapping[str, Any] | None = None) -> Action:
-        self._check_open()
-        if self._wall.store.get_decision(decision_id) is None:
-            raise UnknownIdError("decision", decision_id)
-        now = self._wall.clock()
+        now = self._following("decision", self._wall.store.get_decision, decision_id)
         action = Action(
             id=new_id("act"),
             decision_id=decision_id,
@@ -838,10 +843,7 @@ class Session:
 
     @checked_call
     def record_outcome(self, action_id: str, *, success: bool, summary: str = "") -> Outcome:
-        self._check_open()
-        if self._wall.store.get_action(action_id) is None:
-            raise UnknownIdError("action", action_id)
-        now = self._wall.clock()
+        now = self._following("action", self._wall.store.get_action, action_id)
         outcome = Outcome(
             id=new_id("out"),
             action_id=action_id,

@@ -45,7 +45,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import AwareDatetime, BaseModel, ConfigDict, StrictStr, ValidationError
 
-from gnomon.firewall.gate.grants import KeyPurpose, key_id_of, load_private_key
+from gnomon.firewall.gate.grants import KeyPurpose, key_id_of, load_private_key, signed_document
 from gnomon.firewall.model.clock import iso, utcnow
 from gnomon.firewall.model.errors import ForgedApprovalError
 
@@ -115,23 +115,8 @@ class Approval(BaseModel):
             ) from None
 
 
-_SIGNED = (
-    "request_id",
-    "action_id",
-    "policy_digest",
-    "inputs_digest",
-    "decision",
-    "approver",
-    "expires_at",
-    "nonce",
-    "key_id",
-)
-
-
 def approval_bytes(approval: Approval) -> bytes:
-    doc = {name: getattr(approval, name) for name in _SIGNED}
-    doc["expires_at"] = iso(approval.expires_at)
-    return APPROVAL_DOMAIN + orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    return signed_document(APPROVAL_DOMAIN, approval, expires_at=iso(approval.expires_at))
 
 
 class ApprovalSigner:

@@ -191,91 +191,57 @@ class ToolRegistry:
 
 
 _PATH = (str, Field(min_length=1, max_length=4096))
-BUILTIN: tuple[ActionContract, ...] = (
-    ActionContract(
-        tool="read_file",
-        category=Category.READ,
-        required_level=Level.L0,
-        blast_radius=BlastRadius.SELF,
-        reversibility=Reversibility.REVERSIBLE,
-        inputs=_model("ReadFileInputs", path=_PATH),
-    ),
-    ActionContract(
-        tool="suggest",
-        category=Category.SUGGEST,
-        required_level=Level.L1,
-        blast_radius=BlastRadius.SESSION,
-        reversibility=Reversibility.REVERSIBLE,
-        inputs=_model("SuggestInputs", text=(str, Field(max_length=65536))),
-    ),
-    ActionContract(
-        tool="write_file",
-        category=Category.LOCAL_WRITE,
-        required_level=Level.L3,
-        blast_radius=BlastRadius.PROJECT,
-        reversibility=Reversibility.REVERSIBLE,
-        preconditions=(Precondition(kind=PreconditionKind.FILE_UNCHANGED, arg="path"),),
-        inputs=_model("WriteFileInputs", path=_PATH, content=(str, Field(max_length=1 << 20))),
-    ),
-    ActionContract(
-        tool="git_commit",
-        category=Category.LOCAL_WRITE,
-        required_level=Level.L3,
-        blast_radius=BlastRadius.PROJECT,
-        reversibility=Reversibility.COMPENSABLE,
-        preconditions=(Precondition(kind=PreconditionKind.GIT_HEAD_UNCHANGED, arg="repo"),),
-        inputs=_model("GitCommitInputs", repo=_PATH, message=(str, Field(max_length=4096))),
-    ),
-    ActionContract(
-        tool="git_push",
-        category=Category.PUSH,
-        required_level=Level.L4,
-        blast_radius=BlastRadius.EXTERNAL,
-        reversibility=Reversibility.IRREVERSIBLE,
-        preconditions=(Precondition(kind=PreconditionKind.GIT_HEAD_UNCHANGED, arg="repo"),),
-        inputs=_model(
-            "GitPushInputs",
-            repo=_PATH,
-            remote=(str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")),
-            branch=(str, Field(pattern=r"^[A-Za-z0-9_./-]{1,128}$")),
-        ),
-    ),
-    ActionContract(
-        tool="http_post",
-        category=Category.NETWORK,
-        required_level=Level.L4,
-        blast_radius=BlastRadius.EXTERNAL,
-        reversibility=Reversibility.IRREVERSIBLE,
-        data_sensitivity=Sensitivity.PUBLIC,
-        inputs=_model("HttpPostInputs", url=(str, Field(max_length=2048)), body=(str, ...)),
-    ),
-    ActionContract(
-        tool="deploy",
-        category=Category.DEPLOY,
-        required_level=Level.L4,
-        blast_radius=BlastRadius.EXTERNAL,
-        reversibility=Reversibility.COMPENSABLE,
-        inputs=_model("DeployInputs", service=(str, Field(max_length=128)), ref=(str, ...)),
-    ),
-    ActionContract(
-        tool="read_secret",
-        category=Category.CREDENTIALS,
-        required_level=Level.L4,
-        blast_radius=BlastRadius.EXTERNAL,
-        reversibility=Reversibility.IRREVERSIBLE,
-        data_sensitivity=Sensitivity.SECRET,
-        inputs=_model("ReadSecretInputs", name=(str, Field(max_length=256))),
-    ),
-    ActionContract(
-        tool="drop_database",
-        category=Category.LOCAL_WRITE,
-        required_level=Level.L5,
-        blast_radius=BlastRadius.PROJECT,
-        reversibility=Reversibility.IRREVERSIBLE,
-        inputs=_model("DropDatabaseInputs", name=(str, Field(max_length=256))),
-    ),
-)
 
+#: The shipped contracts, a row each: tool, category, level, blast radius, reversibility, data
+#: sensitivity, and the precondition revalidated at execution (``kind:argument``, or ``-``).
+_SHIPPED = """
+read_file      read         L0  self      reversible    internal  -
+suggest        suggest      L1  session   reversible    internal  -
+write_file     local_write  L3  project   reversible    internal  file_unchanged:path
+git_commit     local_write  L3  project   compensable   internal  git_head_unchanged:repo
+git_push       push         L4  external  irreversible  internal  git_head_unchanged:repo
+http_post      network      L4  external  irreversible  public    -
+deploy         deploy       L4  external  compensable   internal  -
+read_secret    credentials  L4  external  irreversible  secret    -
+drop_database  local_write  L5  project   irreversible  internal  -
+"""
+
+#: The fields of each shipped tool's inputs; the model is named after the tool
+#: (``git_push`` takes ``GitPushInputs``).
+_SHIPPED_INPUTS: dict[str, dict[str, Any]] = {
+    "read_file": {"path": _PATH},
+    "suggest": {"text": (str, Field(max_length=65536))},
+    "write_file": {"path": _PATH, "content": (str, Field(max_length=1 << 20))},
+    "git_commit": {"repo": _PATH, "message": (str, Field(max_length=4096))},
+    "git_push": {
+        "repo": _PATH,
+        "remote": (str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")),
+        "branch": (str, Field(pattern=r"^[A-Za-z0-9_./-]{1,128}$")),
+    },
+    "http_post": {"url": (str, Field(max_length=2048)), "body": (str, ...)},
+    "deploy": {"service": (str, Field(max_length=128)), "ref": (str, ...)},
+    "read_secret": {"name": (str, Field(max_length=256))},
+    "drop_database": {"name": (str, Field(max_length=256))},
+}
+
+
+def _shipped(row: str) -> ActionContract:
+    tool, category, level, blast_radius, reversibility, sensitivity, precondition = row.split()
+    kind, _, arg = precondition.partition(":")
+    inputs = "".join(word.title() for word in tool.split("_")) + "Inputs"
+    return ActionContract(
+        tool=tool,
+        category=Category(category),
+        required_level=Level.parse(level),
+        blast_radius=BlastRadius(blast_radius),
+        reversibility=Reversibility(reversibility),
+        data_sensitivity=Sensitivity(sensitivity),
+        preconditions=(Precondition(kind=PreconditionKind(kind), arg=arg),) if arg else (),
+        inputs=_model(inputs, **_SHIPPED_INPUTS[tool]),
+    )
+
+
+BUILTIN: tuple[ActionContract, ...] = tuple(_shipped(row) for row in _SHIPPED.strip().splitlines())
 
 __all__ = [
     "BUILTIN",

@@ -121,11 +121,8 @@ def drive(flow: Flow) -> tuple[ActionResult, EventDraft | None]:
         while True:
             try:
                 ran: tuple[object, Exception | None] = (step.executor(step.args), None)
-            except Exception as exc:  # the tool's own failure is an outcome, not our crash
-                ran = (None, exc)
-            except BaseException as exc:  # interrupted: the flow records the call as aborted
-                flow.throw(exc)
-                raise
+            except BaseException as exc:
+                ran = _failed(flow, exc)
             step = flow.send(ran)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
@@ -145,14 +142,22 @@ async def adrive(
                 if inspect.isawaitable(output):
                     output = await output
                 ran: tuple[object, Exception | None] = (output, None)
-            except Exception as exc:
-                ran = (None, exc)
-            except BaseException as exc:  # cancelled: the flow records the call as aborted
-                flow.throw(exc)
-                raise
+            except BaseException as exc:
+                ran = _failed(flow, exc)
             step = flow.send(ran)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
+
+
+def _failed(flow: Flow, exc: BaseException) -> tuple[object, Exception]:
+    """What a driver sends ``flow`` when the tool raised ``exc``: the tool's own failure (an
+    :class:`Exception`) is an outcome, not our crash. An interruption (a cancellation, a
+    ``KeyboardInterrupt``) is thrown into the flow, which records the call as aborted, and
+    propagates."""
+    if isinstance(exc, Exception):
+        return None, exc
+    flow.throw(exc)
+    raise exc
 
 
 class ActionKernel:

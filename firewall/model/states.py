@@ -39,6 +39,7 @@ class FreshnessStatus(StrEnum):
 
 
 class Sensitivity(StrEnum):
+    # least sensitive first: the declared order is the rank (SENSITIVITY_RANK)
     PUBLIC = "public"
     INTERNAL = "internal"
     CONFIDENTIAL = "confidential"
@@ -49,12 +50,8 @@ class Sensitivity(StrEnum):
         return SENSITIVITY_RANK[self]
 
 
-SENSITIVITY_RANK: dict[Sensitivity, int] = {
-    Sensitivity.PUBLIC: 0,
-    Sensitivity.INTERNAL: 1,
-    Sensitivity.CONFIDENTIAL: 2,
-    Sensitivity.SECRET: 3,
-}
+#: Sensitivity levels are declared least sensitive first: a level's rank is its position.
+SENSITIVITY_RANK: dict[Sensitivity, int] = {level: rank for rank, level in enumerate(Sensitivity)}
 
 
 class Axis(StrEnum):
