@@ -19,7 +19,6 @@ object opened (:meth:`Firewall.channel`).
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -977,38 +976,39 @@ def _plain_item(item: ImportItem) -> bool:
     return lone_surrogate(text) is None and lone_surrogate(source_id) is None
 
 
-def _taking_firewall_keywords(func: Callable[..., Firewall]) -> Callable[..., Firewall]:
-    """Give ``open`` its signature from :class:`Firewall`'s own: ``url``, then the firewall's
-    keywords, then the store's options (what ``help`` shows and :func:`checked_call` checks)."""
-    kinds = inspect.Parameter
-    own = list(inspect.signature(Firewall).parameters.values())[1:]  # all but the store
-    url = kinds("url", kinds.POSITIONAL_OR_KEYWORD, default=None, annotation="str | None")
-    store_options = kinds("store_options", kinds.VAR_KEYWORD, annotation="Any")
-    func.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [url, *own, store_options], return_annotation="Firewall"
-    )
-    return func
-
-
-#: The keywords :func:`open` hands to :class:`Firewall`; the others go to the store.
-_FIREWALL_OPTIONS = frozenset(list(inspect.signature(Firewall).parameters)[1:])
-
-
 @checked_call
-@_taking_firewall_keywords
-def open(url: str | None = None, **options: Any) -> Firewall:
+def open(
+    url: str | None = None,
+    *,
+    trusted_keys: Iterable[Ed25519PublicKey] | None = None,
+    signer: GrantSigner | None = None,
+    clock: Clock = utcnow,
+    max_block_bytes: int = DEFAULT_MAX_BLOCK_BYTES,
+    checkpoint_signer: CheckpointSigner | None = None,
+    checkpoint_every: int | None = None,
+    envelope_args: Iterable[str] = (),
+    **store_options: Any,
+) -> Firewall:
     """Open a firewall over ``url`` (``memory://``, ``sqlite:///path``, ``postgresql://…``).
 
     With no URL, ``$GNOMON_URL`` or the embedded default ``sqlite:///./.gnomon/gnomon.db``.
-    The keywords of :class:`Firewall` configure the firewall; the others go to the store.
     With ``checkpoint_signer`` and ``checkpoint_every=N``, a signed ``log.checkpoint`` event is
     appended each time the log crosses a multiple of N events.
     ``envelope_args`` names the tool arguments whose short, identifier-like values the trusted
     envelope statement may show (e.g. ``{"path", "url"}``); by default every argument appears
     only as a digest (see :func:`firewall.model.content.render_args`).
     """
-    own = {name: options.pop(name) for name in _FIREWALL_OPTIONS & options.keys()}
-    return Firewall(open_store(url or default_url(), **options), **own)
+    store = open_store(url or default_url(), **store_options)
+    return Firewall(
+        store,
+        trusted_keys=trusted_keys,
+        signer=signer,
+        clock=clock,
+        max_block_bytes=max_block_bytes,
+        checkpoint_signer=checkpoint_signer,
+        checkpoint_every=checkpoint_every,
+        envelope_args=envelope_args,
+    )
 
 
 _SECURITY_STATES = frozenset(s.value for s in SecurityStatus)

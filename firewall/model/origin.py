@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from enum import IntEnum, StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -71,41 +71,6 @@ def _checked_name(kind: str, name: str) -> str:
             hint=f"pass a short identifier such as Origin.{kind}('file:README.md')",
         )
     return name
-
-
-# ``Origin.user`` and its siblings: a label of one class from the origin's name.
-if TYPE_CHECKING:
-    _Constructor: TypeAlias = classmethod["Origin", [str], "Origin"]
-else:
-    _Constructor = classmethod  # what pydantic sees of the ClassVar (not subscriptable at run time)
-
-#: What each class labels (the docstring of its constructor).
-CLASS_MEANING: dict[OriginClass, str] = {
-    OriginClass.USER: "A statement the host attributes to a user (chat message, form input).",
-    OriginClass.TOOL: "Output a trusted tool produced itself (not text it merely carried).",
-    OriginClass.EXTERNAL: "Text someone else wrote: a file, a web page, an email, a README.",
-    OriginClass.AGENT: "Text the agent (the model) wrote itself.",
-    OriginClass.PROBE: "A synthetic record planted by an operator's probe.",
-    OriginClass.IMPORTED: "A record brought in from an existing memory store: whoever wrote it "
-    "is unknown.",
-}
-
-
-def _constructor(klass: OriginClass) -> _Constructor:
-    """``Origin.<klass>(name)``: a label of the one class ``klass``, at its integrity."""
-
-    def construct(cls: type[Origin], name: str) -> Origin:
-        name = _checked_name(klass.value, name)
-        return cls(
-            classes=frozenset({klass}),
-            origin_ids=frozenset({f"{klass.value}:{name}"}),
-            integrity=CLASS_INTEGRITY[klass],
-        )
-
-    construct.__name__ = klass.value
-    construct.__qualname__ = f"Origin.{klass.value}"
-    construct.__doc__ = CLASS_MEANING[klass]
-    return classmethod(construct)
 
 
 class Origin(BaseModel):
@@ -196,13 +161,44 @@ class Origin(BaseModel):
 
     # -- constructors -------------------------------------------------------------------------
 
-    # A constructor per class, taking the origin's name (what each labels: CLASS_MEANING).
-    user: ClassVar[_Constructor] = _constructor(OriginClass.USER)
-    tool: ClassVar[_Constructor] = _constructor(OriginClass.TOOL)
-    external: ClassVar[_Constructor] = _constructor(OriginClass.EXTERNAL)
-    agent: ClassVar[_Constructor] = _constructor(OriginClass.AGENT)
-    probe: ClassVar[_Constructor] = _constructor(OriginClass.PROBE)
-    imported: ClassVar[_Constructor] = _constructor(OriginClass.IMPORTED)
+    @classmethod
+    def _single(cls, klass: OriginClass, name: str) -> Origin:
+        name = _checked_name(klass.value, name)
+        return cls(
+            classes=frozenset({klass}),
+            origin_ids=frozenset({f"{klass.value}:{name}"}),
+            integrity=CLASS_INTEGRITY[klass],
+        )
+
+    @classmethod
+    def user(cls, user_id: str) -> Origin:
+        """A statement the host attributes to a user (chat message, form input)."""
+        return cls._single(OriginClass.USER, user_id)
+
+    @classmethod
+    def tool(cls, name: str) -> Origin:
+        """Output a trusted tool produced itself (not text it merely carried)."""
+        return cls._single(OriginClass.TOOL, name)
+
+    @classmethod
+    def external(cls, source: str) -> Origin:
+        """Text someone else wrote: a file, a web page, an email, a README."""
+        return cls._single(OriginClass.EXTERNAL, source)
+
+    @classmethod
+    def agent(cls, actor: str) -> Origin:
+        """Text the agent (the model) wrote itself."""
+        return cls._single(OriginClass.AGENT, actor)
+
+    @classmethod
+    def probe(cls, name: str) -> Origin:
+        """A synthetic record planted by an operator's probe."""
+        return cls._single(OriginClass.PROBE, name)
+
+    @classmethod
+    def imported(cls, store: str) -> Origin:
+        """A record brought in from an existing memory store: whoever wrote it is unknown."""
+        return cls._single(OriginClass.IMPORTED, store)
 
     # -- lattice ------------------------------------------------------------------------------
 
