@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gnomon.firewall.model.errors import UnsupportedURLError
+from gnomon import firewall
+from gnomon.firewall.model.errors import InputError, UnsupportedURLError
 from gnomon.firewall.store.memory import MemoryStore
 from gnomon.firewall.store.registry import DEFAULT_URL, default_url, open_store
 from gnomon.firewall.store.sqlite import SQLiteStore
@@ -72,3 +73,25 @@ def test_default_url(monkeypatch: pytest.MonkeyPatch) -> None:
     assert default_url() == DEFAULT_URL == "sqlite:///./.gnomon/gnomon.db"
     monkeypatch.setenv("GNOMON_URL", "memory://")
     assert default_url() == "memory://"
+
+
+@pytest.mark.parametrize(
+    ("url", "option", "named"),
+    [
+        ("sqlite:///:memory:", {"busy_timout": 1.0}, "busy_timeout, cache_mb"),
+        ("postgresql://127.0.0.1/test", {"pool": 3}, "pool_size"),
+    ],
+)
+def test_an_option_the_backend_does_not_take_is_a_typed_error(
+    url: str, option: dict[str, object], named: str
+) -> None:
+    """A misspelt option is named, with the ones the backend takes: never a raw TypeError from
+    the backend's constructor (and never a connection opened first)."""
+    with pytest.raises(InputError) as caught:
+        open_store(url, **option)
+    assert repr(next(iter(option))) in caught.value.message and named in str(caught.value.hint)
+
+
+def test_trusted_keys_must_be_public_keys() -> None:
+    with pytest.raises(InputError, match="trusted_keys holds str, not an Ed25519 public key"):
+        firewall.open("memory://", trusted_keys=["-----BEGIN PUBLIC KEY-----"])

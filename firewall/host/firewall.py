@@ -152,6 +152,13 @@ class Firewall:
         self.checkpoint_signer = checkpoint_signer
         self.checkpoint_every = checkpoint_every
         pinned = list(trusted_keys or [])
+        for key in pinned:
+            if not isinstance(key, Ed25519PublicKey):
+                raise InputError(
+                    f"trusted_keys holds {type(key).__name__}, not an Ed25519 public key",
+                    hint="load each `gnomon keys generate` public PEM with "
+                    "gnomon.firewall.gate.grants.load_public_key(path)",
+                )
         if pinned:
             self._signer = signer
             self.verifier = GrantVerifier.pinning(*pinned)

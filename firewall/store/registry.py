@@ -15,10 +15,11 @@ rules) is the in-process store with its event log kept in an NDJSON file. Postgr
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 from typing import Any
 
-from gnomon.firewall.model.errors import UnsupportedURLError
+from gnomon.firewall.model.errors import InputError, UnsupportedURLError
 from gnomon.firewall.store.base import Store
 
 DEFAULT_URL = "sqlite:///./.gnomon/gnomon.db"
@@ -54,7 +55,7 @@ def open_store(url: str, **options: Any) -> Store:
             )
         from gnomon.firewall.store.sqlite import SQLiteStore
 
-        return SQLiteStore(rest[1:], url=url, **options)
+        return SQLiteStore(rest[1:], url=url, **_options_of(SQLiteStore, url, options))
     if scheme in ("postgresql", "postgres"):
         try:
             backend = importlib.import_module("gnomon.firewall.store.postgres")
@@ -63,12 +64,31 @@ def open_store(url: str, **options: Any) -> Store:
                 f"cannot open {_redact(url)}: PostgreSQL support is not installed",
                 hint="PostgreSQL support arrives with `pip install 'gnomon[postgres]'`",
             ) from exc
+        options = _options_of(backend.PostgresStore, url, options)
         store: Store = backend.PostgresStore(url, **options)
         return store
     raise UnsupportedURLError(
         f"no store backend for URL {_redact(url)!r}; supported: {', '.join(SUPPORTED)}",
         hint=f"use one of the supported schemes, e.g. {DEFAULT_URL}",
     )
+
+
+def _options_of(backend: type[Store], url: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` if ``backend`` takes every one of them as a keyword, else an
+    :class:`InputError` naming the ones it does not take (a typo must not be a raw TypeError
+    from deep inside, nor silently ignored)."""
+    takes = [
+        p.name
+        for p in inspect.signature(backend).parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.name != "url"
+    ]
+    unknown = sorted(set(options) - set(takes))
+    if unknown:
+        raise InputError(
+            f"{backend.__name__} ({_redact(url)}) takes no option {', '.join(map(repr, unknown))}",
+            hint=f"its options are {', '.join(takes)}",
+        )
+    return options
 
 
 def _redact(url: str) -> str:
