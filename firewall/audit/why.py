@@ -480,7 +480,8 @@ def why(
     >>> wall = firewall.open("memory://")
     >>> with wall.session(project="shop", actor="coder", user="alice") as s:
     ...     fact = s.observe(tool="chat", content="We deploy on Fridays",
-    ...                      origin=firewall.Origin.user("alice"), subject="deploy",
+    ...                      origin=wall.channel(firewall.Origin.user("alice"), project="shop"),
+    ...                      subject="deploy",
     ...                      predicate="day").content[0]
     >>> found = why(wall.store, "deploy/day")
     >>> found.resolved_by, found.entries[0].belief.id == fact.id

@@ -26,7 +26,7 @@ template (a ``supported`` belief, a changed origin) is refused by the same check
 ...     origin=Origin.imported("mem0"), quality=EvidenceQuality.EXTERNAL_DOCUMENT,
 ...     extraction=ExtractionMethod.IMPORT)
 >>> batch = ImportBatch.start(adopter, store="mem0", now=now, bind=False)
->>> batch.add("tea at noon", source="mem0:1", store_id="1")
+>>> belief_id = batch.add("tea at noon", source="mem0:1", store_id="1")
 >>> docs = expand(batch.payload())
 >>> docs["beliefs"][0]["statement"], docs["beliefs"][0]["truth_status"]
 ('tea at noon', 'unverified')

@@ -28,7 +28,7 @@ forged or replayed batch fails those checks and is refused as a whole.
 True
 >>> moves, revisions = expand_moves(batch.payload())
 >>> moves[0].version, moves[0].changes, revisions[0]["to_state"]
-(2, (('freshness', 'fresh', 'stale'),), 'stale')
+(2, ((<Axis.FRESHNESS: 'freshness'>, 'fresh', 'stale'),), 'stale')
 """
 
 from __future__ import annotations
