@@ -52,7 +52,7 @@ import signal
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.from_thread
@@ -72,6 +72,7 @@ from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
 from gnomon.firewall.host.guard import GuardedTool, Recording, ToolReply, guard
 from gnomon.firewall.host.mcp_config import ProxyConfig
 from gnomon.firewall.host.mcp_stdio import UnreadableMessage, stdio_pipes
+from gnomon.firewall.host.mcp_upstream import open_stdio_upstream
 from gnomon.firewall.host.sentinels import SentinelArbiter
 from gnomon.firewall.host.session import Session
 from gnomon.firewall.kernel import ActionKernel, load_action_policy
@@ -125,6 +126,17 @@ def _carries(text: str, structured: object) -> bool:
         return False
 
 
+class Upstream(Protocol):
+    """A server behind the proxy: the SDK's ``Client`` (streamable HTTP) or a
+    :class:`~firewall.host.mcp_upstream.StdioUpstream` (a subprocess)."""
+
+    async def list_tools(self) -> types.ListToolsResult: ...
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None
+    ) -> types.CallToolResult: ...
+
+
 class Proxy:
     """Host-side: the kernel, the session and the guarded tools of the proxied servers.
 
@@ -142,14 +154,14 @@ class Proxy:
         config: ProxyConfig,
         wall: firewall.Firewall,
         session: Session,
-        upstream: Client | Mapping[str, Client],
+        upstream: Upstream | Mapping[str, Upstream],
     ) -> None:
         self._config = config
         self._wall = wall
         self._session = session
         # server name -> its client; one client is the server named ``config.server``
         self._upstreams = (
-            {config.server: upstream} if isinstance(upstream, Client) else dict(upstream)
+            dict(upstream) if isinstance(upstream, Mapping) else {config.server: upstream}
         )
         self._served_by: dict[str, str] = {}  # tool name -> the server that offers it
         self._tools: list[types.Tool] = []
@@ -466,8 +478,10 @@ async def run_proxy(
         )
     problem: GnomonError | None = None
     async with AsyncExitStack() as stack:
-        upstreams = {
-            name: await stack.enter_async_context(Client(target))
+        upstreams: dict[str, Upstream] = {
+            name: await stack.enter_async_context(
+                Client(target) if isinstance(target, str) else open_stdio_upstream(target, name)
+            )
             for name, target in targets.items()
         }
         wall = stack.enter_context(firewall.open(config.store))
