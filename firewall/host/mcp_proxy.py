@@ -325,7 +325,10 @@ class Proxy:
         session (no second validation, dispatch and context per message). ``initialize``,
         ``ping``, ``tools/list`` and ``tools/call`` are answered; every other request is
         "method not found" (the proxy offers tools only: a resource or prompt passed through
-        would reach the agent unrecorded); notifications need no answer."""
+        would reach the agent unrecorded); notifications need no answer, except the agent's
+        ``notifications/cancelled``: the request it names (still in flight) is cancelled, its
+        upstream call too (recorded as aborted), and it gets no reply."""
+        inflight: dict[tuple[type, types.RequestId], anyio.CancelScope] = {}
         async with anyio.create_task_group() as tasks:
             async for item in read:
                 if isinstance(item, UnreadableMessage):
@@ -333,18 +336,35 @@ class Proxy:
                 elif isinstance(item, Exception):
                     await write.send(_error(None, types.PARSE_ERROR, f"unreadable message: {item}"))
                 elif isinstance(item.message, types.JSONRPCRequest):
-                    tasks.start_soon(self._answer, item.message, write)
+                    tasks.start_soon(self._answer, item.message, write, inflight)
+                elif isinstance(item.message, types.JSONRPCNotification):
+                    _cancel(item.message, inflight)
 
     async def _answer(
-        self, request: types.JSONRPCRequest, write: WriteStream[SessionMessage]
+        self,
+        request: types.JSONRPCRequest,
+        write: WriteStream[SessionMessage],
+        inflight: dict[tuple[type, types.RequestId], anyio.CancelScope],
     ) -> None:
-        try:
-            reply = await self._reply(request)
-        except Exception as exc:  # never a crashed relay: the agent gets a JSON-RPC error
-            # naming the kind of failure; the host's own text (paths, SQL) is the operator's
-            logger.exception("gnomon mcp proxy: %s failed", request.method)
-            why = f"gnomon mcp proxy: the host failed ({type(exc).__name__}, in the operator's log)"
-            reply = _error(request.id, types.INTERNAL_ERROR, why)
+        key = (type(request.id), request.id)  # "1" and 1 are two requests
+        with anyio.CancelScope() as scope:
+            mine = inflight.setdefault(key, scope) is scope  # an id reused in flight: the first
+            try:
+                reply = await self._reply(request)
+            except Exception as exc:  # never a crashed relay: the agent gets a JSON-RPC error
+                # naming the kind of failure; the host's own text (paths, SQL) is the operator's
+                logger.exception("gnomon mcp proxy: %s failed", request.method)
+                why = (
+                    f"gnomon mcp proxy: the host failed ({type(exc).__name__}, in the "
+                    "operator's log)"
+                )
+                reply = _error(request.id, types.INTERNAL_ERROR, why)
+            finally:
+                if mine:
+                    del inflight[key]
+        if scope.cancelled_caught:  # the agent cancelled it: no reply (the record still goes)
+            await self.flush()
+            return
         try:
             await write.send(reply)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -379,6 +399,20 @@ class Proxy:
             why = f"gnomon mcp proxy offers tools only: {method!r} is not relayed"
             reply = _error(request.id, types.METHOD_NOT_FOUND, why)
         return reply
+
+
+def _cancel(
+    notification: types.JSONRPCNotification,
+    inflight: dict[tuple[type, types.RequestId], anyio.CancelScope],
+) -> None:
+    """The agent's ``notifications/cancelled``: cancel the request it names, if in flight."""
+    if notification.method != "notifications/cancelled":
+        return
+    named = (notification.params or {}).get("requestId")
+    if isinstance(named, int | str) and not isinstance(named, bool):
+        scope = inflight.get((type(named), named))
+        if scope is not None:
+            scope.cancel()
 
 
 #: How a result is written on the wire (the SDK's own serialization of a result).

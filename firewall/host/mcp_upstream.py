@@ -226,7 +226,10 @@ class StdioUpstream:
 
     async def _read(self) -> None:
         await read_lines(self._wire_in, self._line, self._unreadable, self._limit)
-        code = self._process.poll()
+        with anyio.move_on_after(1):  # its output ends as it exits: name how, if it did
+            while self._process.poll() is None:
+                await anyio.sleep(0.01)
+        code = self._process.returncode
         self._lose(
             "the server closed its output"
             + (" (it is still running)" if code is None else f" (it exited with code {code})")
