@@ -39,7 +39,11 @@ of a second SDK server session. Calls take one lane: the previous call's record 
 kernel's decision, where an allowed call's proposal and execution claim are one commit, durable
 before the upstream call, which is awaited in the event loop. A call that ran is recorded
 (outcome and observation, one commit) once its reply is on the wire, and always before the
-next decision. Behind the proxy, each server is the SDK's ``Client``. A call cut off (the
+next decision. Behind the proxy, a server run as a command is spoken to at the message level
+too (:mod:`firewall.host.mcp_upstream`: the proxy's own request ids, no SDK session); one
+already running over streamable HTTP is the SDK's ``Client``. The agent's
+``notifications/cancelled`` cancels the call it names (upstream too; recorded as aborted).
+A call cut off (the
 proxy terminated, SIGTERM or SIGINT, while its upstream call runs) is recorded as failed
 (aborted) before the proxy exits, and the pending record is committed.
 """
