@@ -235,3 +235,13 @@ def test_a_call_the_agent_cancels_is_cancelled_upstream_and_recorded_as_aborted(
         ledger = read_ledger(wall.store)
     (slow,) = [r for r in ledger.requests.values() if r.proposal["tool"] == "slow"]
     assert any("aborted" in reason for reason in slow.reasons), slow.reasons
+
+
+def test_arguments_and_results_past_the_fast_json_path_still_go_through(tmp_path: Path) -> None:
+    """JSON allows integers past 64 bits and escaped lone surrogates, which the fast encoder
+    refuses: such a call still reaches the server, and its answer comes back."""
+
+    async def script(upstream: StdioUpstream) -> str:
+        return _text(await upstream.call_tool("echo", {"text": "big \ud800", "n": 2**70}))
+
+    assert _upstream(tmp_path, script) == "big \ud800"

@@ -43,6 +43,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import orjson
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
@@ -68,6 +69,20 @@ _UNSUPPORTED = {
     "elicitation/create": "Elicitation not supported",
     "roots/list": "List roots not supported",
 }
+
+
+def _dumps(message: Mapping[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(message)
+    except TypeError:  # an integer past 64 bits (JSON allows it): the slow path
+        return json.dumps(message, separators=(",", ":")).encode()
+
+
+def _loads(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except ValueError:  # an integer past 64 bits is valid JSON too; anything else is refused
+        return json.loads(line)
 
 
 class UpstreamError(MCPError):
@@ -195,7 +210,7 @@ class StdioUpstream:
         never blocks (the reader posts answers to the server's requests)."""
         if self._gone is not None:
             return
-        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        data = _dumps(message) + b"\n"
         if not self._backlog:
             try:
                 data = data[os.write(self._wire_out, data) :]
@@ -240,7 +255,7 @@ class StdioUpstream:
 
     async def _line(self, line: bytes) -> None:
         try:
-            message = json.loads(line)
+            message = _loads(line)
         except (ValueError, RecursionError):
             message = None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
