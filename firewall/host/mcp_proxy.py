@@ -54,8 +54,8 @@ import json
 import logging
 import signal
 import time
-from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Protocol
 
 import anyio
@@ -239,7 +239,7 @@ class Proxy:
         """One call: through the kernel, and a hold waited out (up to ``hold_timeout``). With
         ``defer``, the record of a call that ran is left pending: :meth:`flush` (or the next
         call, first thing) commits it."""
-        async with self._lane:
+        async with self._in_lane():
             self._settle()
             if self._broken is not None:
                 meta = {"verdict": "refused", "rule": None, "request_id": None}
@@ -263,6 +263,20 @@ class Proxy:
             request_id = str(reply.meta["request_id"])
             return await anyio.to_thread.run_sync(self._wait, tool, request_id)
 
+    @asynccontextmanager
+    async def _in_lane(self) -> AsyncIterator[None]:
+        """The lane, FIFO; taken at once when it is free, without a trip through the event loop
+        (a cancelled caller is still stopped here)."""
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._lane.acquire_nowait()
+        except anyio.WouldBlock:
+            await self._lane.acquire()
+        try:
+            yield
+        finally:
+            self._lane.release()
+
     def _record(self, tool: GuardedTool, recording: Recording) -> None:
         """Commit a call's outcome and observation."""
         tool.record(recording)
@@ -282,7 +296,7 @@ class Proxy:
 
     async def flush(self) -> None:
         """Commit the pending record now (the relay calls it once a reply is on the wire)."""
-        async with self._lane:
+        async with self._in_lane():
             self._settle()
 
     def _wait(self, tool: GuardedTool, request_id: str) -> ToolReply:
