@@ -25,7 +25,7 @@ a canned upstream after ``--log`` earlier calls (the kernel's reads must not gro
 as wall and CPU time per call, split into the part before the reply and the record after it.
 
     .venv/bin/python bench/mcp_proxy.py --n 200 --rounds 3 [--baseline-tree ../main]
-    .venv/bin/python bench/mcp_proxy.py --in-process --n 300 --log 2000
+    .venv/bin/python bench/mcp_proxy.py --in-process --n 300 --log 2000 [--upstream stdio]
 """
 
 from __future__ import annotations
@@ -192,18 +192,37 @@ class _Canned:
         return types.CallToolResult(content=[types.TextContent(text=text)])
 
 
-async def in_process(n: int, log: int) -> tuple[float, float, float, float]:
+async def in_process(n: int, log: int, upstream: str) -> tuple[float, float, float, float]:
     """p50 wall and CPU milliseconds of one ``Proxy.call`` after ``log`` earlier calls, split
     as the stdio relay runs it: the call up to its reply (the decision, with the proposal and
     the execution claim in one commit, and the upstream call), then the record committed once
-    the reply is out (:meth:`Proxy.flush`: the outcome and the observation in one commit)."""
-    from gnomon import firewall
+    the reply is out (:meth:`Proxy.flush`: the outcome and the observation in one commit).
+    ``upstream``: ``canned`` (answers at once: the proxy's own work only), or the real server
+    as a subprocess through the proxy's message-level client (``stdio``) or the SDK's
+    ``Client`` (``sdk``): the client's side of the upstream call is then in the CPU figure."""
     from gnomon.firewall.host.mcp_config import load_proxy_config
+    from gnomon.firewall.host.mcp_upstream import open_stdio_upstream
+
+    folder = Path(tempfile.mkdtemp())
+    config = load_proxy_config(setup(folder))
+    server = StdioServerParameters(command=SERVER[0], args=[*SERVER[1:], str(folder)], env=ENV)
+    async with AsyncExitStack() as stack:
+        up: Any = _Canned()
+        if upstream == "sdk":
+            up = await stack.enter_async_context(Client(server))
+        elif upstream == "stdio":
+            up = await stack.enter_async_context(open_stdio_upstream(server, "bench"))
+        return await _timed_in_process(config, up, n, log)
+
+
+async def _timed_in_process(
+    config: Any, up: Any, n: int, log: int
+) -> tuple[float, float, float, float]:
+    from gnomon import firewall
     from gnomon.firewall.host.mcp_proxy import Proxy
 
-    config = load_proxy_config(setup(Path(tempfile.mkdtemp())))
     with firewall.open(config.store) as wall, wall.session(project="bench", actor="a") as s:
-        proxy = Proxy(config, wall, s, {"bench": _Canned()})  # type: ignore[dict-item]
+        proxy = Proxy(config, wall, s, {"bench": up})
         await proxy.start()
         for _ in range(log):
             await proxy.call("read_readme", {})
@@ -235,6 +254,12 @@ def main() -> None:
     parser.add_argument("--in-process", action="store_true", help="the proxy's own work only")
     parser.add_argument("--log", type=int, default=2000, help="earlier calls (--in-process)")
     parser.add_argument(
+        "--upstream",
+        choices=["canned", "stdio", "sdk"],
+        default="canned",
+        help="--in-process: a canned upstream, or the real server via this client or the SDK's",
+    )
+    parser.add_argument(
         "--baseline-tree",
         type=Path,
         help="also time the proxy of this source tree (e.g. a checkout of main), same run",
@@ -243,10 +268,11 @@ def main() -> None:
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.in_process:
         for _ in range(args.rounds):
-            w, c, rw, rc = anyio.run(in_process, args.n, args.log)
+            w, c, rw, rc = anyio.run(in_process, args.n, args.log, args.upstream)
             print(
-                f"Proxy.call after {args.log} calls: to the reply wall p50 {w:.2f} ms, cpu p50 "
-                f"{c:.2f} ms; the record after it wall p50 {rw:.2f} ms, cpu p50 {rc:.2f} ms; "
+                f"Proxy.call ({args.upstream} upstream) after {args.log} calls: to the reply "
+                f"wall p50 {w:.2f} ms, cpu p50 {c:.2f} ms; the record after it "
+                f"wall p50 {rw:.2f} ms, cpu p50 {rc:.2f} ms; "
                 f"total cpu {c + rc:.2f} ms"
             )
         return

@@ -39,7 +39,11 @@ of a second SDK server session. Calls take one lane: the previous call's record 
 kernel's decision, where an allowed call's proposal and execution claim are one commit, durable
 before the upstream call, which is awaited in the event loop. A call that ran is recorded
 (outcome and observation, one commit) once its reply is on the wire, and always before the
-next decision. Behind the proxy, each server is the SDK's ``Client``. A call cut off (the
+next decision. Behind the proxy, a server run as a command is spoken to at the message level
+too (:mod:`firewall.host.mcp_upstream`: the proxy's own request ids, no SDK session); one
+already running over streamable HTTP is the SDK's ``Client``. The agent's
+``notifications/cancelled`` cancels the call it names (upstream too; recorded as aborted).
+A call cut off (the
 proxy terminated, SIGTERM or SIGINT, while its upstream call runs) is recorded as failed
 (aborted) before the proxy exits, and the pending record is committed.
 """
@@ -50,9 +54,9 @@ import json
 import logging
 import signal
 import time
-from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
-from typing import Any
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, Protocol
 
 import anyio
 import anyio.from_thread
@@ -72,6 +76,7 @@ from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
 from gnomon.firewall.host.guard import GuardedTool, Recording, ToolReply, guard
 from gnomon.firewall.host.mcp_config import ProxyConfig
 from gnomon.firewall.host.mcp_stdio import UnreadableMessage, stdio_pipes
+from gnomon.firewall.host.mcp_upstream import open_stdio_upstream
 from gnomon.firewall.host.sentinels import SentinelArbiter
 from gnomon.firewall.host.session import Session
 from gnomon.firewall.kernel import ActionKernel, load_action_policy
@@ -125,6 +130,17 @@ def _carries(text: str, structured: object) -> bool:
         return False
 
 
+class Upstream(Protocol):
+    """A server behind the proxy: the SDK's ``Client`` (streamable HTTP) or a
+    :class:`~firewall.host.mcp_upstream.StdioUpstream` (a subprocess)."""
+
+    async def list_tools(self) -> types.ListToolsResult: ...
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None
+    ) -> types.CallToolResult: ...
+
+
 class Proxy:
     """Host-side: the kernel, the session and the guarded tools of the proxied servers.
 
@@ -142,14 +158,14 @@ class Proxy:
         config: ProxyConfig,
         wall: firewall.Firewall,
         session: Session,
-        upstream: Client | Mapping[str, Client],
+        upstream: Upstream | Mapping[str, Upstream],
     ) -> None:
         self._config = config
         self._wall = wall
         self._session = session
         # server name -> its client; one client is the server named ``config.server``
         self._upstreams = (
-            {config.server: upstream} if isinstance(upstream, Client) else dict(upstream)
+            dict(upstream) if isinstance(upstream, Mapping) else {config.server: upstream}
         )
         self._served_by: dict[str, str] = {}  # tool name -> the server that offers it
         self._tools: list[types.Tool] = []
@@ -223,7 +239,7 @@ class Proxy:
         """One call: through the kernel, and a hold waited out (up to ``hold_timeout``). With
         ``defer``, the record of a call that ran is left pending: :meth:`flush` (or the next
         call, first thing) commits it."""
-        async with self._lane:
+        async with self._in_lane():
             self._settle()
             if self._broken is not None:
                 meta = {"verdict": "refused", "rule": None, "request_id": None}
@@ -247,6 +263,20 @@ class Proxy:
             request_id = str(reply.meta["request_id"])
             return await anyio.to_thread.run_sync(self._wait, tool, request_id)
 
+    @asynccontextmanager
+    async def _in_lane(self) -> AsyncIterator[None]:
+        """The lane, FIFO; taken at once when it is free, without a trip through the event loop
+        (a cancelled caller is still stopped here)."""
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._lane.acquire_nowait()
+        except anyio.WouldBlock:
+            await self._lane.acquire()
+        try:
+            yield
+        finally:
+            self._lane.release()
+
     def _record(self, tool: GuardedTool, recording: Recording) -> None:
         """Commit a call's outcome and observation."""
         tool.record(recording)
@@ -266,7 +296,7 @@ class Proxy:
 
     async def flush(self) -> None:
         """Commit the pending record now (the relay calls it once a reply is on the wire)."""
-        async with self._lane:
+        async with self._in_lane():
             self._settle()
 
     def _wait(self, tool: GuardedTool, request_id: str) -> ToolReply:
@@ -313,7 +343,10 @@ class Proxy:
         session (no second validation, dispatch and context per message). ``initialize``,
         ``ping``, ``tools/list`` and ``tools/call`` are answered; every other request is
         "method not found" (the proxy offers tools only: a resource or prompt passed through
-        would reach the agent unrecorded); notifications need no answer."""
+        would reach the agent unrecorded); notifications need no answer, except the agent's
+        ``notifications/cancelled``: the request it names (still in flight) is cancelled, its
+        upstream call too (recorded as aborted), and it gets no reply."""
+        inflight: dict[tuple[type, types.RequestId], anyio.CancelScope] = {}
         async with anyio.create_task_group() as tasks:
             async for item in read:
                 if isinstance(item, UnreadableMessage):
@@ -321,18 +354,35 @@ class Proxy:
                 elif isinstance(item, Exception):
                     await write.send(_error(None, types.PARSE_ERROR, f"unreadable message: {item}"))
                 elif isinstance(item.message, types.JSONRPCRequest):
-                    tasks.start_soon(self._answer, item.message, write)
+                    tasks.start_soon(self._answer, item.message, write, inflight)
+                elif isinstance(item.message, types.JSONRPCNotification):
+                    _cancel(item.message, inflight)
 
     async def _answer(
-        self, request: types.JSONRPCRequest, write: WriteStream[SessionMessage]
+        self,
+        request: types.JSONRPCRequest,
+        write: WriteStream[SessionMessage],
+        inflight: dict[tuple[type, types.RequestId], anyio.CancelScope],
     ) -> None:
-        try:
-            reply = await self._reply(request)
-        except Exception as exc:  # never a crashed relay: the agent gets a JSON-RPC error
-            # naming the kind of failure; the host's own text (paths, SQL) is the operator's
-            logger.exception("gnomon mcp proxy: %s failed", request.method)
-            why = f"gnomon mcp proxy: the host failed ({type(exc).__name__}, in the operator's log)"
-            reply = _error(request.id, types.INTERNAL_ERROR, why)
+        key = (type(request.id), request.id)  # "1" and 1 are two requests
+        with anyio.CancelScope() as scope:
+            mine = inflight.setdefault(key, scope) is scope  # an id reused in flight: the first
+            try:
+                reply = await self._reply(request)
+            except Exception as exc:  # never a crashed relay: the agent gets a JSON-RPC error
+                # naming the kind of failure; the host's own text (paths, SQL) is the operator's
+                logger.exception("gnomon mcp proxy: %s failed", request.method)
+                why = (
+                    f"gnomon mcp proxy: the host failed ({type(exc).__name__}, in the "
+                    "operator's log)"
+                )
+                reply = _error(request.id, types.INTERNAL_ERROR, why)
+            finally:
+                if mine:
+                    del inflight[key]
+        if scope.cancelled_caught:  # the agent cancelled it: no reply (the record still goes)
+            await self.flush()
+            return
         try:
             await write.send(reply)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -367,6 +417,20 @@ class Proxy:
             why = f"gnomon mcp proxy offers tools only: {method!r} is not relayed"
             reply = _error(request.id, types.METHOD_NOT_FOUND, why)
         return reply
+
+
+def _cancel(
+    notification: types.JSONRPCNotification,
+    inflight: dict[tuple[type, types.RequestId], anyio.CancelScope],
+) -> None:
+    """The agent's ``notifications/cancelled``: cancel the request it names, if in flight."""
+    if notification.method != "notifications/cancelled":
+        return
+    named = (notification.params or {}).get("requestId")
+    if isinstance(named, int | str) and not isinstance(named, bool):
+        scope = inflight.get((type(named), named))
+        if scope is not None:
+            scope.cancel()
 
 
 #: How a result is written on the wire (the SDK's own serialization of a result).
@@ -466,8 +530,10 @@ async def run_proxy(
         )
     problem: GnomonError | None = None
     async with AsyncExitStack() as stack:
-        upstreams = {
-            name: await stack.enter_async_context(Client(target))
+        upstreams: dict[str, Upstream] = {
+            name: await stack.enter_async_context(
+                Client(target) if isinstance(target, str) else open_stdio_upstream(target, name)
+            )
             for name, target in targets.items()
         }
         wall = stack.enter_context(firewall.open(config.store))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 
 import anyio
@@ -84,41 +84,80 @@ class UnreadableMessage(ValueError):
 
 
 async def _read_lines(fd: int, out: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
-    line = bytearray()  # the line so far
-    skipping = False  # inside a line already refused as too long: dropped up to its newline
+    async def line(data: bytes) -> None:
+        await out.send(_parse(data))
+
+    async def unreadable(why: str) -> None:
+        await out.send(UnreadableMessage(types.PARSE_ERROR, why))
+
     async with out:
-        while True:
-            await anyio.wait_readable(fd)
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:  # the agent closed its end
-                if line.strip() and not skipping:
-                    await out.send(UnreadableMessage(types.PARSE_ERROR, _CUT_OFF))
-                return
-            start = 0
-            while (end := chunk.find(b"\n", start)) >= 0:
-                if not skipping:
-                    line += chunk[start:end]
-                    if len(line) > MAX_LINE:
-                        await out.send(UnreadableMessage(types.PARSE_ERROR, _TOO_LONG))
-                    elif line.strip():
-                        await out.send(_parse(bytes(line)))
-                line.clear()
-                skipping = False
-                start = end + 1
+        await read_lines(fd, line, unreadable)
+
+
+async def read_lines(
+    fd: int,
+    line: Callable[[bytes], Awaitable[None]],
+    unreadable: Callable[[str], Awaitable[None]],
+    limit: int = MAX_LINE,
+) -> None:
+    """Read newline-framed messages from the non-blocking ``fd`` until it ends: each non-blank
+    line goes to ``line``; a line longer than ``limit`` goes to ``unreadable`` once (with why),
+    and the rest of it is skipped, never read as a message of its own; so does input that ends
+    inside a line. Shared by the front (the agent's lines) and the upstream client (the
+    server's)."""
+    buffer = bytearray()  # the line so far
+    skipping = False  # inside a line already refused as too long: dropped up to its newline
+    while True:
+        await anyio.wait_readable(fd)
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
+        except OSError:  # the pipe broke: as if it ended
+            chunk = b""
+        if not chunk:  # the writer closed its end
+            if buffer.strip() and not skipping:
+                await unreadable(CUT_OFF)
+            return
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
             if not skipping:
-                line += chunk[start:]
-                if len(line) > MAX_LINE:
-                    line.clear()
-                    skipping = True
-                    await out.send(UnreadableMessage(types.PARSE_ERROR, _TOO_LONG))
+                buffer += chunk[start:end]
+                if len(buffer) > limit:
+                    await unreadable(too_long(limit))
+                elif buffer.strip():
+                    await line(bytes(buffer))
+            buffer.clear()
+            skipping = False
+            start = end + 1
+        if not skipping:
+            buffer += chunk[start:]
+            if len(buffer) > limit:
+                buffer.clear()
+                skipping = True
+                await unreadable(too_long(limit))
 
 
-_TOO_LONG = f"a message longer than {MAX_LINE} bytes (the rest of its line is skipped)"
+def too_long(limit: int) -> str:
+    return f"a message longer than {limit} bytes (the rest of its line is skipped)"
+
+
+async def write_all(fd: int, data: bytes) -> bool:
+    """Write ``data`` to the non-blocking ``fd``, waiting while the pipe is full; ``False``
+    when the reader is gone."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            await anyio.wait_writable(fd)
+        except OSError:
+            return False
+    return True
+
+
 _TOO_DEEP = "not JSON-RPC: nested too deeply to read"
-_CUT_OFF = "the input ended inside a message (each message ends with a newline)"
+CUT_OFF = "the input ended inside a message (each message ends with a newline)"
 _NOT_A_REQUEST = (
     "not a JSON-RPC 2.0 message: one object per line, "
     '{"jsonrpc": "2.0", "id": <int or string>, "method": <string>, "params": <object>} '
@@ -147,14 +186,16 @@ async def _write_lines(fd: int, messages: MemoryObjectReceiveStream[SessionMessa
     async with messages:
         async for message in messages:
             json = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-            data = memoryview((json + "\n").encode())
-            while data:
-                try:
-                    data = data[os.write(fd, data) :]
-                except BlockingIOError:
-                    await anyio.wait_writable(fd)
-                except OSError:
-                    return  # the agent is gone: nothing more can reach it
+            if not await write_all(fd, (json + "\n").encode()):
+                return  # the agent is gone: nothing more can reach it
 
 
-__all__ = ["MAX_LINE", "UnreadableMessage", "stdio_pipes"]
+__all__ = [
+    "CUT_OFF",
+    "MAX_LINE",
+    "UnreadableMessage",
+    "read_lines",
+    "stdio_pipes",
+    "too_long",
+    "write_all",
+]

@@ -23,7 +23,7 @@ class SentinelArbiter:
         self.state = SentinelState()
 
     def __call__(self, case: Case) -> tuple[Outcome, Sequence[str]] | None:
-        self.state.catch_up(self._store)
+        self.state.catch_up_marks(self._store)
         reasons = []
         for ident in case.cites:
             belief = case.found.get(ident)

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 ALERT_KIND = SENTINEL_ALERT
 FLAG_KIND = ORIGIN_FLAGGED
+#: The bytes every flag or alert event's body holds (its kind, as JSON writes it).
+_MARK_KINDS = (FLAG_KIND.encode(), ALERT_KIND.encode())
 #: An action rests on low confidence if a cited belief's confidence is below this.
 LOW_CONFIDENCE = 0.3
 #: An action at or above this level after an untrusted read is an anomalous sequence (L3).
@@ -44,6 +46,15 @@ class SentinelState:
         elif event.kind == ALERT_KIND:
             self.alerted_beliefs.update(data.get("belief_ids", []))
             self.flagged_origins.update(data.get("flag_origins", []))
+
+    def catch_up_marks(self, store: Store) -> None:
+        """Learn the flags and alerts after the last event seen, parsing only the events whose
+        body names one of their kinds (the arbiter's look, on every decision: most events are
+        neither, and need not be parsed to know it)."""
+        for seq, body, prev_hash, digest in store.chain_rows(after=self.seq):
+            if not isinstance(body, bytes) or any(kind in body for kind in _MARK_KINDS):
+                self.learn(Event.from_body(seq, body, prev_hash, digest))
+            self.seq = max(self.seq, seq)
 
     def catch_up(self, store: Store) -> list[Event]:
         """Read the events after the last one seen (an indexed tail read) and learn them."""
