@@ -29,12 +29,14 @@ with :meth:`Session.log_recall`.
 **What a binding's hash covers.** :attr:`StoreItem.content_hash` covers the text *and* every
 other field the adapter renders to a caller (:attr:`StoreItem.rendered`); a write records the
 hash of what the store holds after it (``stored=`` on :meth:`Guard.confirm_write`, or the
-``rendered`` fields the write sets), so an edit of any rendered field is drift. Binding hashes
-carry no version: where an adapter starts rendering more fields (Zep messages' speaker and
-metadata), its items name the hashes bindings recorded before
-(:attr:`StoreItem.earlier_hashes`); a written binding holding one still verifies (the text it
-attested matches) and is moved, on the record, to the hash that covers the fields as first read
-(``binding.rebound``).
+``rendered`` fields the write sets), so an edit of any rendered field is drift. A binding's
+hash is domain-tagged with its version (:func:`adapters.base.item_hash`, ``v2``): where an
+adapter starts rendering more fields (Zep messages' speaker and metadata), its items name the
+hashes earlier adapters recorded (:attr:`StoreItem.upgradable_hashes`, made the ``v1`` way, so
+no binding written today can equal one: a field added around the firewall to a memory written
+without it is drift, never an upgrade); a written binding holding one still verifies (the text
+it attested matches) and is moved, on the record, to the hash that covers the fields as first
+read (``binding.rebound``).
 
 **Lower-integrity revisions never retire higher-integrity beliefs.** An update or delete whose
 write label (the host's ``origin``, else the agent joined with everything the session has read)
@@ -106,7 +108,7 @@ DROP_IN_POLICY = "assistant"
 _HIDEABLE = (RetrievalStatus.NORMAL, RetrievalStatus.RESTRICTED)
 
 #: Why a binding recorded before its item's rendered fields were covered moves to the hash
-#: that covers them (:attr:`StoreItem.earlier_hashes`): what it attested (the text) still
+#: that covers them (:attr:`StoreItem.upgradable_hashes`): what it attested (the text) still
 #: matches, and from now on an edit of any rendered field is drift.
 EARLIER_HASH_UPGRADE = (
     "hash upgraded to cover the item's rendered fields as first read; the text matched an "
@@ -797,7 +799,7 @@ class Guard:
             if belief is None:  # a binding to a belief this store does not hold: fail closed
                 continue
             if binding.state == BindingState.WRITTEN and item.content_hash != binding.content_hash:
-                if binding.content_hash in item.earlier_hashes:
+                if binding.content_hash in item.upgradable_hashes:
                     binding = self.rebind(binding, item.content_hash, EARLIER_HASH_UPGRADE)
                 else:
                     binding, belief = self.mark_drifted(binding, belief, item)

@@ -26,7 +26,7 @@ import pytest
 if os.environ.get("CI") != "true":
     pytest.importorskip("mem0", reason="mem0 is not installed (pip install 'gnomon[mem0]')")
 
-from gnomon.adapters.base import item_hash
+from gnomon.adapters.base import legacy_item_hash
 from gnomon.adapters.guard import EARLIER_HASH_UPGRADE
 from gnomon.firewall import Origin
 from gnomon.firewall.host.firewall import Firewall
@@ -185,7 +185,7 @@ def test_a_zep_episode_binding_from_each_earlier_version_still_verifies(wall: Fi
     server, zep, graph, uuid = _zep(wall)
     item = content_item(zep.graph.episode.get(graph, uuid), graph, "get")
     speaker = {k: v for k, v in item.rendered.items() if k != "source_description"}
-    for earlier in (content_hash(FACT), item_hash(FACT, speaker)):
+    for earlier in (content_hash(FACT), legacy_item_hash(FACT, speaker)):
         (binding,) = wall.store.list_bindings("zep")
         zep.gnomon._guard.rebind(binding, earlier, "as recorded before")
         assert zep.graph.episode.get(graph, uuid).content == FACT
