@@ -119,7 +119,12 @@ def _letta(wall: Firewall) -> tuple[Any, Any, Any]:
 
 
 @pytest.mark.parametrize(
-    "edit", [{"tags": ["approved-by-security"]}, {"metadata": {"note": INJECTION}}]
+    "edit",
+    [
+        {"tags": ["approved-by-security"]},
+        {"metadata": {"note": INJECTION}},
+        {"file_name": INJECTION},
+    ],
 )
 def test_a_letta_agent_passages_tags_or_metadata_edited_in_the_store_is_drift(
     wall: Firewall, edit: dict[str, Any]
