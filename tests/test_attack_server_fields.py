@@ -1,0 +1,83 @@
+"""Attack: a hostile Zep or Letta server's text in the fields no binding can cover.
+
+Some fields reach the caller beside an accepted memory although the server sets them on its
+own, or changes them after the write (so a binding covering them would drift by itself): a Zep
+episode's ``source`` (an enum the SDK also accepts as any string) and ``content_policy`` (the
+server's moderation status), the ``task`` answering a write, and any key the server adds that
+the SDK does not declare (its models keep such extras). Promise: none of them carries the
+server's text to the agent, while the memory itself still flows.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+import pytest
+
+if os.environ.get("CI") != "true":
+    pytest.importorskip("zep_cloud", reason="zep-cloud is not installed")
+
+from gnomon.firewall import Origin
+from gnomon.firewall.host.firewall import Firewall
+from tests.attack_kit import (
+    dumped,
+    hostile,
+    memory_wall,  # noqa: F401 - the ``wall`` fixture
+)
+from tests.fakes_zep import served_client
+from tests.test_attack_unbound_fields import FACT, INJECTION, _letta
+
+POLICY = {"status": INJECTION, "category_keys": [INJECTION], "dropped_count": 1, "violated": False}
+TASK = {"uuid": "task_1", "type": INJECTION, "status": INJECTION, "error": {"message": INJECTION}}
+
+
+def _poisoned(episode: Any) -> None:
+    if isinstance(episode, dict) and "content" in episode:
+        episode.update(source=INJECTION, content_policy=POLICY, note=INJECTION)
+
+
+def _rewrite(request: httpx.Request, body: Any) -> Any:
+    """Every episode the server answers with carries the attack beside its text."""
+    if isinstance(body, dict):
+        _poisoned(body)
+        _poisoned(body.get("episode"))
+        for episode in body.get("episodes") or ():
+            _poisoned(episode)
+        for message in body.get("messages") or ():
+            message["note"] = INJECTION
+        if "task" in body:
+            body["task"] = TASK
+    return body
+
+
+def test_a_zep_servers_text_beside_an_episode_never_reaches_the_caller(wall: Firewall) -> None:
+    from gnomon.adapters.fakes.zep import FakeZepServer
+    from gnomon.adapters.zep import GuardedZep
+
+    server = FakeZepServer()
+    raw, graph, thread = served_client(hostile(server.handle, _rewrite))
+    zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice")
+    alice = wall.channel(Origin.user("alice"), project="shop")
+    added = zep.graph.episode.add(graph, data=FACT, gnomon_origin=alice)
+    got = zep.graph.episode.get(graph, added.episode.uuid_)
+    listed = list(zep.graph.episode.list(graph))
+    assert got.content == FACT and got.gnomon["truth"] == "supported"  # the memory flows
+    assert got.content_policy.dropped_count == 1  # numbers and flags pass as sent
+    assert added.task is not None and added.task.uuid_ == "task_1"  # the task can be polled
+    from zep_cloud import AddMessage
+
+    said = zep.thread.add_messages(thread, messages=[AddMessage(role="user", content=FACT)])
+    assert said.task is not None and said.task.uuid_ == "task_1"
+    for answer in (added, got, listed, said):
+        assert INJECTION not in dumped(answer)
+
+
+def test_a_letta_servers_undeclared_key_never_reaches_the_caller(wall: Firewall) -> None:
+    server, _raw, client = _letta(wall)
+    alice = wall.channel(Origin.user("alice"), project="shop")
+    block = client.blocks.create(label="human", value=FACT, gnomon_origin=alice)
+    server.blocks[block.id]["note"] = INJECTION  # a key the SDK does not declare
+    got = client.blocks.retrieve(block.id)
+    assert got.value == FACT and INJECTION not in dumped(got)
