@@ -478,6 +478,12 @@ def undeclared(model: Any) -> dict[str, None]:
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
 
 
+def one_token(value: Any) -> bool:
+    """True for a string that is one token (an id, a date, a timestamp): it cannot hold a
+    sentence or markup."""
+    return isinstance(value, str) and _TOKEN.fullmatch(value) is not None
+
+
 def _declared(annotation: Any) -> set[Any]:
     """The values a field's annotation declares (its ``Literal`` members, however nested)."""
     found: set[Any] = set()
@@ -510,8 +516,7 @@ def settled(model: Any, fields: Sequence[str] | None = None) -> Any:
         if hasattr(type(value), "model_fields"):
             update[name] = settled(value)
         elif isinstance(value, str) and (
-            value in _declared(info.annotation)
-            or (_identifying(name) and _TOKEN.fullmatch(value) is not None)
+            value in _declared(info.annotation) or (_identifying(name) and one_token(value))
         ):
             continue
         else:
@@ -707,6 +712,7 @@ __all__ = [
     "drive",
     "given",
     "guarded",
+    "one_token",
     "sdk_pair",
     "settled",
     "undeclared",

@@ -81,3 +81,33 @@ def test_a_letta_servers_undeclared_key_never_reaches_the_caller(wall: Firewall)
     server.blocks[block.id]["note"] = INJECTION  # a key the SDK does not declare
     got = client.blocks.retrieve(block.id)
     assert got.value == FACT and INJECTION not in dumped(got)
+
+
+def test_a_mem0_platforms_text_beside_a_memory_never_reaches_the_caller(wall: Firewall) -> None:
+    """mem0's ``hash`` (its digest of the text), ``expiration_date``, ``categories`` (the
+    platform's LLM labels, assigned after the write: no binding can cover them) and any key
+    the server adds."""
+    from gnomon.adapters.mem0 import GuardedMemoryClient
+    from tests.test_adapter_mem0_platform import mem0_routes, sync_client
+
+    with mem0_routes() as mock:
+        alice = wall.channel(Origin.user("alice"), project="shop")
+        memory = GuardedMemoryClient(
+            sync_client(), wall, project="shop", actor="coder", user="alice", user_channel=alice
+        )
+        (row,) = memory.add(FACT, user_id="alice", infer=False, gnomon_origin=alice)["results"]
+        stored = mock.server.memories[row["id"]]
+        stored.update(  # attack: around the firewall, the text and who said it untouched
+            hash=INJECTION,
+            expiration_date=INJECTION,
+            categories=[INJECTION],
+            previous_memory=INJECTION,
+            note=INJECTION,
+        )
+        got = memory.get(row["id"])
+        found = memory.search("refunds", filters={"user_id": "alice"})["results"]
+        listed = memory.get_all(filters={"user_id": "alice"})["results"]
+    assert got["memory"] == FACT and got["gnomon"]["truth"] == "supported"  # it still flows
+    assert [r["memory"] for r in found] == [FACT] == [r["memory"] for r in listed]
+    for answer in (got, found, listed):
+        assert INJECTION not in dumped(answer)
