@@ -468,9 +468,13 @@ def blanked(model: Any) -> dict[str, Any]:
 def undeclared(model: Any) -> dict[str, None]:
     """The keys a server sent beside an SDK model's declared fields (the SDKs' models keep
     such extras and return them), each as None: no binding covers them, so none of their text
-    reaches the caller (``gnomon``, the firewall's own annotation, is left alone)."""
-    extra = getattr(model, "model_extra", None) or {}
-    return {k: None for k in extra if k != "gnomon"}
+    reaches the caller (``gnomon``, the firewall's own annotation, is left alone). Pydantic 2
+    models name them ``model_extra``; zep-python's pydantic 1 models keep them as attributes
+    their class does not declare."""
+    extra = getattr(model, "model_extra", None)
+    if extra is None and hasattr(type(model), "__fields__") and hasattr(model, "__dict__"):
+        extra = {k: v for k, v in vars(model).items() if k not in type(model).__fields__}
+    return {k: None for k in extra or {} if k != "gnomon"}
 
 
 #: A string an identifying field may keep in a server's status object: one token (an id, a

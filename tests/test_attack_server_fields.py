@@ -111,3 +111,37 @@ def test_a_mem0_platforms_text_beside_a_memory_never_reaches_the_caller(wall: Fi
     assert [r["memory"] for r in found] == [FACT] == [r["memory"] for r in listed]
     for answer in (got, found, listed):
         assert INJECTION not in dumped(answer)
+
+
+def _noted(body: Any) -> Any:
+    """Every object of an answer with a key the SDK does not declare (the attack); free-form
+    metadata is left alone (a key added there is a field the binding covers)."""
+    if isinstance(body, dict):
+        inner = {k: v if k == "metadata" else _noted(v) for k, v in body.items()}
+        return {**inner, "note": INJECTION}
+    if isinstance(body, list):
+        return [_noted(v) for v in body]
+    return body
+
+
+def test_a_legacy_zep_servers_undeclared_keys_never_reach_the_caller(wall: Firewall) -> None:
+    from zep_python.types import Message
+
+    from gnomon.adapters.fakes.zep_legacy import FakeLegacyZepServer
+    from gnomon.adapters.zep_legacy import GuardedLegacyZep
+    from tests.fakes_zep import served_legacy_client
+
+    server = FakeLegacyZepServer()
+    raw = served_legacy_client(hostile(server.handle, lambda _request, body: _noted(body)))
+    zep = GuardedLegacyZep(raw, wall, project="shop", actor="coder", user="alice")
+    alice = wall.channel(Origin.user("alice"), project="shop")
+    zep.memory.add_session(session_id="s")
+    said = [Message(role="alice", role_type="user", content=FACT)]
+    zep.memory.add("s", messages=said, gnomon_origin=alice)
+    got = zep.memory.get("s")
+    listed = zep.memory.get_session_messages("s")
+    found = zep.memory.search_sessions(text="refunds", session_ids=["s"], limit=5)
+    assert [m.content for m in got.messages] == [FACT] == [m.content for m in listed.messages]
+    assert [r.message.content for r in found.results] == [FACT]  # the memory flows
+    for answer in (got, listed, found):
+        assert INJECTION not in dumped(answer)
