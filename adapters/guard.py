@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from gnomon.adapters.base import gnomon_metadata, item_hash
+from gnomon.adapters.base import gnomon_metadata, item_hash, rendered_value
 from gnomon.adapters.errors import AdapterError, ConflictingBeliefError, ProtectedBeliefError
 from gnomon.firewall.audit.credentials import credential_kinds
 from gnomon.firewall.gate.contested import Reader, in_scope
@@ -186,6 +186,16 @@ def _with(obj: Any, name: str, value: Any) -> Any:
     if isinstance(obj, Mapping):
         return {**obj, name: value}
     return obj.model_copy(update={name: value})
+
+
+def echoed(held: Mapping[str, Any], sent: Mapping[str, Any], *, merged: bool = False) -> bool:
+    """True when the metadata a store answers a write with is the metadata sent: every key it
+    holds was sent (a store may keep fewer: a Letta agent passage keeps only the belief tag),
+    with the same value as canonical JSON; ``merged``: keys the item held before may remain."""
+    return all(
+        rendered_value(value) == rendered_value(sent[key]) if key in sent else merged
+        for key, value in held.items()
+    )
 
 
 def annotated(screened: Screened) -> dict[str, Any]:
@@ -495,17 +505,30 @@ class Guard:
         return PendingWrite(belief, binding, text, full)
 
     def confirm_write(
-        self, pending: PendingWrite, store_id: str, *, stored: StoreItem | None = None
+        self,
+        pending: PendingWrite,
+        store_id: str,
+        *,
+        stored: StoreItem | None = None,
+        merged: bool = False,
     ) -> StoreBinding:
         """Mark the binding ``written``. ``stored``: the item as the store holds it after the
-        write; when its text is the text written, the binding records its hash, so fields
-        the store sets or merges (a Letta block's label, mem0's merged metadata) are covered."""
+        write; when its text is the text written and its metadata the metadata sent
+        (:func:`echoed`; ``merged``: an update the store merges into the metadata it held,
+        mem0's), the binding records its hash, so fields the store sets or merges (a Letta
+        block's label, mem0's merged metadata) are covered. A store answering with other text
+        or metadata keeps the hash of what was sent: its first read is drift, never the store's
+        addition bound as the writer's."""
         update: dict[str, Any] = {
             "store_id": store_id,
             "state": BindingState.WRITTEN,
             "updated_at": self.wall.clock(),
         }
-        if stored is not None and stored.text == pending.text:
+        if (
+            stored is not None
+            and stored.text == pending.text
+            and echoed(stored.metadata, pending.metadata, merged=merged)
+        ):
             update["content_hash"] = stored.content_hash
         binding = pending.binding.model_copy(update=update)
         self._commit(

@@ -113,14 +113,18 @@ def test_a_mem0_platforms_text_beside_a_memory_never_reaches_the_caller(wall: Fi
         assert INJECTION not in dumped(answer)
 
 
-def _noted(body: Any) -> Any:
+def _noted(body: Any, *, metadata: bool = False) -> Any:
     """Every object of an answer with a key the SDK does not declare (the attack); free-form
-    metadata is left alone (a key added there is a field the binding covers)."""
+    metadata too when ``metadata`` (else left alone: a key there is a field the binding
+    covers)."""
     if isinstance(body, dict):
-        inner = {k: v if k == "metadata" else _noted(v) for k, v in body.items()}
+        inner = {
+            k: v if k == "metadata" and not metadata else _noted(v, metadata=metadata)
+            for k, v in body.items()
+        }
         return {**inner, "note": INJECTION}
     if isinstance(body, list):
-        return [_noted(v) for v in body]
+        return [_noted(v, metadata=metadata) for v in body]
     return body
 
 
@@ -145,3 +149,35 @@ def test_a_legacy_zep_servers_undeclared_keys_never_reach_the_caller(wall: Firew
     assert [r.message.content for r in found.results] == [FACT]  # the memory flows
     for answer in (got, listed, found):
         assert INJECTION not in dumped(answer)
+
+
+def test_metadata_a_store_adds_in_its_answer_to_a_write_is_never_bound(wall: Firewall) -> None:
+    """The store answers the write (and every read after it) with a metadata key the writer
+    never sent: binding the answer would vouch for the store's text as the user's."""
+    from zep_python.types import Message
+
+    from gnomon.adapters.fakes.zep_legacy import FakeLegacyZepServer
+    from gnomon.adapters.zep_legacy import GuardedLegacyZep
+    from gnomon.firewall.model.chain import BindingState
+    from tests.fakes_zep import served_legacy_client
+
+    server = FakeLegacyZepServer()
+    rewrite = lambda _request, body: _noted(body, metadata=True)  # noqa: E731
+    zep = GuardedLegacyZep(
+        served_legacy_client(hostile(server.handle, rewrite)),
+        wall,
+        project="shop",
+        actor="coder",
+        user="alice",
+    )
+    alice = wall.channel(Origin.user("alice"), project="shop")
+    said = [Message(role="alice", role_type="user", content=FACT, metadata={"k": "v"})]
+    zep.memory.add("s", messages=said, gnomon_origin=alice)
+    got = zep.memory.get("s")
+    assert got.messages == [] and INJECTION not in dumped(got)
+    (mine,) = [
+        b
+        for b in wall.store.list_bindings("zep-legacy")
+        if "user:alice" in wall.require_belief(b.belief_id).origin.origin_ids
+    ]
+    assert mine.state == BindingState.DRIFTED
