@@ -87,3 +87,17 @@ def test_a_binding_truly_from_before_still_upgrades_once(wall: Firewall) -> None
     server.passages[made.id]["tags"] = ["approved-by-security"]  # now covered
     assert list(client.agents.passages.list(agent)) == []
     _drifted(wall, "letta")
+
+
+def test_sync_reports_an_upgraded_binding_as_upgraded_not_drifted(wall: Firewall) -> None:
+    """Sync and the read path agree: a binding from before is upgraded by both, never
+    reported as an edit around the firewall (which would send the host chasing a non-event)."""
+    server, _raw, client = _letta(wall)
+    agent = server.add_agent()
+    alice = wall.channel(Origin.user("alice"), project="shop")
+    client.agents.passages.create(agent, text=FACT, tags=["refunds"], gnomon_origin=alice)
+    (binding,) = wall.store.list_bindings("letta")
+    client.gnomon._guard.rebind(binding, legacy_item_hash(FACT), "as recorded before")
+    report = client.gnomon.sync({"agent_id": agent})
+    (upgraded,) = wall.store.list_bindings("letta")
+    assert report.drifted == () and upgraded.detail == EARLIER_HASH_UPGRADE
