@@ -7,7 +7,8 @@ with none of the newer fields (a Letta passage without tags, a Zep episode witho
 description) has a hash equal to the "text alone" earlier hash: a hostile store that adds the
 field afterwards gets its edit accepted as an upgrade, bound and returned as trusted context.
 Promise: a binding the current adapter wrote never takes the upgrade path; an added field is
-drift (withheld, belief suspicious), while a binding truly recorded before still verifies.
+drift (withheld, belief suspicious), while a binding truly recorded before still verifies. (The
+Zep attack is ``test_a_zep_episodes_source_description_edited_in_the_store_is_drift[False]``.)
 """
 
 from __future__ import annotations
@@ -54,23 +55,6 @@ def test_a_field_added_to_a_bare_letta_passage_is_drift_not_an_upgrade(
     listed = list(client.agents.passages.list(agent))
     assert listed == [] and INJECTION not in dumped([dumped(p) for p in listed])
     _drifted(wall, "letta")
-
-
-def test_a_source_description_added_to_a_bare_zep_episode_is_drift(wall: Firewall) -> None:
-    from gnomon.adapters.fakes.zep import FakeZepServer
-    from gnomon.adapters.zep import GuardedZep
-    from tests.fakes_zep import served_client
-
-    server = FakeZepServer()
-    raw, graph, _thread = served_client(server.transport())
-    zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice")
-    alice = wall.channel(Origin.user("alice"), project="shop")
-    uuid = zep.graph.episode.add(graph, data=FACT, gnomon_origin=alice).episode.uuid_
-    assert zep.graph.episode.get(graph, uuid).gnomon["truth"] == "supported"
-    server.episodes[uuid]["source_description"] = INJECTION  # attack: around the firewall
-    got = zep.graph.episode.get(graph, uuid)
-    assert got.gnomon["withheld"] and INJECTION not in dumped(got)
-    _drifted(wall, "zep")
 
 
 def test_a_binding_truly_from_before_still_upgrades_once(wall: Firewall) -> None:

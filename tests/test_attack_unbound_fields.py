@@ -160,7 +160,8 @@ def test_a_letta_archive_passages_metadata_edit_is_drift_and_an_old_binding_veri
     _drifted(wall, "letta")
 
 
-def _zep(wall: Firewall) -> tuple[Any, Any, str, str]:
+def _zep(wall: Firewall, *, described: bool = True) -> tuple[Any, Any, str, str]:
+    """A Zep episode the user wrote (with a source description unless ``described`` is False)."""
     from gnomon.adapters.fakes.zep import FakeZepServer
     from gnomon.adapters.zep import GuardedZep
 
@@ -168,14 +169,19 @@ def _zep(wall: Firewall) -> tuple[Any, Any, str, str]:
     raw, graph, _thread = served_client(server.transport())
     zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice")
     alice = wall.channel(Origin.user("alice"), project="shop")
-    made = zep.graph.episode.add(
-        graph, data=FACT, source_description="billing handbook", gnomon_origin=alice
-    ).episode
+    source = {"source_description": "billing handbook"} if described else {}
+    made = zep.graph.episode.add(graph, data=FACT, gnomon_origin=alice, **source).episode
     return server, zep, graph, made.uuid_
 
 
-def test_a_zep_episodes_source_description_edited_in_the_store_is_drift(wall: Firewall) -> None:
-    server, zep, graph, uuid = _zep(wall)
+@pytest.mark.parametrize("described", [True, False])
+def test_a_zep_episodes_source_description_edited_in_the_store_is_drift(
+    wall: Firewall, described: bool
+) -> None:
+    """Edited, or added to an episode written without one (its binding, written today, is
+    never taken for one an earlier adapter recorded of the text alone: see
+    tests/test_attack_binding_upgrade.py)."""
+    server, zep, graph, uuid = _zep(wall, described=described)
     assert zep.graph.episode.get(graph, uuid).gnomon["truth"] == "supported"
     server.episodes[uuid]["source_description"] = INJECTION  # attack: around the firewall
     got = zep.graph.episode.get(graph, uuid)
