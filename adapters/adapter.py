@@ -129,7 +129,7 @@ class Adapter:
         # one that merges fields (mem0's metadata) answers with the item as it now stands.
         if replaced is None:
             return self._guard.confirm_write(pending, store_id)
-        return self._guard.confirm_write(pending, replaced.store_id, stored=replaced)
+        return self._guard.confirm_write(pending, replaced.store_id, stored=replaced, merged=True)
 
     def delete(self, store_id: str, *, origin: WriteOrigin | None = None) -> None:
         """A revision (binding ``deleted``, belief hidden), then the store's delete; a

@@ -90,38 +90,63 @@ class StoreItem:
     def content_hash(self) -> str:
         return item_hash(self.text, self.rendered)
 
+    @property
+    def upgradable_hashes(self) -> tuple[str, ...]:
+        """The hashes an earlier adapter recorded for this item: the hash of the fields it
+        renders now made the earlier way (:func:`legacy_item_hash`), then each of
+        :attr:`earlier_hashes`. None can be a binding the current adapter wrote
+        (:func:`item_hash` is domain-tagged ``v2`` even for an item rendering nothing)."""
+        return (legacy_item_hash(self.text, self.rendered), *self.earlier_hashes)
 
-#: Domain tag of :func:`item_hash` when an item renders fields beyond its text.
-ITEM_HASH_DOMAIN = "gnomon.store-item.v1"
+
+#: Domain tag of :func:`item_hash`. ``v2``: every binding the adapters write carries it, so no
+#: binding written today equals an earlier adapter's hash (:func:`legacy_item_hash`), and only a
+#: binding truly recorded before takes the upgrade path (:attr:`StoreItem.upgradable_hashes`).
+ITEM_HASH_DOMAIN = "gnomon.store-item.v2"
+#: Domain tag of :func:`legacy_item_hash` (an item rendering fields beyond its text, before v2).
+LEGACY_ITEM_HASH_DOMAIN = "gnomon.store-item.v1"
 
 
-def item_hash(text: str, rendered: Mapping[str, str] | None = None) -> str:
-    """The hash a binding records for an item: its text alone when it renders nothing else
-    (so bindings of plain-text items keep their :func:`~firewall.model.chain.content_hash`),
-    otherwise the canonical JSON of the domain tag, the text and every rendered field.
-
-    >>> item_hash("tea") == content_hash("tea")
-    True
-    >>> item_hash("tea", {"label": "human"}) != item_hash("tea", {"label": "persona"})
-    True
-    """
-    if not rendered:
-        return content_hash(text)
+def _tagged(domain: str, text: str, rendered: Mapping[str, str]) -> str:
     canonical = json.dumps(
-        [ITEM_HASH_DOMAIN, text, sorted(rendered.items())],
-        ensure_ascii=False,
-        separators=(",", ":"),
+        [domain, text, sorted(rendered.items())], ensure_ascii=False, separators=(",", ":")
     )
     digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
     return f"sha256:{digest}"
 
 
+def item_hash(text: str, rendered: Mapping[str, str] | None = None) -> str:
+    """The hash a binding records for an item: the canonical JSON of the domain tag, the text
+    and every rendered field, even when it renders nothing beyond its text (so it never equals
+    an earlier adapter's hash of the same item with fewer fields, see
+    :attr:`StoreItem.upgradable_hashes`).
+
+    >>> item_hash("tea") != content_hash("tea")
+    True
+    >>> item_hash("tea", {"label": "human"}) != item_hash("tea", {"label": "persona"})
+    True
+    """
+    return _tagged(ITEM_HASH_DOMAIN, text, rendered or {})
+
+
+def legacy_item_hash(text: str, rendered: Mapping[str, str] | None = None) -> str:
+    """The hash adapters recorded before :data:`ITEM_HASH_DOMAIN` ``v2``: the text's own
+    :func:`~firewall.model.chain.content_hash` when the item rendered nothing else, otherwise
+    the ``v1`` domain-tagged JSON. Only ever compared, never recorded for a new binding.
+
+    >>> legacy_item_hash("tea") == content_hash("tea")
+    True
+    """
+    return content_hash(text) if not rendered else _tagged(LEGACY_ITEM_HASH_DOMAIN, text, rendered)
+
+
 def earlier(text: str, rendered: Mapping[str, str], *covered: Sequence[str]) -> tuple[str, ...]:
     """:attr:`StoreItem.earlier_hashes` of an item rendering ``rendered``: for each earlier
-    version of its adapter, the hash of the text and the fields that version covered
-    (``covered``, names; ``()``: the text alone)."""
+    version of its adapter, the hash it recorded (:func:`legacy_item_hash`) of the text and the
+    fields that version covered (``covered``, names; ``()``: the text alone)."""
     return tuple(
-        item_hash(text, {k: rendered[k] for k in names if k in rendered}) for names in covered
+        legacy_item_hash(text, {k: rendered[k] for k in names if k in rendered})
+        for names in covered
     )
 
 
@@ -315,6 +340,7 @@ __all__ = [
     "HASH_KEY",
     "INTEGRITY_KEY",
     "ITEM_HASH_DOMAIN",
+    "LEGACY_ITEM_HASH_DOMAIN",
     "ORIGIN_KEY",
     "MetadataLimits",
     "Page",
@@ -324,6 +350,7 @@ __all__ = [
     "flatten",
     "gnomon_metadata",
     "item_hash",
+    "legacy_item_hash",
     "merged_metadata",
     "rendered_metadata",
     "rendered_value",

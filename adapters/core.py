@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import MethodType
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, get_args, get_origin
 
 from gnomon.adapters.base import merged_metadata
 from gnomon.adapters.errors import (
@@ -405,7 +406,8 @@ class Core:
             return self.annotate(screened)
         raw, field = screened.item.raw, screened.item.text_field
         text = {field: ""} if field is not None and "." not in field else {}
-        return raw.model_copy(update={**blanked(raw), **text, "gnomon": withheld_note(screened)})
+        update = {**undeclared(raw), **blanked(raw), **text, "gnomon": withheld_note(screened)}
+        return raw.model_copy(update=update)
 
     def container(self, found: Any, dropped: Sequence[str], *, skip: Sequence[str] = ()) -> Any:
         """A container the store answered with (a user, a session): text it keeps for the
@@ -433,7 +435,8 @@ class Core:
     def annotate(self, screened: Screened) -> Any:
         """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)
         and, when quoted, its text marked (:meth:`Screened.shown`)."""
-        return screened.item.raw.model_copy(update=screened.shown())
+        raw = screened.item.raw
+        return raw.model_copy(update={**undeclared(raw), **screened.shown()})
 
 
 def _identifying(name: str) -> bool:
@@ -457,7 +460,72 @@ def blanked(model: Any) -> dict[str, Any]:
             out[name] = []
         elif isinstance(value, Mapping):
             out[name] = {}
+        elif hasattr(type(value), "model_fields"):
+            out[name] = settled(value)
     return out
+
+
+def undeclared(model: Any) -> dict[str, None]:
+    """The keys a server sent beside an SDK model's declared fields (the SDKs' models keep
+    such extras and return them), each as None: no binding covers them, so none of their text
+    reaches the caller (``gnomon``, the firewall's own annotation, is left alone). Pydantic 2
+    models name them ``model_extra``; zep-python's pydantic 1 models keep them as attributes
+    their class does not declare."""
+    extra = getattr(model, "model_extra", None)
+    if extra is None and hasattr(type(model), "__fields__") and hasattr(model, "__dict__"):
+        extra = {k: v for k, v in vars(model).items() if k not in type(model).__fields__}
+    return {k: None for k in extra or {} if k != "gnomon"}
+
+
+#: A string an identifying field may keep in a server's status object: one token (an id, a
+#: timestamp), never a sentence.
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
+
+
+def one_token(value: Any) -> bool:
+    """True for a string that is one token (an id, a date, a timestamp): it cannot hold a
+    sentence or markup."""
+    return isinstance(value, str) and _TOKEN.fullmatch(value) is not None
+
+
+def _declared(annotation: Any) -> set[Any]:
+    """The values a field's annotation declares (its ``Literal`` members, however nested)."""
+    found: set[Any] = set()
+    stack = [annotation]
+    while stack:
+        one = stack.pop()
+        if get_origin(one) is Literal:
+            found.update(get_args(one))
+        else:
+            stack.extend(get_args(one))
+    return found
+
+
+def settled(model: Any, fields: Sequence[str] | None = None) -> Any:
+    """A copy of an SDK model the server sets and changes on its own (a Zep write's ``task``,
+    an episode's ``content_policy``: no binding can cover them without drifting by itself)
+    holding nothing that can carry text: numbers and booleans as sent, a string only where it
+    is one of the values the SDK declares for the field (an enum's) or, in an id or timestamp
+    field, one token; nested models likewise; every other value (and undeclared key) None.
+    ``fields``: settle only those (an episode's ``source`` and ``content_policy``), the rest
+    as they are."""
+    if model is None:
+        return None
+    declared = type(model).model_fields
+    update: dict[str, Any] = undeclared(model) if fields is None else {}
+    for name in declared if fields is None else fields:
+        info, value = declared[name], getattr(model, name, None)
+        if value is None or isinstance(value, bool | int | float):
+            continue
+        if hasattr(type(value), "model_fields"):
+            update[name] = settled(value)
+        elif isinstance(value, str) and (
+            value in _declared(info.annotation) or (_identifying(name) and one_token(value))
+        ):
+            continue
+        else:
+            update[name] = None
+    return model.model_copy(update=update)
 
 
 # -- resources and the one constructor -----------------------------------------------------------
@@ -648,5 +716,8 @@ __all__ = [
     "drive",
     "given",
     "guarded",
+    "one_token",
     "sdk_pair",
+    "settled",
+    "undeclared",
 ]

@@ -29,12 +29,14 @@ with :meth:`Session.log_recall`.
 **What a binding's hash covers.** :attr:`StoreItem.content_hash` covers the text *and* every
 other field the adapter renders to a caller (:attr:`StoreItem.rendered`); a write records the
 hash of what the store holds after it (``stored=`` on :meth:`Guard.confirm_write`, or the
-``rendered`` fields the write sets), so an edit of any rendered field is drift. Binding hashes
-carry no version: where an adapter starts rendering more fields (Zep messages' speaker and
-metadata), its items name the hashes bindings recorded before
-(:attr:`StoreItem.earlier_hashes`); a written binding holding one still verifies (the text it
-attested matches) and is moved, on the record, to the hash that covers the fields as first read
-(``binding.rebound``).
+``rendered`` fields the write sets), so an edit of any rendered field is drift. A binding's
+hash is domain-tagged with its version (:func:`adapters.base.item_hash`, ``v2``): where an
+adapter starts rendering more fields (Zep messages' speaker and metadata), its items name the
+hashes earlier adapters recorded (:attr:`StoreItem.upgradable_hashes`, made the ``v1`` way, so
+no binding written today can equal one: a field added around the firewall to a memory written
+without it is drift, never an upgrade); a written binding holding one still verifies (the text
+it attested matches) and is moved, on the record, to the hash that covers the fields as first
+read (``binding.rebound``).
 
 **Lower-integrity revisions never retire higher-integrity beliefs.** An update or delete whose
 write label (the host's ``origin``, else the agent joined with everything the session has read)
@@ -60,7 +62,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from gnomon.adapters.base import gnomon_metadata, item_hash
+from gnomon.adapters.base import gnomon_metadata, item_hash, rendered_value
 from gnomon.adapters.errors import AdapterError, ConflictingBeliefError, ProtectedBeliefError
 from gnomon.firewall.audit.credentials import credential_kinds
 from gnomon.firewall.gate.contested import Reader, in_scope
@@ -106,7 +108,7 @@ DROP_IN_POLICY = "assistant"
 _HIDEABLE = (RetrievalStatus.NORMAL, RetrievalStatus.RESTRICTED)
 
 #: Why a binding recorded before its item's rendered fields were covered moves to the hash
-#: that covers them (:attr:`StoreItem.earlier_hashes`): what it attested (the text) still
+#: that covers them (:attr:`StoreItem.upgradable_hashes`): what it attested (the text) still
 #: matches, and from now on an edit of any rendered field is drift.
 EARLIER_HASH_UPGRADE = (
     "hash upgraded to cover the item's rendered fields as first read; the text matched an "
@@ -184,6 +186,16 @@ def _with(obj: Any, name: str, value: Any) -> Any:
     if isinstance(obj, Mapping):
         return {**obj, name: value}
     return obj.model_copy(update={name: value})
+
+
+def echoed(held: Mapping[str, Any], sent: Mapping[str, Any], *, merged: bool = False) -> bool:
+    """True when the metadata a store answers a write with is the metadata sent: every key it
+    holds was sent (a store may keep fewer: a Letta agent passage keeps only the belief tag),
+    with the same value as canonical JSON; ``merged``: keys the item held before may remain."""
+    return all(
+        rendered_value(value) == rendered_value(sent[key]) if key in sent else merged
+        for key, value in held.items()
+    )
 
 
 def annotated(screened: Screened) -> dict[str, Any]:
@@ -493,17 +505,30 @@ class Guard:
         return PendingWrite(belief, binding, text, full)
 
     def confirm_write(
-        self, pending: PendingWrite, store_id: str, *, stored: StoreItem | None = None
+        self,
+        pending: PendingWrite,
+        store_id: str,
+        *,
+        stored: StoreItem | None = None,
+        merged: bool = False,
     ) -> StoreBinding:
         """Mark the binding ``written``. ``stored``: the item as the store holds it after the
-        write; when its text is the text written, the binding records its hash, so fields
-        the store sets or merges (a Letta block's label, mem0's merged metadata) are covered."""
+        write; when its text is the text written and its metadata the metadata sent
+        (:func:`echoed`; ``merged``: an update the store merges into the metadata it held,
+        mem0's), the binding records its hash, so fields the store sets or merges (a Letta
+        block's label, mem0's merged metadata) are covered. A store answering with other text
+        or metadata keeps the hash of what was sent: its first read is drift, never the store's
+        addition bound as the writer's."""
         update: dict[str, Any] = {
             "store_id": store_id,
             "state": BindingState.WRITTEN,
             "updated_at": self.wall.clock(),
         }
-        if stored is not None and stored.text == pending.text:
+        if (
+            stored is not None
+            and stored.text == pending.text
+            and echoed(stored.metadata, pending.metadata, merged=merged)
+        ):
             update["content_hash"] = stored.content_hash
         binding = pending.binding.model_copy(update=update)
         self._commit(
@@ -797,7 +822,7 @@ class Guard:
             if belief is None:  # a binding to a belief this store does not hold: fail closed
                 continue
             if binding.state == BindingState.WRITTEN and item.content_hash != binding.content_hash:
-                if binding.content_hash in item.earlier_hashes:
+                if binding.content_hash in item.upgradable_hashes:
                     binding = self.rebind(binding, item.content_hash, EARLIER_HASH_UPGRADE)
                 else:
                     binding, belief = self.mark_drifted(binding, belief, item)

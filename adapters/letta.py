@@ -29,9 +29,11 @@ the session has read), as :meth:`Session.remember` does. A retrieved block whose
 the ContextPolicy is returned *redacted*, not raised: the same ``BlockResponse`` with an empty
 ``value``, no ``description`` or ``metadata``, and ``gnomon = {"withheld": True, "belief_id",
 "reasons"}`` (an agent loop that renders core memory keeps working and never sees the text).
-Blocks in lists are dropped when they fail. A block's binding hash covers its label and
-description as well as its value (they are rendered with it), so editing either around the
-firewall is drift. An update or delete from a write of lower integrity than a supported block
+Blocks in lists are dropped when they fail. A block's binding hash covers its label,
+description, metadata, tags and template name as well as its value (they reach the caller with
+it), so editing any of them around the firewall is drift; an update without ``value=`` (those
+fields alone) is a revision of the value the firewall recorded, like any other.
+An update or delete from a write of lower integrity than a supported block
 or passage (the agent after reading a web page, against the user's fact) is refused
 (:class:`~adapters.errors.ProtectedBeliefError`), recorded as a contradicting candidate; the host
 revises the user's memory with ``gnomon_origin=``. Blocks that existed before the firewall (a
@@ -77,6 +79,7 @@ with sdk_imports("letta", "letta-client"):
 
 from gnomon.adapters import core
 from gnomon.adapters.base import GNOMON_KEYS, StoreItem
+from gnomon.adapters.errors import StoreCallError
 from gnomon.adapters.letta_backend import (
     STORE,
     TAG_PREFIX,
@@ -93,6 +96,7 @@ from gnomon.adapters.letta_backend import (
     search_result_item,
 )
 from gnomon.adapters.letta_loop import AgentMessages, LoopCore
+from gnomon.firewall.model.chain import BindingState
 
 
 class _Core(core.Core, LoopCore):
@@ -103,18 +107,21 @@ class _Core(core.Core, LoopCore):
         return self.one(item, query)
 
     def update_block(
-        self, a: core.Args, current: core.Call | str, scope: dict[str, str] | None
+        self, a: core.Args, current: core.Call, scope: dict[str, str] | None
     ) -> core.Flow:
         """A new value is a revision, authored by the agent (inheriting its session's label)
-        unless the host names ``gnomon_origin=``; metadata alone is passed through checked."""
+        unless the host names ``gnomon_origin=``. So is an update without ``value=`` (the label,
+        description or metadata alone, which the binding's hash covers): the block's value as
+        the firewall recorded it is written anew under the new fields, derived from the belief
+        it revises (a lower-integrity writer is refused on a supported block, and a block never
+        trusted stays so); a block whose value the firewall cannot vouch for is refused."""
         checked = self.checked(a.name, a.get("metadata"))
-        if a.get("value") is None:
-            block = yield a.raw(metadata=checked)
-            return self.one_block(block_item(block, a.name, scope), a.name)
-        if isinstance(current, core.Call):
-            current = block_item((yield current), a.name, scope).store_id
+        found = block_item((yield current), a.name, scope)
+        value, derived = a.get("value"), None
+        if value is None:
+            value, derived = self._recorded(found, a.name)
         pending, _ = self.guard.begin_update(
-            current, a["value"], checked, origin=a.origin, call=a.name
+            found.store_id, value, checked, origin=a.origin, derived_from=derived, call=a.name
         )
         _, item = yield from self.write(
             pending,
@@ -123,6 +130,18 @@ class _Core(core.Core, LoopCore):
             stored=True,
         )
         return self.one_block(item, a.name)
+
+    def _recorded(self, found: StoreItem, call: str) -> tuple[str, list[str]]:
+        """The value of a block as its verified binding recorded it, and the belief it is."""
+        resolved = self.guard.resolve_items([found])
+        if not resolved or resolved[0][0].state != BindingState.WRITTEN:
+            raise StoreCallError(
+                f"block {found.store_id} does not hold a value the firewall recorded",
+                store=STORE,
+                call=call,
+                hint="pass value= to write the block anew",
+            )
+        return found.text, [resolved[0][1].id]
 
 
 class _Refusing(core.Resource):
@@ -233,7 +252,8 @@ class Blocks(_Refusing):
 
     @core.guarded(extras=core.WRITE)
     def update(self, a: core.Args) -> core.Flow:
-        return (yield from self._core.update_block(a, a["block_id"], None))
+        current = core.Call(a.name, lambda: self._raw.retrieve(a["block_id"]))
+        return (yield from self._core.update_block(a, current, None))
 
     delete = core.deleting(lambda a: a["block_id"])
 

@@ -24,6 +24,7 @@ from gnomon.adapters.base import (
     Page,
     StoreBackend,
     StoreItem,
+    earlier,
     rendered_value,
 )
 from gnomon.adapters.errors import (
@@ -100,6 +101,11 @@ def block_item(block: Any, call: str, scope: Mapping[str, str] | None = None) ->
     if not isinstance(value, str):
         raise _malformed(call, "a block with a string value", block)
     metadata = getattr(block, "metadata", None)
+    rendered = {
+        "label": rendered_value(block.label),
+        "description": rendered_value(getattr(block, "description", None)),
+        **beside_fields(metadata=metadata, tags=block.tags, template_name=block.template_name),
+    }
     return StoreItem(
         store_id=ident,
         text=value,
@@ -107,11 +113,10 @@ def block_item(block: Any, call: str, scope: Mapping[str, str] | None = None) ->
         scope=dict(scope or ({"label": block.label} if block.label else {})),
         raw=block,
         # a block reaches the caller (and the agent's core memory) with its label and
-        # description next to its value: the hash covers them
-        rendered={
-            "label": rendered_value(block.label),
-            "description": rendered_value(getattr(block, "description", None)),
-        },
+        # description next to its value, and its metadata, tags and template name beside it:
+        # the hash covers them (before it covered label and description alone)
+        rendered=rendered,
+        earlier_hashes=earlier(value, rendered, ("label", "description")),
         text_field="value",
     )
 
@@ -130,13 +135,13 @@ def _tag_metadata(tags: Sequence[str] | None) -> dict[str, Any]:
     return {BELIEF_KEY: found[0]} if found else {}
 
 
-def passage_fields(metadata: Any, tags: Any) -> dict[str, str]:
-    """A passage's metadata and tags, as rendered fields: they reach the caller beside its
-    text, so the binding's hash covers them (an edit around the firewall is drift). Each is
-    rendered only where the passage has one: an agent passage's search result (tags, no
-    metadata) and the passage listed render the same. Before they were covered, the hash was
-    the text's alone (:attr:`StoreItem.earlier_hashes`)."""
-    shown = {"metadata": metadata, "tags": tags}
+def beside_fields(**shown: Any) -> dict[str, str]:
+    """Free-form fields that reach the caller beside an item's text (a passage's or block's
+    metadata and tags, a passage's file name), as rendered fields, so the binding's hash covers
+    them (an edit around the firewall is drift). Each is rendered only where the item has one:
+    an agent passage's search result (tags, no metadata) and the passage listed render the
+    same. Before they were covered, a passage's hash was its text's alone
+    (:attr:`StoreItem.earlier_hashes`)."""
     return {k: rendered_value(v) for k, v in shown.items() if v}
 
 
@@ -151,7 +156,9 @@ def passage_item(passage: Any, container: str, call: str) -> StoreItem:
         metadata={**_tag_metadata(passage.tags), **metadata},
         scope={"container": container},
         raw=passage,
-        rendered=passage_fields(passage.metadata, passage.tags),
+        rendered=beside_fields(
+            metadata=passage.metadata, tags=passage.tags, file_name=passage.file_name
+        ),
         text_field="text",
         earlier_hashes=(content_hash(text),),
     )
@@ -168,7 +175,7 @@ def search_result_item(result: Any, agent_id: str, call: str) -> StoreItem:
         metadata=_tag_metadata(tags),
         scope={"agent_id": agent_id},
         raw=result,
-        rendered=passage_fields(None, tags),
+        rendered=beside_fields(tags=tags),
         text_field="content",
         earlier_hashes=(content_hash(text),),
     )

@@ -225,7 +225,7 @@ class _Mem0Flows(_Guarded):
             raise
         # mem0 merges metadata: the binding records the item as it now stands
         stored = to_item(row, "get") if row is not None else None
-        guard.confirm_write(pending, memory_id, stored=stored)
+        guard.confirm_write(pending, memory_id, stored=stored, merged=True)
         return out
 
     def _delete_flow(self, memory_id: str, origin: WriteOrigin | None = None, **sent: Any) -> Flow:

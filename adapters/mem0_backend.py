@@ -9,12 +9,14 @@ parsed into :class:`~adapters.base.StoreItem` or a :class:`StoreResponseError`.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
+from gnomon.adapters import core
 from gnomon.adapters.adapter import Adapter
 from gnomon.adapters.base import (
     MetadataLimits,
@@ -50,6 +52,13 @@ SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 #: (``actor_id``) for ``infer=False``, the extractor's ``attributed_to`` for a fact. Rendered
 #: where present (the hash covers them; before they were, it covered the metadata alone).
 SPEAKER_FIELDS = ("role", "actor_id", "attributed_to")
+#: A memory's fields returned when each is one token (ids, scope, dates), never a sentence.
+TOKEN_FIELDS = (
+    "id", *SCOPE_KEYS, "app_id", "owner", "organization", "created_at", "updated_at",
+    "expiration_date",
+)  # fmt: skip
+#: What an ``add`` answer's ``event`` may say.
+EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
 T = TypeVar("T")
 
 
@@ -137,11 +146,35 @@ def to_item(row: Any, call: str) -> StoreItem:
         text,
         metadata,
         scope=scope,
-        raw=row,
+        raw=settled_row(row, text),
         rendered=rendered,
         text_field="memory",
         earlier_hashes=earlier(text, rendered, ("metadata",)),
     )
+
+
+def settled_row(row: Mapping[str, Any], text: str) -> dict[str, Any]:
+    """A memory row as returned: the text and the fields its hash covers as sent; numbers and
+    flags (a score); ids, scope and dates when each is one token; mem0's ``hash`` when it is
+    the MD5 of the text mem0 makes it (so it says nothing the text does not), ``event`` when
+    mem0 declares it. Anything else is None: ``categories`` (the platform's LLM labels,
+    assigned after the write, so a binding covering them would drift by itself, as a Zep
+    session's classifications are not returned), an answer's ``previous_memory`` (a text no
+    binding vouches for) and any key the server adds."""
+    bound = ("memory", "metadata", *SPEAKER_FIELDS)
+    digest = hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        keep = (
+            key in bound
+            or value is None
+            or isinstance(value, bool | int | float)
+            or (key in TOKEN_FIELDS and core.one_token(value))
+            or (key == "hash" and value == digest)
+            or (key == "event" and value in EVENTS)
+        )
+        out[key] = value if keep else None
+    return out
 
 
 def results_of(response: Any, call: str) -> list[Any]:
@@ -397,5 +430,6 @@ __all__ = [
     "messages_of",
     "read_text",
     "results_of",
+    "settled_row",
     "to_item",
 ]

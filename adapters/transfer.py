@@ -212,7 +212,9 @@ def sync_store(
             if binding is None:
                 unbound.append(item.store_id)
             elif (
-                binding.state == BindingState.WRITTEN and item.content_hash != binding.content_hash
+                binding.state == BindingState.WRITTEN
+                and item.content_hash != binding.content_hash
+                and binding.content_hash not in item.upgradable_hashes  # upgraded, not drift
             ):
                 drifted.append(item.store_id)
         guard.resolve_items(page)  # records the unbound and the drifted

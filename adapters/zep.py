@@ -152,12 +152,16 @@ def content_item(obj: Any, graph: str, call: str) -> StoreItem:
         text=text,
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
         scope={"graph_uuid": _graph_of(obj, graph)},
-        raw=obj,
+        raw=core.settled(obj, SERVER_SET) if isinstance(obj, Episode) else obj,
         rendered=rendered,
         text_field="content",
         earlier_hashes=earlier(text, rendered, (), SPEAKER_FIELDS),
     )
 
+
+#: An episode's fields the server sets and changes on its own (no binding can cover them):
+#: returned settled (:func:`adapters.core.settled`: an enum's declared values, numbers, flags).
+SERVER_SET = ("source", "content_policy")
 
 #: What the hash of a message or episode covered before its source description was rendered.
 SPEAKER_FIELDS = ("role", "name", "metadata")
@@ -619,7 +623,8 @@ class Thread(_Refusing):
             context = yield from self._context(a["thread_uuid"])
         # the messages as the store answered, screened as a read
         messages = self._core.each(items, a.name)
-        return result.model_copy(update={"context": context, "messages": messages})
+        shown = {"context": context, "messages": messages, "task": core.settled(result.task)}
+        return result.model_copy(update={**core.undeclared(result), **shown})
 
     @_paged()
     def list_messages(self, a: core.Args) -> core.Flow:
@@ -664,7 +669,8 @@ class Episodes(_Refusing):
         result, item = yield from self._core.write(
             pending, a.raw(data=pending.text, metadata=pending.metadata), parse, stored=True
         )
-        return result.model_copy(update={"episode": self._core.episode(item, a.name)})
+        shown = {"episode": self._core.episode(item, a.name), "task": core.settled(result.task)}
+        return result.model_copy(update={**core.undeclared(result), **shown})
 
     @core.guarded
     def get(self, a: core.Args) -> core.Flow:

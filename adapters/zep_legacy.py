@@ -164,7 +164,7 @@ def derived_item(kind: str, uuid: str | None, text: str, session_id: str, raw: A
 def annotate(screened: Screened) -> Any:
     raw = screened.item.raw
     if isinstance(raw, pydantic_v1.BaseModel):
-        return raw.copy(update=screened.shown())
+        return raw.copy(update={**core.undeclared(raw), **screened.shown()})
     return raw
 
 
@@ -402,6 +402,7 @@ class LegacyMemory(_Refusing):
         kept = {id(s.item.raw): annotate(s) for s in passed}
         rebuilt = memory.copy(
             update={
+                **core.undeclared(memory),
                 "messages": [kept[id(m)] for m in memory.messages or [] if id(m) in kept],
                 "relevant_facts": [
                     kept[id(f)] for f in memory.relevant_facts or [] if id(f) in kept
@@ -442,11 +443,12 @@ class LegacyMemory(_Refusing):
             if one.passed:
                 shown.setdefault(n, {})[field] = annotate(one)
         kept = [
-            result.copy(update={"message": None, "fact": None, "summary": None, **shown[n]})
+            result.copy(update={**core.undeclared(result), **_EMPTY_RESULT, **shown[n]})
             for n, result in enumerate(results)
             if n in shown
         ]
-        return attach(response.copy(update={"results": kept}), screened.summary)
+        rebuilt = response.copy(update={**core.undeclared(response), "results": kept})
+        return attach(rebuilt, screened.summary)
 
     @core.guarded
     def get_session_messages(self, a: core.Args) -> core.Flow:
@@ -454,7 +456,12 @@ class LegacyMemory(_Refusing):
         response = yield a.raw()
         items = [message_item(m, session, a.name) for m in _messages(response, a.name)]
         kept = self._core.passed([i for i in items if not deleted(i.raw)], a.name)
-        return attach(response.copy(update={"messages": list(kept)}), kept.gnomon)
+        rebuilt = response.copy(update={**core.undeclared(response), "messages": list(kept)})
+        return attach(rebuilt, kept.gnomon)
+
+
+#: A search result's parts, each set again only where it passed the screen.
+_EMPTY_RESULT = {"message": None, "fact": None, "summary": None}
 
 
 class LegacyUser(_Refusing):

@@ -199,9 +199,9 @@ def test_a_letta_passages_other_fields_beside_its_nested_quote_are_checked_too(
 ) -> None:
     """A global passage search returns each hit with its text one level down
     (``passage.text``): only that one field is marked, so the passage's other fields still
-    reach the caller next to the marker. One edited around Gnomon (its ``file_name``, which no
-    binding hashes) to hold a breakout or a credential withholds the hit; a plain one keeps it
-    quoted."""
+    reach the caller next to the marker. One edited around Gnomon (its ``source_id``, which no
+    binding hashes: an id) to hold a breakout or a credential withholds the hit; a plain one
+    keeps it quoted."""
     import httpx
     from letta_client import Letta
 
@@ -214,15 +214,15 @@ def test_a_letta_passages_other_fields_beside_its_nested_quote_are_checked_too(
         max_retries=0,
         http_client=httpx.Client(transport=server.transport()),
     )
-    names = ("notes.md", BREAKOUT, f"key {KEY} {SECRET}")
+    names = ("source-notes", BREAKOUT, f"key {KEY} {SECRET}")
     with wall.session(project="shop", actor="coder", user="alice") as session:
         client = GuardedLetta(letta, wall, session=session)
         archive = client.archives.create(name="shared")
         for name in names:
             made = client.archives.passages.create(archive.id, text="Deploy notes: rotate certs.")
-            server.passages[made.id]["file_name"] = name  # around the firewall
+            server.passages[made.id]["source_id"] = name  # around the firewall
         hits = client.passages.search(query="deploy notes", archive_id=archive.id)
-    assert [h.passage.file_name for h in hits] == ["notes.md"]
+    assert [h.passage.source_id for h in hits] == ["source-notes"]
     (shown,) = hits
     assert shown.passage.text.startswith("<quoted-data ") and shown.gnomon["quoted"]
     dumped = json.dumps([h.model_dump(mode="json") for h in hits], ensure_ascii=False)

@@ -26,7 +26,7 @@ import pytest
 if os.environ.get("CI") != "true":
     pytest.importorskip("mem0", reason="mem0 is not installed (pip install 'gnomon[mem0]')")
 
-from gnomon.adapters.base import item_hash
+from gnomon.adapters.base import legacy_item_hash
 from gnomon.adapters.guard import EARLIER_HASH_UPGRADE
 from gnomon.firewall import Origin
 from gnomon.firewall.host.firewall import Firewall
@@ -119,7 +119,12 @@ def _letta(wall: Firewall) -> tuple[Any, Any, Any]:
 
 
 @pytest.mark.parametrize(
-    "edit", [{"tags": ["approved-by-security"]}, {"metadata": {"note": INJECTION}}]
+    "edit",
+    [
+        {"tags": ["approved-by-security"]},
+        {"metadata": {"note": INJECTION}},
+        {"file_name": INJECTION},
+    ],
 )
 def test_a_letta_agent_passages_tags_or_metadata_edited_in_the_store_is_drift(
     wall: Firewall, edit: dict[str, Any]
@@ -155,7 +160,8 @@ def test_a_letta_archive_passages_metadata_edit_is_drift_and_an_old_binding_veri
     _drifted(wall, "letta")
 
 
-def _zep(wall: Firewall) -> tuple[Any, Any, str, str]:
+def _zep(wall: Firewall, *, described: bool = True) -> tuple[Any, Any, str, str]:
+    """A Zep episode the user wrote (with a source description unless ``described`` is False)."""
     from gnomon.adapters.fakes.zep import FakeZepServer
     from gnomon.adapters.zep import GuardedZep
 
@@ -163,14 +169,19 @@ def _zep(wall: Firewall) -> tuple[Any, Any, str, str]:
     raw, graph, _thread = served_client(server.transport())
     zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice")
     alice = wall.channel(Origin.user("alice"), project="shop")
-    made = zep.graph.episode.add(
-        graph, data=FACT, source_description="billing handbook", gnomon_origin=alice
-    ).episode
+    source = {"source_description": "billing handbook"} if described else {}
+    made = zep.graph.episode.add(graph, data=FACT, gnomon_origin=alice, **source).episode
     return server, zep, graph, made.uuid_
 
 
-def test_a_zep_episodes_source_description_edited_in_the_store_is_drift(wall: Firewall) -> None:
-    server, zep, graph, uuid = _zep(wall)
+@pytest.mark.parametrize("described", [True, False])
+def test_a_zep_episodes_source_description_edited_in_the_store_is_drift(
+    wall: Firewall, described: bool
+) -> None:
+    """Edited, or added to an episode written without one (its binding, written today, is
+    never taken for one an earlier adapter recorded of the text alone: see
+    tests/test_attack_binding_upgrade.py)."""
+    server, zep, graph, uuid = _zep(wall, described=described)
     assert zep.graph.episode.get(graph, uuid).gnomon["truth"] == "supported"
     server.episodes[uuid]["source_description"] = INJECTION  # attack: around the firewall
     got = zep.graph.episode.get(graph, uuid)
@@ -185,7 +196,7 @@ def test_a_zep_episode_binding_from_each_earlier_version_still_verifies(wall: Fi
     server, zep, graph, uuid = _zep(wall)
     item = content_item(zep.graph.episode.get(graph, uuid), graph, "get")
     speaker = {k: v for k, v in item.rendered.items() if k != "source_description"}
-    for earlier in (content_hash(FACT), item_hash(FACT, speaker)):
+    for earlier in (content_hash(FACT), legacy_item_hash(FACT, speaker)):
         (binding,) = wall.store.list_bindings("zep")
         zep.gnomon._guard.rebind(binding, earlier, "as recorded before")
         assert zep.graph.episode.get(graph, uuid).content == FACT
