@@ -18,6 +18,7 @@ adapter contract suite (``tests/adapter_contract.py``) runs against it for every
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -70,6 +71,7 @@ class Adapter:
         """The write path: record, bind ``pending``, write through, bind ``written``/``failed``."""
         checked = merged_metadata(self.store, call, self._backend.limits, metadata)
         pending = self._guard.begin_write(text, checked, origin=origin, derived_from=derived_from)
+        pending = replace(pending, rendered=self._backend.sent(pending.metadata, scope))
         item = self.write_through(pending, scope, call)
         return item, self._guard.confirm_write(pending, item.store_id, stored=item)
 
@@ -114,7 +116,12 @@ class Adapter:
         ``origin``) superseding the old one; a lower-integrity write aimed at a supported belief
         is refused (:class:`~adapters.errors.ProtectedBeliefError`, store untouched)."""
         checked = merged_metadata(self.store, "update", self._backend.limits, metadata)
-        pending, _old = self._guard.begin_update(store_id, text, checked, origin=origin)
+        # what the item holds beside its text stays as its binding covered it
+        current = self.call("get", lambda: self._backend.get(store_id))
+        held = self._guard.held(current) if current is not None else None
+        pending, _old = self._guard.begin_update(
+            store_id, text, checked, origin=origin, rendered=held
+        )
         try:
             replaced = self.call(
                 "update",

@@ -197,6 +197,12 @@ class StoreBackend(ABC):
     #: The metadata the store accepts.
     limits: ClassVar[MetadataLimits] = MetadataLimits()
 
+    def sent(self, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> dict[str, str]:
+        """The rendered fields (:attr:`StoreItem.rendered`, metadata aside) :meth:`write` sets
+        beside the text for ``metadata`` and ``scope``: the item it answers with must hold no
+        others."""
+        return {}
+
     @abstractmethod
     def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
         """Store one memory verbatim (no LLM rewriting) and return it with its store id."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from types import MethodType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, get_args, get_origin
 
-from gnomon.adapters.base import merged_metadata
+from gnomon.adapters.base import merged_metadata, rendered_value
 from gnomon.adapters.errors import (
     AdapterError,
     BypassRefusedError,
@@ -196,6 +196,12 @@ class Args:
                 out[name] = value
         return out
 
+    def sent(self, *names: str) -> dict[str, str]:
+        """Those of the fields ``names`` the write sends, rendered: what the store's answer
+        must echo (:func:`~adapters.guard.said`; one not sent must be absent or empty)."""
+        passed = self.arguments()
+        return {name: rendered_value(passed[name]) for name in names if name in passed}
+
     @property
     def origin(self) -> Any:
         return self.extras.get("gnomon_origin")
@@ -347,17 +353,26 @@ class Core:
         )
 
     def begin(
-        self, call: str, text: Any, metadata: Any, origin: WriteOrigin | None
+        self,
+        call: str,
+        text: Any,
+        metadata: Any,
+        origin: WriteOrigin | None,
+        sent: Mapping[str, str] | None = None,
     ) -> PendingWrite:
         """The firewall half of one write: its text (a string, else refused) recorded with its
-        origin (the host's ``gnomon_origin=``, else the agent's) and bound ``pending``."""
+        origin (the host's ``gnomon_origin=``, else the agent's) and bound ``pending``;
+        ``sent``: the write's other rendered fields (:meth:`Args.sent`), which the store's
+        answer must echo to be bound (:meth:`Guard.confirm_write`)."""
         if not isinstance(text, str):
             raise StoreCallError(
                 f"{self._text_name} must be a string, got {type(text).__name__}",
                 store=self.guard.store,
                 call=call,
             )
-        return self.guard.begin_write(text, self.checked(call, metadata), origin=origin)
+        return self.guard.begin_write(
+            text, self.checked(call, metadata), origin=origin, rendered=sent
+        )
 
     def write(
         self,

@@ -58,7 +58,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -124,6 +124,8 @@ class PendingWrite:
     binding: StoreBinding
     text: str
     metadata: dict[str, Any]
+    #: The fields beside the text that the write sent, rendered (:attr:`StoreItem.rendered`).
+    rendered: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +197,25 @@ def echoed(held: Mapping[str, Any], sent: Mapping[str, Any], *, merged: bool = F
     return all(
         rendered_value(value) == rendered_value(sent[key]) if key in sent else merged
         for key, value in held.items()
+    )
+
+
+#: What a rendered field the write did not send may say in the store's answer: nothing.
+_UNSET = frozenset(
+    {rendered_value(None), rendered_value(""), rendered_value([]), rendered_value({})}
+)
+
+
+def said(answered: Mapping[str, str], sent: Mapping[str, str]) -> bool:
+    """True when the rendered fields a store answers a write with (its metadata aside, which
+    :func:`echoed` judges) are the fields the write sent: each one the answer holds is empty
+    or as sent (a store may keep fewer). A store adding a label, a role or a source
+    description the write did not send has not echoed it: the binding keeps what was sent, so
+    the addition is drift on first read, never bound as the writer's."""
+    return all(
+        value in _UNSET or value == sent.get(name)
+        for name, value in answered.items()
+        if name != "metadata"
     )
 
 
@@ -473,14 +494,11 @@ class Guard:
         return pending
 
     def bind_pending_many(
-        self,
-        written: Sequence[tuple[Belief, str]],
-        metadata: Mapping[str, Any],
-        *,
-        rendered: Mapping[str, str] | None = None,
+        self, written: Sequence[tuple[Belief, str, Mapping[str, str]]], metadata: Mapping[str, Any]
     ) -> list[PendingWrite]:
-        """:meth:`bind_pending` for many ``(belief, text)`` sharing ``metadata``: one event."""
-        pending = [self._pending(b, text, metadata, None, rendered) for b, text in written]
+        """:meth:`bind_pending` for many ``(belief, text, rendered)`` sharing ``metadata``: one
+        event."""
+        pending = [self._pending(b, t, metadata, None, r) for b, t, r in written]
         if pending:
             self._commit(
                 "binding.pending",
@@ -502,7 +520,7 @@ class Guard:
             belief.id, store_id=store_id, text_hash=text_hash, state=BindingState.PENDING
         )
         full = {**metadata, **gnomon_metadata(belief, content_hash(text))}
-        return PendingWrite(belief, binding, text, full)
+        return PendingWrite(belief, binding, text, full, dict(rendered or {}))
 
     def confirm_write(
         self,
@@ -513,12 +531,13 @@ class Guard:
         merged: bool = False,
     ) -> StoreBinding:
         """Mark the binding ``written``. ``stored``: the item as the store holds it after the
-        write; when its text is the text written and its metadata the metadata sent
+        write; when its text is the text written, its metadata the metadata sent
         (:func:`echoed`; ``merged``: an update the store merges into the metadata it held,
-        mem0's), the binding records its hash, so fields the store sets or merges (a Letta
-        block's label, mem0's merged metadata) are covered. A store answering with other text
-        or metadata keeps the hash of what was sent: its first read is drift, never the store's
-        addition bound as the writer's."""
+        mem0's) and its other rendered fields the fields sent (:func:`said`), the binding
+        records its hash, so what the store keeps or merges (mem0's merged metadata, the
+        firewall's keys) is covered. A store answering with other text, metadata or fields (a
+        label, role or source description the write did not send) keeps the hash of what was
+        sent: its first read is drift, never the store's addition bound as the writer's."""
         update: dict[str, Any] = {
             "store_id": store_id,
             "state": BindingState.WRITTEN,
@@ -528,6 +547,7 @@ class Guard:
             stored is not None
             and stored.text == pending.text
             and echoed(stored.metadata, pending.metadata, merged=merged)
+            and said(stored.rendered, pending.rendered)
         ):
             update["content_hash"] = stored.content_hash
         binding = pending.binding.model_copy(update=update)
@@ -610,6 +630,15 @@ class Guard:
             belief, text, metadata, store_id=store_id, extra=extra, rendered=rendered
         )
         return pending, old
+
+    def held(self, item: StoreItem) -> dict[str, str]:
+        """The rendered fields (but metadata) of an item an update will keep unless it sends
+        others: those of ``item`` as read before the update when its binding covers it (the
+        hash matches), else none (a field the update did not send is then drift)."""
+        binding = self.bound(item.store_id)
+        if binding is None or binding.content_hash != item.content_hash:
+            return {}
+        return {k: v for k, v in item.rendered.items() if k != "metadata"}
 
     def bound(self, store_id: str) -> StoreBinding | None:
         """The binding of a store item this session may revise (None: not bound). An item bound

@@ -78,9 +78,10 @@ with sdk_imports("letta", "letta-client"):
     from letta_client.resources.blocks import blocks as sdk_blocks
 
 from gnomon.adapters import core
-from gnomon.adapters.base import GNOMON_KEYS, StoreItem
+from gnomon.adapters.base import GNOMON_KEYS, StoreItem, rendered_value
 from gnomon.adapters.errors import StoreCallError
 from gnomon.adapters.letta_backend import (
+    BLOCK_FIELDS,
     STORE,
     TAG_PREFIX,
     LettaBackend,
@@ -120,8 +121,16 @@ class _Core(core.Core, LoopCore):
         value, derived = a.get("value"), None
         if value is None:
             value, derived = self._recorded(found, a.name)
+        # an agent's block is addressed by its label: the answer's must be that one
+        addressed = {"label": rendered_value(scope["label"])} if scope and "label" in scope else {}
         pending, _ = self.guard.begin_update(
-            found.store_id, value, checked, origin=a.origin, derived_from=derived, call=a.name
+            found.store_id,
+            value,
+            checked,
+            origin=a.origin,
+            derived_from=derived,
+            rendered={**self.guard.held(found), **addressed, **a.sent(*BLOCK_FIELDS)},
+            call=a.name,
         )
         _, item = yield from self.write(
             pending,
@@ -189,6 +198,7 @@ class AgentPassages(_Refusing):
         agent, tags = a["agent_id"], a.get("tags") or []
         pending = self._core.begin(a.name, a["text"], None, a.origin)
         mine = [*(t for t in tags if not t.startswith(TAG_PREFIX)), belief_tag(pending.belief.id)]
+        pending = replace(pending, rendered={"tags": rendered_value(mine)})
 
         def parse(made: Any) -> StoreItem:
             if not isinstance(made, list) or len(made) != 1:
@@ -236,7 +246,8 @@ class Blocks(_Refusing):
 
     @core.guarded(extras=core.WRITE)
     def create(self, a: core.Args) -> core.Flow:
-        pending = self._core.begin(a.name, a["value"], a.get("metadata"), a.origin)
+        sent = a.sent(*BLOCK_FIELDS)
+        pending = self._core.begin(a.name, a["value"], a.get("metadata"), a.origin, sent)
         _, item = yield from self._core.write(
             pending,
             a.raw(value=pending.text, metadata=pending.metadata),
@@ -271,7 +282,7 @@ class ArchivePassages(_Refusing):
     @core.guarded(extras=core.WRITE)
     def create(self, a: core.Args) -> core.Flow:
         archive = a["archive_id"]
-        pending = self._core.begin(a.name, a["text"], a.get("metadata"), a.origin)
+        pending = self._core.begin(a.name, a["text"], a.get("metadata"), a.origin, a.sent("tags"))
         _, item = yield from self._core.write(
             pending,
             a.raw(text=pending.text, metadata=pending.metadata),

@@ -94,6 +94,10 @@ def _malformed(call: str, what: str, got: Any) -> StoreResponseError:
 # -- SDK objects <-> store items ---------------------------------------------------------------
 
 
+#: What a write of a block may set beside its value and metadata (each rendered).
+BLOCK_FIELDS = ("label", "description", "tags", "template_name")
+
+
 def block_item(block: Any, call: str, scope: Mapping[str, str] | None = None) -> StoreItem:
     ident, value = getattr(block, "id", None), getattr(block, "value", None)
     if not isinstance(block, BlockResponse) or not isinstance(ident, str):
@@ -264,6 +268,17 @@ class LettaBackend(StoreBackend):
 
     # write
 
+    def sent(self, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> dict[str, str]:
+        if "archive_id" in scope:
+            return {}
+        if "agent_id" in scope and "label" not in scope:
+            return {"tags": rendered_value(self._tags(metadata))}
+        return {"label": rendered_value(scope.get("label", DEFAULT_LABEL))}
+
+    @staticmethod
+    def _tags(metadata: Mapping[str, Any]) -> list[str]:
+        return [belief_tag(metadata[BELIEF_KEY])] if BELIEF_KEY in metadata else []
+
     def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
         c = self.client
         if "archive_id" in scope:
@@ -277,7 +292,7 @@ class LettaBackend(StoreBackend):
                 )
             return block_item(b, "agents.blocks.update", scope)
         if "agent_id" in scope:
-            tags = [belief_tag(metadata[BELIEF_KEY])] if BELIEF_KEY in metadata else []
+            tags = self._tags(metadata)
             with converted("agents.passages.create"):
                 made = c.agents.passages.create(scope["agent_id"], text=text, tags=tags)
             if not isinstance(made, list) or len(made) != 1:

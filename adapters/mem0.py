@@ -86,7 +86,7 @@ from gnomon.adapters.mem0_backend import (
     results_of,
     to_item,
 )
-from gnomon.adapters.mem0_guard import _BIG, _Guarded, _scope
+from gnomon.adapters.mem0_guard import _BIG, RESTORED_AS, _Guarded, _scope
 from gnomon.firewall.gate.grants import Grant
 from gnomon.firewall.host.channels import WriteOrigin
 from gnomon.firewall.host.firewall import Firewall
@@ -181,7 +181,7 @@ class _Mem0Flows(_Guarded):
     def _write_back(self, restore: Any, sent: Mapping[str, Any]) -> Flow:
         """Write a protected belief's text back as a new memory, bound to the same belief."""
         scope = {k: v for k, v in sent.items() if k in PLATFORM_SCOPE and v}
-        message = {"role": "user", "content": restore.text}
+        message = {**RESTORED_AS, "content": restore.text}
         try:
             out = yield _Call(
                 "add",
@@ -204,16 +204,24 @@ class _Mem0Flows(_Guarded):
     ) -> Flow:
         client, guard = self._client, self.gnomon._guard
         checked = merged_metadata(STORE, "update", self.gnomon._backend.limits, metadata)
+        # the item as it stands: who said it stays as its binding covered it (mem0 keeps it)
+        current = yield _Call("get", lambda: client.get(memory_id))
+        held = to_item(current, "get") if current is not None else None
         if text is None:  # metadata only: a revision of the rendered item, same text
-            current = yield _Call("get", lambda: client.get(memory_id))
-            if current is None:
+            if held is None:
                 return (
                     yield _Call(
                         "update", lambda: client.update(memory_id, metadata=checked, **sent)
                     )
                 )
-            text = to_item(current, "get").text
-        pending, _old = guard.begin_update(memory_id, text, checked, origin=origin)
+            text = held.text
+        pending, _old = guard.begin_update(
+            memory_id,
+            text,
+            checked,
+            origin=origin,
+            rendered=guard.held(held) if held is not None else None,
+        )
         try:
             out = yield _Call(
                 "update",

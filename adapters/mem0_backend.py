@@ -202,6 +202,13 @@ def messages_of(messages: Any) -> list[dict[str, Any]]:
     )
 
 
+def said_by(message: Mapping[str, Any]) -> dict[str, str]:
+    """Who a message sent to mem0 says said it, as the memory renders it: its ``role`` and
+    ``name`` (mem0's ``actor_id``)."""
+    sent = {"role": message.get("role"), "actor_id": message.get("name")}
+    return {k: rendered_value(v) for k, v in sent.items() if v is not None}
+
+
 def content_of(message: Mapping[str, Any]) -> str | None:
     content = message.get("content")
     return content if isinstance(content, str) and content.strip() else None
@@ -229,6 +236,9 @@ class Mem0Backend(StoreBackend):
 
     def __init__(self, client: Any) -> None:
         self.client = client
+
+    def sent(self, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> dict[str, str]:
+        return said_by({"role": "user"})
 
     def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
         return self.write_message({"role": "user", "content": text}, metadata, scope)
@@ -361,6 +371,9 @@ class _Converting(StoreBackend):
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]
         self.limits = inner.limits  # type: ignore[misc]
+
+    def sent(self, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> dict[str, str]:
+        return self.inner.sent(metadata, scope)
 
     def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
         return call_converting("add", lambda: self.inner.write(text, metadata, scope))

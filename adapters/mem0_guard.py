@@ -24,6 +24,7 @@ from gnomon.adapters.mem0_backend import (
     messages_of,
     read_text,
     results_of,
+    said_by,
     to_item,
 )
 from gnomon.adapters.withheld import attach, withheld_note
@@ -33,6 +34,9 @@ from gnomon.firewall.model.chain import Belief, BindingState
 
 _UNSET: Any = object()
 _BIG = 1_000_000
+
+#: Who a trusted memory mem0 rewrote, written back, says it is from.
+RESTORED_AS = {"role": "user"}
 
 
 class _Guarded(Constructed, Refusing):
@@ -73,9 +77,11 @@ class _Guarded(Constructed, Refusing):
         # all messages recorded in one event per run of labelled ones, all bound in one more
         beliefs = guard.record_many([(text, said) for _, text, said in kept])
         pending = guard.bind_pending_many(
-            [(b, text) for b, (_, text, _) in zip(beliefs, kept, strict=True)],
+            [
+                (b, text, {**rendered_metadata(checked), **said_by(m)})
+                for b, (m, text, _) in zip(beliefs, kept, strict=True)
+            ],
             checked,
-            rendered=rendered_metadata(checked),
         )
         return [(m, p) for (m, _, _), p in zip(kept, pending, strict=True)]
 
@@ -125,11 +131,12 @@ class _Guarded(Constructed, Refusing):
         candidate contradicting it, and the trusted text is returned for writing back
         (the second list), bound to the same belief."""
         guard = self.gnomon._guard
-        rendered = rendered_metadata(checked)
         label = guard.write_label(None)
         pending, restores = [], []
         for row in rows:
             item = to_item(row, "add")
+            # a fact's speaker is mem0's extractor's, stated where it states the fact's text
+            rendered = {**item.rendered, **rendered_metadata(checked)}
             event = row.get("event", "ADD")
             binding = guard.wall.store.bindings_by_store_id(STORE, [item.store_id]).get(
                 item.store_id
@@ -142,7 +149,8 @@ class _Guarded(Constructed, Refusing):
                 and binding.state == BindingState.WRITTEN
                 and outranks(old, label)
             ):
-                restores.append(guard.bind_pending(old, old.statement, {}))
+                restored = said_by(RESTORED_AS)
+                restores.append(guard.bind_pending(old, old.statement, {}, rendered=restored))
                 if event == "DELETE":
                     guard.deletion_candidate(old, binding, origin=None, call="add")
                     continue

@@ -398,6 +398,7 @@ class _Core(core.Core):
                 m.content,
                 m.metadata,
                 origin if origin is not None else self.guard.message_origin(m.role, m.name),
+                speaker_fields(m),
             )
             for m in parsed
         ]
@@ -658,7 +659,9 @@ class Episodes(_Refusing):
 
     @core.guarded(extras=core.WRITE)
     def add(self, a: core.Args) -> core.Flow:
-        pending = self._core.begin(a.name, a["data"], a.get("metadata"), a.origin)
+        pending = self._core.begin(
+            a.name, a["data"], a.get("metadata"), a.origin, a.sent("source_description")
+        )
 
         def parse(result: Any) -> StoreItem:
             episode = getattr(result, "episode", None)

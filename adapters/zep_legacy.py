@@ -144,7 +144,7 @@ def message_item(message: Any, session_id: str, call: str) -> StoreItem:
         metadata=dict(metadata) if isinstance(metadata, dict) else {},
         scope={"session_id": session_id},
         raw=message,
-        rendered={f: rendered_value(getattr(message, f, None)) for f in SPEAKER_FIELDS},
+        rendered=spoken(message),
         text_field="content",
         earlier_hashes=(content_hash(text),),
     )
@@ -153,6 +153,14 @@ def message_item(message: Any, session_id: str, call: str) -> StoreItem:
 #: Who said a message (v2: ``role`` is the speaker's name) and its metadata: the binding's
 #: hash covers them, so a store edit of either is drift.
 SPEAKER_FIELDS = ("role", "role_type", "metadata")
+#: Who a message the backend writes says it is from.
+WRITER = {"role": "agent", "role_type": "assistant"}
+
+
+def spoken(message: Any) -> dict[str, str]:
+    """Who said a message, and its metadata, as rendered fields (the binding's hash covers
+    them)."""
+    return {f: rendered_value(getattr(message, f, None)) for f in SPEAKER_FIELDS}
 
 
 def derived_item(kind: str, uuid: str | None, text: str, session_id: str, raw: Any) -> StoreItem:
@@ -194,11 +202,12 @@ class LegacyZepBackend(StoreBackend):
     def __init__(self, client: Zep) -> None:
         self.client = client
 
+    def sent(self, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> dict[str, str]:
+        return {k: rendered_value(v) for k, v in WRITER.items()}
+
     def write(self, text: str, metadata: Mapping[str, Any], scope: Mapping[str, str]) -> StoreItem:
         session, call = scope["session_id"], "memory.add"
-        message = Message(
-            role="agent", role_type="assistant", content=text, metadata=dict(metadata)
-        )
+        message = Message(**WRITER, content=text, metadata=dict(metadata))
         EDGE.run(call, lambda: self.client.memory.add(session, messages=[message]))
         (item,) = find_written(self.client.memory, session, [dict(metadata)], call)
         return item
@@ -345,6 +354,7 @@ class LegacyMemory(_Refusing):
                 origin=a.origin
                 if a.origin is not None
                 else guard.message_origin(m.role_type, m.role),
+                rendered=spoken(m),
             )
             for m in parsed
         ]
