@@ -451,23 +451,49 @@ class Core:
         """A copy of the SDK object with its labels as ``gnomon`` (the models allow extras)
         and, when quoted, its text marked (:meth:`Screened.shown`)."""
         raw = screened.item.raw
-        return raw.model_copy(update={**undeclared(raw), **screened.shown()})
+        return raw.model_copy(update={**undeclared(raw), **tokened(raw), **screened.shown()})
 
 
 def _identifying(name: str) -> bool:
     return name == "id" or name.endswith(("_id", "uuid", "uuid_", "_at"))
 
 
+def _worded(name: str, value: Any) -> bool:
+    """True for an id or timestamp field holding a string that is not one token (a sentence,
+    markup): the server's text where an id belongs."""
+    return _identifying(name) and isinstance(value, str) and not one_token(value)
+
+
+def tokened(model: Any) -> dict[str, Any]:
+    """The id and timestamp fields of an item returned as accepted that hold more than one
+    token (:func:`one_token`), blanked: None where the SDK allows it, else "". No binding
+    covers an id or a date (the store sets them), so, as in a status object
+    (:func:`settled`) or a mem0 row, one that could carry a sentence is not returned; the
+    item's text and covered fields still flow (withholding the item would let any server
+    hide a memory by dressing its id, with nothing more shown to the caller either way).
+    Pydantic 2 models and zep-python's pydantic 1 models alike."""
+    declared = getattr(type(model), "model_fields", None)
+    if declared is not None:
+        required = {name: info.is_required() for name, info in declared.items()}
+    else:
+        required = {name: f.required for name, f in type(model).__fields__.items()}
+    return {
+        name: "" if needed else None
+        for name, needed in required.items()
+        if _worded(name, getattr(model, name, None))
+    }
+
+
 def blanked(model: Any) -> dict[str, Any]:
     """The fields of a withheld SDK model that carry the store's text, blanked: every string,
-    list and mapping but its ids and timestamps (an optional string becomes None, a required one
-    ""), so no text of an item the policy withheld reaches the caller, whichever field holds it.
-    """
+    list and mapping but its ids and timestamps of one token (an optional string becomes None,
+    a required one ""), so no text of an item the policy withheld reaches the caller, whichever
+    field holds it."""
     fields = type(model).model_fields
     out: dict[str, Any] = {}
     for name, info in fields.items():
         value = getattr(model, name, None)
-        if _identifying(name) or value is None:
+        if value is None or (_identifying(name) and not _worded(name, value)):
             continue
         if isinstance(value, str):
             out[name] = "" if info.is_required() else None
@@ -734,5 +760,6 @@ __all__ = [
     "one_token",
     "sdk_pair",
     "settled",
+    "tokened",
     "undeclared",
 ]

@@ -172,7 +172,7 @@ def derived_item(kind: str, uuid: str | None, text: str, session_id: str, raw: A
 def annotate(screened: Screened) -> Any:
     raw = screened.item.raw
     if isinstance(raw, pydantic_v1.BaseModel):
-        return raw.copy(update={**core.undeclared(raw), **screened.shown()})
+        return raw.copy(update={**core.undeclared(raw), **core.tokened(raw), **screened.shown()})
     return raw
 
 
