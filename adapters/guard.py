@@ -28,8 +28,11 @@ with :meth:`Session.log_recall`.
 
 **What a binding's hash covers.** :attr:`StoreItem.content_hash` covers the text *and* every
 other field the adapter renders to a caller (:attr:`StoreItem.rendered`); a write records the
-hash of what the store holds after it (``stored=`` on :meth:`Guard.confirm_write`, or the
-``rendered`` fields the write sets), so an edit of any rendered field is drift. A binding's
+hash of what the store holds after it (``stored=`` on :meth:`Guard.confirm_write`) only when
+that is what the write sent: its text, its metadata (:func:`echoed`) and the ``rendered``
+fields the write sets (:func:`said`; an update keeps those its binding covered,
+:meth:`Guard.held`); else the hash of what was sent, so a field the store adds in its answer
+is drift on first read, and an edit of any rendered field is drift. A binding's
 hash is domain-tagged with its version (:func:`adapters.base.item_hash`, ``v2``): where an
 adapter starts rendering more fields (Zep messages' speaker and metadata), its items name the
 hashes earlier adapters recorded (:attr:`StoreItem.upgradable_hashes`, made the ``v1`` way, so
