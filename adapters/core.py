@@ -460,7 +460,10 @@ def _identifying(name: str) -> bool:
 
 def _worded(name: str, value: Any) -> bool:
     """True for an id or timestamp field holding a string that is not one token (a sentence,
-    markup): the server's text where an id belongs."""
+    markup), or a list of ids (an edge's ``episode_uuids``) holding one: the server's text
+    where an id belongs."""
+    if isinstance(value, list) and name.endswith(("_ids", "uuids")):
+        return any(not one_token(v) for v in value)
     return _identifying(name) and isinstance(value, str) and not one_token(value)
 
 
@@ -477,11 +480,13 @@ def tokened(model: Any) -> dict[str, Any]:
         required = {name: info.is_required() for name, info in declared.items()}
     else:
         required = {name: f.required for name, f in type(model).__fields__.items()}
-    return {
-        name: "" if needed else None
-        for name, needed in required.items()
-        if _worded(name, getattr(model, name, None))
-    }
+    out: dict[str, Any] = {}
+    for name, needed in required.items():
+        value = getattr(model, name, None)
+        if _worded(name, value):
+            out[name] = [] if isinstance(value, list) or needed else None
+            out[name] = "" if needed and isinstance(value, str) else out[name]
+    return out
 
 
 def blanked(model: Any) -> dict[str, Any]:

@@ -202,7 +202,16 @@ def derived_parts(obj: Any, graph: str, call: str) -> tuple[str, str, list[str]]
     if not isinstance(text, str):
         raise EDGE.malformed(call, f"an {kind} with text", obj)
     ident = f"{_graph_of(obj, graph)}/{kind}:{uuid}@{_sources_signature(sources)}"
-    return ident, text, [s for s in sources if isinstance(s, str)]
+    return ident, text, [_source_name(s) for s in sources if isinstance(s, str)]
+
+
+def _source_name(uuid: str) -> str:
+    """A source episode's uuid as the store gave it when it is one token, else a digest of it:
+    an unbound source is named in the edge's label (``external:zep:unbound:...``), which
+    reaches the caller, so a sentence there would be the server's text beside the fact."""
+    if core.one_token(uuid):
+        return uuid
+    return "digest-" + hashlib.sha256(uuid.encode()).hexdigest()[:16]
 
 
 #: The label of what Zep's extractor (graphiti) writes: model output, never more than derived.

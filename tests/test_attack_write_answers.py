@@ -172,3 +172,22 @@ def test_a_letta_block_id_holding_markup_is_not_returned(wall: Firewall) -> None
     assert listed.value == FACT and listed.gnomon["truth"] == "supported"
     for shown in (made, listed):
         assert shown.id == "" and INJECTION not in dumped(shown)
+
+
+def test_a_zep_edges_source_ids_holding_a_sentence_are_not_returned(wall: Firewall) -> None:
+    """The store lists a sentence among the episodes an extracted fact came from: the fact
+    still comes back (quoted, an unbound source lowers it) with neither its ``episode_uuids``
+    nor its label (which names an unbound source) carrying the sentence."""
+    from gnomon.adapters.fakes.zep import FakeZepServer
+    from gnomon.adapters.zep import GuardedZep
+
+    server = FakeZepServer()
+    raw, graph, _thread = served_client(server.transport())
+    zep = GuardedZep(raw, wall, project="shop", actor="coder", user="alice")
+    alice = wall.channel(Origin.user("alice"), project="shop")
+    zep.graph.episode.add(graph, data=FACT, gnomon_origin=alice)
+    for edge in server.edges.values():  # attack: around the firewall
+        edge["episode_uuids"].append(INJECTION)
+    (found,) = zep.graph.search_edges(graph, query="refunds")
+    assert FACT in found.fact and found.gnomon["quoted"]
+    assert INJECTION not in dumped(found)
