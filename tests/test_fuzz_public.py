@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gnomon import firewall
@@ -327,6 +327,7 @@ def test_policy_from_yaml_text(text: Any) -> None:
         HOSTILE, st.dictionaries(st.sampled_from(["name", "truth", "quote", "x"]), HOSTILE)
     )
 )
+@example(data={"name": None, "truth": "\ud800"})  # a lone surrogate in a bare-string state list
 def test_policy_from_mapping(data: Any) -> None:
     call(ContextPolicy.from_mapping, {"data": data})
 

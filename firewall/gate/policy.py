@@ -125,7 +125,11 @@ def _state_list(value: Any) -> Any:
         raise PydanticCustomError(
             "state_list",
             "expected a list such as [{value}], got the single string {value_repr}",
-            {"value": value, "value_repr": repr(value)},
+            # the message is rendered as UTF-8: a lone surrogate is shown escaped, not raised
+            {
+                "value": value.encode("utf-8", "backslashreplace").decode(),
+                "value_repr": repr(value),
+            },
         )
     if isinstance(value, list | tuple):
         seen: set[str] = set()
