@@ -4,12 +4,22 @@ of a signed record and edits any one field (here the ones that widen it most) ho
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from gnomon import firewall
-from gnomon.firewall.gate.grants import GrantAuthority, GrantSigner, GrantVerifier
-from gnomon.firewall.model.errors import ForgedApprovalError, ForgedGrantError
+from gnomon import firewall, policies
+from gnomon.firewall.cli import cli
+from gnomon.firewall.gate.grants import (
+    GrantAuthority,
+    GrantSigner,
+    GrantVerifier,
+    KeyPurpose,
+    write_keypair,
+)
+from gnomon.firewall.kernel.signing import PolicySigner
+from gnomon.firewall.model.errors import ForgedApprovalError, ForgedGrantError, KeyFileError
 from gnomon.probes._kernel import host
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -35,3 +45,20 @@ def test_attack_a_denial_edited_into_an_approval_is_forged() -> None:
         with pytest.raises(ForgedApprovalError, match="does not verify"):
             h.kernel.submit(denial.model_copy(update={"decision": "approve"}))
         assert h.ran == []
+
+
+def test_attack_an_approvers_key_cannot_sign_the_action_policy(tmp_path: Path) -> None:
+    """Whoever holds only an approval key (the person who approves holds) must not be able to
+    rewrite the rules that decide what is held: a policy signed with that key is refused before
+    any signature is written, by the library and by `gnomon policy sign`."""
+    approver, _ = write_keypair(tmp_path / "keys", "approver", purpose=KeyPurpose.APPROVAL)
+    policy = tmp_path / "actions.yaml"
+    policy.write_bytes((Path(policies.__file__).parent / "actions" / "default.yaml").read_bytes())
+    with pytest.raises(KeyFileError, match="is a approval key, not a policy key"):
+        PolicySigner.from_file(approver)
+    result = CliRunner().invoke(cli, ["policy", "sign", str(policy), "--key", str(approver)])
+    assert result.exit_code != 0 and "not a policy key" in result.output, result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "actions.yaml.sig").exists()
+    operator, _ = write_keypair(tmp_path / "keys", "operator", purpose=KeyPurpose.POLICY)
+    assert PolicySigner.from_file(operator).sign_file(policy).exists()  # the control
