@@ -11,7 +11,10 @@ import httpx
 import pytest
 
 from gnomon import firewall
+from gnomon.adapters.guard import EARLIER_HASH_UPGRADE
 from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.model.chain import BindingState
+from gnomon.firewall.model.states import SecurityStatus
 
 
 @pytest.fixture(name="wall")
@@ -43,3 +46,11 @@ def dumped(obj: Any) -> str:
     """An SDK object (pydantic 2 or 1) or a plain value as JSON text."""
     dump = getattr(obj, "model_dump", None) or getattr(obj, "dict", None)
     return json.dumps(dump() if dump else obj, default=str)
+
+
+def drifted(wall: Firewall, store: str) -> None:
+    """The store's one binding is drift (not taken as an earlier binding's upgrade) and its
+    belief turned suspicious: what an edit around the firewall must come to."""
+    (binding,) = wall.store.list_bindings(store)
+    assert binding.state == BindingState.DRIFTED and binding.detail != EARLIER_HASH_UPGRADE
+    assert wall.require_belief(binding.belief_id).security_status == SecurityStatus.SUSPICIOUS

@@ -25,19 +25,12 @@ from gnomon.adapters.base import legacy_item_hash
 from gnomon.adapters.guard import EARLIER_HASH_UPGRADE
 from gnomon.firewall import Origin
 from gnomon.firewall.host.firewall import Firewall
-from gnomon.firewall.model.chain import BindingState
-from gnomon.firewall.model.states import SecurityStatus
 from tests.attack_kit import (
+    drifted,
     dumped,
     memory_wall,  # noqa: F401 - the ``wall`` fixture
 )
 from tests.test_attack_unbound_fields import FACT, INJECTION, _letta
-
-
-def _drifted(wall: Firewall, store: str) -> None:
-    (binding,) = wall.store.list_bindings(store)
-    assert binding.state == BindingState.DRIFTED and binding.detail != EARLIER_HASH_UPGRADE
-    assert wall.require_belief(binding.belief_id).security_status == SecurityStatus.SUSPICIOUS
 
 
 @pytest.mark.parametrize(
@@ -54,7 +47,7 @@ def test_a_field_added_to_a_bare_letta_passage_is_drift_not_an_upgrade(
     server.passages[made.id].update(edit)  # attack: around the firewall
     listed = list(client.agents.passages.list(agent))
     assert listed == [] and INJECTION not in dumped([dumped(p) for p in listed])
-    _drifted(wall, "letta")
+    drifted(wall, "letta")
 
 
 def test_a_binding_truly_from_before_still_upgrades_once(wall: Firewall) -> None:
@@ -70,10 +63,10 @@ def test_a_binding_truly_from_before_still_upgrades_once(wall: Firewall) -> None
     assert upgraded.detail == EARLIER_HASH_UPGRADE and upgraded.content_hash == binding.content_hash
     server.passages[made.id]["tags"] = ["approved-by-security"]  # now covered
     assert list(client.agents.passages.list(agent)) == []
-    _drifted(wall, "letta")
+    drifted(wall, "letta")
 
 
-def test_sync_reports_an_upgraded_binding_as_upgraded_not_drifted(wall: Firewall) -> None:
+def test_sync_reports_an_upgraded_binding_as_upgraded_notdrifted(wall: Firewall) -> None:
     """Sync and the read path agree: a binding from before is upgraded by both, never
     reported as an edit around the firewall (which would send the host chasing a non-event)."""
     server, _raw, client = _letta(wall)
