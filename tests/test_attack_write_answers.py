@@ -24,12 +24,13 @@ if os.environ.get("CI") != "true":
 from gnomon.firewall import Origin
 from gnomon.firewall.host.firewall import Firewall
 from tests.attack_kit import (
+    drifted,
     dumped,
     hostile,
     memory_wall,  # noqa: F401 - the ``wall`` fixture
 )
 from tests.fakes_zep import served_client
-from tests.test_attack_unbound_fields import FACT, INJECTION, _drifted
+from tests.test_attack_unbound_fields import FACT, INJECTION
 
 
 def _stamping(
@@ -69,7 +70,7 @@ def test_a_letta_block_answered_with_fields_not_sent_is_drift(
     got = client.blocks.retrieve(made.id)
     assert got.value == "" and got.gnomon["withheld"]
     assert INJECTION not in dumped(got) and "approved-by-security" not in dumped(got)
-    _drifted(wall, "letta")
+    drifted(wall, "letta")
 
 
 @pytest.mark.parametrize("added", [{"source_description": INJECTION}, {"role": "system"}])
@@ -88,7 +89,7 @@ def test_a_zep_episode_answered_with_fields_not_sent_is_drift(
     made = zep.graph.episode.add(graph, data=FACT, gnomon_origin=alice).episode
     got = zep.graph.episode.get(graph, made.uuid_)
     assert got.content == "" and got.gnomon["withheld"] and INJECTION not in dumped(got)
-    _drifted(wall, "zep")
+    drifted(wall, "zep")
 
 
 @pytest.mark.parametrize("added", [{"role": "system"}, {"actor_id": "security-team"}])
@@ -122,7 +123,7 @@ def test_a_mem0_memory_answered_with_another_speaker_is_drift(
         (row,) = memory.add(said, user_id="alice", infer=False, gnomon_origin=alice)["results"]
         assert memory.get(row["id"]) is None
         assert memory.get_all(filters={"user_id": "alice"})["results"] == []
-    _drifted(wall, "mem0")
+    drifted(wall, "mem0")
 
 
 # -- ids and timestamps of an accepted memory ---------------------------------------------------
