@@ -22,9 +22,7 @@ import click
 from gnomon.firewall.cli.common import console, echo_json, resolve_url, say, store_options
 from gnomon.firewall.host import config
 from gnomon.firewall.model.errors import StoreError, UnsupportedURLError
-from gnomon.firewall.store.registry import open_store
-
-_POSTGRES = ("postgresql", "postgres")
+from gnomon.firewall.store.registry import POSTGRES_SCHEMES, open_store
 
 
 def _target(ctx: click.Context, url: str | None) -> tuple[str, str]:
@@ -45,7 +43,7 @@ def init(ctx: click.Context, url: str | None, as_json: bool) -> None:
             "nothing to create",
             hint="use a sqlite:///PATH or postgresql:// URL",
         )
-    if scheme in _POSTGRES:
+    if scheme in POSTGRES_SCHEMES:
         database, version, applied = _postgres().upgrade_url(chosen)
         data = {
             "url": chosen,
@@ -95,7 +93,7 @@ def db() -> None:
 def db_upgrade(ctx: click.Context, url: str | None, as_json: bool) -> None:
     """Create or migrate the Gnomon schema of a postgresql:// store to this version."""
     chosen, scheme = _target(ctx, url)
-    if scheme not in _POSTGRES:
+    if scheme not in POSTGRES_SCHEMES:
         raise UnsupportedURLError(
             f"`gnomon db upgrade` manages PostgreSQL schemas; {scheme or 'this'}:// stores "
             "create their schema when they are opened",

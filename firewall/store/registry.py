@@ -23,6 +23,8 @@ from gnomon.firewall.model.errors import InputError, UnsupportedURLError
 from gnomon.firewall.store.base import Store
 
 DEFAULT_URL = "sqlite:///./.gnomon/gnomon.db"
+#: The URL schemes of the PostgreSQL backend.
+POSTGRES_SCHEMES = ("postgresql", "postgres")
 SUPPORTED = ("memory://", "memory:///<log.ndjson>", "sqlite:///<path>", "postgresql://<dsn>")
 
 
@@ -56,7 +58,7 @@ def open_store(url: str, **options: Any) -> Store:
         from gnomon.firewall.store.sqlite import SQLiteStore
 
         return SQLiteStore(rest[1:], url=url, **_options_of(SQLiteStore, url, options))
-    if scheme in ("postgresql", "postgres"):
+    if scheme in POSTGRES_SCHEMES:
         try:
             backend = importlib.import_module("gnomon.firewall.store.postgres")
         except ImportError as exc:
@@ -101,4 +103,4 @@ def _redact(url: str) -> str:
     return url
 
 
-__all__ = ["DEFAULT_URL", "default_url", "open_store"]
+__all__ = ["DEFAULT_URL", "POSTGRES_SCHEMES", "default_url", "open_store"]
