@@ -42,7 +42,9 @@ that key signed), the first event that carries such authority raises
 tool's observation is the host's word too (an ``observed`` origin says the host saw the call;
 tool-result and direct-observation evidence is what lets a later ``policy`` promotion pass
 parallax), so a forged one needs the key as well. A log of agent and external content alone needs
-no key: the gate holds all of it as untrusted.
+no key: the gate holds all of it as untrusted. Catching a replica up is no exception: a tail that
+moves beliefs the target already holds (a decay, an expiry, a quarantine made on a copy) needs the
+key too, since a forged one would hide the operator's memories.
 """
 
 from __future__ import annotations
