@@ -181,3 +181,18 @@ def test_metadata_a_store_adds_in_its_answer_to_a_write_is_never_bound(wall: Fir
         if "user:alice" in wall.require_belief(b.belief_id).origin.origin_ids
     ]
     assert mine.state == BindingState.DRIFTED
+
+
+def test_a_withheld_letta_blocks_undeclared_key_and_worded_id_never_reach_the_caller(
+    wall: Firewall,
+) -> None:
+    """The same on a block the policy withholds (the firewall's edit-around-it turns it drift):
+    the redacted block carries neither the server's undeclared key nor a sentence in an id."""
+    server, _raw, client = _letta(wall)
+    alice = wall.channel(Origin.user("alice"), project="shop")
+    block = client.blocks.create(label="human", value=FACT, gnomon_origin=alice)
+    server.blocks[block.id].update(
+        {"value": "edited around the firewall", "note": INJECTION, "template_id": INJECTION}
+    )
+    got = client.blocks.retrieve(block.id)
+    assert got.value != FACT and INJECTION not in dumped(got)
