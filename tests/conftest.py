@@ -26,6 +26,9 @@ DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 # config/history files in a temporary directory rather than ~/.mem0.
 os.environ["MEM0_TELEMETRY"] = "false"
 os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="gnomon-mem0-"))
+# Gnomon's own data directory (default store, sealing keys: firewall.store.paths) is a private
+# temporary one, never the developer's real one.
+os.environ["GNOMON_HOME"] = tempfile.mkdtemp(prefix="gnomon-home-")
 
 
 @pytest.hookimpl(hookwrapper=True)
