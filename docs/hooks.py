@@ -34,6 +34,9 @@ def _type(schema: dict[str, Any]) -> str:
         return f"list of {_type(schema.get('items', {}))}"
     if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
         return f"map of name to {_type(schema['additionalProperties'])}"
+    if kind == "object" and schema.get("patternProperties"):
+        ((pattern, value),) = schema["patternProperties"].items()
+        return f"map of name (`{pattern}`) to {_type(value)}"
     if kind == "string" and "pattern" in schema and len(schema["pattern"]) <= 40:
         return f"string matching `{schema['pattern']}`"
     return f"`{kind}`"
@@ -50,7 +53,12 @@ def _table(schema: dict[str, Any]) -> list[str]:
         return ["Values: " + ", ".join(f"`{v}`" for v in schema["enum"]), ""]
     lines = ["| field | type | default | description |", "|---|---|---|---|"]
     for name, prop in props.items():
-        default = "**required**" if name in required else f"`{json.dumps(prop.get('default'))}`"
+        if name in required:
+            default = "**required**"
+        elif "default" in prop:
+            default = f"`{json.dumps(prop['default'])}`"
+        else:
+            default = "empty"
         description = prop.get("description", "")
         cells = [f"`{name}`", _cell(_type(prop)), _cell(default), _cell(description)]
         lines.append("| " + " | ".join(cells) + " |")
