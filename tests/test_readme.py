@@ -92,6 +92,7 @@ def test_readme_opens_with_the_two_commands() -> None:
     assert README.startswith("# Gnomon\n")
     assert blocks(README)[:2] == [SETUP + "\n", TESTS + "\n"]
     assert SETUP in top and TESTS in top
+    assert blocks(PAGES["docs/index.md"])[:2] == blocks(README)[:2]  # the site's home page too
 
 
 def test_the_readme_stays_short() -> None:
