@@ -18,7 +18,7 @@ see the same machine load:
   commit in the event loop once the reply is written, ordered before the next decision.
 
 The figure is p50(proxied) - p50(direct), with the raw and SDK relays' added p50 beside it. Target:
-<= 2 ms. Figures and the breakdown are in docs/benchmarks.md ("MCP proxy").
+<= 2 ms. The current figure is in docs/benchmarks.md (from bench/figures.json).
 
 ``--in-process`` measures the proxy's own work without any process hop: ``Proxy.call`` against
 a canned upstream after ``--log`` earlier calls (the kernel's reads must not grow with the log),

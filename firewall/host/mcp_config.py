@@ -69,8 +69,10 @@ class AnyArgs(BaseModel):
 class ToolSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    category: Category
-    level: Literal["L0", "L1", "L2", "L3", "L4", "L5"]
+    category: Category = Field(description="what the tool does; sets the lowest level allowed")
+    level: Literal["L0", "L1", "L2", "L3", "L4", "L5"] = Field(
+        description="the tool's rung on the trust ladder (at least its category's floor)"
+    )
     blast_radius: BlastRadius = BlastRadius.PROJECT
     reversibility: Reversibility = Reversibility.REVERSIBLE
 
@@ -93,21 +95,39 @@ class UpstreamSpec(BaseModel):
 class ProxyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    server: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
-    servers: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")], UpstreamSpec] = Field(
-        default_factory=dict
+    server: str = Field(
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
+        description='name of the server after `--`; its results are labelled "mcp:<server>/<tool>"',
     )
-    store: str
-    project: str
-    actor: str = "agent"
-    user: str | None = None
-    policy: Path
-    operator_keys: list[Path] = Field(min_length=1)
-    approver_keys: list[Path] = Field(default_factory=list)
-    hold_timeout: float = Field(default=30.0, ge=0, le=86400)
-    poll_interval: float = Field(default=0.2, gt=0, le=60)
-    unlisted: Literal["deny", "L0", "L1", "L2", "L3", "L4", "L5"] = "deny"
-    tools: dict[str, ToolSpec] = Field(default_factory=dict)
+    servers: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")], UpstreamSpec] = Field(
+        default_factory=dict,
+        description="more servers behind the same proxy, in the same session, by name",
+    )
+    store: str = Field(description="the Gnomon store URL (sqlite:///..., postgresql://...)")
+    project: str = Field(description="the project the session records under")
+    actor: str = Field(default="agent", description="the agent's name in the log")
+    user: str | None = Field(default=None, description="the user the agent works for")
+    policy: Path = Field(
+        description="the signed action policy (its .sig beside it); relative to this file"
+    )
+    operator_keys: list[Path] = Field(
+        min_length=1, description="pinned operator public keys that may sign the policy"
+    )
+    approver_keys: list[Path] = Field(
+        default_factory=list, description="pinned approver public keys for `gnomon approve`"
+    )
+    hold_timeout: float = Field(
+        default=30.0, ge=0, le=86400, description="seconds a held call waits for an approval"
+    )
+    poll_interval: float = Field(
+        default=0.2, gt=0, le=60, description="seconds between checks for an approval"
+    )
+    unlisted: Literal["deny", "L0", "L1", "L2", "L3", "L4", "L5"] = Field(
+        default="deny", description="what a tool the config does not list gets: denied, or a level"
+    )
+    tools: dict[str, ToolSpec] = Field(
+        default_factory=dict, description="the operator's contract for each tool, by name"
+    )
 
     def contract_for(self, tool: str) -> ActionContract | None:
         """The operator's contract for ``tool``; ``None`` (denied) when unlisted under deny."""
