@@ -231,7 +231,7 @@ def run_one(name: str, url: str | None = None) -> ProbeResult:
     """Run one probe by name. ``url`` defaults to a fresh ``memory://`` store.
 
     Probes write into a project of their own (``probe-<name>-<id>``), so running them against a
-    real store (``url="sqlite:///./.gnomon/gnomon.db"``) does not mix with a team's memories.
+    real store (``url=default_url()``) does not mix with a team's memories.
     An unknown name raises :class:`~firewall.model.errors.InputError`; anything else is a result.
     """
     return _run_name(name, url)

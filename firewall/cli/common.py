@@ -95,7 +95,7 @@ def url_option(f: F) -> F:
         "--url",
         default=None,
         metavar="URL",
-        help="Store URL (default: $GNOMON_URL or sqlite:///./.gnomon/gnomon.db).",
+        help="Store URL (default: $GNOMON_URL, else gnomon.db in the user data directory).",
     )(f)
 
 
@@ -112,8 +112,8 @@ def trusted_keys_option(f: F) -> F:
         "trusted_keys",
         default=None,
         metavar="DIR",
-        help="Directory of pinned *.pub keys (default: $GNOMON_TRUSTED_KEYS or "
-        "./.gnomon/trusted_keys).",
+        help="Directory of pinned *.pub keys (default: $GNOMON_TRUSTED_KEYS, "
+        "else trusted_keys/ in the user data directory).",
     )(f)
 
 

@@ -16,7 +16,7 @@ refused at startup.
     server: git                    # the server after `--`: results labelled "mcp:git/<tool>"
     servers:                       # more servers behind the same proxy (optional)
       push: {command: [python, push_server.py]}    # or {url: http://127.0.0.1:8000/mcp}
-    store: sqlite:///.gnomon/gnomon.db
+    store: postgresql://gnomon@db/gnomon   # optional: $GNOMON_URL, else the default store
     project: shop
     actor: coder
     user: alice
@@ -47,6 +47,7 @@ from gnomon.firewall.kernel.contracts import (
     ToolRegistry,
 )
 from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.store.registry import default_url
 
 #: The category an unlisted tool gets at each level the operator may name for it.
 _UNLISTED_CATEGORY = {
@@ -97,7 +98,7 @@ class ProxyConfig(BaseModel):
     servers: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")], UpstreamSpec] = Field(
         default_factory=dict
     )
-    store: str
+    store: str = Field(default_factory=default_url)
     project: str
     actor: str = "agent"
     user: str | None = None
