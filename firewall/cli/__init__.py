@@ -3,6 +3,8 @@
 ::
 
     gnomon init                         create the store (default: gnomon.db in the data dir)
+    gnomon doctor                       what is wrong with this installation, with fixes
+    gnomon setup claude-code|codex|cursor   route a coding agent's MCP tools through Gnomon
     gnomon demo                         the poisoned-repository scenario, end to end
     gnomon sessions list                the sessions a store holds, with their event counts
     gnomon beliefs list | show ID       what a store holds, on all four axes
@@ -43,6 +45,7 @@ import click
 
 from gnomon.firewall import __about__
 from gnomon.firewall.cli.admin import demo, keys, log, policy, probes
+from gnomon.firewall.cli.agents import doctor_command, setup_command
 from gnomon.firewall.cli.calibration import calibration_command
 from gnomon.firewall.cli.common import GnomonGroup, Settings
 from gnomon.firewall.cli.db import db, init
@@ -83,6 +86,8 @@ def cli(ctx: click.Context, url: str | None, trusted_keys: str | None) -> None:
 
 for command in (
     init,
+    doctor_command,
+    setup_command,
     demo,
     sessions,
     beliefs,
