@@ -535,8 +535,8 @@ def test_probes_run_all_pass(fake_runner: types.ModuleType) -> None:
     assert data == {
         "passed": True,
         "probes": [
-            {"name": "a", "passed": True, "detail": "held"},
-            {"name": "b", "passed": True, "detail": "held"},
+            {"name": "a", "passed": True, "skipped": None, "detail": "held"},
+            {"name": "b", "passed": True, "skipped": None, "detail": "held"},
         ],
     }
 

@@ -280,12 +280,20 @@ def probes() -> None:
 @json_option
 @click.pass_context
 def probes_run(ctx: click.Context, as_json: bool) -> None:
-    """Run every probe and show which held; exit 1 if any failed."""
+    """Run every probe and show which held; exit 1 if any failed (an attack got through). A
+    probe that needs an optional extra that is not installed is skipped, naming the extra."""
     results = _load_runner()()
     rows: list[dict[str, Any]] = [
-        {"name": str(r.name), "passed": bool(r.passed), "detail": str(r.detail)} for r in results
+        {
+            "name": str(r.name),
+            "passed": bool(r.passed),
+            "skipped": getattr(r, "skipped", None),
+            "detail": str(r.detail),
+        }
+        for r in results
     ]
-    failed = [r["name"] for r in rows if not r["passed"]]
+    failed = [r["name"] for r in rows if not r["passed"] and not r["skipped"]]
+    skipped = [r for r in rows if r["skipped"]]
     if as_json:
         echo_json({"passed": not failed, "probes": rows})
         if failed:
@@ -295,14 +303,20 @@ def probes_run(ctx: click.Context, as_json: bool) -> None:
     for column in ("probe", "result", "detail"):
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(row["name"], "pass" if row["passed"] else "FAIL", row["detail"])
+        result = "skipped" if row["skipped"] else "pass" if row["passed"] else "FAIL"
+        table.add_row(row["name"], result, row["detail"])
     console().print(table)
     if failed:
         raise GnomonError(
             f"{len(failed)} of {len(rows)} probes failed: {', '.join(failed)}",
             hint="each failing probe names the attack that got through; see its detail above",
         )
-    console().print(f"ok: all {len(rows)} probes held")
+    held = len(rows) - len(skipped)
+    if skipped:
+        commands = sorted({str(r["skipped"]) for r in skipped})
+        say(f"ok: {held} probes held, {len(skipped)} skipped (install: {'; '.join(commands)})")
+    else:
+        say(f"ok: all {len(rows)} probes held")
 
 
 def _load_runner() -> Any:

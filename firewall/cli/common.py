@@ -186,9 +186,11 @@ class SafeConsole(Console):
 
 
 def console() -> Console:
-    """Stdout console; wide enough that ids are never wrapped when not on a terminal."""
+    """Stdout console; wide enough that ids are never wrapped when not on a terminal. Strings are
+    never read as rich markup (a table cell holding ``pip install 'gnomon[mem0]'`` or a stored
+    ``[red]…`` prints as written); a renderer that wants markup passes ``markup=True``."""
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
-    return SafeConsole(soft_wrap=False, width=None if wide else 120)
+    return SafeConsole(soft_wrap=False, width=None if wide else 120, markup=False)
 
 
 def say(text: str) -> None:

@@ -53,8 +53,8 @@ def beliefs_table(beliefs: Sequence[Belief]) -> Table:
             b.truth_status.value,
             b.retrieval_status.value,
             b.security_status.value,
-            escape(b.origin.describe()),
-            escape(_short(b.statement)),
+            b.origin.describe(),
+            _short(b.statement),
         )
     return table
 
@@ -87,7 +87,7 @@ def belief_detail(out: Console, belief: Belief, revisions: Sequence[Revision]) -
         ("version", belief.version),
     ]
     for name, value in rows:
-        facts.add_row(name, escape("-" if value is None else str(value)))
+        facts.add_row(name, "-" if value is None else str(value))
     out.print(facts)
     history = Table(title=f"revisions ({len(revisions)})", title_justify="left")
     for column in ("at", "axis", "from", "to", "authority", "grant", "reason"):
@@ -100,7 +100,7 @@ def belief_detail(out: Console, belief: Belief, revisions: Sequence[Revision]) -
             r.to_state or "-",
             r.authority.value,
             r.grant_id or "-",
-            escape(r.reason),
+            r.reason,
         )
     out.print(history)
 
@@ -148,6 +148,7 @@ def recall_tables(out: Console, result: RecallResult) -> None:
         f"recall {escape(repr(result.query))} under policy [bold]{escape(result.policy)}[/] "
         f"(digest {result.policy_digest[:16]}…, event seq {result.event_seq})",
         soft_wrap=True,
+        markup=True,
     )
     section(
         out,
@@ -162,9 +163,7 @@ def recall_tables(out: Console, result: RecallResult) -> None:
     quoted.add_column("statement", overflow="fold", ratio=1)
     for q in result.quoted:
         b = q.belief
-        quoted.add_row(
-            b.id, b.truth_status.value, escape(b.origin.describe()), escape(_short(b.statement))
-        )
+        quoted.add_row(b.id, b.truth_status.value, b.origin.describe(), _short(b.statement))
     section(
         out,
         f"quoted ({len(result.quoted)}): untrusted data, never facts",
@@ -176,9 +175,7 @@ def recall_tables(out: Console, result: RecallResult) -> None:
     rejected.add_column("origin", overflow="fold")
     rejected.add_column("reasons", overflow="fold")
     for r in result.rejected:
-        rejected.add_row(
-            r.belief_id, escape(r.origin.describe()), escape(", ".join(dict.fromkeys(r.codes)))
-        )
+        rejected.add_row(r.belief_id, r.origin.describe(), (", ".join(dict.fromkeys(r.codes))))
     section(
         out, f"rejected ({len(result.rejected)}): text withheld", rejected, len(result.rejected)
     )
@@ -189,9 +186,9 @@ def recall_tables(out: Console, result: RecallResult) -> None:
         for v in result.contradictions:
             table.add_row(
                 v.contradiction.id,
-                "\n".join(f"{b.id}: {escape(_short(b.statement, 50))}" for b in v.visible),
+                "\n".join(f"{b.id}: {(_short(b.statement, 50))}" for b in v.visible),
                 "\n".join(v.withheld) or "-",
-                escape(v.contradiction.reason),
+                v.contradiction.reason,
             )
         section(out, f"contradictions ({len(result.contradictions)})", table, 1)
     out.print(f"uncertainties: {len(result.uncertainties)} (unconfirmed matches, text withheld)")
@@ -206,7 +203,7 @@ def policy_summary(out: Console, policy: ContextPolicy, source: str) -> None:
         return ", ".join(sorted(str(v) for v in values)) or "(none: admits nothing)"
 
     max_age = policy.freshness.max_age
-    table.add_row("description", escape(policy.description or "-"))
+    table.add_row("description", policy.description or "-")
     table.add_row("truth", states(policy.truth))
     table.add_row("retrieval", states(policy.retrieval))
     table.add_row("security", states(policy.security))
