@@ -140,6 +140,12 @@ class ProxyConfig(BaseModel):
         return ToolRegistry(contracts)
 
 
+_REFERENCE = (
+    "the fields and an example are in the MCP proxy page of the docs (docs/mcp.md), "
+    "and in `python -m pydoc gnomon.firewall.host.mcp_config`"
+)
+
+
 def load_proxy_config(path: str | Path) -> ProxyConfig:
     """Parse ``path`` into a :class:`ProxyConfig` (relative paths resolved against its folder),
     or raise :class:`~firewall.model.errors.InputError` saying what is wrong."""
@@ -151,14 +157,14 @@ def load_proxy_config(path: str | Path) -> ProxyConfig:
     except yaml.YAMLError as exc:
         raise InputError(f"{where} is not valid YAML: {exc}") from None
     if not isinstance(doc, dict):
-        raise InputError(f"{where} must be a YAML mapping", hint="see firewall/host/mcp_config.py")
+        raise InputError(f"{where} must be a YAML mapping", hint=f"{_REFERENCE}")
     try:
         config = ProxyConfig.model_validate(doc)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "config"
         raise InputError(
-            f"{where}: {field}: {err['msg']}", hint="see the example in firewall/host/mcp_config.py"
+            f"{where}: {field}: {err['msg']}", hint=f"fix {field}; {_REFERENCE}"
         ) from None
     for name, spec in config.tools.items():
         if Level.parse(spec.level) < _floor(spec.category):
