@@ -6,7 +6,7 @@ items and uncertainties are printed without their text, as the library hands the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -39,7 +39,9 @@ def section(out: Console, title: str, table: Table, rows: int) -> None:
     out.print(table if rows else "  (none)")
 
 
-def beliefs_table(beliefs: Sequence[Belief]) -> Table:
+def beliefs_table(beliefs: Sequence[Belief], origins: Mapping[str, str] | None = None) -> Table:
+    """One row per belief; ``origins`` (belief id → text) replaces the origin label where given
+    (how an adopted belief became trusted, :func:`firewall.audit.report.trusted_how`)."""
     table = Table()
     table.add_column("id", no_wrap=True)
     table.add_column("truth")
@@ -53,7 +55,7 @@ def beliefs_table(beliefs: Sequence[Belief]) -> Table:
             b.truth_status.value,
             b.retrieval_status.value,
             b.security_status.value,
-            b.origin.describe(),
+            (origins or {}).get(b.id, b.origin.describe()),
             _short(b.statement),
         )
     return table
