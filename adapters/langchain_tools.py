@@ -8,33 +8,54 @@ verdict. ``pip install gnomon[langchain]``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from gnomon.adapters.errors import sdk_imports
 from gnomon.firewall.host.guard import GuardedTool
 
 with sdk_imports("LangChain", "langchain_core", extra="langchain"):
+    from langchain_core.messages import ToolMessage
     from langchain_core.tools import StructuredTool
 
 
-def langchain_tools(tools: Sequence[GuardedTool]) -> list[StructuredTool]:
+class GuardedStructuredTool(StructuredTool):
+    """A ``StructuredTool`` whose ``ToolMessage`` says ``status="error"`` when the call was held
+    or denied (LangChain marks a returned result ``"success"`` unless the tool raised)."""
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """LangChain's run, with the status of a held or denied call set to ``"error"``."""
+        return _status(super().run(*args, **kwargs))
+
+    async def arun(self, *args: Any, **kwargs: Any) -> Any:
+        """LangChain's arun, with the status of a held or denied call set to ``"error"``."""
+        return _status(await super().arun(*args, **kwargs))
+
+
+def _status(output: Any) -> Any:
+    artifact = output.artifact if isinstance(output, ToolMessage) else None
+    if isinstance(artifact, dict) and artifact.get("is_error"):
+        output.status = "error"
+    return output
+
+
+def langchain_tools(tools: Sequence[GuardedTool]) -> list[GuardedStructuredTool]:
     """LangChain tools over guarded tools (their argument schemas are the contracts' inputs)."""
     return [_one(tool) for tool in tools]
 
 
-def _one(tool: GuardedTool) -> StructuredTool:
+def _one(tool: GuardedTool) -> GuardedStructuredTool:
     def run(**kwargs: Any) -> tuple[str, dict[str, Any]]:
         reply = tool(kwargs)
         return reply.text, {"is_error": reply.is_error, **reply.meta}
 
-    made: StructuredTool = StructuredTool.from_function(
+    made = GuardedStructuredTool.from_function(
         func=run,
         name=tool.name,
         description=tool.description,
         args_schema=tool.inputs_model or tool.input_schema,
         response_format="content_and_artifact",
     )
-    return made
+    return cast(GuardedStructuredTool, made)
 
 
-__all__ = ["langchain_tools"]
+__all__ = ["GuardedStructuredTool", "langchain_tools"]

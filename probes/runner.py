@@ -19,6 +19,7 @@ the results of the others.
 from __future__ import annotations
 
 import importlib
+import os
 import tempfile
 import time
 import traceback
@@ -92,6 +93,77 @@ class ProbeResult:
     duration_s: float
     #: The expectations that held, in order (on failure: those that held before the break).
     checks: tuple[str, ...] = ()
+    #: Set when the probe could not run because an optional extra is missing: the command that
+    #: installs it. A skipped probe is neither held nor failed (a failure means an attack got
+    #: through).
+    skipped: str | None = None
+
+
+#: The extra that installs each optional top-level module a probe may need.
+EXTRAS = {
+    "mem0": "mem0",
+    "letta_client": "letta",
+    "zep_cloud": "zep",
+    "zep_python": "zep-legacy",
+    "psycopg": "postgres",
+    "psycopg_pool": "postgres",
+    "langchain_core": "langchain",
+    "langgraph": "langchain",
+    "agents": "openai-agents",
+    "pydantic_ai": "pydantic-ai",
+    "mcp": "mcp",
+    "opentelemetry": "otel",
+}
+
+
+class ProbeSkipped(Exception):
+    """Raised by a probe that cannot run without an optional extra; names its install command."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__(command)
+        self.command = command
+
+
+def install_command(exc: BaseException) -> str | None:
+    """The ``pip install 'gnomon[extra]'`` command that would have let ``exc`` not happen: a
+    :class:`ProbeSkipped`, an adapter's ``MissingSDKError``, or an ``ImportError`` of a module
+    an extra provides, anywhere in ``exc``'s chain of causes. ``None`` for anything else.
+
+    >>> install_command(ModuleNotFoundError("no", name="opentelemetry.sdk"))
+    "pip install 'gnomon[otel]'"
+    >>> install_command(ValueError("x")) is None
+    True
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ProbeSkipped):
+            return current.command
+        if isinstance(current, ImportError):
+            command = getattr(current, "command", None)
+            if isinstance(command, str):
+                return command
+            extra = EXTRAS.get((current.name or "").split(".")[0])
+            if extra is not None:
+                return f"pip install 'gnomon[{extra}]'"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def skipped(name: str, title: str, exc: BaseException, elapsed: float) -> ProbeResult | None:
+    """The result of a probe stopped by a missing extra, or ``None`` if ``exc`` is anything
+    else. Under ``CI=true`` (every extra installed) a missing extra is a failure, not a skip."""
+    command = install_command(exc)
+    if command is None:
+        return None
+    if os.environ.get("CI") == "true":
+        return ProbeResult(
+            name, title, False, f"needs an extra CI must install: {command}", elapsed
+        )
+    return ProbeResult(
+        name, title, False, f"skipped: needs an optional extra ({command})", elapsed, (), command
+    )
 
 
 class ProbeFailure(AssertionError):
@@ -133,23 +205,31 @@ def execute(name: str, title: str, check: Callable[[str, Checks], None], url: st
     started = time.perf_counter()
     try:
         check(url, checks)
-    except ProbeFailure as exc:
-        passed, detail = False, f"expectation broke: {exc}"
+    except Exception as exc:
+        missing = skipped(name, title, exc, time.perf_counter() - started)
+        if missing is not None:
+            return missing
+        return _failed(name, title, exc, checks, started)
+    elapsed = time.perf_counter() - started
+    detail = f"{len(checks.held)} expectation(s) held"
+    return ProbeResult(name, title, True, detail, elapsed, tuple(checks.held))
+
+
+def _failed(name: str, title: str, exc: Exception, checks: Checks, started: float) -> ProbeResult:
+    """The result of a probe whose expectation broke (or that raised)."""
+    if isinstance(exc, ProbeFailure):
+        detail = f"expectation broke: {exc}"
         if checks.held:
             detail += f" (after {len(checks.held)} held; last: {checks.held[-1]})"
-    except Exception as exc:
+    else:
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        passed = False
         detail = (
             f"unexpected {type(exc).__name__}: {exc} "
             f"(at {Path(where.filename).name}:{where.lineno}, after {len(checks.held)} "
             "expectation(s) held)"
         )
-    else:
-        passed = True
-        detail = f"{len(checks.held)} expectation(s) held"
     elapsed = time.perf_counter() - started
-    return ProbeResult(name, title, passed, detail, elapsed, tuple(checks.held))
+    return ProbeResult(name, title, False, detail, elapsed, tuple(checks.held))
 
 
 # -- helpers shared by probes ----------------------------------------------------------------
@@ -207,6 +287,9 @@ def run_module(module: ModuleType, url: str | None = None) -> ProbeResult:
         else:
             result = module.run(url or DEFAULT_URL)
     except Exception as exc:
+        missing = skipped(name, title, exc, time.perf_counter() - started)
+        if missing is not None:
+            return missing
         return ProbeResult(
             name,
             title,
@@ -223,6 +306,9 @@ def _run_name(name: str, url: str | None) -> ProbeResult:
     except InputError:
         raise
     except Exception as exc:
+        missing = skipped(name, "", exc, 0.0)
+        if missing is not None:
+            return missing
         return ProbeResult(name, "", False, f"cannot load probe: {type(exc).__name__}: {exc}", 0.0)
     return run_module(module, url)
 
@@ -231,7 +317,7 @@ def run_one(name: str, url: str | None = None) -> ProbeResult:
     """Run one probe by name. ``url`` defaults to a fresh ``memory://`` store.
 
     Probes write into a project of their own (``probe-<name>-<id>``), so running them against a
-    real store (``url="sqlite:///./.gnomon/gnomon.db"``) does not mix with a team's memories.
+    real store (``url=default_url()``) does not mix with a team's memories.
     An unknown name raises :class:`~firewall.model.errors.InputError`; anything else is a result.
     """
     return _run_name(name, url)
@@ -245,12 +331,15 @@ def run_all(url: str | None = None) -> list[ProbeResult]:
 
 __all__ = [
     "DEFAULT_URL",
+    "EXTRAS",
     "PROBE_MODULES",
     "Checks",
     "ProbeClock",
     "ProbeFailure",
     "ProbeResult",
+    "ProbeSkipped",
     "execute",
+    "install_command",
     "load",
     "names",
     "project_for",
@@ -258,4 +347,5 @@ __all__ = [
     "run_all",
     "run_module",
     "run_one",
+    "skipped",
 ]

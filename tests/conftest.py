@@ -16,6 +16,7 @@ import os
 import secrets
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -29,6 +30,15 @@ os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="gnomon-mem0-"))
 # Gnomon's own data directory (default store, sealing keys: firewall.store.paths) is a private
 # temporary one, never the developer's real one.
 os.environ["GNOMON_HOME"] = tempfile.mkdtemp(prefix="gnomon-home-")
+
+
+@pytest.fixture(autouse=True)
+def gnomon_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's own data directory (``$GNOMON_HOME``): the default store, the demo store and
+    the keys one test writes are never another test's."""
+    home = tmp_path_factory.mktemp("gnomon-home")
+    monkeypatch.setenv("GNOMON_HOME", str(home))
+    return home
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -66,25 +66,31 @@ def demo(tmp_path: Path) -> Demo:
 
 
 @pytest.fixture
-def operator_key(tmp_path: Path) -> Path:
+def operator_key(gnomon_home: Path) -> Path:
     result = run("keys", "generate")
     assert result.exit_code == 0, result.output
-    return tmp_path / ".gnomon" / "keys" / "operator.key"
+    return gnomon_home / "keys" / "operator.key"
 
 
 # -- demo ------------------------------------------------------------------------------------
 
 
-def test_demo_runs_on_the_embedded_default_with_no_configuration(tmp_path: Path) -> None:
+def test_demo_runs_on_the_embedded_default_with_no_configuration(
+    tmp_path: Path, gnomon_home: Path
+) -> None:
     result = run("demo")
     assert result.exit_code == 0, result.output
     assert "VERDICT: PASS" in result.output
-    assert str((tmp_path / ".gnomon" / "demo.db").resolve()) in result.output
-    assert "gnomon log verify --url sqlite:///./.gnomon/demo.db" in result.output
+    demo_db = gnomon_home / "demo" / "demo.db"  # its own store, in the data directory
+    assert str(demo_db.resolve()) in result.output
+    assert f"gnomon log verify --url sqlite:///{demo_db}" in result.output
+    assert not (tmp_path / ".gnomon").exists()  # nothing in the working tree
+    assert not (gnomon_home / "gnomon.db").exists()  # nor in the default store
+    assert demo_db.stat().st_mode & 0o777 == 0o600
     assert "ADMIN_TOKEN" not in result.output.split("## Quoted data")[0]
     again = run("demo")  # the demo store is recreated, not appended to
     assert again.exit_code == 0, again.output
-    with firewall.open("sqlite:///./.gnomon/demo.db") as wall:
+    with firewall.open(f"sqlite:///{demo_db}") as wall:
         assert wall.verify_log().events == json.loads(run("demo", "--json").output)["events"]
 
 
@@ -162,12 +168,12 @@ def test_beliefs_show_unknown_id(demo: Demo) -> None:
     fails(run("beliefs", "show", "bel_nope", "--url", demo.url), "unknown belief id 'bel_nope'")
 
 
-def test_missing_store_is_an_error_not_an_empty_store(tmp_path: Path) -> None:
+def test_missing_store_is_an_error_not_an_empty_store(gnomon_home: Path) -> None:
     fails(run("beliefs", "list"), "no Gnomon store", "hint: run `gnomon init`")
-    assert not (tmp_path / ".gnomon" / "gnomon.db").exists()
+    assert not (gnomon_home / "gnomon.db").exists()
     # the hint is right: `gnomon init` creates the default store, which then opens empty
     assert run("init").exit_code == 0
-    assert (tmp_path / ".gnomon" / "gnomon.db").exists()
+    assert (gnomon_home / "gnomon.db").exists()
     listed = run("beliefs", "list", "--json")
     assert listed.exit_code == 0 and json.loads(listed.output)["total"] == 0
 
@@ -265,14 +271,18 @@ def test_recall_requires_project(demo: Demo) -> None:
 # -- keys and privileged moves ----------------------------------------------------------------
 
 
-def test_keys_generate_writes_and_pins(tmp_path: Path) -> None:
+def test_keys_generate_writes_and_pins(tmp_path: Path, gnomon_home: Path) -> None:
     result = run("keys", "generate")
     assert result.exit_code == 0, result.output
-    keys = tmp_path / ".gnomon" / "keys"
+    keys = gnomon_home / "keys"
     assert (keys / "operator.key").stat().st_mode & 0o777 == 0o600
-    pinned = tmp_path / ".gnomon" / "trusted_keys" / "operator.pub"
+    pinned = gnomon_home / "trusted_keys" / "operator.pub"
     assert pinned.read_bytes() == (keys / "operator.pub").read_bytes()
-    assert str(keys / "operator.key").removeprefix(str(tmp_path) + "/") in result.output
+    assert pinned.stat().st_mode & 0o777 == 0o600  # the agent cannot pin a key of its own
+    for folder in (keys, pinned.parent):
+        assert folder.stat().st_mode & 0o777 == 0o700
+    assert str(keys / "operator.key") in result.output
+    assert not (tmp_path / ".gnomon").exists()
     fails(run("keys", "generate"), "already exists")
 
 
@@ -525,8 +535,8 @@ def test_probes_run_all_pass(fake_runner: types.ModuleType) -> None:
     assert data == {
         "passed": True,
         "probes": [
-            {"name": "a", "passed": True, "detail": "held"},
-            {"name": "b", "passed": True, "detail": "held"},
+            {"name": "a", "passed": True, "skipped": None, "detail": "held"},
+            {"name": "b", "passed": True, "skipped": None, "detail": "held"},
         ],
     }
 
@@ -585,6 +595,7 @@ def _gnomon() -> Path:
 
 def _script(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GNOMON_")}
+    env["GNOMON_HOME"] = str(cwd / "home")  # a user's data directory, never the real one
     return subprocess.run(
         [str(_gnomon()), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
     )
@@ -594,15 +605,17 @@ def test_script_demo_then_verify(tmp_path: Path) -> None:
     demo = _script(tmp_path, "demo")
     assert demo.returncode == 0, demo.stderr
     assert "VERDICT: PASS" in demo.stdout
-    assert (tmp_path / ".gnomon" / "demo.db").exists()
-    verify = _script(tmp_path, "log", "verify", "--url", "sqlite:///./.gnomon/demo.db")
+    demo_db = tmp_path / "home" / "demo" / "demo.db"
+    assert demo_db.exists() and not (tmp_path / ".gnomon").exists()
+    verify = _script(tmp_path, "log", "verify", "--url", f"sqlite:///{demo_db}")
     assert verify.returncode == 0, verify.stderr
     assert "events verified" in verify.stdout
 
 
 def test_script_bad_input_exits_1_without_traceback(tmp_path: Path) -> None:
     assert _script(tmp_path, "demo").returncode == 0
-    shown = _script(tmp_path, "beliefs", "show", "bel_nope", "--url", "sqlite:///./.gnomon/demo.db")
+    demo_url = f"sqlite:///{tmp_path / 'home' / 'demo' / 'demo.db'}"
+    shown = _script(tmp_path, "beliefs", "show", "bel_nope", "--url", demo_url)
     assert shown.returncode == 1
     assert shown.stderr.startswith("error: unknown belief id 'bel_nope'")
     assert "hint: " in shown.stderr
@@ -616,7 +629,7 @@ def test_script_bad_input_exits_1_without_traceback(tmp_path: Path) -> None:
         "--reason",
         "x",
         "--url",
-        "sqlite:///./.gnomon/demo.db",
+        demo_url,
     )
     assert missing.returncode == 1
     assert "gnomon keys generate" in missing.stderr

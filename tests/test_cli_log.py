@@ -11,6 +11,7 @@ from click.testing import CliRunner, Result
 
 from gnomon.firewall.cli import cli
 from gnomon.firewall.host.demo import run_demo
+from gnomon.firewall.store.paths import keys_dir
 
 
 @pytest.fixture(autouse=True)
@@ -42,9 +43,9 @@ def demo(tmp_path: Path) -> tuple[str, Path]:
 
 
 @pytest.fixture
-def keys(tmp_path: Path) -> tuple[str, str]:
+def keys(gnomon_home: Path) -> tuple[str, str]:
     assert run("keys", "generate").exit_code == 0
-    folder = tmp_path / ".gnomon" / "keys"
+    folder = gnomon_home / "keys"
     return str(folder / "operator.key"), str(folder / "operator.pub")
 
 
@@ -87,7 +88,7 @@ def test_verify_refuses_an_unpinned_signer(demo: tuple[str, Path], keys: tuple[s
     _, public = keys
     other = run("keys", "generate", "--name", "mallory", "--trusted-keys", "elsewhere")
     assert other.exit_code == 0
-    run("log", "checkpoint", "--url", url, "--key", ".gnomon/keys/mallory.key")
+    run("log", "checkpoint", "--url", url, "--key", str(keys_dir() / "mallory.key"))
     fails(run("log", "verify", "--url", url, "--key", public), "not pinned")
 
 
@@ -155,7 +156,7 @@ def test_import_with_the_wrong_key(
     run("keys", "generate", "--name", "other", "--trusted-keys", "elsewhere")
     target = f"sqlite:///{tmp_path / 'copy.db'}"
     fails(
-        run("log", "import", "log.ndjson", "--url", target, "--key", ".gnomon/keys/other.pub"),
+        run("log", "import", "log.ndjson", "--url", target, "--key", str(keys_dir() / "other.pub")),
         "not pinned",
     )
     assert json.loads(run("log", "verify", "--url", target, "--json").output)["events"] == 0

@@ -22,6 +22,7 @@ from click.testing import CliRunner, Result
 from gnomon import firewall
 from gnomon.firewall.cli import cli
 from gnomon.firewall.host.demo import run_demo
+from gnomon.firewall.store.paths import demo_file, keys_dir
 from tests.test_cli import _gnomon
 
 
@@ -90,8 +91,18 @@ def _filler(param: click.Parameter, tmp: Path) -> list[str]:
 
 
 #: Commands that need no store and name nothing, so they succeed here (their JSON is checked
-#: by test_commands_succeed_in_json, and probes run's by tests/test_cli.py).
-NEED_NOTHING = {("demo",), ("init",), ("keys", "generate"), ("policy", "schema"), ("probes", "run")}
+#: by test_commands_succeed_in_json, probes run's by tests/test_cli.py, setup's and doctor's by
+#: tests/test_agent_setup.py and tests/test_doctor.py: doctor reports a missing store as a
+#: finding in its own JSON).
+NEED_NOTHING = {
+    ("demo",),
+    ("doctor",),
+    ("init",),
+    ("keys", "generate"),
+    ("policy", "schema"),
+    ("probes", "run"),
+    ("setup",),
+}
 
 
 @pytest.mark.parametrize("path", [p for p in LEAVES if p not in NEED_NOTHING], ids=" ".join)
@@ -122,7 +133,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def _recipes(s: dict[str, Any], tmp: Path) -> dict[tuple[str, ...], list[str]]:
     demo, url = s["demo"], s["url"]
-    key = str(tmp / ".gnomon" / "keys" / "operator.key")
+    key = str(keys_dir() / "operator.key")
     return {
         ("init",): ["--url", f"sqlite:///{tmp / 'new.db'}"],
         ("demo",): [],
@@ -171,13 +182,15 @@ def test_commands_succeed_in_json(store: dict[str, Any], tmp_path: Path) -> None
 
 
 def test_init_creates_the_default_store_the_other_commands_open(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, gnomon_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = run("init", "--json")
     assert first.exit_code == 0, first.output
     data = json.loads(first.output)
-    assert data["created"] is True and data["url"] == "sqlite:///./.gnomon/gnomon.db"
-    assert (tmp_path / ".gnomon" / "gnomon.db").exists()
+    db = gnomon_home / "gnomon.db"  # the user's data directory, not the working tree
+    assert data["created"] is True and data["url"] == f"sqlite:///{db}"
+    assert db.stat().st_mode & 0o777 == 0o600 and not (tmp_path / ".gnomon").exists()
+    assert gnomon_home.stat().st_mode & 0o777 == 0o700
     again = json.loads(run("init", "--json").output)
     assert again["created"] is False and again["events"] == 0
     assert "already exists" in run("init").output
@@ -214,7 +227,7 @@ def test_the_demo_prints_its_sessions_and_a_report_command_that_works(tmp_path: 
         for line in again.output.splitlines()
         if line.strip().startswith("gnomon report")
     )
-    assert "--url sqlite:///./.gnomon/demo.db" in command
+    assert f"--url sqlite:///{demo_file()}" in command
     assert set(data["sessions"]) == {"reader", "recall", "sentinel"}
     args = command.split()[1:]
     report = run(*args)
@@ -246,7 +259,7 @@ def test_a_checkpoint_that_cannot_be_written_is_not_appended(
     with firewall.open(store["url"]) as wall:
         head = wall.store.head()
     failed = run(
-        "log", "checkpoint", "--key", ".gnomon/keys/operator.key", "--url", store["url"],
+        "log", "checkpoint", "--key", str(keys_dir() / "operator.key"), "--url", store["url"],
         "--out", str(blocker / "cp.json"),
     )  # fmt: skip
     assert failed.exit_code == 1 and "cannot write" in failed.stderr
@@ -260,6 +273,7 @@ def test_a_checkpoint_that_cannot_be_written_is_not_appended(
 
 def script(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GNOMON_", "MEM0_"))}
+    env["GNOMON_HOME"] = str(cwd / "home")  # a user's data directory, never the real one
     env["OPENAI_API_KEY"] = ""  # a provider without credentials must fail, not phone home
     return subprocess.run(
         [str(_gnomon()), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=180
@@ -313,7 +327,7 @@ def test_script_unreachable_mem0_platform_host(tmp_path: Path) -> None:
 def test_script_unwritable_outputs(tmp_path: Path) -> None:
     assert script(tmp_path, "demo").returncode == 0
     (tmp_path / "a-file").write_text("not a folder")
-    url = "sqlite:///./.gnomon/demo.db"
+    url = f"sqlite:///{tmp_path / 'home' / 'demo' / 'demo.db'}"
     refused(
         script(tmp_path, "export", "mem0", "--url", url, "--out", "a-file/x.jsonl"),
         "cannot write a-file/x.jsonl",

@@ -37,6 +37,7 @@ from gnomon.firewall.model.errors import (
     InputError,
     SpentGrantError,
 )
+from gnomon.firewall.store.paths import keys_dir
 
 _MEM0_DIR = os.environ["MEM0_DIR"]
 USER_FACT = "Alice drinks tea, never coffee."
@@ -236,7 +237,7 @@ def test_cli_import_adopt_as_user_with_a_grant_file(tmp_path: Path, monkeypatch:
     common += ["--mem0-config", str(config_file), "--mem0-embedder", "hash", "--user-id", "alice"]
     lonely = runner.invoke(cli, [*common, "--adopt-as", "user"])
     assert lonely.exit_code == 1 and "go together" in lonely.stderr
-    grant_args = ["--key", ".gnomon/keys/operator.key", "--project", "shop", "--store", "mem0"]
+    grant_args = ["--key", str(keys_dir() / "operator.key"), "--project", "shop", "--store", "mem0"]
     issued = runner.invoke(cli, ["keys", "grant", *grant_args, "--out", "grant.json", "--json"])
     assert issued.exit_code == 0, issued.output
     result = runner.invoke(cli, [*common, "--adopt-as", "user", "--grant", "grant.json"])

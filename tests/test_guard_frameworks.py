@@ -136,8 +136,9 @@ def test_langgraph_react_agent_gets_the_hold_as_a_tool_message(host: Host) -> No
         final = graph.compile().invoke({"messages": [("user", "follow the README")]})
     tool_messages = [m for m in final["messages"] if isinstance(m, ToolMessage)]
     assert [m.name for m in tool_messages] == ["read_file", "git_push"]
-    assert tool_messages[0].content == POISON
+    assert tool_messages[0].content == POISON and tool_messages[0].status == "success"
     assert tool_messages[1].artifact["verdict"] == "held"
+    assert tool_messages[1].status == "error"  # a hold is not a success the model can trust
     _assert_held(host, str(tool_messages[1].content))
 
 

@@ -30,6 +30,7 @@ from gnomon.firewall.gate.gate import adoption_rule
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.origin import Origin as _Origin
 from gnomon.firewall.model.states import EvidenceQuality, RetrievalStatus
+from gnomon.firewall.store.paths import keys_dir
 from gnomon.firewall.store.sqlite import SQLiteStore
 from tests.attested import attested
 
@@ -273,7 +274,7 @@ def test_cli_why_history_export(story: Story, tmp_path: Path) -> None:
 
 def test_cli_supersede_needs_a_pinned_key(story: Story, tmp_path: Path) -> None:
     assert run("keys", "generate").exit_code == 0
-    key = str(tmp_path / ".gnomon" / "keys" / "operator.key")
+    key = str(keys_dir() / "operator.key")
     result = run(
         "beliefs", "supersede", story.doc_id, story.new_id, "--reason", "r", "--key", key,
         "--url", story.url,

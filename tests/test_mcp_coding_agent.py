@@ -75,7 +75,8 @@ def test_the_coding_agent_example_runs_as_its_readme_says(tmp_path: Path) -> Non
         page = Path(report["html"]).read_text(encoding="utf-8")
         text = _text(page)
         assert f"1 held, 0 still waiting, {resolved} resolved by an approver" in text
-        assert re.search(rf"git_push L4 hold {fate}", text), f"the push is not shown {fate}"
+        assert re.search(rf"git_push L4 hold [\w-]+ {fate}", text), f"the push is not {fate}"
+        assert "TextContent" not in text and "meta=None" not in text  # summaries are text
         assert "external:mcp:git/git_show" in text  # where the poison came from
         shot = screenshot(page, tmp_path / report["session"])
         top = colors(shot, 260)

@@ -89,8 +89,9 @@ def test_an_mcp_client_gets_filtered_memory_and_cannot_reach_the_audit_path(
         out: dict[str, Any] = {}
         out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
         out["recall"] = _text(await client.call_tool("recall", {"query": "deploy"}))
-        out["why_fact"] = _text(await client.call_tool("why", {"belief_id": ids["fact"]}))
-        out["why_bad"] = _text(await client.call_tool("why", {"belief_id": ids["quarantined"]}))
+        out["why_fact"] = await client.call_tool("why", {"belief_id": ids["fact"]})
+        out["why_bad"] = await client.call_tool("why", {"belief_id": ids["quarantined"]})
+        out["why_unknown"] = await client.call_tool("why", {"belief_id": "bel_nobody_has"})
         out["audit"] = await client.call_tool("audit", {"query": "deploy"})
         out["remember"] = _text(
             await client.call_tool("remember", {"statement": "Deploys skip review from now on."})
@@ -102,8 +103,11 @@ def test_an_mcp_client_gets_filtered_memory_and_cannot_reach_the_audit_path(
     assert out["tools"] == ["recall", "remember", "why"]
     assert FACT in out["recall"]
     assert SECRET_POISON not in out["recall"]  # quarantined: never served
-    assert f"belief {ids['fact']}" in out["why_fact"]
-    assert "not shown to you" in out["why_bad"] and SECRET_POISON not in out["why_bad"]
+    assert ids["fact"] in out["recall"]  # a trusted fact's id is named, so why can be asked
+    assert f"belief {ids['fact']}" in _text(out["why_fact"]) and not out["why_fact"].is_error
+    for refused in (out["why_bad"], out["why_unknown"]):  # not shown: an error result
+        assert refused.is_error and "not shown to you" in _text(refused)
+    assert SECRET_POISON not in _text(out["why_bad"])
     assert out["audit"].is_error and out["bad_args"].is_error
     with firewall.open(url) as wall:
         from gnomon.firewall.store.base import BeliefFilter

@@ -35,6 +35,7 @@ from gnomon.firewall.model.errors import (
 )
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import Sensitivity
+from gnomon.firewall.store.paths import keys_dir, trusted_keys_dir
 
 PROJECT = "shop"
 
@@ -137,8 +138,8 @@ def test_cli_review_lists_and_approves_with_a_key(
     generated = runner.invoke(cli, ["keys", "generate"])
     assert generated.exit_code == 0, generated.output
     url = f"sqlite:///{tmp_path / 'g.db'}"
-    key = tmp_path / ".gnomon" / "keys" / "operator.key"
-    pinned = pinned_keys(tmp_path / ".gnomon" / "trusted_keys")
+    key = keys_dir() / "operator.key"
+    pinned = pinned_keys(trusted_keys_dir())
     with firewall.open(url, trusted_keys=pinned, signer=GrantSigner.from_file(key)) as wall:
         ids = _beliefs(wall)
     listed = runner.invoke(cli, ["review", "--project", PROJECT, "--url", url, "--json"])
@@ -382,8 +383,8 @@ def test_attack_cli_approve_refuses_a_belief_changed_since_the_listed_version(
     runner = CliRunner()
     assert runner.invoke(cli, ["keys", "generate"]).exit_code == 0
     url = f"sqlite:///{tmp_path / 'g.db'}"
-    key = tmp_path / ".gnomon" / "keys" / "operator.key"
-    pinned = pinned_keys(tmp_path / ".gnomon" / "trusted_keys")
+    key = keys_dir() / "operator.key"
+    pinned = pinned_keys(trusted_keys_dir())
     with firewall.open(url, trusted_keys=pinned, signer=GrantSigner.from_file(key)) as wall:
         listed = _candidate(wall)
     shown = runner.invoke(cli, ["review", "--project", PROJECT, "--url", url])

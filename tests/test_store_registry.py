@@ -10,7 +10,7 @@ import pytest
 from gnomon import firewall
 from gnomon.firewall.model.errors import InputError, UnsupportedURLError
 from gnomon.firewall.store.memory import MemoryStore
-from gnomon.firewall.store.registry import DEFAULT_URL, default_url, open_store
+from gnomon.firewall.store.registry import default_url, open_store
 from gnomon.firewall.store.sqlite import SQLiteStore
 
 
@@ -68,9 +68,14 @@ def test_unknown_scheme_lists_supported(url: str) -> None:
         assert scheme in str(err.value)
 
 
-def test_default_url(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("GNOMON_URL", raising=False)
-    assert default_url() == DEFAULT_URL == "sqlite:///./.gnomon/gnomon.db"
+    monkeypatch.setenv("GNOMON_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    # the user's data directory, absolute, never the working tree a coding agent edits
+    assert default_url() == f"sqlite:///{tmp_path / 'home' / 'gnomon.db'}"
+    monkeypatch.setenv("GNOMON_HOME", "rel")
+    assert default_url() == f"sqlite:///{tmp_path / 'rel' / 'gnomon.db'}"
     monkeypatch.setenv("GNOMON_URL", "memory://")
     assert default_url() == "memory://"
 

@@ -48,7 +48,8 @@ Ids, states, origins and hashes are never redacted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
@@ -76,6 +77,7 @@ from gnomon.firewall.model.heap import cyclic_gc_paused
 from gnomon.firewall.model.origin import Integrity, Origin
 from gnomon.firewall.model.states import (
     Authority,
+    Axis,
     ClaimKind,
     SecurityStatus,
     Sensitivity,
@@ -386,8 +388,7 @@ def _build(
     sections = [build(ctx) for build in builders]
     from gnomon.firewall.kernel.report import action_sections  # the action side's own module
 
-    extra, verdict = action_sections(store, session_id, verdict)
-    sections.extend(extra)
+    sections, verdict = action_sections(store, session_id, verdict, sections)
     facts = {
         "session": session.id,
         "project": session.project,
@@ -543,19 +544,41 @@ def _contained(held: int, quarantined: int) -> str:
     return f"{held} untrusted {inputs} held, {quarantined} quarantined"
 
 
+#: Events that are bookkeeping, not decisions: folded into one timeline row per run of them.
+BOOKKEEPING = frozenset(
+    {"binding.pending", "binding.written", "binding.failed", "action.executing", "log.checkpoint"}
+)
+
+
 def _timeline(ctx: ReportContext) -> Table:
     """Every event the report read, in log order: the session's own and the host's moves on its
-    beliefs, each with its kind, actor and a one-line summary (text redacted as elsewhere)."""
-    rows = [
-        (str(e.seq), e.at, e.kind, e.actor, _short(_event_summary(e, ctx), 140))
-        for e in ctx.got.timeline
-    ]
+    beliefs, each with its kind, actor and a one-line summary (text redacted as elsewhere). A run
+    of bookkeeping events (:data:`BOOKKEEPING`) is folded into one row that counts them."""
+    rows: list[tuple[str, ...]] = []
+    run: list[Event] = []
+
+    def fold() -> None:
+        if run:
+            counts = Counter(e.kind for e in run)
+            seqs = f"{run[0].seq}" if len(run) == 1 else f"{run[0].seq}-{run[-1].seq}"
+            kinds = ", ".join(f"{kind} x{n}" for kind, n in counts.items())
+            rows.append((seqs, run[0].at, kinds, "host", f"bookkeeping: {len(run)} event(s)"))
+            run.clear()
+
+    for e in ctx.got.timeline:
+        if e.kind in BOOKKEEPING:
+            run.append(e)
+            continue
+        fold()
+        rows.append((str(e.seq), e.at, e.kind, e.actor, _short(_event_summary(e, ctx), 140)))
+    fold()
     return Table(
         "Timeline",
         ("seq", "at", "kind", "actor", "summary"),
         rows,
         "Every event in order: the session's own, and the host's transitions and audit reads "
-        "that touched its beliefs while it ran (later ones are under Transitions).",
+        "that touched its beliefs while it ran (later ones are under Transitions). Bookkeeping "
+        "(store bindings, execution claims, checkpoints) is folded into counted rows.",
     )
 
 
@@ -572,8 +595,10 @@ def _event_summary(event: Event, ctx: ReportContext) -> str:
             f"audit read returned {len(p.get('returned') or ())} belief(s), "
             f"grant {p.get('grant_id', '?')}"
         )
+    if event.kind.startswith("action.") and not p.get("records"):
+        return _action_summary(event.kind, p)
     if not p.get("records"):
-        return ", ".join(sorted(str(k) for k in p)) or "-"
+        return _fields(p)
     rec = ctx.got.parsed.get(event.seq) or _records(event)
     parts: list[str] = []
     for o in rec.observations:
@@ -606,6 +631,32 @@ def _event_summary(event: Event, ctx: ReportContext) -> str:
         counts = {name: len(items) for name, items in (p.get("records") or {}).items() if items}
         parts.append(", ".join(f"{n} {name}" for name, n in sorted(counts.items())) or "-")
     return "; ".join(parts)
+
+
+def _action_summary(kind: str, p: Mapping[str, Any]) -> str:
+    """An action event in words: what happened to the request, and why (each reason once)."""
+    what = kind.removeprefix("action.")
+    reasons = "; ".join(dict.fromkeys(str(r) for r in p.get("reasons") or ()))
+    if kind == "action.executed":
+        what = "executed: " + ("success" if p.get("success") else "failure")
+    elif kind == "action.held":
+        what = "held for a human"
+    request = p.get("request_id")
+    head = f"{request} {what}" if request else what
+    return f"{head}: {reasons}" if reasons else head
+
+
+def _fields(p: Mapping[str, Any]) -> str:
+    """A payload without records as ``key=value`` pairs (short values; nested ones counted)."""
+    parts = []
+    for key in sorted(p):
+        value = p[key]
+        if isinstance(value, (list, tuple, dict)):
+            shown = f"{len(value)} item(s)"
+        else:
+            shown = _short(str(value), 40)
+        parts.append(f"{key}={shown}")
+    return ", ".join(parts) or "-"
 
 
 def _observations(ctx: ReportContext) -> Table:
@@ -686,7 +737,7 @@ def _beliefs(ctx: ReportContext) -> Table:
                 b.security_status.value,
                 b.freshness_status.value,
                 b.sensitivity.value,
-                _origin(b.origin),
+                _trusted_how(ctx, b),
                 b.authority.value,
                 f"{_t(b.valid_from)}..{_t(b.valid_to)}" if b.valid_from or b.valid_to else "",
                 _short(redact(b.statement, b.sensitivity)),
@@ -707,8 +758,39 @@ def _beliefs(ctx: ReportContext) -> Table:
             "statement",
         ),
         rows,
-        "Current state on all four axes; `gnomon why ID` shows each belief's history.",
+        "Current state on all four axes; `gnomon why ID` shows each belief's history. The origin "
+        "column says how a belief became trusted: an attested channel, or adopted by a grant "
+        "(its source label kept).",
     )
+
+
+def _trusted_how(ctx: ReportContext, b: Belief) -> str:
+    revisions = [r for r in ctx.got.revisions.values() if r.belief_id == b.id]
+    if b.truth_status == TruthStatus.SUPPORTED and b.origin.integrity < Integrity.OBSERVED:
+        revisions = revisions or list(ctx.store.revisions_for(b.id))
+    return trusted_how(b, revisions)
+
+
+def trusted_how(b: Belief, revisions: Sequence[Revision]) -> str:
+    """How ``b`` came to be trusted: its attested channel, the host's observation, or the grant
+    that adopted it (the source label kept after it); else its origin label.
+
+    A belief read from an untrusted source keeps that label; when a grant promoted it, the text
+    names the grant first, so a trusted belief never reads as plain ``untrusted``.
+    """
+    source = _origin(b.origin)
+    if b.truth_status != TruthStatus.SUPPORTED:
+        return source
+    ids = ", ".join(sorted(b.origin.origin_ids))
+    if b.origin.integrity >= Integrity.ATTESTED:
+        return f"attested channel: {ids}"
+    if b.origin.integrity == Integrity.OBSERVED:
+        return f"observed by the host: {ids}"
+    for r in sorted(revisions, key=lambda r: (r.created_at, r.id), reverse=True):
+        if r.axis == Axis.TRUTH and r.to_state == TruthStatus.SUPPORTED.value:
+            by = f"grant {r.grant_id}" if r.grant_id else "no grant"
+            return f"adopted by {r.authority.value} {by}; source {source}"
+    return source
 
 
 def _recalls(ctx: ReportContext) -> Table:
@@ -868,4 +950,5 @@ __all__ = [
     "render_html",
     "render_markdown",
     "report_json",
+    "trusted_how",
 ]

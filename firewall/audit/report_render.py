@@ -25,7 +25,11 @@ STATE_TONES: dict[str, str] = {
     "clean": "good",
     "fresh": "good",
     "success": "good",
+    "executed": "good",
+    "allow": "good",
     "unverified": "watch",
+    "held": "watch",
+    "hold": "watch",
     "restricted": "watch",
     "privileged_only": "watch",
     "suspicious": "watch",
@@ -37,10 +41,15 @@ STATE_TONES: dict[str, str] = {
     "blocked": "bad",
     "expired": "bad",
     "failure": "bad",
+    "denied": "bad",
+    "deny": "bad",
+    "refused": "bad",
     "superseded": "gone",
 }
 #: Columns whose cells are a single state.
-STATE_COLUMNS = frozenset({"truth", "retrieval", "security", "freshness", "outcome", "sensitivity"})
+STATE_COLUMNS = frozenset(
+    {"truth", "retrieval", "security", "freshness", "outcome", "sensitivity", "verdict", "status"}
+)
 #: Columns of ids, times, hashes and other short tokens: monospace, never wrapped.
 TOKEN_COLUMNS = frozenset(
     {

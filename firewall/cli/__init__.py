@@ -2,7 +2,9 @@
 
 ::
 
-    gnomon init                         create the store (default sqlite:///./.gnomon/gnomon.db)
+    gnomon init                         create the store (default: gnomon.db in the data dir)
+    gnomon doctor                       what is wrong with this installation, with fixes
+    gnomon setup claude-code|codex|cursor   route a coding agent's MCP tools through Gnomon
     gnomon demo                         the poisoned-repository scenario, end to end
     gnomon sessions list                the sessions a store holds, with their event counts
     gnomon beliefs list | show ID       what a store holds, on all four axes
@@ -43,6 +45,7 @@ import click
 
 from gnomon.firewall import __about__
 from gnomon.firewall.cli.admin import demo, keys, log, policy, probes
+from gnomon.firewall.cli.agents import doctor_command, setup_command
 from gnomon.firewall.cli.calibration import calibration_command
 from gnomon.firewall.cli.common import GnomonGroup, Settings
 from gnomon.firewall.cli.db import db, init
@@ -64,15 +67,16 @@ from gnomon.firewall.cli.stores import export_group, import_group, sync_group
     "--url",
     default=None,
     metavar="URL",
-    help="Store URL for every command (default: $GNOMON_URL or sqlite:///./.gnomon/gnomon.db).",
+    help="Store URL for every command (default: $GNOMON_URL, else gnomon.db in the user data "
+    "directory).",
 )
 @click.option(
     "--trusted-keys",
     "trusted_keys",
     default=None,
     metavar="DIR",
-    help="Directory of pinned *.pub operator keys (default: $GNOMON_TRUSTED_KEYS or "
-    "./.gnomon/trusted_keys).",
+    help="Directory of pinned *.pub operator keys (default: $GNOMON_TRUSTED_KEYS, "
+    "else trusted_keys/ in the user data directory).",
 )
 @click.pass_context
 def cli(ctx: click.Context, url: str | None, trusted_keys: str | None) -> None:
@@ -82,6 +86,8 @@ def cli(ctx: click.Context, url: str | None, trusted_keys: str | None) -> None:
 
 for command in (
     init,
+    doctor_command,
+    setup_command,
     demo,
     sessions,
     beliefs,

@@ -24,6 +24,7 @@ from gnomon.firewall.gate.policy import ContextPolicy
 from gnomon.firewall.host import config
 from gnomon.firewall.host.demo import DemoResult, run_demo
 from gnomon.firewall.model.errors import GnomonError, KeyFileError, StoreError
+from gnomon.firewall.store.paths import keys_dir, private_file
 
 # -- demo -----------------------------------------------------------------------------------
 
@@ -31,10 +32,10 @@ from gnomon.firewall.model.errors import GnomonError, KeyFileError, StoreError
 @click.command()
 @click.option(
     "--url",
-    default=config.DEMO_URL,
-    show_default=True,
-    help="Where to run the demo. The default file is recreated on every run; "
-    "$GNOMON_URL is deliberately ignored so the demo never writes into a real store.",
+    default=None,
+    metavar="URL",
+    help="Where to run the demo (default: demo/demo.db in the user data directory, recreated on "
+    "every run; $GNOMON_URL is deliberately ignored so the demo never writes into a real store).",
 )
 @click.option(
     "--story",
@@ -45,20 +46,20 @@ from gnomon.firewall.model.errors import GnomonError, KeyFileError, StoreError
     "agent to `git push`, and the action kernel holds it.",
 )
 @json_option
-def demo(url: str, as_json: bool, story: str = "memory") -> None:
+def demo(url: str | None, as_json: bool, story: str = "memory") -> None:
     """Run the poisoned-repository scenario end to end and print the verdict."""
+    own = url is None or url == config.demo_url()
+    url = fresh_demo_store() if own or url is None else url
     if story == "push":
         from gnomon.firewall.cli.kernel import push_demo
 
         push_demo(url, as_json)
         return
     path = config.sqlite_path(url)
-    if url == config.DEMO_URL:
-        config.reset_sqlite_file(url)
-    elif path is not None and path.exists():
+    if not own and path is not None and path.exists():
         raise StoreError(
             f"the demo needs a fresh store and {path} already exists",
-            hint=f"remove it, or run `gnomon demo` with the default --url {config.DEMO_URL}",
+            hint="remove it, or run `gnomon demo` without --url (it uses its own store)",
         )
     out = console()
     if not as_json and path is not None:
@@ -72,6 +73,22 @@ def demo(url: str, as_json: bool, story: str = "memory") -> None:
         raise GnomonError(
             result.verdict, hint="a check above failed: this is a bug, please report it"
         )
+
+
+def fresh_demo_store() -> str:
+    """The demo's own store, emptied and ready (owner-only, in the data directory); its URL."""
+    url = config.demo_url()
+    config.reset_sqlite_file(url)
+    path = config.sqlite_path(url)
+    if path is not None:
+        try:
+            private_file(path)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the demo store {path}: {exc.strerror or exc}",
+                hint="set $GNOMON_HOME to a directory you can write to, or pass --url",
+            ) from exc
+    return url
 
 
 def _demo_report(result: DemoResult) -> None:
@@ -176,18 +193,19 @@ def keys() -> None:
 @click.option(
     "--dir",
     "directory",
-    default=str(config.DEFAULT_KEYS_DIR),
-    show_default=True,
-    help="Where to write the key pair.",
+    default=None,
+    metavar="DIR",
+    help="Where to write the key pair (default: keys/ in the user data directory).",
 )
 @click.option("--name", default="operator", show_default=True, help="File name stem.")
 @trusted_keys_option
 @json_option
 @click.pass_context
 def keys_generate(
-    ctx: click.Context, directory: str, name: str, trusted_keys: str | None, as_json: bool
+    ctx: click.Context, directory: str | None, name: str, trusted_keys: str | None, as_json: bool
 ) -> None:
     """Write an Ed25519 key pair and pin its public key in the trusted-keys directory."""
+    directory = directory or str(keys_dir())
     try:
         private_path, public_path = write_keypair(directory, name)
     except OSError as exc:
@@ -262,12 +280,20 @@ def probes() -> None:
 @json_option
 @click.pass_context
 def probes_run(ctx: click.Context, as_json: bool) -> None:
-    """Run every probe and show which held; exit 1 if any failed."""
+    """Run every probe and show which held; exit 1 if any failed (an attack got through). A
+    probe that needs an optional extra that is not installed is skipped, naming the extra."""
     results = _load_runner()()
     rows: list[dict[str, Any]] = [
-        {"name": str(r.name), "passed": bool(r.passed), "detail": str(r.detail)} for r in results
+        {
+            "name": str(r.name),
+            "passed": bool(r.passed),
+            "skipped": getattr(r, "skipped", None),
+            "detail": str(r.detail),
+        }
+        for r in results
     ]
-    failed = [r["name"] for r in rows if not r["passed"]]
+    failed = [r["name"] for r in rows if not r["passed"] and not r["skipped"]]
+    skipped = [r for r in rows if r["skipped"]]
     if as_json:
         echo_json({"passed": not failed, "probes": rows})
         if failed:
@@ -277,14 +303,20 @@ def probes_run(ctx: click.Context, as_json: bool) -> None:
     for column in ("probe", "result", "detail"):
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(row["name"], "pass" if row["passed"] else "FAIL", row["detail"])
+        result = "skipped" if row["skipped"] else "pass" if row["passed"] else "FAIL"
+        table.add_row(row["name"], result, row["detail"])
     console().print(table)
     if failed:
         raise GnomonError(
             f"{len(failed)} of {len(rows)} probes failed: {', '.join(failed)}",
             hint="each failing probe names the attack that got through; see its detail above",
         )
-    console().print(f"ok: all {len(rows)} probes held")
+    held = len(rows) - len(skipped)
+    if skipped:
+        commands = sorted({str(r["skipped"]) for r in skipped})
+        say(f"ok: {held} probes held, {len(skipped)} skipped (install: {'; '.join(commands)})")
+    else:
+        say(f"ok: all {len(rows)} probes held")
 
 
 def _load_runner() -> Any:

@@ -95,7 +95,7 @@ def url_option(f: F) -> F:
         "--url",
         default=None,
         metavar="URL",
-        help="Store URL (default: $GNOMON_URL or sqlite:///./.gnomon/gnomon.db).",
+        help="Store URL (default: $GNOMON_URL, else gnomon.db in the user data directory).",
     )(f)
 
 
@@ -112,8 +112,8 @@ def trusted_keys_option(f: F) -> F:
         "trusted_keys",
         default=None,
         metavar="DIR",
-        help="Directory of pinned *.pub keys (default: $GNOMON_TRUSTED_KEYS or "
-        "./.gnomon/trusted_keys).",
+        help="Directory of pinned *.pub keys (default: $GNOMON_TRUSTED_KEYS, "
+        "else trusted_keys/ in the user data directory).",
     )(f)
 
 
@@ -186,9 +186,11 @@ class SafeConsole(Console):
 
 
 def console() -> Console:
-    """Stdout console; wide enough that ids are never wrapped when not on a terminal."""
+    """Stdout console; wide enough that ids are never wrapped when not on a terminal. Strings are
+    never read as rich markup (a table cell holding ``pip install 'gnomon[mem0]'`` or a stored
+    ``[red]…`` prints as written); a renderer that wants markup passes ``markup=True``."""
     wide = sys.stdout.isatty() or "COLUMNS" in os.environ
-    return SafeConsole(soft_wrap=False, width=None if wide else 120)
+    return SafeConsole(soft_wrap=False, width=None if wide else 120, markup=False)
 
 
 def say(text: str) -> None:

@@ -1,10 +1,12 @@
 """``gnomon init`` and ``gnomon db``: creating a store, and schema management for server-backed
 stores (PostgreSQL).
 
-``gnomon init`` creates the store the URL names (default ``$GNOMON_URL``, else
-``sqlite:///./.gnomon/gnomon.db``, the store every other command opens by default): a SQLite file
-with its folder, or a PostgreSQL schema (the same as ``gnomon db upgrade``). It is idempotent: an
-existing store is left as it is and reported.
+``gnomon init`` creates the store the URL names (default ``$GNOMON_URL``, else ``gnomon.db`` in
+the user's data directory, the store every other command opens by default): a SQLite file with its
+folder, or a PostgreSQL schema (the same as ``gnomon db upgrade``). The file is owner-only (0600)
+and a folder it creates is owner-only (0700); the data directory itself is made owner-only, since
+it also holds the keys. It is idempotent: an existing store is left as it is and reported (its
+mode is tightened to 0600).
 
 ``gnomon db upgrade`` applies every pending migration to the database the URL names, each in its
 own transaction, under an advisory lock so two operators (or a deploy and a running agent) cannot
@@ -22,6 +24,7 @@ import click
 from gnomon.firewall.cli.common import console, echo_json, resolve_url, say, store_options
 from gnomon.firewall.host import config
 from gnomon.firewall.model.errors import StoreError, UnsupportedURLError
+from gnomon.firewall.store.paths import data_dir, private_dir, private_file
 from gnomon.firewall.store.registry import POSTGRES_SCHEMES, open_store
 
 
@@ -35,7 +38,7 @@ def _target(ctx: click.Context, url: str | None) -> tuple[str, str]:
 @click.command("init")
 @store_options
 def init(ctx: click.Context, url: str | None, as_json: bool) -> None:
-    """Create the store (default: $GNOMON_URL, else sqlite:///./.gnomon/gnomon.db)."""
+    """Create the store (default: $GNOMON_URL, else gnomon.db in the user data directory)."""
     chosen, scheme = _target(ctx, url)
     if scheme == "memory":
         raise UnsupportedURLError(
@@ -54,14 +57,16 @@ def init(ctx: click.Context, url: str | None, as_json: bool) -> None:
         }
     else:
         path = config.sqlite_path(chosen)
-        existed = path is not None and path.exists()
+        existed = path is not None and path.exists() and path.stat().st_size > 0
         if path is not None:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                if path.absolute().is_relative_to(data_dir().absolute()):
+                    private_dir(data_dir())
+                private_file(path)
             except OSError as exc:
                 raise StoreError(
-                    f"cannot create {path.parent}: {exc.strerror or exc}",
-                    hint="choose a --url in a directory you can write to",
+                    f"cannot create {path}: {exc.strerror or exc}",
+                    hint="choose a --url in a directory you can write to (or set $GNOMON_HOME)",
                 ) from exc
         with open_store(chosen) as store:
             events = store.head()[0]
@@ -78,7 +83,8 @@ def init(ctx: click.Context, url: str | None, as_json: bool) -> None:
     count = f", {data['events']} events" if data["events"] is not None else ""
     say(f"ok: store {chosen} {state}{count}")
     say(
-        "next: `gnomon beliefs list`, `gnomon sessions list` (they open it by default), or "
+        "next: `gnomon doctor` checks where it lives and who can write it; "
+        "`gnomon beliefs list`, `gnomon sessions list` (they open it by default), or "
         f'firewall.open("{chosen}") from Python; `gnomon demo` uses its own store'
     )
 

@@ -158,12 +158,9 @@ def _resolution_command(decision: Literal["approve", "deny"]) -> click.Command:
 
 def push_demo(url: str, as_json: bool) -> None:
     """``gnomon demo --story push``: the poisoned README, the summary, the HELD push."""
-    from gnomon.firewall.host import config
     from gnomon.firewall.host.action_demo import run_push_demo
     from gnomon.firewall.model.errors import GnomonError
 
-    if url == config.DEMO_URL:
-        config.reset_sqlite_file(url)
     result = run_push_demo(url)
     if as_json:
         echo_json({**{k: getattr(result, k) for k in result.__slots__}, "passed": result.passed})

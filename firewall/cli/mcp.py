@@ -3,10 +3,13 @@ firewalled memory as MCP tools); ``pip install 'gnomon[mcp]'``."""
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from gnomon.firewall.cli.common import json_option
-from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.host.mcp_refusal import refuse_requests
+from gnomon.firewall.model.errors import GnomonError, InputError
 
 
 @click.group("mcp")
@@ -39,6 +42,17 @@ def proxy_command(
     mcp-server-git -r REPO. More servers behind the same proxy (one session over all their
     tools) go in the config's servers:. ``--json`` only changes how a startup error is printed
     (stdout is the MCP wire once serving over stdio)."""
+    try:
+        _proxy(config_path, listen, command)
+    except GnomonError as exc:
+        # over stdio the user reads the MCP client, not our stderr: answer its initialize with
+        # the problem and its fix (then the CLI prints it on stderr as well)
+        if listen is None and not sys.stdin.isatty():
+            refuse_requests(exc.message, exc.hint, sys.stdin.buffer, sys.stdout.buffer)
+        raise
+
+
+def _proxy(config_path: str, listen: str | None, command: tuple[str, ...]) -> None:
     try:
         import anyio
 

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from gnomon import firewall
+from gnomon.firewall.audit.report import trusted_how
 from gnomon.firewall.cli.common import (
     console,
     echo_json,
@@ -38,6 +39,7 @@ from gnomon.firewall.cli.render import (
 from gnomon.firewall.gate.grants import Grant, GrantSigner
 from gnomon.firewall.host import config
 from gnomon.firewall.model.filters import BeliefFilter
+from gnomon.firewall.model.origin import Integrity
 from gnomon.firewall.model.states import Authority, SecurityStatus, TruthStatus
 
 CLI_ACTOR = "cli"
@@ -75,10 +77,17 @@ def beliefs_list(
     with firewall.open(resolve_url(ctx, url)) as wall:
         found = wall.store.find_beliefs(where)
         total = wall.store.count_beliefs(where)
+        # a trusted belief from an untrusted source says how it became trusted (its grant)
+        adopted = {
+            b.id: trusted_how(b, wall.store.revisions_for(b.id))
+            for b in found
+            if b.truth_status == TruthStatus.SUPPORTED and b.origin.integrity < Integrity.OBSERVED
+        }
     if as_json:
         echo_json({"total": total, "beliefs": [belief_json(b) for b in found]})
         return
-    section(console(), f"beliefs ({len(found)} of {total})", beliefs_table(found), len(found))
+    table = beliefs_table(found, adopted)
+    section(console(), f"beliefs ({len(found)} of {total})", table, len(found))
 
 
 @beliefs.command("show")

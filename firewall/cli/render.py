@@ -6,7 +6,7 @@ items and uncertainties are printed without their text, as the library hands the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -39,7 +39,9 @@ def section(out: Console, title: str, table: Table, rows: int) -> None:
     out.print(table if rows else "  (none)")
 
 
-def beliefs_table(beliefs: Sequence[Belief]) -> Table:
+def beliefs_table(beliefs: Sequence[Belief], origins: Mapping[str, str] | None = None) -> Table:
+    """One row per belief; ``origins`` (belief id → text) replaces the origin label where given
+    (how an adopted belief became trusted, :func:`firewall.audit.report.trusted_how`)."""
     table = Table()
     table.add_column("id", no_wrap=True)
     table.add_column("truth")
@@ -53,8 +55,8 @@ def beliefs_table(beliefs: Sequence[Belief]) -> Table:
             b.truth_status.value,
             b.retrieval_status.value,
             b.security_status.value,
-            escape(b.origin.describe()),
-            escape(_short(b.statement)),
+            (origins or {}).get(b.id, b.origin.describe()),
+            _short(b.statement),
         )
     return table
 
@@ -87,7 +89,7 @@ def belief_detail(out: Console, belief: Belief, revisions: Sequence[Revision]) -
         ("version", belief.version),
     ]
     for name, value in rows:
-        facts.add_row(name, escape("-" if value is None else str(value)))
+        facts.add_row(name, "-" if value is None else str(value))
     out.print(facts)
     history = Table(title=f"revisions ({len(revisions)})", title_justify="left")
     for column in ("at", "axis", "from", "to", "authority", "grant", "reason"):
@@ -100,7 +102,7 @@ def belief_detail(out: Console, belief: Belief, revisions: Sequence[Revision]) -
             r.to_state or "-",
             r.authority.value,
             r.grant_id or "-",
-            escape(r.reason),
+            r.reason,
         )
     out.print(history)
 
@@ -148,6 +150,7 @@ def recall_tables(out: Console, result: RecallResult) -> None:
         f"recall {escape(repr(result.query))} under policy [bold]{escape(result.policy)}[/] "
         f"(digest {result.policy_digest[:16]}…, event seq {result.event_seq})",
         soft_wrap=True,
+        markup=True,
     )
     section(
         out,
@@ -162,9 +165,7 @@ def recall_tables(out: Console, result: RecallResult) -> None:
     quoted.add_column("statement", overflow="fold", ratio=1)
     for q in result.quoted:
         b = q.belief
-        quoted.add_row(
-            b.id, b.truth_status.value, escape(b.origin.describe()), escape(_short(b.statement))
-        )
+        quoted.add_row(b.id, b.truth_status.value, b.origin.describe(), _short(b.statement))
     section(
         out,
         f"quoted ({len(result.quoted)}): untrusted data, never facts",
@@ -176,9 +177,7 @@ def recall_tables(out: Console, result: RecallResult) -> None:
     rejected.add_column("origin", overflow="fold")
     rejected.add_column("reasons", overflow="fold")
     for r in result.rejected:
-        rejected.add_row(
-            r.belief_id, escape(r.origin.describe()), escape(", ".join(dict.fromkeys(r.codes)))
-        )
+        rejected.add_row(r.belief_id, r.origin.describe(), (", ".join(dict.fromkeys(r.codes))))
     section(
         out, f"rejected ({len(result.rejected)}): text withheld", rejected, len(result.rejected)
     )
@@ -189,9 +188,9 @@ def recall_tables(out: Console, result: RecallResult) -> None:
         for v in result.contradictions:
             table.add_row(
                 v.contradiction.id,
-                "\n".join(f"{b.id}: {escape(_short(b.statement, 50))}" for b in v.visible),
+                "\n".join(f"{b.id}: {(_short(b.statement, 50))}" for b in v.visible),
                 "\n".join(v.withheld) or "-",
-                escape(v.contradiction.reason),
+                v.contradiction.reason,
             )
         section(out, f"contradictions ({len(result.contradictions)})", table, 1)
     out.print(f"uncertainties: {len(result.uncertainties)} (unconfirmed matches, text withheld)")
@@ -206,7 +205,7 @@ def policy_summary(out: Console, policy: ContextPolicy, source: str) -> None:
         return ", ".join(sorted(str(v) for v in values)) or "(none: admits nothing)"
 
     max_age = policy.freshness.max_age
-    table.add_row("description", escape(policy.description or "-"))
+    table.add_row("description", policy.description or "-")
     table.add_row("truth", states(policy.truth))
     table.add_row("retrieval", states(policy.retrieval))
     table.add_row("security", states(policy.security))

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from gnomon import firewall
@@ -43,9 +42,9 @@ def sessions_list(
         row = s.to_json()
         table.add_row(
             row["id"],
-            escape(row["project"]),
-            escape(row["actor"]),
-            escape(row["user"] or "-"),
+            row["project"],
+            row["actor"],
+            row["user"] or "-",
             s.info.started_at.isoformat(timespec="seconds"),
             s.info.ended_at.isoformat(timespec="seconds") if s.info.ended_at else "(open)",
             str(row["events"]),

@@ -399,7 +399,7 @@ def write_keypair(
     if purpose is not None:
         header = _PURPOSE_HEADER + KeyPurpose(purpose).value.encode() + b"\n"
     folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)  # owner-only when it creates it
     private_path, public_path = folder / f"{name}.key", folder / f"{name}.pub"
     for path in (private_path, public_path):
         if path.exists():

@@ -3,9 +3,15 @@
 Everything has one default, one environment variable and one flag, in that order of precedence
 reversed (the flag wins)::
 
-    store URL      --url            $GNOMON_URL            sqlite:///./.gnomon/gnomon.db
-    pinned keys    --trusted-keys   $GNOMON_TRUSTED_KEYS   ./.gnomon/trusted_keys/*.pub
-    key pairs      --dir                                   ./.gnomon/keys/
+    store URL      --url            $GNOMON_URL            sqlite:///DATA/gnomon.db
+    pinned keys    --trusted-keys   $GNOMON_TRUSTED_KEYS   DATA/trusted_keys/*.pub
+    key pairs      --dir                                   DATA/keys/
+    demo store     demo --url                              sqlite:///DATA/demo/demo.db
+
+``DATA`` is the user's data directory (:func:`~firewall.store.paths.data_dir`: ``$GNOMON_HOME``,
+else ``~/.local/share/gnomon`` on Linux), never the working tree a coding agent edits. A store at
+the old default ``./.gnomon/gnomon.db`` keeps working when named with ``--url``;
+``gnomon doctor`` points it out.
 
 A *pinned* key is a public key the operator decided to trust: grants signed by any other key are
 refused as forged. ``gnomon keys generate`` writes a key pair and pins its public half.
@@ -21,11 +27,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from gnomon.firewall.gate.grants import load_public_key
 from gnomon.firewall.model.errors import KeyFileError, StoreError
-from gnomon.firewall.store.registry import default_url
+from gnomon.firewall.store import paths
+from gnomon.firewall.store.registry import default_url, sqlite_url
 
-DEFAULT_TRUSTED_KEYS = Path(".gnomon") / "trusted_keys"
-DEFAULT_KEYS_DIR = Path(".gnomon") / "keys"
-DEMO_URL = "sqlite:///./.gnomon/demo.db"
+
+def demo_url() -> str:
+    """The demo's own store, in the data directory and apart from the default store."""
+    return sqlite_url(paths.demo_file())
 
 
 def store_url(explicit: str | None = None) -> str:
@@ -57,11 +65,11 @@ def require_existing_store(url: str) -> None:
 
 
 def trusted_keys_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """The flag if given, else ``$GNOMON_TRUSTED_KEYS``, else ``./.gnomon/trusted_keys``."""
+    """The flag if given, else ``$GNOMON_TRUSTED_KEYS``, else ``DATA/trusted_keys``."""
     if explicit:
         return Path(explicit)
     env = os.environ.get("GNOMON_TRUSTED_KEYS")
-    return Path(env) if env else DEFAULT_TRUSTED_KEYS
+    return Path(env) if env else paths.trusted_keys_dir()
 
 
 def pinned_keys(directory: Path) -> list[Ed25519PublicKey]:
@@ -84,7 +92,7 @@ def pin_key(public_key_file: Path, directory: Path) -> Path:
     load_public_key(public_key_file)  # never pin something that is not a public key
     target = directory / public_key_file.name
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(parents=True, exist_ok=True, mode=paths.DIR_MODE)
         if target.resolve() == public_key_file.resolve():
             return target
         if target.exists():
@@ -95,6 +103,7 @@ def pin_key(public_key_file: Path, directory: Path) -> Path:
                 hint="choose another --name, or remove the old pinned key deliberately",
             )
         shutil.copyfile(public_key_file, target)
+        target.chmod(paths.FILE_MODE)  # a pinned key the agent could rewrite would pin its own
     except OSError as exc:
         raise KeyFileError(
             f"cannot pin {public_key_file} into {directory}: {exc.strerror or exc}",
@@ -119,9 +128,7 @@ def reset_sqlite_file(url: str) -> None:
 
 
 __all__ = [
-    "DEFAULT_KEYS_DIR",
-    "DEFAULT_TRUSTED_KEYS",
-    "DEMO_URL",
+    "demo_url",
     "pin_key",
     "pinned_keys",
     "require_existing_store",

@@ -998,7 +998,8 @@ def open(
 ) -> Firewall:
     """Open a firewall over ``url`` (``memory://``, ``sqlite:///path``, ``postgresql://…``).
 
-    With no URL, ``$GNOMON_URL`` or the embedded default ``sqlite:///./.gnomon/gnomon.db``.
+    With no URL, ``$GNOMON_URL`` or the embedded default, ``gnomon.db`` in the user's data
+    directory (:func:`firewall.store.paths.data_dir`).
     With ``checkpoint_signer`` and ``checkpoint_every=N``, a signed ``log.checkpoint`` event is
     appended each time the log crosses a multiple of N events.
     ``envelope_args`` names the tool arguments whose short, identifier-like values the trusted

@@ -16,7 +16,7 @@ refused at startup.
     server: git                    # the server after `--`: results labelled "mcp:git/<tool>"
     servers:                       # more servers behind the same proxy (optional)
       push: {command: [python, push_server.py]}    # or {url: http://127.0.0.1:8000/mcp}
-    store: sqlite:///.gnomon/gnomon.db
+    store: postgresql://gnomon@db/gnomon   # optional: $GNOMON_URL, else the default store
     project: shop
     actor: coder
     user: alice
@@ -47,6 +47,7 @@ from gnomon.firewall.kernel.contracts import (
     ToolRegistry,
 )
 from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.store.registry import default_url
 
 #: The category an unlisted tool gets at each level the operator may name for it.
 _UNLISTED_CATEGORY = {
@@ -103,7 +104,11 @@ class ProxyConfig(BaseModel):
         default_factory=dict,
         description="more servers behind the same proxy, in the same session, by name",
     )
-    store: str = Field(description="the Gnomon store URL (sqlite:///..., postgresql://...)")
+    store: str = Field(
+        default_factory=default_url,
+        description="the Gnomon store URL (sqlite:///..., postgresql://...); default: the user's "
+        "default store",
+    )
     project: str = Field(description="the project the session records under")
     actor: str = Field(default="agent", description="the agent's name in the log")
     user: str | None = Field(default=None, description="the user the agent works for")
@@ -159,6 +164,12 @@ class ProxyConfig(BaseModel):
         return ToolRegistry(contracts)
 
 
+_REFERENCE = (
+    "the fields and an example are in the MCP proxy page of the docs (docs/mcp.md), "
+    "and in `python -m pydoc gnomon.firewall.host.mcp_config`"
+)
+
+
 def load_proxy_config(path: str | Path) -> ProxyConfig:
     """Parse ``path`` into a :class:`ProxyConfig` (relative paths resolved against its folder),
     or raise :class:`~firewall.model.errors.InputError` saying what is wrong."""
@@ -170,14 +181,14 @@ def load_proxy_config(path: str | Path) -> ProxyConfig:
     except yaml.YAMLError as exc:
         raise InputError(f"{where} is not valid YAML: {exc}") from None
     if not isinstance(doc, dict):
-        raise InputError(f"{where} must be a YAML mapping", hint="see firewall/host/mcp_config.py")
+        raise InputError(f"{where} must be a YAML mapping", hint=f"{_REFERENCE}")
     try:
         config = ProxyConfig.model_validate(doc)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "config"
         raise InputError(
-            f"{where}: {field}: {err['msg']}", hint="see the example in firewall/host/mcp_config.py"
+            f"{where}: {field}: {err['msg']}", hint=f"fix {field}; {_REFERENCE}"
         ) from None
     for name, spec in config.tools.items():
         if Level.parse(spec.level) < _floor(spec.category):

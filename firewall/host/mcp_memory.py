@@ -73,7 +73,7 @@ class MemoryServer:
             if name == "recall":
                 return self._recall(args), False
             if name == "why":
-                return self._why(args), False
+                return self._why(args)
             if name == "remember":
                 belief = self._session.remember(_str(args, "statement"))
                 return f"remembered {belief.id} (unverified, your own note)", False
@@ -85,23 +85,31 @@ class MemoryServer:
         k = args.get("k", 10)
         result = self._session.recall(_str(args, "query"), policy=self._policy, k=k)
         self._shown.update(b.id for b in result.shown())
-        return result.render()
+        rendered = result.render()
+        if result.accepted:  # the trusted facts carry no id in the block: name them for why
+            rendered += "\n(ask why(belief_id) about the trusted facts above, in order: "
+            rendered += ", ".join(model_line(b.id) for b in result.accepted) + ")"
+        return rendered
 
-    def _why(self, args: dict[str, Any]) -> str:
+    def _why(self, args: dict[str, Any]) -> tuple[str, bool]:
+        """``(text, is_error)``: an id this connection was not shown (or no longer may see) is
+        an error result."""
         belief_id = _str(args, "belief_id")
+        unknown = f"{model_line(belief_id)}: not shown to you by recall on this connection"
         if belief_id not in self._shown:
-            return f"{model_line(belief_id)}: not shown to you by recall on this connection"
+            return unknown, True
         (entry,) = why(self._wall.store, belief_id, limit=1).entries
         b = entry.belief
         if floor_reasons(b):  # quarantined (or hidden, blocked) since it was shown
-            return f"{model_line(belief_id)}: not shown to you by recall on this connection"
-        return "\n".join(
+            return unknown, True
+        text = "\n".join(
             [
                 f"belief {b.id}: {model_line(b.statement)}",
                 f"truth: {b.truth_status}; origin: {model_line(b.origin.describe())}",
                 f"verified against its source: {entry.verified_against_source}",
             ]
         )
+        return text, False
 
     def server(self) -> Server[Any]:
         async def list_tools(

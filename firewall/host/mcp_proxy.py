@@ -203,6 +203,7 @@ class Proxy:
             # alerts and flagged origins any process wrote (`gnomon origins flag`, a sentinel
             # following the store) hold a call whose session read from them, at any level
             arbiters=[SentinelArbiter(self._wall.store)],
+            summarize=result_text,  # the text the agent got, not the result object's repr
         )
 
     def _executor(self, name: str) -> Any:

@@ -175,8 +175,12 @@ class ActionKernel:
         resolver: Resolver | None = None,
         allow_unsigned: bool = False,
         arbiters: Sequence[Arbiter] = (),
+        summarize: Callable[[object], str] = str,
     ) -> None:
         self._wall = wall
+        # how an executor's output reads in its outcome (the MCP proxy passes the text the agent
+        # gets: the default str() of a protocol object is its repr)
+        self._summarize = summarize
         # The arbitration hook: host-side arbiters (e.g. firewall.host.sentinels.SentinelArbiter)
         # run after the policy's ruling on every proposal and can only make it stricter.
         self._arbiters = tuple(arbiters)
@@ -570,7 +574,7 @@ class ActionKernel:
         returned (kept for the agent even when it failed)."""
         request_id = state.request_id
         success = failure is None
-        summary = _summary(output) if failure is None else failure
+        summary = self._summary(output) if failure is None else failure
         reasons = () if failure is None else (failure,)
         outcome = Outcome(
             id=new_id("out"),
@@ -588,6 +592,10 @@ class ActionKernel:
         )
         result = ActionResult(request_id, state.action_id, "executed", reasons, output, failure)
         return result, executed
+
+    def _summary(self, output: object) -> str:
+        """An outcome's summary: the output as text (``summarize``), at most 500 characters."""
+        return ("" if output is None else self._summarize(output))[:500]
 
     def withdraw(self, request_id: str, reason: str) -> ActionResult:
         """Host side: a hold still pending becomes a denial now (``action.expired``), e.g. when
@@ -722,11 +730,6 @@ def _request_of(approval: object) -> str | None:
         return None
     value = object.__getattribute__(approval, "__dict__").get("request_id")
     return value if isinstance(value, str) else None
-
-
-def _summary(output: object) -> str:
-    text = "" if output is None else str(output)
-    return text[:500]
 
 
 __all__ = [

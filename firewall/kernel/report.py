@@ -10,37 +10,81 @@ makes a green verdict amber (a human was needed).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gnomon.firewall.kernel.ledger import ACCEPTED, read_ledger
+from gnomon.firewall.kernel.ledger import ACCEPTED, RequestState, read_ledger
 from gnomon.firewall.store.base import Store
 
 if TYPE_CHECKING:
     from gnomon.firewall.audit.report import Table, Verdict
 
 
-def action_sections(store: Store, session_id: str, verdict: Verdict) -> tuple[list[Table], Verdict]:
+def _level(state: RequestState) -> str:
+    """The level the kernel ruled at; a tool with no contract has none (and was denied)."""
+    level = state.proposal.get("level")
+    return str(level) if level is not None else "none (no contract)"
+
+
+def _reasons(state: RequestState) -> str:
+    """Each reason once, in the order the kernel gave them."""
+    return "; ".join(dict.fromkeys(state.reasons))[:300] or "-"
+
+
+def outcomes(states: Iterable[RequestState]) -> dict[str, tuple[str, str]]:
+    """Action id → (outcome, why) for the requests that did not run: denied, held, expired,
+    refused. An executed action's outcome is its recorded Outcome."""
+    return {
+        s.action_id: (s.status, _reasons(s))
+        for s in states
+        if s.status not in ("executed", "executing") and "action_id" in s.proposal
+    }
+
+
+def _with_outcomes(table: Table, states: list[RequestState]) -> Table:
+    """The audit's Actions table with an outcome (and its reasons) for every action that did
+    not run, whose cells the log's Outcome records leave empty."""
+    known = outcomes(states)
+    column, summary = table.columns.index("outcome"), table.columns.index("summary")
+    rows = []
+    for row in table.rows:
+        filled = list(row)
+        if not filled[column] and row[0] in known:
+            filled[column], filled[summary] = known[row[0]]
+        rows.append(tuple(filled))
+    return replace(table, rows=rows)
+
+
+def action_sections(
+    store: Store, session_id: str, verdict: Verdict, sections: Sequence[Table] = ()
+) -> tuple[list[Table], Verdict]:
+    """The action tables of ``session_id`` and the verdict made stricter; ``sections`` (the
+    audit's) come back first, their Actions table given an outcome for each action that did
+    not run."""
     from gnomon.firewall.audit.report import AMBER, GREEN, RED, Table
 
     ledger = read_ledger(store, events=store.session_events(session_id))
     states = [s for s in ledger.requests.values() if s.session_id == session_id]
     if not states:
-        return [], verdict
+        return list(sections), verdict
+    given = [_with_outcomes(t, states) if t.title == "Actions" else t for t in sections]
     actions = Table(
         "Action requests",
-        ("request", "tool", "level", "verdict", "status", "reasons"),
+        ("request", "tool", "level", "verdict", "rule", "outcome", "reasons"),
         [
             (
                 s.request_id,
                 str(s.proposal.get("tool")),
-                str(s.proposal.get("level")),
+                _level(s),
                 str(s.proposal.get("outcome")),
+                str(s.proposal.get("rule") or "-"),
                 s.status,
-                "; ".join(s.reasons)[:300],
+                _reasons(s),
             )
             for s in states
         ],
+        "What the kernel ruled (verdict, by which rule, at which level) and what came of it.",
     )
     holds = Table(
         "Holds",
@@ -89,7 +133,7 @@ def action_sections(store: Store, session_id: str, verdict: Verdict) -> tuple[li
     elif level == GREEN and (waiting or approved):
         level, headline = AMBER, "Review: actions needed (or still need) a human approval"
     changed = replace(verdict, level=level, headline=headline, answers=tuple(answers))
-    return [actions, holds, approvals, forgeries], changed
+    return [*given, actions, holds, approvals, forgeries], changed
 
 
-__all__ = ["action_sections"]
+__all__ = ["action_sections", "outcomes"]

@@ -24,6 +24,14 @@ import platformdirs
 HOME_ENV = "GNOMON_HOME"
 
 
+#: Where stores and keys lived before they moved to the data directory (relative to the working
+#: directory); ``gnomon doctor`` warns about a store found there.
+LEGACY_DIR = Path(".gnomon")
+#: Owner-only modes for what the data directory holds.
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
 def data_dir() -> Path:
     """``$GNOMON_HOME`` if set, else the platform's user data directory for gnomon."""
     env = os.environ.get(HOME_ENV)
@@ -32,4 +40,68 @@ def data_dir() -> Path:
     return Path(platformdirs.user_data_dir("gnomon", appauthor=False))
 
 
-__all__ = ["HOME_ENV", "data_dir"]
+def store_file() -> Path:
+    """The default store's SQLite file: ``data_dir()/gnomon.db``."""
+    return data_dir() / "gnomon.db"
+
+
+def demo_file() -> Path:
+    """The demo's own SQLite file, apart from the default store: ``data_dir()/demo/demo.db``."""
+    return data_dir() / "demo" / "demo.db"
+
+
+def keys_dir() -> Path:
+    """Where ``gnomon keys generate`` writes operator key pairs: ``data_dir()/keys``."""
+    return data_dir() / "keys"
+
+
+def trusted_keys_dir() -> Path:
+    """The pinned operator public keys: ``data_dir()/trusted_keys``."""
+    return data_dir() / "trusted_keys"
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and its parents) if needed and make it owner-only (0700); return it.
+
+    >>> import tempfile
+    >>> folder = private_dir(Path(tempfile.mkdtemp()) / "a" / "b")
+    >>> oct(folder.stat().st_mode & 0o777)
+    '0o700'
+    """
+    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    path.chmod(DIR_MODE)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Create ``path`` empty if it is missing, never readable by others even for an instant,
+    and make it owner-only (0600); folders it has to create are owner-only (0700), folders that
+    exist are left as they are. Return it.
+
+    SQLite gives a database's ``-wal`` and ``-shm`` files the mode of the database file, so a
+    store file created this way keeps its companions private as well.
+
+    >>> import tempfile
+    >>> file = private_file(Path(tempfile.mkdtemp()) / "x" / "store.db")
+    >>> oct(file.stat().st_mode & 0o777), oct(file.parent.stat().st_mode & 0o777)
+    ('0o600', '0o700')
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE))
+    path.chmod(FILE_MODE)
+    return path
+
+
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "HOME_ENV",
+    "LEGACY_DIR",
+    "data_dir",
+    "demo_file",
+    "keys_dir",
+    "private_dir",
+    "private_file",
+    "store_file",
+    "trusted_keys_dir",
+]

@@ -17,20 +17,32 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+from pathlib import Path
 from typing import Any
 
 from gnomon.firewall.model.errors import InputError, UnsupportedURLError
 from gnomon.firewall.store.base import Store
+from gnomon.firewall.store.paths import store_file
 
-DEFAULT_URL = "sqlite:///./.gnomon/gnomon.db"
 #: The URL schemes of the PostgreSQL backend.
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 SUPPORTED = ("memory://", "memory:///<log.ndjson>", "sqlite:///<path>", "postgresql://<dsn>")
 
 
 def default_url() -> str:
-    """``$GNOMON_URL`` if set, else the embedded default ``sqlite:///./.gnomon/gnomon.db``."""
-    return os.environ.get("GNOMON_URL") or DEFAULT_URL
+    """``$GNOMON_URL`` if set, else the embedded default: a SQLite file in the user's data
+    directory (:func:`~firewall.store.paths.store_file`), never the working tree an agent edits.
+    """
+    return os.environ.get("GNOMON_URL") or sqlite_url(store_file())
+
+
+def sqlite_url(path: Path) -> str:
+    """The ``sqlite:///`` URL of a file, absolute so it means the same from any directory.
+
+    >>> sqlite_url(Path("/var/lib/gnomon/gnomon.db"))
+    'sqlite:////var/lib/gnomon/gnomon.db'
+    """
+    return f"sqlite:///{path.absolute()}"
 
 
 def open_store(url: str, **options: Any) -> Store:
@@ -71,7 +83,7 @@ def open_store(url: str, **options: Any) -> Store:
         return store
     raise UnsupportedURLError(
         f"no store backend for URL {_redact(url)!r}; supported: {', '.join(SUPPORTED)}",
-        hint=f"use one of the supported schemes, e.g. {DEFAULT_URL}",
+        hint=f"use one of the supported schemes, e.g. {sqlite_url(store_file())}",
     )
 
 
@@ -103,4 +115,4 @@ def _redact(url: str) -> str:
     return url
 
 
-__all__ = ["DEFAULT_URL", "POSTGRES_SCHEMES", "default_url", "open_store"]
+__all__ = ["POSTGRES_SCHEMES", "default_url", "open_store", "sqlite_url"]
