@@ -91,6 +91,7 @@ def main() -> None:
         level="L4",
         inputs_digest="a" * 64,
         policy_digest=policy.digest,
+        contract_digest="c" * 64,
         reasons=("held",),
         created_at=NOW,
         deadline=NOW + timedelta(minutes=15),
