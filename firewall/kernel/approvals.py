@@ -56,11 +56,18 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import AwareDatetime, BaseModel, ConfigDict, StrictStr, ValidationError
 
-from gnomon.firewall.gate.grants import KeyPurpose, key_id_of, load_private_key, signed_document
+from gnomon.firewall.gate.grants import (
+    KeyHolder,
+    KeyPurpose,
+    key_id_of,
+    load_private_key,
+    signed_document,
+)
 from gnomon.firewall.model.clock import iso, utcnow
 from gnomon.firewall.model.errors import ForgedApprovalError
 
 APPROVAL_DOMAIN = b"gnomon.approval.v2\x00"
+RESOLUTION_DOMAIN = b"gnomon.resolution.v1\x00"
 INPUTS_DOMAIN = b"gnomon.action-inputs.v1\x00"
 CONTRACT_DOMAIN = b"gnomon.action-contract.v1\x00"
 DEFAULT_APPROVAL_TTL = timedelta(minutes=10)
@@ -200,6 +207,82 @@ class ApprovalSigner:
         return self.resolve(request, "deny", **kw)
 
 
+class Resolution(BaseModel):
+    """An operator's signed word on a request whose outcome is unknown (claimed, never
+    finished: its host died mid-call): ``ran`` (it ran; confirmed by hand) or ``failed``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    request_id: StrictStr
+    action_id: StrictStr
+    outcome: Literal["ran", "failed"]
+    operator: StrictStr
+    at: AwareDatetime
+    note: StrictStr = ""
+    key_id: StrictStr
+    signature: StrictStr
+
+    def signed_bytes(self) -> bytes:
+        return signed_document(RESOLUTION_DOMAIN, self, at=iso(self.at))
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.model_dump(mode="json"), "at": iso(self.at)}
+
+
+class ResolutionSigner(KeyHolder):
+    """An operator key (purpose ``policy``) that resolves requests of unknown outcome."""
+
+    purpose = KeyPurpose.POLICY
+
+    def resolve(
+        self,
+        request_id: str,
+        action_id: str,
+        outcome: Literal["ran", "failed"],
+        *,
+        operator: str,
+        now: datetime,
+        note: str = "",
+    ) -> Resolution:
+        unsigned = Resolution.model_construct(
+            request_id=request_id,
+            action_id=action_id,
+            outcome=outcome,
+            operator=operator,
+            at=now,
+            note=note,
+            key_id=self.key_id,
+            signature="",
+        )
+        signature = base64.b64encode(self._key.sign(unsigned.signed_bytes())).decode("ascii")
+        return Resolution.model_validate({**unsigned.__dict__, "signature": signature})
+
+
+def verify_resolution(
+    doc: object, request_id: str, action_id: str, keys: Sequence[Ed25519PublicKey] | None
+) -> Resolution:
+    """The resolution ``doc`` if it is one of this request (signed by one of ``keys`` when
+    given), else :class:`ForgedApprovalError`."""
+    try:
+        resolution = Resolution.model_validate(doc, strict=False)
+    except ValidationError:
+        raise ForgedApprovalError("forged", "not a valid resolution") from None
+    if (resolution.request_id, resolution.action_id) != (request_id, action_id):
+        raise ForgedApprovalError("wrong_request", f"the resolution is not of {request_id}")
+    if keys is None:
+        return resolution
+    key = {key_id_of(k): k for k in keys}.get(resolution.key_id)
+    try:
+        if key is None:
+            raise InvalidSignature
+        key.verify(base64.b64decode(resolution.signature, validate=True), resolution.signed_bytes())
+    except (InvalidSignature, ValueError):
+        raise ForgedApprovalError(
+            "forged", f"the resolution of {request_id} is not signed by a pinned operator key"
+        ) from None
+    return resolution
+
+
 def check_approval(
     approval: object,
     request: ApprovalRequest,
@@ -290,13 +373,17 @@ __all__ = [
     "CONTRACT_DOMAIN",
     "DEFAULT_APPROVAL_TTL",
     "INPUTS_DOMAIN",
+    "RESOLUTION_DOMAIN",
     "Approval",
     "ApprovalRequest",
     "ApprovalSigner",
+    "Resolution",
+    "ResolutionSigner",
     "approval_bytes",
     "check_approval",
     "check_expiry",
     "contract_digest",
     "inputs_digest",
     "verify_approval",
+    "verify_resolution",
 ]

@@ -194,7 +194,8 @@ class ActionKernel:
         # The arbitration hook: host-side arbiters (e.g. firewall.host.sentinels.SentinelArbiter)
         # run after the policy's ruling on every proposal and can only make it stricter.
         self._arbiters = tuple(arbiters)
-        self._policy = reverify(policy, list(operator_keys), allow_unsigned=allow_unsigned)
+        self._operators = list(operator_keys)
+        self._policy = reverify(policy, self._operators, allow_unsigned=allow_unsigned)
         self._approvers = list(approver_keys)
         self._registry = registry or ToolRegistry.builtin()
         self._executors = dict(executors or {})
@@ -394,7 +395,7 @@ class ActionKernel:
 
     def _ledger(self) -> L.Ledger:
         """Every request's state, approvals verified against the pinned approver keys."""
-        return L.read_ledger(self._wall.store, approvers=self._approvers)
+        return L.read_ledger(self._wall.store, approvers=self._approvers, operators=self._operators)
 
     def _report_unverified(self, state: L.RequestState) -> None:
         """Record each ``approval.accepted`` event of ``state`` that does not verify (it was
@@ -420,7 +421,9 @@ class ActionKernel:
 
     def _state(self, request_id: str) -> L.RequestState | None:
         """One request's state from its own events (an indexed read, not a scan of the log)."""
-        return L.read_request(self._wall.store, request_id, approvers=self._approvers)
+        return L.read_request(
+            self._wall.store, request_id, approvers=self._approvers, operators=self._operators
+        )
 
     def _current(self, request_id: str) -> L.RequestState | None:
         """:meth:`_state` after expiring the request if it is an overdue hold."""

@@ -36,9 +36,15 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import ValidationError
 
-from gnomon.firewall.kernel.approvals import Approval, ApprovalRequest, verify_approval
+from gnomon.firewall.kernel.approvals import (
+    Approval,
+    ApprovalRequest,
+    Resolution,
+    verify_approval,
+    verify_resolution,
+)
 from gnomon.firewall.log.events import Event, EventDraft
-from gnomon.firewall.model.errors import ForgedApprovalError, UnknownIdError
+from gnomon.firewall.model.errors import ActionPendingError, ForgedApprovalError, UnknownIdError
 from gnomon.firewall.store.base import EXECUTION_CLAIM_KIND, Store
 
 PROPOSED = "action.proposed"
@@ -140,9 +146,11 @@ def read_ledger(
     *,
     events: Iterable[Event] | None = None,
     approvers: Sequence[Ed25519PublicKey] | None = None,
+    operators: Sequence[Ed25519PublicKey] | None = None,
 ) -> Ledger:
     """Fold the log's kernel events into a :class:`Ledger` (one pass). With ``approvers``, an
-    ``approval.accepted`` event is obeyed only if its approval verifies against them."""
+    ``approval.accepted`` event is obeyed only if its approval verifies against them; with
+    ``operators``, an ``action.resolved`` event only if an operator key signed it."""
     ledger = Ledger()
     for event in store.events() if events is None else events:
         if event.kind == POLICY_LOADED:
@@ -150,7 +158,7 @@ def read_ledger(
         if event.kind not in KINDS:
             continue
         try:
-            _fold(ledger, event, approvers)
+            _fold(ledger, event, approvers, operators)
         except (KeyError, TypeError, ValueError, ValidationError, AttributeError) as exc:
             ledger.malformed.append(f"event #{event.seq} ({event.kind}): {_what(exc)}")
     return ledger
@@ -166,7 +174,12 @@ def _what(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"[:200]
 
 
-def _fold(ledger: Ledger, event: Event, approvers: Sequence[Ed25519PublicKey] | None) -> None:
+def _fold(
+    ledger: Ledger,
+    event: Event,
+    approvers: Sequence[Ed25519PublicKey] | None,
+    operators: Sequence[Ed25519PublicKey] | None,
+) -> None:
     data = dict(event.payload)
     ident = data.get("request_id")
     if not isinstance(ident, str) or not ident:
@@ -220,7 +233,15 @@ def _fold(ledger: Ledger, event: Event, approvers: Sequence[Ed25519PublicKey] | 
     if event.kind == RESOLVED:
         if state.status != "executing":
             return
-        state.status = "executed" if data.get("outcome") == "ran" else "failed"
+        try:
+            resolution = verify_resolution(
+                data.get("resolution"), state.request_id, state.action_id, operators
+            )
+        except ForgedApprovalError as exc:
+            raise ValueError(exc.message) from None
+        state.status = "executed" if resolution.outcome == "ran" else "failed"
+        state.reasons.append(f"outcome {resolution.outcome}, resolved by {resolution.operator}")
+        return
     if event.kind in _STATUS:
         state.status = _STATUS[event.kind]
     for reason in data.get("reasons") or data.get("problems") or ():
@@ -261,11 +282,44 @@ def accepted_approval(
 
 
 def read_request(
-    store: Store, request_id: str, *, approvers: Sequence[Ed25519PublicKey] | None = None
+    store: Store,
+    request_id: str,
+    *,
+    approvers: Sequence[Ed25519PublicKey] | None = None,
+    operators: Sequence[Ed25519PublicKey] | None = None,
 ) -> RequestState | None:
     """The state of one request, folded from its own events (an indexed read)."""
     events = store.request_events(request_id)
-    return read_ledger(store, events=events, approvers=approvers).requests.get(request_id)
+    found = read_ledger(store, events=events, approvers=approvers, operators=operators)
+    return found.requests.get(request_id)
+
+
+def post_resolution(store: Store, resolution: Resolution) -> Event:
+    """Write an operator's ``resolution`` of a request whose outcome is unknown to the log
+    (``gnomon holds resolve``); refused unless the request is claimed and unfinished."""
+    state = read_request(store, resolution.request_id)
+    if state is None or state.action_id != resolution.action_id:
+        raise UnknownIdError("request", resolution.request_id)
+    if not state.outcome_unknown:
+        raise ActionPendingError(
+            f"request {resolution.request_id} is {state.status}: only a request whose outcome "
+            "is unknown (claimed, never finished) is resolved by hand",
+            hint="`gnomon holds` lists them under 'outcome unknown'",
+        )
+    draft = EventDraft(
+        kind=RESOLVED,
+        actor=resolution.operator,
+        at=resolution.at,
+        session_id=state.session_id,
+        project=state.project,
+        user=state.user,
+        data={
+            "request_id": resolution.request_id,
+            "outcome": resolution.outcome,
+            "resolution": resolution.to_json(),
+        },
+    )
+    return store.commit([draft])[0]
 
 
 def post_approval(store: Store, approval: Approval, *, now: datetime) -> Event:
@@ -305,6 +359,7 @@ __all__ = [
     "RequestState",
     "accepted_approval",
     "post_approval",
+    "post_resolution",
     "read_ledger",
     "read_request",
 ]

@@ -5,7 +5,8 @@ and how they move the verdict.
 computed;
 this module adds its tables and returns the verdict made stricter where the kernel's log says so:
 any approval forgery makes it red; an action executed on an approval, or a hold still waiting,
-makes a green verdict amber (a human was needed).
+makes a green verdict amber (a human was needed). A stored kernel event the ledger cannot read
+is named (seq, kind, what is wrong) in its own table and makes a green verdict amber.
 """
 
 from __future__ import annotations
@@ -25,8 +26,17 @@ def action_sections(store: Store, session_id: str, verdict: Verdict) -> tuple[li
 
     ledger = read_ledger(store, events=store.session_events(session_id))
     states = [s for s in ledger.requests.values() if s.session_id == session_id]
+    unreadable = Table("Unreadable kernel events", ("problem",), [(m,) for m in ledger.malformed])
     if not states:
-        return [], verdict
+        if not ledger.malformed:
+            return [], verdict
+        level = AMBER if verdict.level == GREEN else verdict.level
+        headline = (
+            "Review: kernel events in this session could not be read"
+            if level != verdict.level
+            else verdict.headline
+        )
+        return [unreadable], replace(verdict, level=level, headline=headline)
     actions = Table(
         "Action requests",
         ("request", "tool", "level", "verdict", "status", "reasons"),
@@ -88,8 +98,11 @@ def action_sections(store: Store, session_id: str, verdict: Verdict) -> tuple[li
         level, headline = RED, "ATTENTION: forged or replayed approvals were presented"
     elif level == GREEN and (waiting or approved):
         level, headline = AMBER, "Review: actions needed (or still need) a human approval"
+    elif level == GREEN and ledger.malformed:
+        level, headline = AMBER, "Review: kernel events in this session could not be read"
     changed = replace(verdict, level=level, headline=headline, answers=tuple(answers))
-    return [actions, holds, approvals, forgeries], changed
+    tables = [actions, holds, approvals, forgeries]
+    return [*tables, unreadable] if ledger.malformed else tables, changed
 
 
 __all__ = ["action_sections"]
