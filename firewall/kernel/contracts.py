@@ -98,6 +98,13 @@ class PreconditionKind(StrEnum):
 
     FILE_UNCHANGED = "file_unchanged"  # sha256 of the file named by an argument
     GIT_HEAD_UNCHANGED = "git_head_unchanged"  # HEAD of the repository named by an argument
+    #: the push a ``git_push`` makes: the commit its branch names, the remote's resolved push
+    #: URL, the refspec and the force flag (``arg`` names the repository argument)
+    GIT_PUSH_TARGET = "git_push_target"
+    #: where a write lands: the resolved real path, the parent directory's identity (st_dev,
+    #: st_ino) and what the path itself is (absent, file, link): a link planted after the
+    #: approval, or a swapped parent, is a change
+    FILE_TARGET = "file_target"
 
 
 class Precondition(BaseModel):
@@ -123,6 +130,8 @@ class ActionContract(BaseModel):
     scope: StrictStr = "project"
     data_sensitivity: Sensitivity = Sensitivity.INTERNAL
     preconditions: tuple[Precondition, ...] = ()
+    #: whether a ``force`` argument may be true (a forced push rewrites a remote's history)
+    allows_force: bool = False
     inputs: type[BaseModel]
     outputs: type[BaseModel] | None = None
 
@@ -146,7 +155,14 @@ class ActionContract(BaseModel):
                 f"arguments for {self.tool} are invalid: {where}: {err['msg']}",
                 hint=f"pass the fields of {self.inputs.__name__}",
             ) from None
-        return model.model_dump(mode="json")
+        checked = model.model_dump(mode="json")
+        if checked.get("force") is True and not self.allows_force:
+            raise InputError(
+                f"{self.tool} with force=true is refused: the contract does not allow forcing",
+                hint="push without force, or have the operator register a contract with "
+                "allows_force=True",
+            )
+        return checked
 
 
 def _model(model_name: str, /, **fields: Any) -> type[BaseModel]:
@@ -195,15 +211,15 @@ _PATH = (str, Field(min_length=1, max_length=4096))
 #: The shipped contracts, a row each: tool, category, level, blast radius, reversibility, data
 #: sensitivity, and the precondition revalidated at execution (``kind:argument``, or ``-``).
 _SHIPPED = """
-read_file      read         L0  self      reversible    internal  -
-suggest        suggest      L1  session   reversible    internal  -
-write_file     local_write  L3  project   reversible    internal  file_unchanged:path
-git_commit     local_write  L3  project   compensable   internal  git_head_unchanged:repo
-git_push       push         L4  external  irreversible  internal  git_head_unchanged:repo
-http_post      network      L4  external  irreversible  public    -
-deploy         deploy       L4  external  compensable   internal  -
-read_secret    credentials  L4  external  irreversible  secret    -
-drop_database  local_write  L5  project   irreversible  internal  -
+read_file     read        L0 self     reversible   internal -
+suggest       suggest     L1 session  reversible   internal -
+write_file    local_write L3 project  reversible   internal file_unchanged:path,file_target:path
+git_commit    local_write L3 project  compensable  internal git_head_unchanged:repo
+git_push      push        L4 external irreversible internal git_push_target:repo
+http_post     network     L4 external irreversible public   -
+deploy        deploy      L4 external compensable  internal -
+read_secret   credentials L4 external irreversible secret   -
+drop_database local_write L5 project  irreversible internal -
 """
 
 #: The fields of each shipped tool's inputs; the model is named after the tool
@@ -217,6 +233,7 @@ _SHIPPED_INPUTS: dict[str, dict[str, Any]] = {
         "repo": _PATH,
         "remote": (str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")),
         "branch": (str, Field(pattern=r"^[A-Za-z0-9_./-]{1,128}$")),
+        "force": (bool, False),
     },
     "http_post": {"url": (str, Field(max_length=2048)), "body": (str, ...)},
     "deploy": {"service": (str, Field(max_length=128)), "ref": (str, ...)},
@@ -227,7 +244,7 @@ _SHIPPED_INPUTS: dict[str, dict[str, Any]] = {
 
 def _shipped(row: str) -> ActionContract:
     tool, category, level, blast_radius, reversibility, sensitivity, precondition = row.split()
-    kind, _, arg = precondition.partition(":")
+    pairs = [p.partition(":") for p in precondition.split(",") if p != "-"]
     inputs = "".join(word.title() for word in tool.split("_")) + "Inputs"
     return ActionContract(
         tool=tool,
@@ -236,7 +253,7 @@ def _shipped(row: str) -> ActionContract:
         blast_radius=BlastRadius(blast_radius),
         reversibility=Reversibility(reversibility),
         data_sensitivity=Sensitivity(sensitivity),
-        preconditions=(Precondition(kind=PreconditionKind(kind), arg=arg),) if arg else (),
+        preconditions=tuple(Precondition(kind=PreconditionKind(k), arg=a) for k, _, a in pairs),
         inputs=_model(inputs, **_SHIPPED_INPUTS[tool]),
     )
 
