@@ -32,7 +32,7 @@ from gnomon.firewall.kernel.ledger import (
     read_request,
 )
 from gnomon.firewall.kernel.signing import PolicySigner, load_action_policy
-from gnomon.firewall.model.errors import InputError, UnknownIdError
+from gnomon.firewall.model.errors import ForgedApprovalError, InputError, UnknownIdError
 
 
 @policy.command("sign")
@@ -195,6 +195,13 @@ def _resolve(
         state = read_request(wall.store, request_id)
         if state is None or state.request is None:
             raise UnknownIdError("request", request_id)
+        if state.request.approvers and signer.key_id not in state.request.approvers:
+            raise ForgedApprovalError(
+                "unauthorised",
+                f"key {signer.key_id} may not resolve {request_id}: the policy rule that held it "
+                f"names approver keys {', '.join(state.request.approvers)}",
+                hint="ask an approver the rule names (its approvers: key ids or roles)",
+            )
         approval = signer.resolve(
             state.request, decision, ttl=timedelta(minutes=ttl), now=wall.clock()
         )

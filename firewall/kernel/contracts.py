@@ -7,7 +7,13 @@ external or shared (push, deploy, network, credentials, spend, publish, sign), L
 A tool's *category* gives it its own minimum level, a floor no contract can go below: a contract
 that declares ``git_push`` (category ``push``) at L2 is refused with
 :class:`~firewall.model.errors.ContractError`, so a mistaken or hostile contract cannot lower a push
-below L4. A tool no contract names is unknown, and the kernel denies it (fail closed).
+below L4. The floor follows the *tool*, not only the declared category: the shipped ladder
+(:data:`LADDER`) names the category of every known tool, and a contract that declares a known
+tool under a category with a lower floor (``git_push`` as ``read``) is refused when the registry
+is built. A tool the ladder does not know starts at the policy's ``unknown_tool_floor``, unless
+the operator signs a level for it into the policy (``tool_levels``; see
+:mod:`firewall.kernel.decide`). A tool no contract names is unknown to the kernel, and denied
+(fail closed).
 
 >>> registry = ToolRegistry.builtin()
 >>> registry.lookup("git_push").required_level.name
@@ -93,6 +99,26 @@ FLOORS: Mapping[Category, Level] = {
 }
 
 
+#: The shipped ladder: the category of every known tool. A contract for one of these tools may
+#: declare a stricter category or level, never a lower floor.
+LADDER: Mapping[str, Category] = {
+    "read_file": Category.READ,
+    "git_status": Category.READ,
+    "git_show": Category.READ,
+    "git_diff": Category.READ,
+    "git_log": Category.READ,
+    "suggest": Category.SUGGEST,
+    "git_add": Category.ARTIFACT,
+    "git_commit": Category.ARTIFACT,
+    "write_file": Category.LOCAL_WRITE,
+    "drop_database": Category.LOCAL_WRITE,
+    "git_push": Category.PUSH,
+    "http_post": Category.NETWORK,
+    "deploy": Category.DEPLOY,
+    "read_secret": Category.CREDENTIALS,
+}
+
+
 class PreconditionKind(StrEnum):
     """Facts recorded at proposal and revalidated at execution (see ``preconditions``)."""
 
@@ -142,7 +168,15 @@ class ActionContract(BaseModel):
 
     @property
     def floor(self) -> Level:
-        return FLOORS[self.category]
+        """The higher of the declared category's floor and the ladder's for this tool."""
+        known = LADDER.get(self.tool)
+        own = FLOORS[self.category]
+        return own if known is None else max(own, FLOORS[known])
+
+    @property
+    def known(self) -> bool:
+        """Whether the shipped ladder names this tool's category."""
+        return self.tool in LADDER
 
     def checked_inputs(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """``args`` validated (strictly) against the input schema, or :class:`InputError`."""
@@ -184,6 +218,14 @@ class ToolRegistry:
     def register(self, contract: ActionContract) -> None:
         if type(contract) is not ActionContract:
             raise ContractError(f"expected an ActionContract, got {type(contract).__name__}")
+        known = LADDER.get(contract.tool)
+        if known is not None and FLOORS[contract.category] < FLOORS[known]:
+            raise ContractError(
+                f"contract for {contract.tool} declares category {contract.category.value} "
+                f"(floor {FLOORS[contract.category].name}), but the ladder names "
+                f"{contract.tool} {known.value} (floor {FLOORS[known].name})",
+                hint="a contract can make a known tool stricter, never put it in a lower category",
+            )
         if contract.required_level < contract.floor:
             raise ContractError(
                 f"contract for {contract.tool} declares {contract.required_level.name}, below "
@@ -263,6 +305,7 @@ BUILTIN: tuple[ActionContract, ...] = tuple(_shipped(row) for row in _SHIPPED.st
 __all__ = [
     "BUILTIN",
     "FLOORS",
+    "LADDER",
     "ActionContract",
     "BlastRadius",
     "Category",

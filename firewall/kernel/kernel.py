@@ -55,7 +55,15 @@ from gnomon.firewall.kernel.approvals import (
     verify_approval,
 )
 from gnomon.firewall.kernel.contracts import ActionContract, ToolRegistry
-from gnomon.firewall.kernel.decide import Arbiter, Case, Ruling, arbitrate, decide
+from gnomon.firewall.kernel.decide import (
+    Arbiter,
+    Case,
+    Ruling,
+    arbitrate,
+    decide,
+    effective_level,
+    rule_verdict,
+)
 from gnomon.firewall.kernel.preconditions import Snapshot, capture, revalidate
 from gnomon.firewall.kernel.signing import SignedPolicy, reverify
 from gnomon.firewall.log.events import EventDraft, Records
@@ -364,6 +372,7 @@ class ActionKernel:
             reasons=ruling.reasons,
             created_at=now,
             deadline=deadline,
+            approvers=tuple(sorted(self._authorised(tool))),
         )
         self._record_in(session, request_id, L.HELD, {"request": request.model_dump(mode="json")})
         if self._resolver is not None:
@@ -419,6 +428,16 @@ class ActionKernel:
         self._record_for(state.request_id, L.EXPIRED, {"reasons": [reason]}, state=state)
         return True
 
+    def _authorised(self, tool: str) -> frozenset[str]:
+        """The approver key ids the rule that holds ``tool`` names (empty: any pinned key),
+        from this kernel's signed policy and registry, never from the log."""
+        contract = self._registry.lookup(tool)
+        if contract is None:
+            return frozenset()
+        policy = self._policy.policy
+        rule = rule_verdict(policy, contract, effective_level(contract, policy)).rule
+        return policy.approver_keys(rule)
+
     def _state(self, request_id: str) -> L.RequestState | None:
         """One request's state from its own events (an indexed read, not a scan of the log)."""
         return L.read_request(
@@ -446,7 +465,11 @@ class ActionKernel:
             raise ForgedApprovalError("wrong_request", f"no held request {request_id!r}")
         try:
             checked = check_approval(
-                approval, state.request, self._approvers, now=self._wall.clock()
+                approval,
+                state.request,
+                self._approvers,
+                now=self._wall.clock(),
+                authorised=self._authorised(str(state.proposal["tool"])),
             )
             # the signature binds the request id: only this request's nonces can be replayed
             if checked.nonce in state.nonces:
@@ -634,7 +657,8 @@ class ActionKernel:
             self._unbound(state, "forged", "no verified approval is recorded for it")
             return
         try:
-            verify_approval(approval, request, self._approvers)
+            authorised = self._authorised(tool)
+            verify_approval(approval, request, self._approvers, authorised=authorised)
         except ForgedApprovalError as exc:
             self._unbound(state, exc.kind, exc.message)
         if digest != approval.inputs_digest:

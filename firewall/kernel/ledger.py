@@ -265,7 +265,8 @@ def accepted_approval(
         )
     approval = Approval.from_json(doc)
     if approvers is not None:
-        return verify_approval(approval, state.request, approvers)
+        authorised = state.request.approvers
+        return verify_approval(approval, state.request, approvers, authorised=authorised)
     request = state.request
     if (approval.request_id, approval.action_id, approval.inputs_digest) != (
         request.id,
