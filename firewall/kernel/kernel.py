@@ -407,8 +407,12 @@ class ActionKernel:
         return L.read_ledger(self._wall.store, approvers=self._approvers, operators=self._operators)
 
     def _report_unverified(self, state: L.RequestState) -> None:
-        """Record each ``approval.accepted`` event of ``state`` that does not verify (it was
-        not obeyed) as an ``approval.forgery``, once."""
+        """Record each ``approval.accepted`` event of a pending hold that does not verify (it
+        was not obeyed) as an ``approval.forgery``, once. A request that moved on (an accepted
+        event of an older version, which stored no approval, on an executed request) is left
+        alone: nothing was hidden."""
+        if state.status != "held":
+            return
         for seq, why in state.unverified:
             if seq not in state.reported:
                 detail = f"approval.accepted #{seq}: {why}"
