@@ -247,3 +247,37 @@ def test_an_approval_of_the_older_format_is_refused_by_name(tmp_path: Path) -> N
         assert "older format" in outcome.message
         assert h.ran == []
         assert request_id in [r.id for r in h.kernel.holds()]
+
+
+def test_gnomon_holds_never_loses_a_request_to_an_appended_approval(tmp_path: Path) -> None:
+    """The agent appends a well-formed approval.accepted signed by its own key. `gnomon holds`
+    without keys still lists the request (approved, not run yet); with the pinned approver
+    key it lists it as held, the forged approval not obeyed."""
+    from click.testing import CliRunner
+    from cryptography.hazmat.primitives import serialization
+
+    from gnomon.firewall.cli import cli
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    wall = firewall.open(url)
+    with host(wall) as h:
+        request_id = _hold_push(h, wall)
+        (request,) = h.kernel.holds()
+        pub = tmp_path / "approver.pub"
+        pub.write_bytes(
+            h.approver.public_key.public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+        mallory = ApprovalSigner.generate("alice")
+        with firewall.open(url) as agent:
+            _accepted(agent, request_id, mallory.approve(request, now=wall.clock()).to_json())
+    wall.close()
+    plain = CliRunner().invoke(cli, ["holds", "--url", url, "--json"], catch_exceptions=False)
+    assert [(r["id"], r["status"]) for r in orjson.loads(plain.output)] == [
+        (request_id, "approved_not_run")
+    ]
+    pinned = CliRunner().invoke(
+        cli, ["holds", "--url", url, "--json", "--approver-pub", str(pub)], catch_exceptions=False
+    )
+    assert [(r["id"], r["status"]) for r in orjson.loads(pinned.output)] == [(request_id, "held")]

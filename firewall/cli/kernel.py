@@ -80,20 +80,32 @@ def policy_verify(file: str, pubs: tuple[str, ...], as_json: bool) -> None:
 
 
 @click.group("holds", invoke_without_command=True)
+@click.option(
+    "--approver-pub",
+    "approver_pubs",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Pinned approver public key (repeatable): an approval that does not verify against "
+    "them leaves its request listed as held.",
+)
 @url_option
 @json_option
 @click.pass_context
-def holds_command(ctx: click.Context, url: str | None, as_json: bool) -> None:
-    """List actions held for approval, and actions whose outcome is unknown (claimed, never
-    finished: resolve them with `gnomon holds resolve`), rebuilt from the log."""
+def holds_command(
+    ctx: click.Context, approver_pubs: tuple[str, ...], url: str | None, as_json: bool
+) -> None:
+    """List actions held for approval, approved but not run yet, and whose outcome is unknown
+    (claimed, never finished: resolve them with `gnomon holds resolve`), rebuilt from the log."""
     if ctx.invoked_subcommand is not None:
         return
+    keys = [load_public_key(p, purpose=KeyPurpose.APPROVAL) for p in approver_pubs]
     with firewall.open(resolve_url(ctx, url)) as wall:
-        ledger = read_ledger(wall.store)
+        ledger = read_ledger(wall.store, approvers=keys or None)
     for problem in ledger.malformed:
         echo(f"warning: malformed kernel event skipped: {problem}", err=True)
     rows = [s.request for s in ledger.holds() if s.request is not None]
-    unknown = ledger.unknown_outcomes()
+    unknown = [(s, "outcome_unknown") for s in ledger.unknown_outcomes()]
+    unknown += [(s, "approved_not_run") for s in ledger.approved_unclaimed()]
     if as_json:
         listed = [{**r.model_dump(mode="json"), "status": "held"} for r in rows]
         listed.extend(
@@ -104,20 +116,27 @@ def holds_command(ctx: click.Context, url: str | None, as_json: bool) -> None:
                 "project": s.project,
                 "tool": str(s.proposal.get("tool")),
                 "level": str(s.proposal.get("level")),
-                "status": "outcome_unknown",
+                "status": status,
             }
-            for s in unknown
+            for s, status in unknown
         )
         echo_json(listed)
         return
     out = console()
-    for s in unknown:
+    for s, status in unknown:
+        what = (
+            "OUTCOME UNKNOWN: claimed for execution, never finished"
+            if status == "outcome_unknown"
+            else "APPROVED, NOT RUN YET: the host runs it (checking the approval again)"
+        )
         out.print(
             f"{s.request_id}  {s.proposal.get('tool')} [{s.proposal.get('level')}]  session "
-            f"{s.session_id}  OUTCOME UNKNOWN: claimed for execution, never finished",
+            f"{s.session_id}  {what}",
             markup=False,
             soft_wrap=True,
         )
+        if status != "outcome_unknown":
+            continue
         out.print(
             f"    resolve: gnomon holds resolve {s.request_id} --failed|--ran "
             "--key OPERATOR_KEY --operator NAME",

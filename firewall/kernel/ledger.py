@@ -137,6 +137,11 @@ class Ledger:
         """Requests claimed for execution and never finished (see ``gnomon holds resolve``)."""
         return [r for r in self.requests.values() if r.outcome_unknown]
 
+    def approved_unclaimed(self) -> list[RequestState]:
+        """Requests approved and not claimed yet (a host resumes them; listed until then, so
+        an approval never makes a request vanish from ``gnomon holds`` before it runs)."""
+        return [r for r in self.requests.values() if r.status == "approved"]
+
     def find(self, ident: str) -> RequestState | None:
         return self.requests.get(self.by_action.get(ident, ident))
 
