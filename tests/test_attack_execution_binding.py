@@ -86,6 +86,30 @@ def test_arguments_edited_in_the_stored_proposal_never_run(tmp_path: Path) -> No
     wall.close()
 
 
+def test_arguments_edited_in_the_postgres_tables_never_run(postgres_url: str) -> None:
+    """The same edit, on the PostgreSQL store's events table."""
+    import psycopg
+
+    wall = firewall.open(postgres_url)
+    with host(wall) as h:
+        request_id = _hold_push(h, wall)
+        request = next(r for r in h.kernel.holds() if r.id == request_id)
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT seq, body FROM events WHERE kind = 'action.proposed' "
+                "ORDER BY seq DESC LIMIT 1"
+            ).fetchone()
+            assert row is not None
+            doc = orjson.loads(bytes(row[1]))
+            doc["payload"]["args"]["branch"] = "release"
+            conn.execute("UPDATE events SET body = %s WHERE seq = %s", (orjson.dumps(doc), row[0]))
+        with pytest.raises(ForgedApprovalError, match="arguments to run"):
+            h.kernel.submit(h.approver.approve(request, now=wall.clock()))
+        assert h.ran == []
+        assert h.kernel.status(request_id).status == "refused"
+    wall.close()
+
+
 def test_preconditions_edited_out_of_the_proposal_refuse_the_approval(tmp_path: Path) -> None:
     """The agent deletes the recorded HEAD from the proposal, then moves HEAD: the approval
     signed the precondition set, so the edited set does not match it."""
