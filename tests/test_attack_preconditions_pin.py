@@ -14,12 +14,14 @@ import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gnomon import firewall
 from gnomon.firewall.kernel import ActionKernel
 from gnomon.firewall.kernel.contracts import BUILTIN, ToolRegistry
+from gnomon.firewall.kernel.preconditions import write_pinned
 from gnomon.firewall.model.errors import InputError
 from gnomon.firewall.model.origin import Origin
 from gnomon.probes._kernel import Host, host, make_repo
@@ -197,3 +199,56 @@ def test_make_repo_has_a_remote_and_main(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     assert _git(repo, "remote", "get-url", "origin").endswith("origin.git")
     assert _git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+
+
+def _racing_writer(
+    wall: firewall.Firewall, plant: Callable[[], None], written: list[str]
+) -> Callable[[dict[str, Any]], object]:
+    """A write_file executor that writes with write_pinned, and the agent's race: ``plant``
+    runs after the kernel's re-check, right before the write."""
+
+    def run(args: dict[str, Any]) -> object:
+        (proposed,) = [e for e in wall.store.events() if e.kind == "action.proposed"]
+        (pin,) = [p for p in proposed.payload["preconditions"] if p["kind"] == "file_target"]
+        plant()
+        written.append(args["path"])
+        return write_pinned(args["path"], args["content"].encode(), pin["value"])
+
+    return run
+
+
+def _race(tmp_path: Path, target: Path, plant: Callable[[], None]) -> tuple[str, list[str]]:
+    wall = firewall.open("memory://")
+    written: list[str] = []
+    with host(wall, executors={"write_file": _racing_writer(wall, plant, written)}) as h:
+        write = {"path": str(target), "content": "ssh-ed25519 AAAA attacker"}
+        status, reasons = _run_held(h, wall, "write_file", write, lambda: None)
+        assert status == "executed" and written == [str(target)]  # it got to the write
+        (executed,) = [e for e in wall.store.events() if e.kind == "action.executed"]
+        assert executed.payload["success"] is False
+        return str(executed.payload["reasons"]), reasons
+
+
+def test_a_link_planted_after_the_recheck_is_not_followed_by_the_write(tmp_path: Path) -> None:
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    target = workspace / "notes.txt"
+    why, _ = _race(tmp_path, target, lambda: target.symlink_to(outside / "authorized_keys"))
+    assert "link is never followed" in why
+    assert not (outside / "authorized_keys").exists()
+
+
+def test_a_parent_swapped_after_the_recheck_is_refused_by_the_write(tmp_path: Path) -> None:
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    (workspace / "sub").mkdir(parents=True)
+    outside.mkdir()
+    target = workspace / "sub" / "out.txt"
+
+    def swap() -> None:
+        os.rename(workspace / "sub", workspace / "sub.reviewed")
+        (workspace / "sub").symlink_to(outside, target_is_directory=True)
+
+    why, _ = _race(tmp_path, target, swap)
+    assert "not the one approved" in why
+    assert list(outside.iterdir()) == []

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gnomon.firewall.gate.policy import ContextPolicy, floor_reasons
 from gnomon.firewall.kernel.contracts import ActionContract, PreconditionKind
+from gnomon.firewall.model.errors import ActionError
 from gnomon.firewall.store.base import Store
 
 BELIEF_CLEAN = "belief_clean"
@@ -144,6 +145,40 @@ _READERS = {
 }
 
 
+def write_pinned(path: str, data: bytes, pinned: str) -> int:
+    """Write ``data`` to ``path`` the way a ``file_target`` snapshot (``pinned``, its value)
+    allows, closing the gap between the kernel's re-check and the write: the parent directory
+    is opened and its ``(st_dev, st_ino)`` compared with the pinned one on the open descriptor,
+    and the file is opened relative to it with ``O_NOFOLLOW``, so a link planted or a directory
+    swapped after the re-check is refused (:class:`ActionError`), never followed. For an
+    executor of a tool whose contract pins ``file_target``; returns the bytes written."""
+    try:
+        want = orjson.loads(pinned)
+        parent_id = tuple(want["parent"])
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ActionError(f"not a file_target snapshot: {type(exc).__name__}") from None
+    where = os.path.abspath(path)
+    try:
+        dir_fd = os.open(os.path.dirname(where), os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise ActionError(f"cannot open the directory of {path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(dir_fd)
+        if (st.st_dev, st.st_ino) != parent_id:
+            raise ActionError(f"the directory of {path} is not the one approved: refused")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(os.path.basename(where), flags, 0o644, dir_fd=dir_fd)
+        except OSError as exc:
+            raise ActionError(
+                f"{path} cannot be written as approved ({exc.strerror}): a link is never followed"
+            ) from None
+        with os.fdopen(fd, "wb") as out:
+            return out.write(data)
+    finally:
+        os.close(dir_fd)
+
+
 def _target(kind: PreconditionKind, arg: str, args: Mapping[str, Any]) -> str:
     """What a precondition of ``kind`` over argument ``arg`` is about."""
     if kind == PreconditionKind.GIT_PUSH_TARGET:
@@ -222,4 +257,5 @@ __all__ = [
     "git_head",
     "push_target",
     "revalidate",
+    "write_pinned",
 ]
