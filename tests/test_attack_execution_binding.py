@@ -95,14 +95,20 @@ def test_arguments_edited_in_the_postgres_tables_never_run(postgres_url: str) ->
         request_id = _hold_push(h, wall)
         request = next(r for r in h.kernel.holds() if r.id == request_id)
         with psycopg.connect(postgres_url, autocommit=True) as conn:
+            # the fixture's schema is shared by the session's PostgreSQL tests: find this
+            # request's proposal by its id
             row = conn.execute(
-                "SELECT seq, body FROM events WHERE kind = 'action.proposed' "
-                "ORDER BY seq DESC LIMIT 1"
+                "SELECT tenant, seq, body FROM events WHERE kind = 'action.proposed' AND "
+                "convert_from(body, 'UTF8')::jsonb #>> '{payload,request_id}' = %s",
+                (request_id,),
             ).fetchone()
             assert row is not None
-            doc = orjson.loads(bytes(row[1]))
+            doc = orjson.loads(bytes(row[2]))
             doc["payload"]["args"]["branch"] = "release"
-            conn.execute("UPDATE events SET body = %s WHERE seq = %s", (orjson.dumps(doc), row[0]))
+            conn.execute(
+                "UPDATE events SET body = %s WHERE tenant = %s AND seq = %s",
+                (orjson.dumps(doc), row[0], row[1]),
+            )
         with pytest.raises(ForgedApprovalError, match="arguments to run"):
             h.kernel.submit(h.approver.approve(request, now=wall.clock()))
         assert h.ran == []
