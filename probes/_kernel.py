@@ -32,6 +32,21 @@ class Host:
     ran: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
+def make_repo(folder: Path) -> Path:
+    """A real git repository ``folder/repo`` with one commit on ``main`` and a remote
+    ``origin`` (a bare repository ``folder/origin.git``): what a push is pinned to."""
+    repo, origin = folder / "repo", folder / "origin.git"
+    ident = ("-c", "user.email=probe@gnomon", "-c", "user.name=probe")
+    for args in (
+        ["git", "init", "-q", "--bare", "-b", "main", str(origin)],
+        ["git", "init", "-q", "-b", "main", str(repo)],
+        ["git", "-C", str(repo), *ident, "commit", "-q", "--allow-empty", "-m", "init"],
+        ["git", "-C", str(repo), "remote", "add", "origin", str(origin)],
+    ):
+        subprocess.run(args, check=True, capture_output=True)
+    return repo
+
+
 @contextmanager
 def host(
     wall: Firewall,
@@ -45,14 +60,7 @@ def host(
         folder = Path(tmp)
         path = folder / "actions.yaml"
         path.write_bytes(policy_text if policy_text is not None else preset_bytes("default"))
-        repo = folder / "repo"
-        ident = ("-c", "user.email=probe@gnomon", "-c", "user.name=probe")
-        subprocess.run(["git", "init", "-q", str(repo)], check=True, capture_output=True)
-        subprocess.run(
-            ["git", "-C", str(repo), *ident, "commit", "-q", "--allow-empty", "-m", "init"],
-            check=True,
-            capture_output=True,
-        )
+        repo = make_repo(folder)
         operator = PolicySigner.generate()
         operator.sign_file(path)
         approver = ApprovalSigner.generate("alice")

@@ -38,7 +38,7 @@ from gnomon.firewall.model.errors import (
 )
 from gnomon.firewall.model.origin import Origin
 from gnomon.firewall.model.states import TruthStatus
-from gnomon.probes._kernel import host
+from gnomon.probes._kernel import host, make_repo
 from gnomon.probes.runner import ProbeClock
 from tests.attested import observe_as
 
@@ -60,22 +60,7 @@ def _git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    _git(path, "init", "-q")
-    _git(
-        path,
-        "-c",
-        "user.email=t@t",
-        "-c",
-        "user.name=t",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "one",
-    )
-    return path
+    return make_repo(tmp_path)
 
 
 def _forgeries(wall: firewall.Firewall) -> list[str]:
@@ -358,7 +343,7 @@ def test_a_granted_approval_still_revalidates_the_git_head(repo: Path) -> None:
         )
         result = h.kernel.submit(h.approver.approve(request, now=wall.clock()))
         assert result.status == "refused"
-        assert any("git_head_unchanged" in p for p in result.reasons)
+        assert any("git_push_target" in p for p in result.reasons)
         assert h.ran == []
         assert h.kernel.status(held.request_id).status == "refused"
 

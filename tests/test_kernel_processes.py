@@ -17,6 +17,7 @@ from gnomon import firewall
 from gnomon.firewall.gate.grants import KeyPurpose, write_keypair
 from gnomon.firewall.kernel import PolicySigner
 from gnomon.firewall.kernel.actionpolicy import preset_bytes
+from gnomon.probes._kernel import make_repo
 
 REPO = Path(__file__).resolve().parent.parent
 HOST = str(REPO / "tests" / "kernel_host.py")
@@ -57,13 +58,7 @@ def _setup(folder: Path) -> None:
     write_keypair(folder, "mallory", purpose=KeyPurpose.APPROVAL)  # not pinned by the host
     signed = _gnomon("policy", "sign", str(folder / "actions.yaml"), "--key", str(key))
     assert signed.returncode == 0, signed.stderr
-    repo = folder / "repo"
-    repo.mkdir()
-    for args in (
-        ("init", "-q"),
-        ("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "x"),
-    ):
-        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+    make_repo(folder)
 
 
 def _story(url: str, folder: Path) -> None:

@@ -24,10 +24,15 @@ from gnomon.firewall.cli.common import (
     url_option,
 )
 from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
-from gnomon.firewall.kernel.approvals import ApprovalSigner
-from gnomon.firewall.kernel.ledger import post_approval, read_ledger, read_request
+from gnomon.firewall.kernel.approvals import ApprovalSigner, ResolutionSigner
+from gnomon.firewall.kernel.ledger import (
+    post_approval,
+    post_resolution,
+    read_ledger,
+    read_request,
+)
 from gnomon.firewall.kernel.signing import PolicySigner, load_action_policy
-from gnomon.firewall.model.errors import InputError, UnknownIdError
+from gnomon.firewall.model.errors import ForgedApprovalError, InputError, UnknownIdError
 
 
 @policy.command("sign")
@@ -74,22 +79,74 @@ def policy_verify(file: str, pubs: tuple[str, ...], as_json: bool) -> None:
     echo(f"{file}: policy {loaded.policy.name!r} digest {loaded.digest} signed by {loaded.key_id}")
 
 
-@click.command("holds")
+@click.group("holds", invoke_without_command=True)
+@click.option(
+    "--approver-pub",
+    "approver_pubs",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Pinned approver public key (repeatable): an approval that does not verify against "
+    "them leaves its request listed as held.",
+)
 @url_option
 @json_option
 @click.pass_context
-def holds_command(ctx: click.Context, url: str | None, as_json: bool) -> None:
-    """List actions held for approval (rebuilt from the log)."""
-    with firewall.open(resolve_url(ctx, url)) as wall:
-        states = read_ledger(wall.store).holds()
-    rows = [s.request for s in states if s.request is not None]
-    if as_json:
-        echo_json([r.model_dump(mode="json") for r in rows])
+def holds_command(
+    ctx: click.Context, approver_pubs: tuple[str, ...], url: str | None, as_json: bool
+) -> None:
+    """List actions held for approval, approved but not run yet, and whose outcome is unknown
+    (claimed, never finished: resolve them with `gnomon holds resolve`), rebuilt from the log."""
+    if ctx.invoked_subcommand is not None:
         return
-    if not rows:
-        echo("no action is held")
+    keys = [load_public_key(p, purpose=KeyPurpose.APPROVAL) for p in approver_pubs]
+    with firewall.open(resolve_url(ctx, url)) as wall:
+        ledger = read_ledger(wall.store, approvers=keys or None)
+    for problem in ledger.malformed:
+        echo(f"warning: malformed kernel event skipped: {problem}", err=True)
+    rows = [s.request for s in ledger.holds() if s.request is not None]
+    unknown = [(s, "outcome_unknown") for s in ledger.unknown_outcomes()]
+    unknown += [(s, "approved_not_run") for s in ledger.approved_unclaimed()]
+    if as_json:
+        listed = [{**r.model_dump(mode="json"), "status": "held"} for r in rows]
+        listed.extend(
+            {
+                "id": s.request_id,
+                "action_id": s.action_id,
+                "session_id": s.session_id,
+                "project": s.project,
+                "tool": str(s.proposal.get("tool")),
+                "level": str(s.proposal.get("level")),
+                "status": status,
+            }
+            for s, status in unknown
+        )
+        echo_json(listed)
         return
     out = console()
+    for s, status in unknown:
+        what = (
+            "OUTCOME UNKNOWN: claimed for execution, never finished"
+            if status == "outcome_unknown"
+            else "APPROVED, NOT RUN YET: the host runs it (checking the approval again)"
+        )
+        out.print(
+            f"{s.request_id}  {s.proposal.get('tool')} [{s.proposal.get('level')}]  session "
+            f"{s.session_id}  {what}",
+            markup=False,
+            soft_wrap=True,
+        )
+        if status != "outcome_unknown":
+            continue
+        out.print(
+            f"    resolve: gnomon holds resolve {s.request_id} --failed|--ran "
+            "--key OPERATOR_KEY --operator NAME",
+            markup=False,
+            soft_wrap=True,
+        )
+    if not rows:
+        if not unknown:
+            echo("no action is held")
+        return
     for r in rows:
         out.print(
             f"{r.id}  {r.tool} [{r.level}]  session {r.session_id}  "
@@ -99,6 +156,45 @@ def holds_command(ctx: click.Context, url: str | None, as_json: bool) -> None:
         )
         for reason in r.reasons:
             out.print(f"    - {reason}", markup=False, soft_wrap=True)
+
+
+@holds_command.command("resolve")
+@click.argument("request_id")
+@click.option("--ran", "outcome", flag_value="ran", help="It ran: the operator checked.")
+@click.option("--failed", "outcome", flag_value="failed", help="It did not run, or failed.")
+@click.option("--key", required=True, type=click.Path(dir_okay=False), help="Operator private key.")
+@click.option("--operator", required=True, help="Who resolves it (recorded and signed).")
+@click.option("--note", default="", help="What the operator found (recorded and signed).")
+@url_option
+@json_option
+@click.pass_context
+def holds_resolve(
+    ctx: click.Context,
+    request_id: str,
+    outcome: Literal["ran", "failed"] | None,
+    key: str,
+    operator: str,
+    note: str,
+    url: str | None,
+    as_json: bool,
+) -> None:
+    """Resolve REQUEST_ID, whose outcome is unknown (its host died mid-call): --ran or
+    --failed, signed with an operator key and recorded (`action.resolved`)."""
+    if outcome is None:
+        raise InputError("say what happened: --ran or --failed")
+    signer = ResolutionSigner.from_file(key)
+    with firewall.open(resolve_url(ctx, url)) as wall:
+        state = read_request(wall.store, request_id)
+        if state is None:
+            raise UnknownIdError("request", request_id)
+        resolution = signer.resolve(
+            request_id, state.action_id, outcome, operator=operator, now=wall.clock(), note=note
+        )
+        event = post_resolution(wall.store, resolution)
+    if as_json:
+        echo_json({"request_id": request_id, "outcome": outcome, "seq": event.seq})
+        return
+    echo(f"{request_id} resolved as {outcome} by {operator} (#{event.seq})")
 
 
 def _resolve(
@@ -118,6 +214,13 @@ def _resolve(
         state = read_request(wall.store, request_id)
         if state is None or state.request is None:
             raise UnknownIdError("request", request_id)
+        if state.request.approvers and signer.key_id not in state.request.approvers:
+            raise ForgedApprovalError(
+                "unauthorised",
+                f"key {signer.key_id} may not resolve {request_id}: the policy rule that held it "
+                f"names approver keys {', '.join(state.request.approvers)}",
+                hint="ask an approver the rule names (its approvers: key ids or roles)",
+            )
         approval = signer.resolve(
             state.request, decision, ttl=timedelta(minutes=ttl), now=wall.clock()
         )
@@ -180,4 +283,11 @@ def push_demo(url: str, as_json: bool) -> None:
 approve_command = _resolution_command("approve")
 deny_command = _resolution_command("deny")
 
-__all__ = ["approve_command", "deny_command", "holds_command", "policy_sign", "policy_verify"]
+__all__ = [
+    "approve_command",
+    "deny_command",
+    "holds_command",
+    "holds_resolve",
+    "policy_sign",
+    "policy_verify",
+]

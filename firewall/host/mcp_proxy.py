@@ -205,6 +205,10 @@ class Proxy:
             arbiters=[SentinelArbiter(self._wall.store)],
             summarize=result_text,  # the text the agent got, not the result object's repr
         )
+        # the host loop after a restart: an approved call no process claimed (the proxy died
+        # between the approval and the run) runs now, its approval checked again (its expiry
+        # too); the outcome is recorded, as nobody waits for its reply any more
+        await anyio.to_thread.run_sync(self._kernel.process_submitted)
 
     def _executor(self, name: str) -> Any:
         def run(args: dict[str, Any]) -> types.CallToolResult:

@@ -80,6 +80,9 @@ LevelField = Annotated[
     WithJsonSchema({"type": "string", "enum": [level.name for level in Level]}),
 ]
 ToolName = Annotated[StrictStr, Field(pattern=r"^(\*|[a-z][a-z0-9_.-]{0,63})$")]
+KeyId = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{16}$")]
+#: an approver key id (16 hex digits, as ``gnomon keys`` prints it) or ``role:NAME``
+Approver = Annotated[StrictStr, Field(pattern=r"^([0-9a-f]{16}|role:[a-z0-9][a-z0-9_.-]{0,63})$")]
 
 
 class _Model(BaseModel):
@@ -100,6 +103,11 @@ class Rule(_Model):
         default=None, description="blast radii this rule matches (omit: any)"
     )
     verdict: Outcome
+    approvers: tuple[Approver, ...] | None = Field(
+        default=None,
+        description="who may approve what this rule holds: approver key ids, or role:NAME "
+        "(a role of the policy's roles); omit: any pinned approver key",
+    )
 
     def matches(self, tool: str, level: Level, radius: BlastRadius) -> bool:
         return (
@@ -136,6 +144,19 @@ class ActionPolicy(_Model):
     approval_deadline: Duration = Field(
         default=Duration.parse("PT15M"), description="how long a hold waits for a human"
     )
+    unknown_tool_floor: LevelField = Field(
+        default=Level.L0,
+        description="lowest level of a tool the shipped ladder does not know (L3 makes every "
+        "unknown tool local-write or higher unless tool_levels names it)",
+    )
+    tool_levels: dict[ToolName, LevelField] = Field(
+        default_factory=dict,
+        description="levels the operator signs for tools the ladder does not know (below "
+        "unknown_tool_floor); a known tool keeps its ladder floor",
+    )
+    roles: dict[
+        Annotated[StrictStr, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")], tuple[KeyId, ...]
+    ] = Field(default_factory=dict, description="approver roles: a name and the key ids it holds")
     rules: tuple[Rule, ...] = Field(description="ordered; the first that matches decides")
 
     @model_validator(mode="after")
@@ -151,6 +172,12 @@ class ActionPolicy(_Model):
         names = [rule.name for rule in self.rules]
         if len(set(names)) != len(names):
             problems.append("rules: every rule needs a distinct name")
+        for rule in self.rules:
+            for who in rule.approvers or ():
+                if who.startswith("role:") and who[5:] not in self.roles:
+                    problems.append(f"rules.{rule.name}.approvers: no role {who[5:]!r} in roles")
+        if "*" in self.tool_levels:
+            problems.append("tool_levels: name each tool; '*' is not a tool")
         if problems:
             raise PydanticCustomError("ladder", "{p}", {"p": "; ".join(problems)})
         return self
@@ -194,6 +221,16 @@ class ActionPolicy(_Model):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         return {"$schema": SCHEMA_DIALECT, "$id": SCHEMA_ID, **cls.model_json_schema()}
+
+    def approver_keys(self, rule: str | None) -> frozenset[str]:
+        """The key ids that may approve what ``rule`` holds (empty: any pinned key)."""
+        found = next((r for r in self.rules if r.name == rule), None)
+        if found is None or found.approvers is None:
+            return frozenset()
+        keys: set[str] = set()
+        for who in found.approvers:
+            keys.update(self.roles.get(who[5:], ()) if who.startswith("role:") else (who,))
+        return frozenset(keys) or frozenset({"(none)"})
 
     # -- identity --------------------------------------------------------------------------
 

@@ -7,7 +7,13 @@ external or shared (push, deploy, network, credentials, spend, publish, sign), L
 A tool's *category* gives it its own minimum level, a floor no contract can go below: a contract
 that declares ``git_push`` (category ``push``) at L2 is refused with
 :class:`~firewall.model.errors.ContractError`, so a mistaken or hostile contract cannot lower a push
-below L4. A tool no contract names is unknown, and the kernel denies it (fail closed).
+below L4. The floor follows the *tool*, not only the declared category: the shipped ladder
+(:data:`LADDER`) names the category of every known tool, and a contract that declares a known
+tool under a category with a lower floor (``git_push`` as ``read``) is refused when the registry
+is built. A tool the ladder does not know starts at the policy's ``unknown_tool_floor``, unless
+the operator signs a level for it into the policy (``tool_levels``; see
+:mod:`firewall.kernel.decide`). A tool no contract names is unknown to the kernel, and denied
+(fail closed).
 
 >>> registry = ToolRegistry.builtin()
 >>> registry.lookup("git_push").required_level.name
@@ -93,11 +99,38 @@ FLOORS: Mapping[Category, Level] = {
 }
 
 
+#: The shipped ladder: the category of every known tool. A contract for one of these tools may
+#: declare a stricter category or level, never a lower floor.
+LADDER: Mapping[str, Category] = {
+    "read_file": Category.READ,
+    "git_status": Category.READ,
+    "git_show": Category.READ,
+    "git_diff": Category.READ,
+    "git_log": Category.READ,
+    "suggest": Category.SUGGEST,
+    "git_add": Category.ARTIFACT,
+    "git_commit": Category.ARTIFACT,
+    "write_file": Category.LOCAL_WRITE,
+    "drop_database": Category.LOCAL_WRITE,
+    "git_push": Category.PUSH,
+    "http_post": Category.NETWORK,
+    "deploy": Category.DEPLOY,
+    "read_secret": Category.CREDENTIALS,
+}
+
+
 class PreconditionKind(StrEnum):
     """Facts recorded at proposal and revalidated at execution (see ``preconditions``)."""
 
     FILE_UNCHANGED = "file_unchanged"  # sha256 of the file named by an argument
     GIT_HEAD_UNCHANGED = "git_head_unchanged"  # HEAD of the repository named by an argument
+    #: the push a ``git_push`` makes: the commit its branch names, the remote's resolved push
+    #: URL, the refspec and the force flag (``arg`` names the repository argument)
+    GIT_PUSH_TARGET = "git_push_target"
+    #: where a write lands: the resolved real path, the parent directory's identity (st_dev,
+    #: st_ino) and what the path itself is (absent, file, link): a link planted after the
+    #: approval, or a swapped parent, is a change
+    FILE_TARGET = "file_target"
 
 
 class Precondition(BaseModel):
@@ -123,6 +156,8 @@ class ActionContract(BaseModel):
     scope: StrictStr = "project"
     data_sensitivity: Sensitivity = Sensitivity.INTERNAL
     preconditions: tuple[Precondition, ...] = ()
+    #: whether a ``force`` argument may be true (a forced push rewrites a remote's history)
+    allows_force: bool = False
     inputs: type[BaseModel]
     outputs: type[BaseModel] | None = None
 
@@ -133,7 +168,15 @@ class ActionContract(BaseModel):
 
     @property
     def floor(self) -> Level:
-        return FLOORS[self.category]
+        """The higher of the declared category's floor and the ladder's for this tool."""
+        known = LADDER.get(self.tool)
+        own = FLOORS[self.category]
+        return own if known is None else max(own, FLOORS[known])
+
+    @property
+    def known(self) -> bool:
+        """Whether the shipped ladder names this tool's category."""
+        return self.tool in LADDER
 
     def checked_inputs(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """``args`` validated (strictly) against the input schema, or :class:`InputError`."""
@@ -146,7 +189,14 @@ class ActionContract(BaseModel):
                 f"arguments for {self.tool} are invalid: {where}: {err['msg']}",
                 hint=f"pass the fields of {self.inputs.__name__}",
             ) from None
-        return model.model_dump(mode="json")
+        checked = model.model_dump(mode="json")
+        if checked.get("force") is True and not self.allows_force:
+            raise InputError(
+                f"{self.tool} with force=true is refused: the contract does not allow forcing",
+                hint="push without force, or have the operator register a contract with "
+                "allows_force=True",
+            )
+        return checked
 
 
 def _model(model_name: str, /, **fields: Any) -> type[BaseModel]:
@@ -168,6 +218,14 @@ class ToolRegistry:
     def register(self, contract: ActionContract) -> None:
         if type(contract) is not ActionContract:
             raise ContractError(f"expected an ActionContract, got {type(contract).__name__}")
+        known = LADDER.get(contract.tool)
+        if known is not None and FLOORS[contract.category] < FLOORS[known]:
+            raise ContractError(
+                f"contract for {contract.tool} declares category {contract.category.value} "
+                f"(floor {FLOORS[contract.category].name}), but the ladder names "
+                f"{contract.tool} {known.value} (floor {FLOORS[known].name})",
+                hint="a contract can make a known tool stricter, never put it in a lower category",
+            )
         if contract.required_level < contract.floor:
             raise ContractError(
                 f"contract for {contract.tool} declares {contract.required_level.name}, below "
@@ -195,15 +253,15 @@ _PATH = (str, Field(min_length=1, max_length=4096))
 #: The shipped contracts, a row each: tool, category, level, blast radius, reversibility, data
 #: sensitivity, and the precondition revalidated at execution (``kind:argument``, or ``-``).
 _SHIPPED = """
-read_file      read         L0  self      reversible    internal  -
-suggest        suggest      L1  session   reversible    internal  -
-write_file     local_write  L3  project   reversible    internal  file_unchanged:path
-git_commit     local_write  L3  project   compensable   internal  git_head_unchanged:repo
-git_push       push         L4  external  irreversible  internal  git_head_unchanged:repo
-http_post      network      L4  external  irreversible  public    -
-deploy         deploy       L4  external  compensable   internal  -
-read_secret    credentials  L4  external  irreversible  secret    -
-drop_database  local_write  L5  project   irreversible  internal  -
+read_file     read        L0 self     reversible   internal -
+suggest       suggest     L1 session  reversible   internal -
+write_file    local_write L3 project  reversible   internal file_unchanged:path,file_target:path
+git_commit    local_write L3 project  compensable  internal git_head_unchanged:repo
+git_push      push        L4 external irreversible internal git_push_target:repo
+http_post     network     L4 external irreversible public   -
+deploy        deploy      L4 external compensable  internal -
+read_secret   credentials L4 external irreversible secret   -
+drop_database local_write L5 project  irreversible internal -
 """
 
 #: The fields of each shipped tool's inputs; the model is named after the tool
@@ -217,6 +275,7 @@ _SHIPPED_INPUTS: dict[str, dict[str, Any]] = {
         "repo": _PATH,
         "remote": (str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")),
         "branch": (str, Field(pattern=r"^[A-Za-z0-9_./-]{1,128}$")),
+        "force": (bool, False),
     },
     "http_post": {"url": (str, Field(max_length=2048)), "body": (str, ...)},
     "deploy": {"service": (str, Field(max_length=128)), "ref": (str, ...)},
@@ -227,7 +286,7 @@ _SHIPPED_INPUTS: dict[str, dict[str, Any]] = {
 
 def _shipped(row: str) -> ActionContract:
     tool, category, level, blast_radius, reversibility, sensitivity, precondition = row.split()
-    kind, _, arg = precondition.partition(":")
+    pairs = [p.partition(":") for p in precondition.split(",") if p != "-"]
     inputs = "".join(word.title() for word in tool.split("_")) + "Inputs"
     return ActionContract(
         tool=tool,
@@ -236,7 +295,7 @@ def _shipped(row: str) -> ActionContract:
         blast_radius=BlastRadius(blast_radius),
         reversibility=Reversibility(reversibility),
         data_sensitivity=Sensitivity(sensitivity),
-        preconditions=(Precondition(kind=PreconditionKind(kind), arg=arg),) if arg else (),
+        preconditions=tuple(Precondition(kind=PreconditionKind(k), arg=a) for k, _, a in pairs),
         inputs=_model(inputs, **_SHIPPED_INPUTS[tool]),
     )
 
@@ -246,6 +305,7 @@ BUILTIN: tuple[ActionContract, ...] = tuple(_shipped(row) for row in _SHIPPED.st
 __all__ = [
     "BUILTIN",
     "FLOORS",
+    "LADDER",
     "ActionContract",
     "BlastRadius",
     "Category",

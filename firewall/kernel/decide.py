@@ -42,8 +42,13 @@ class Ruling:
     reasons: tuple[str, ...]
 
 
-def effective_level(contract: ActionContract) -> Level:
-    return max(contract.required_level, contract.floor)
+def effective_level(contract: ActionContract, policy: ActionPolicy | None = None) -> Level:
+    """The contract's level, its tool's floor and, for a tool the ladder does not know, the
+    policy's ``unknown_tool_floor`` (or the level the operator signed in ``tool_levels``)."""
+    level = max(contract.required_level, contract.floor)
+    if policy is not None and not contract.known:
+        level = max(level, policy.tool_levels.get(contract.tool, policy.unknown_tool_floor))
+    return level
 
 
 def rule_verdict(policy: ActionPolicy, contract: ActionContract, level: Level) -> Ruling:
@@ -143,7 +148,7 @@ def decide(
     """The verdict for one proposed action (see the module docstring for the order)."""
     if contract is None:
         return Ruling(Outcome.DENY, None, None, (f"no contract names tool {tool!r}: deny",))
-    level = effective_level(contract)
+    level = effective_level(contract, policy)
     ruling = rule_verdict(policy, contract, level)
     outcome, reasons = ruling.outcome, list(ruling.reasons)
     unknown, problems = citation_problems(cites, found, citation_policy, now)

@@ -19,6 +19,17 @@ Flow of one request (every step an event carrying the session's context ids):
 4. **execute** is two-phase: the store's atomic claim (:meth:`Store.claim_execution`) lets one
    process through, every precondition is read again, then the executor runs and the outcome is
    recorded. The outcome never promotes a belief the action rested on.
+
+Execution binds to what runs. Before an approved request is claimed, the approval stored in its
+``approval.accepted`` event is verified again against the pinned approver keys, the inputs
+digest is recomputed from the exact arguments the executor will get, the contract digest from
+the registry's contract and the recorded preconditions, and the approval's own expiry is checked
+against the clock (after a restart too). A mismatch is recorded (``approval.forgery`` and
+``action.refused``) and raises :class:`ForgedApprovalError`; an expired approval is refused
+(``action.refused``, :class:`ActionPendingError`). The executor is never called. An
+``approval.accepted`` event that does not verify is not obeyed: the hold stays listed and the
+event is recorded as a forgery. :meth:`ActionKernel.process_submitted` also resumes an approved
+request no process claimed (its host died after the approval).
 """
 
 from __future__ import annotations
@@ -38,10 +49,21 @@ from gnomon.firewall.kernel.approvals import (
     Approval,
     ApprovalRequest,
     check_approval,
+    check_expiry,
+    contract_digest,
     inputs_digest,
+    verify_approval,
 )
-from gnomon.firewall.kernel.contracts import ToolRegistry
-from gnomon.firewall.kernel.decide import Arbiter, Case, Ruling, arbitrate, decide
+from gnomon.firewall.kernel.contracts import ActionContract, ToolRegistry
+from gnomon.firewall.kernel.decide import (
+    Arbiter,
+    Case,
+    Ruling,
+    arbitrate,
+    decide,
+    effective_level,
+    rule_verdict,
+)
 from gnomon.firewall.kernel.preconditions import Snapshot, capture, revalidate
 from gnomon.firewall.kernel.signing import SignedPolicy, reverify
 from gnomon.firewall.log.events import EventDraft, Records
@@ -184,7 +206,8 @@ class ActionKernel:
         # The arbitration hook: host-side arbiters (e.g. firewall.host.sentinels.SentinelArbiter)
         # run after the policy's ruling on every proposal and can only make it stricter.
         self._arbiters = tuple(arbiters)
-        self._policy = reverify(policy, list(operator_keys), allow_unsigned=allow_unsigned)
+        self._operators = list(operator_keys)
+        self._policy = reverify(policy, self._operators, allow_unsigned=allow_unsigned)
         self._approvers = list(approver_keys)
         self._registry = registry or ToolRegistry.builtin()
         self._executors = dict(executors or {})
@@ -262,6 +285,9 @@ class ActionKernel:
             capture(contract, validated, cites, self._policy.digest) if contract is not None else []
         )
         request_id, digest = new_id("req"), inputs_digest(tool, validated)
+        level_name = ruling.level.name if ruling.level is not None else None
+        captured = [s.model_dump() for s in snapshots]
+        terms = contract_digest(_terms(tool, contract, level_name, captured))
         decision = Decision(
             id=new_id("dec"),
             session_id=session.id,
@@ -295,13 +321,14 @@ class ActionKernel:
                 "args": validated,
                 "cites": list(cites),
                 "label": label.json_dict() if label is not None else None,
-                "level": ruling.level.name if ruling.level is not None else None,
+                "level": level_name,
                 "outcome": ruling.outcome.value,
                 "rule": ruling.rule,
                 "reasons": list(ruling.reasons),
                 "inputs_digest": digest,
                 "policy_digest": self._policy.digest,
-                "preconditions": [s.model_dump() for s in snapshots],
+                "contract_digest": terms,
+                "preconditions": captured,
             },
             records=Records(decisions=(decision,), actions=(action,)),
             actor=session.actor,
@@ -322,7 +349,8 @@ class ActionKernel:
         if ruling.outcome == Verdict.DENY:
             self._record_in(session, request_id, L.DENIED, {"reasons": list(ruling.reasons)})
             return ActionResult(request_id, action.id, "denied", ruling.reasons), None
-        return self._hold(request_id, action.id, session, tool, ruling, digest, now), None
+        held = self._hold(request_id, action.id, session, tool, ruling, (digest, terms), now)
+        return held, None
 
     def _hold(
         self,
@@ -331,7 +359,7 @@ class ActionKernel:
         session: Session,
         tool: str,
         ruling: Ruling,
-        digest: str,
+        digests: tuple[str, str],
         now: datetime,
     ) -> ActionResult:
         deadline = self._policy.policy.approval_deadline.after(now)
@@ -342,11 +370,13 @@ class ActionKernel:
             project=session.project,
             tool=tool,
             level=ruling.level.name if ruling.level is not None else "?",
-            inputs_digest=digest,
+            inputs_digest=digests[0],
             policy_digest=self._policy.digest,
+            contract_digest=digests[1],
             reasons=ruling.reasons,
             created_at=now,
             deadline=deadline,
+            approvers=tuple(sorted(self._authorised(tool))),
         )
         self._record_in(session, request_id, L.HELD, {"request": request.model_dump(mode="json")})
         if self._resolver is not None:
@@ -358,18 +388,40 @@ class ActionKernel:
     # -- approvals ------------------------------------------------------------------------
 
     def holds(self) -> list[ApprovalRequest]:
-        """Pending holds, rebuilt from the log (overdue ones are expired first)."""
-        return [s.request for s in self._expired_ledger().holds() if s.request]
+        """Pending holds, rebuilt from the log (overdue ones are expired first). An
+        ``approval.accepted`` event that does not verify hides no hold: it is recorded as a
+        forgery here."""
+        ledger = self._expired_ledger()
+        for state in ledger.requests.values():
+            self._report_unverified(state)
+        return [s.request for s in ledger.holds() if s.request]
 
     def expire(self) -> list[str]:
         """Turn every hold past its deadline into a denial (``action.expired``)."""
-        return self._expire(L.read_ledger(self._wall.store))
+        return self._expire(self._ledger())
 
     def _expired_ledger(self) -> L.Ledger:
         """The ledger after :meth:`expire`: one scan of the log, a second only if a hold
         expired (its ``action.expired`` event changes the ledger)."""
-        ledger = L.read_ledger(self._wall.store)
-        return L.read_ledger(self._wall.store) if self._expire(ledger) else ledger
+        ledger = self._ledger()
+        return self._ledger() if self._expire(ledger) else ledger
+
+    def _ledger(self) -> L.Ledger:
+        """Every request's state, approvals verified against the pinned approver keys."""
+        return L.read_ledger(self._wall.store, approvers=self._approvers, operators=self._operators)
+
+    def _report_unverified(self, state: L.RequestState) -> None:
+        """Record each ``approval.accepted`` event of a pending hold that does not verify (it
+        was not obeyed) as an ``approval.forgery``, once. A request that moved on (an accepted
+        event of an older version, which stored no approval, on an executed request) is left
+        alone: nothing was hidden."""
+        if state.status != "held":
+            return
+        for seq, why in state.unverified:
+            if seq not in state.reported:
+                detail = f"approval.accepted #{seq}: {why}"
+                self._forgery(state, "forged", detail, None, accepted_seq=seq)
+                state.reported.add(seq)
 
     def _expire(self, ledger: L.Ledger) -> list[str]:
         return [s.request_id for s in ledger.holds() if self._expire_one(s)]
@@ -384,9 +436,21 @@ class ActionKernel:
         self._record_for(state.request_id, L.EXPIRED, {"reasons": [reason]}, state=state)
         return True
 
+    def _authorised(self, tool: str) -> frozenset[str]:
+        """The approver key ids the rule that holds ``tool`` names (empty: any pinned key),
+        from this kernel's signed policy and registry, never from the log."""
+        contract = self._registry.lookup(tool)
+        if contract is None:
+            return frozenset()
+        policy = self._policy.policy
+        rule = rule_verdict(policy, contract, effective_level(contract, policy)).rule
+        return policy.approver_keys(rule)
+
     def _state(self, request_id: str) -> L.RequestState | None:
         """One request's state from its own events (an indexed read, not a scan of the log)."""
-        return L.read_request(self._wall.store, request_id)
+        return L.read_request(
+            self._wall.store, request_id, approvers=self._approvers, operators=self._operators
+        )
 
     def _current(self, request_id: str) -> L.RequestState | None:
         """:meth:`_state` after expiring the request if it is an overdue hold."""
@@ -409,7 +473,11 @@ class ActionKernel:
             raise ForgedApprovalError("wrong_request", f"no held request {request_id!r}")
         try:
             checked = check_approval(
-                approval, state.request, self._approvers, now=self._wall.clock()
+                approval,
+                state.request,
+                self._approvers,
+                now=self._wall.clock(),
+                authorised=self._authorised(str(state.proposal["tool"])),
             )
             # the signature binds the request id: only this request's nonces can be replayed
             if checked.nonce in state.nonces:
@@ -433,6 +501,7 @@ class ActionKernel:
                 "key_id": checked.key_id,
                 "nonce": checked.nonce,
                 "submitted_seq": submitted_seq,
+                "approval": checked.to_json(),
             },
             actor=checked.approver,
             state=state,
@@ -448,14 +517,24 @@ class ActionKernel:
     ) -> list[ActionResult | ForgedApprovalError]:
         """Verify and act on approvals other processes wrote to the store (``gnomon approve``):
         every request's, or only ``request_id``'s (an indexed read, what a host waiting on one
-        hold polls)."""
+        hold polls). It also resumes an approved request no process claimed (the host died
+        between the approval and the claim): the approval is checked again, expiry included."""
         out: list[ActionResult | ForgedApprovalError] = []
         if request_id is None:
-            states = list(L.read_ledger(self._wall.store).requests.values())
+            states = list(self._ledger().requests.values())
         else:
             one = self._state(request_id)
             states = [one] if one is not None else []
         for state in states:
+            self._report_unverified(state)
+            if state.status == "approved" and not state.pending:
+                try:
+                    out.append(self._execute(state.request_id))
+                except ForgedApprovalError as exc:
+                    out.append(exc)
+                except ActionPendingError:
+                    pass
+                continue
             for seq, doc in state.pending:
                 try:
                     approval = Approval.from_json(doc)
@@ -472,9 +551,14 @@ class ActionKernel:
         return out
 
     def _forgery(
-        self, state: L.RequestState | None, kind: str, detail: str, submitted_seq: int | None
+        self,
+        state: L.RequestState | None,
+        kind: str,
+        detail: str,
+        submitted_seq: int | None,
+        **extra: object,
     ) -> None:
-        data = {"kind": kind, "detail": detail, "submitted_seq": submitted_seq}
+        data = {"kind": kind, "detail": detail, "submitted_seq": submitted_seq, **extra}
         if state is None:
             self._wall.commit(
                 self._wall.draft(L.FORGERY, actor="host", now=self._wall.clock(), data=data)
@@ -512,6 +596,7 @@ class ActionKernel:
                     "action executes",
                     hint="a held action needs a signed approval from a pinned approver key",
                 )
+            self._bound(known)
             claims = [self._draft_for(known, L.EXECUTING, {"request_id": request_id})]
             action_id = known.action_id
         else:
@@ -565,6 +650,56 @@ class ActionKernel:
             kept = error.output if isinstance(error, ToolFailed) else None
             return self._executed(state, kept, f"{type(error).__name__}: {error}"[:500])
         return self._executed(state, output, None)
+
+    def _bound(self, state: L.RequestState) -> None:
+        """Check, before the claim, that what will run is what was approved (see the module
+        docstring); a mismatch is recorded and raises, an expired approval is refused."""
+        tool, args = state.proposal["tool"], dict(state.proposal["args"])
+        digest = inputs_digest(tool, args)
+        if state.status == "allowed":
+            if digest != state.proposal.get("inputs_digest"):
+                self._unbound(state, "wrong_digest", "the stored arguments are not the proposed")
+            return
+        approval, request = state.approval, state.request
+        if approval is None or request is None:
+            self._unbound(state, "forged", "no verified approval is recorded for it")
+            return
+        try:
+            authorised = self._authorised(tool)
+            verify_approval(approval, request, self._approvers, authorised=authorised)
+        except ForgedApprovalError as exc:
+            self._unbound(state, exc.kind, exc.message)
+        if digest != approval.inputs_digest:
+            self._unbound(
+                state, "wrong_digest", "the arguments to run are not the ones the approval signed"
+            )
+        terms = _terms(
+            tool,
+            self._registry.lookup(tool),
+            state.proposal.get("level"),
+            state.proposal.get("preconditions"),
+        )
+        if contract_digest(terms) != approval.contract_digest:
+            self._unbound(
+                state,
+                "wrong_digest",
+                "the contract or the recorded preconditions are not the ones the approval signed",
+            )
+        try:
+            check_expiry(approval, self._wall.clock())
+        except ForgedApprovalError as exc:
+            self._record_for(state.request_id, L.REFUSED, {"problems": [exc.message]}, state=state)
+            raise ActionPendingError(
+                f"request {state.request_id} was not run: {exc.message}",
+                hint="the approval ran out before the action ran; propose it again",
+            ) from None
+
+    def _unbound(self, state: L.RequestState, kind: str, detail: str) -> None:
+        """Record that ``state``'s execution does not match its approval, and refuse it."""
+        why = f"execution refused: {detail}"
+        self._forgery(state, kind, why, None, at_execution=True)
+        self._record_for(state.request_id, L.REFUSED, {"problems": [why]}, state=state)
+        raise ForgedApprovalError(kind, f"request {state.request_id}: {why}")
 
     def _executed(
         self, state: L.RequestState, output: object, failure: str | None
@@ -730,6 +865,20 @@ def _request_of(approval: object) -> str | None:
         return None
     value = object.__getattribute__(approval, "__dict__").get("request_id")
     return value if isinstance(value, str) else None
+
+
+def _terms(
+    tool: str, contract: ActionContract | None, level: object, preconditions: object
+) -> dict[str, Any]:
+    """The contract terms an approval signs (see :func:`contract_digest`)."""
+    return {
+        "tool": tool,
+        "level": level,
+        "category": contract.category.value if contract is not None else None,
+        "blast_radius": contract.blast_radius.value if contract is not None else None,
+        "reversibility": contract.reversibility.value if contract is not None else None,
+        "preconditions": preconditions,
+    }
 
 
 __all__ = [

@@ -14,19 +14,37 @@ and Action records), ``action.held`` (the :class:`ApprovalRequest`), ``action.de
 ``action.expired`` (a hold past its deadline: a denial), ``approval.submitted`` (an approval
 written by another process, e.g. ``gnomon approve``), ``approval.accepted``,
 ``approval.forgery``, ``action.executing`` (the exactly-once claim), ``action.executed`` (with
-the Outcome record), ``action.refused`` (a precondition changed), ``action_policy.loaded``.
+the Outcome record), ``action.refused`` (a precondition changed), ``action.resolved`` (an
+operator's signed word on a request whose outcome is unknown: it ran, or it failed),
+``action_policy.loaded``.
+
+An ``approval.accepted`` event is obeyed only if the approval it stores is a resolution of this
+request's hold: with the approver keys (what the kernel passes), its signature is verified too.
+One that is not (appended by hand, with no approval or a forged one) changes nothing: the hold
+stays listed, and the kernel records the event as a forgery (:attr:`RequestState.unverified`).
+A stored event the fold cannot read (a field missing or malformed) is skipped and named in
+:attr:`Ledger.malformed` (seq, kind, what is wrong), never a ``KeyError``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from gnomon.firewall.kernel.approvals import Approval, ApprovalRequest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from pydantic import ValidationError
+
+from gnomon.firewall.kernel.approvals import (
+    Approval,
+    ApprovalRequest,
+    Resolution,
+    verify_approval,
+    verify_resolution,
+)
 from gnomon.firewall.log.events import Event, EventDraft
-from gnomon.firewall.model.errors import UnknownIdError
+from gnomon.firewall.model.errors import ActionPendingError, ForgedApprovalError, UnknownIdError
 from gnomon.firewall.store.base import EXECUTION_CLAIM_KIND, Store
 
 PROPOSED = "action.proposed"
@@ -39,10 +57,23 @@ FORGERY = "approval.forgery"
 EXECUTING = EXECUTION_CLAIM_KIND
 EXECUTED = "action.executed"
 REFUSED = "action.refused"
+RESOLVED = "action.resolved"
 POLICY_LOADED = "action_policy.loaded"
 
 KINDS = frozenset(
-    {PROPOSED, HELD, DENIED, EXPIRED, SUBMITTED, ACCEPTED, FORGERY, EXECUTING, EXECUTED, REFUSED}
+    {
+        PROPOSED,
+        HELD,
+        DENIED,
+        EXPIRED,
+        SUBMITTED,
+        ACCEPTED,
+        FORGERY,
+        EXECUTING,
+        EXECUTED,
+        REFUSED,
+        RESOLVED,
+    }
 )
 
 #: Status a request ends in after each kind of event.
@@ -73,6 +104,17 @@ class RequestState:
     #: seqs of ``approval.submitted`` events some process already handled
     handled: set[int] = field(default_factory=set)
     events: list[Event] = field(default_factory=list)
+    #: the approval of the ``approval.accepted`` event that approved the request
+    approval: Approval | None = None
+    #: ``approval.accepted`` events not obeyed: ``(seq, why)``
+    unverified: list[tuple[int, str]] = field(default_factory=list)
+    #: seqs of unverified ``approval.accepted`` events already recorded as forgeries
+    reported: set[int] = field(default_factory=set)
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """Claimed for execution, never finished: the host may have died mid-call."""
+        return self.status == "executing"
 
     @property
     def action_id(self) -> str:
@@ -85,70 +127,205 @@ class Ledger:
     by_action: dict[str, str] = field(default_factory=dict)
     nonces: set[str] = field(default_factory=set)
     policy_loads: list[Event] = field(default_factory=list)
+    #: stored events the fold could not read: "event #seq (kind): what is wrong"
+    malformed: list[str] = field(default_factory=list)
 
     def holds(self) -> list[RequestState]:
         return [r for r in self.requests.values() if r.status == "held"]
+
+    def unknown_outcomes(self) -> list[RequestState]:
+        """Requests claimed for execution and never finished (see ``gnomon holds resolve``)."""
+        return [r for r in self.requests.values() if r.outcome_unknown]
+
+    def approved_unclaimed(self) -> list[RequestState]:
+        """Requests approved and not claimed yet (a host resumes them; listed until then, so
+        an approval never makes a request vanish from ``gnomon holds`` before it runs)."""
+        return [r for r in self.requests.values() if r.status == "approved"]
 
     def find(self, ident: str) -> RequestState | None:
         return self.requests.get(self.by_action.get(ident, ident))
 
 
-def read_ledger(store: Store, *, events: Iterable[Event] | None = None) -> Ledger:
-    """Fold the log's kernel events into a :class:`Ledger` (one pass)."""
+def read_ledger(
+    store: Store,
+    *,
+    events: Iterable[Event] | None = None,
+    approvers: Sequence[Ed25519PublicKey] | None = None,
+    operators: Sequence[Ed25519PublicKey] | None = None,
+) -> Ledger:
+    """Fold the log's kernel events into a :class:`Ledger` (one pass). With ``approvers``, an
+    ``approval.accepted`` event is obeyed only if its approval verifies against them; with
+    ``operators``, an ``action.resolved`` event only if an operator key signed it."""
     ledger = Ledger()
     for event in store.events() if events is None else events:
         if event.kind == POLICY_LOADED:
             ledger.policy_loads.append(event)
         if event.kind not in KINDS:
             continue
-        data = dict(event.payload)
-        ident = str(data.get("request_id", ""))
-        if event.kind == PROPOSED:
-            state = RequestState(
-                ident,
-                data,
-                event.session_id,
-                event.project,
-                event.user,
-                status="allowed" if data.get("outcome") == "allow" else "proposed",
-            )
-            ledger.requests[ident] = state
-            ledger.by_action[str(data["action_id"])] = ident
-        state_or_none = ledger.requests.get(ident)
-        if state_or_none is None:
-            continue
-        state = state_or_none
-        state.events.append(event)
-        if event.kind == HELD:
-            state.request = ApprovalRequest.model_validate(data["request"])
-        if event.kind == SUBMITTED:
-            state.pending.append((event.seq, dict(data.get("approval") or {})))
-        if event.kind in (ACCEPTED, FORGERY):
-            done = data.get("submitted_seq")
-            if isinstance(done, int):
-                state.handled.add(done)
-            state.pending = [(s, a) for s, a in state.pending if s != done]
-        if event.kind == ACCEPTED:
-            nonce = str(data.get("nonce"))
-            state.nonces.add(nonce)
-            ledger.nonces.add(nonce)
-            if data.get("decision") == "deny":
-                state.status = "denied"
-                state.reasons.append(f"denied by {data.get('approver')}")
-                continue
-        if event.kind == FORGERY:
-            state.forgeries.append(data)
-            continue
-        if event.kind in _STATUS:
-            state.status = _STATUS[event.kind]
-        for reason in data.get("reasons") or data.get("problems") or ():
-            state.reasons.append(str(reason))
+        try:
+            _fold(ledger, event, approvers, operators)
+        except (KeyError, TypeError, ValueError, ValidationError, AttributeError) as exc:
+            ledger.malformed.append(f"event #{event.seq} ({event.kind}): {_what(exc)}")
     return ledger
 
 
-def read_request(store: Store, request_id: str) -> RequestState | None:
+def _what(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"field {exc.args[0]!r} is missing"
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "value"
+        return f"{where}: {err['msg']}"
+    return f"{type(exc).__name__}: {exc}"[:200]
+
+
+def _fold(
+    ledger: Ledger,
+    event: Event,
+    approvers: Sequence[Ed25519PublicKey] | None,
+    operators: Sequence[Ed25519PublicKey] | None,
+) -> None:
+    data = dict(event.payload)
+    ident = data.get("request_id")
+    if not isinstance(ident, str) or not ident:
+        raise KeyError("request_id")
+    if event.kind == PROPOSED:
+        action_id = data["action_id"]
+        if not isinstance(action_id, str) or not isinstance(data["tool"], str):
+            raise ValueError("action_id and tool must be strings")
+        if not isinstance(data["args"], dict):
+            raise ValueError("args must be a mapping")
+        ledger.requests[ident] = RequestState(
+            ident,
+            data,
+            event.session_id,
+            event.project,
+            event.user,
+            status="allowed" if data.get("outcome") == "allow" else "proposed",
+        )
+        ledger.by_action[action_id] = ident
+    state = ledger.requests.get(ident)
+    if state is None:
+        return
+    if event.kind == HELD:
+        state.request = ApprovalRequest.model_validate(data["request"])
+    state.events.append(event)
+    if event.kind == SUBMITTED:
+        state.pending.append((event.seq, dict(data.get("approval") or {})))
+    if event.kind == FORGERY and isinstance(data.get("accepted_seq"), int):
+        state.reported.add(data["accepted_seq"])
+    if event.kind in (ACCEPTED, FORGERY):
+        done = data.get("submitted_seq")
+        if isinstance(done, int):
+            state.handled.add(done)
+        state.pending = [(s, a) for s, a in state.pending if s != done]
+    if event.kind == ACCEPTED:
+        try:
+            approval = accepted_approval(state, data, approvers)
+        except ForgedApprovalError as exc:
+            state.unverified.append((event.seq, exc.message))
+            return
+        state.nonces.add(approval.nonce)
+        ledger.nonces.add(approval.nonce)
+        if approval.decision == "deny":
+            state.status = "denied"
+            state.reasons.append(f"denied by {approval.approver}")
+            return
+        state.approval = approval
+    if event.kind == FORGERY:
+        state.forgeries.append(data)
+        return
+    if event.kind == RESOLVED:
+        if state.status != "executing":
+            return
+        try:
+            resolution = verify_resolution(
+                data.get("resolution"), state.request_id, state.action_id, operators
+            )
+        except ForgedApprovalError as exc:
+            raise ValueError(exc.message) from None
+        state.status = "executed" if resolution.outcome == "ran" else "failed"
+        state.reasons.append(f"outcome {resolution.outcome}, resolved by {resolution.operator}")
+        return
+    if event.kind in _STATUS:
+        state.status = _STATUS[event.kind]
+    for reason in data.get("reasons") or data.get("problems") or ():
+        state.reasons.append(str(reason))
+
+
+def accepted_approval(
+    state: RequestState, data: dict[str, Any], approvers: Sequence[Ed25519PublicKey] | None
+) -> Approval:
+    """The approval an ``approval.accepted`` event of ``state`` stores, if it resolves the
+    request's hold (its signature verified against ``approvers`` when given), else
+    :class:`ForgedApprovalError`."""
+    if state.request is None or state.status != "held":
+        raise ForgedApprovalError(
+            "wrong_request", f"approval.accepted for {state.request_id}, which is not held"
+        )
+    doc = data.get("approval")
+    if not isinstance(doc, dict):
+        raise ForgedApprovalError(
+            "forged", f"approval.accepted for {state.request_id} carries no signed approval"
+        )
+    approval = Approval.from_json(doc)
+    if approvers is not None:
+        authorised = state.request.approvers
+        return verify_approval(approval, state.request, approvers, authorised=authorised)
+    request = state.request
+    if (approval.request_id, approval.action_id, approval.inputs_digest) != (
+        request.id,
+        request.action_id,
+        request.inputs_digest,
+    ) or (approval.policy_digest, approval.contract_digest) != (
+        request.policy_digest,
+        request.contract_digest,
+    ):
+        raise ForgedApprovalError(
+            "wrong_request", f"approval.accepted for {state.request_id} is another request's"
+        )
+    return approval
+
+
+def read_request(
+    store: Store,
+    request_id: str,
+    *,
+    approvers: Sequence[Ed25519PublicKey] | None = None,
+    operators: Sequence[Ed25519PublicKey] | None = None,
+) -> RequestState | None:
     """The state of one request, folded from its own events (an indexed read)."""
-    return read_ledger(store, events=store.request_events(request_id)).requests.get(request_id)
+    events = store.request_events(request_id)
+    found = read_ledger(store, events=events, approvers=approvers, operators=operators)
+    return found.requests.get(request_id)
+
+
+def post_resolution(store: Store, resolution: Resolution) -> Event:
+    """Write an operator's ``resolution`` of a request whose outcome is unknown to the log
+    (``gnomon holds resolve``); refused unless the request is claimed and unfinished."""
+    state = read_request(store, resolution.request_id)
+    if state is None or state.action_id != resolution.action_id:
+        raise UnknownIdError("request", resolution.request_id)
+    if not state.outcome_unknown:
+        raise ActionPendingError(
+            f"request {resolution.request_id} is {state.status}: only a request whose outcome "
+            "is unknown (claimed, never finished) is resolved by hand",
+            hint="`gnomon holds` lists them under 'outcome unknown'",
+        )
+    draft = EventDraft(
+        kind=RESOLVED,
+        actor=resolution.operator,
+        at=resolution.at,
+        session_id=state.session_id,
+        project=state.project,
+        user=state.user,
+        data={
+            "request_id": resolution.request_id,
+            "outcome": resolution.outcome,
+            "resolution": resolution.to_json(),
+        },
+    )
+    return store.commit([draft])[0]
 
 
 def post_approval(store: Store, approval: Approval, *, now: datetime) -> Event:
@@ -182,10 +359,13 @@ __all__ = [
     "POLICY_LOADED",
     "PROPOSED",
     "REFUSED",
+    "RESOLVED",
     "SUBMITTED",
     "Ledger",
     "RequestState",
+    "accepted_approval",
     "post_approval",
+    "post_resolution",
     "read_ledger",
     "read_request",
 ]

@@ -5,7 +5,8 @@ and how they move the verdict.
 computed;
 this module adds its tables and returns the verdict made stricter where the kernel's log says so:
 any approval forgery makes it red; an action executed on an approval, or a hold still waiting,
-makes a green verdict amber (a human was needed).
+makes a green verdict amber (a human was needed). A stored kernel event the ledger cannot read
+is named (seq, kind, what is wrong) in its own table and makes a green verdict amber.
 """
 
 from __future__ import annotations
@@ -66,8 +67,17 @@ def action_sections(
 
     ledger = read_ledger(store, events=store.session_events(session_id))
     states = [s for s in ledger.requests.values() if s.session_id == session_id]
+    unreadable = Table("Unreadable kernel events", ("problem",), [(m,) for m in ledger.malformed])
     if not states:
-        return list(sections), verdict
+        if not ledger.malformed:
+            return list(sections), verdict
+        level = AMBER if verdict.level == GREEN else verdict.level
+        headline = (
+            "Review: kernel events in this session could not be read"
+            if level != verdict.level
+            else verdict.headline
+        )
+        return [*sections, unreadable], replace(verdict, level=level, headline=headline)
     given = [_with_outcomes(t, states) if t.title == "Actions" else t for t in sections]
     actions = Table(
         "Action requests",
@@ -132,8 +142,11 @@ def action_sections(
         level, headline = RED, "ATTENTION: forged or replayed approvals were presented"
     elif level == GREEN and (waiting or approved):
         level, headline = AMBER, "Review: actions needed (or still need) a human approval"
+    elif level == GREEN and ledger.malformed:
+        level, headline = AMBER, "Review: kernel events in this session could not be read"
     changed = replace(verdict, level=level, headline=headline, answers=tuple(answers))
-    return [*given, actions, holds, approvals, forgeries], changed
+    tables = [*given, actions, holds, approvals, forgeries]
+    return [*tables, unreadable] if ledger.malformed else tables, changed
 
 
 __all__ = ["action_sections", "outcomes"]
