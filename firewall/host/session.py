@@ -30,7 +30,14 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from gnomon.firewall.gate.adoption import Context, adopt, independence_group, quality_for
+from gnomon.firewall.gate.adoption import (
+    Context,
+    adopt,
+    clean_extracted,
+    independence_group,
+    quality_for,
+    user_statement,
+)
 from gnomon.firewall.gate.contradictions import detect, detect_on_evidence
 from gnomon.firewall.gate.grants import Grant
 from gnomon.firewall.gate.policy import (
@@ -75,7 +82,7 @@ from gnomon.firewall.model.errors import (
 )
 from gnomon.firewall.model.ids import new_id
 from gnomon.firewall.model.logbook import withheld_read
-from gnomon.firewall.model.origin import Integrity, Origin, OriginClass, join_all
+from gnomon.firewall.model.origin import Origin, OriginClass, join_all
 from gnomon.firewall.model.states import (
     ClaimKind,
     EvidenceQuality,
@@ -83,7 +90,6 @@ from gnomon.firewall.model.states import (
     ExtractionMethod,
     ObservationTrust,
     Scope,
-    SecurityStatus,
     Sensitivity,
     TruthStatus,
 )
@@ -96,24 +102,6 @@ MAX_K = 200
 #: What a session may have read and still extract clean facts: users and tool envelopes, and
 #: the agent's own clean writing; never external or imported text.
 _SESSION_CLEAN = frozenset({OriginClass.USER, OriginClass.TOOL, OriginClass.AGENT})
-
-
-def _user_statement(belief: Belief) -> bool:
-    """A clean memory a user stated, attested by the host (its label names users only)."""
-    return (
-        belief.origin.classes == {OriginClass.USER}
-        and belief.origin.integrity == Integrity.ATTESTED
-        and belief.security_status == SecurityStatus.CLEAN
-    )
-
-
-def _clean_extracted(belief: Belief) -> bool:
-    """A clean fact extracted earlier with a clean lineage."""
-    return (
-        belief.kind == ClaimKind.EXTRACTED
-        and belief.origin.user_lineage
-        and belief.security_status == SecurityStatus.CLEAN
-    )
 
 
 def _highest(levels: Iterable[Sensitivity]) -> Sensitivity:
@@ -554,6 +542,7 @@ class Session:
         inputs: Sequence[str],
         context: Sequence[str] = (),
         store: str,
+        extractor: str | None = None,
     ) -> Belief:
         """Record a fact a memory store's extractor rewrote (mem0 ``infer=True``, Zep's graph):
         the agent-side inference over ``inputs`` (the ids of the messages it was given) and
@@ -565,7 +554,8 @@ class Session:
         ``unverified``) only when its lineage is clean: every input is a user's attested
         statement, the session has read nothing external or imported, and every context memory
         is a clean user statement or a clean extracted fact. Anything else is recorded exactly
-        as :meth:`remember` records the agent's own writing."""
+        as :meth:`remember` records the agent's own writing. ``extractor`` names the model that
+        rewrote it in the label (default: this session's actor)."""
         self._check_open()
         text = statement_text(statement, self._wall.max_block_bytes)
         if isinstance(inputs, str) or isinstance(context, str):
@@ -578,11 +568,11 @@ class Session:
         labels = [b.origin for b in (*given, *seen)]
         if self._label is not None:
             labels.append(self._label)
-        origin = Origin.join(Origin.agent(self.actor), *labels)
+        origin = Origin.join(Origin.agent(extractor or self.actor), *labels)
         clean = (
             bool(given)
-            and all(_user_statement(b) for b in given)
-            and all(_user_statement(b) or _clean_extracted(b) for b in seen)
+            and all(user_statement(b) for b in given)
+            and all(user_statement(b) or clean_extracted(b) for b in seen)
             and (self._label is None or self._label.classes <= _SESSION_CLEAN)
             and origin.user_lineage
         )
