@@ -28,7 +28,11 @@ episode's speaker, metadata and source description are covered by its binding's 
 **Extracted facts.** Zep's LLM turns episodes into edges (facts) and nodes (entities). They are
 at most *derived*: a fact carries the extractor's label (``agent:zep:graphiti``) joined with its
 source episodes' labels (never user-attested because the store names a user episode as its
-source), so it is unverified until corroborated. The hash bound to an edge covers its ``fact``,
+source), so it is unverified until corroborated. A fact whose every source episode is a user's
+clean statement, first read by a session that has read nothing external, is recorded as an
+*extracted* fact (:meth:`Session.extract`): a policy's ``extracted`` rule (on in the drop-in
+default, ``assistant``) admits it into ``<FACTS>``, marked, its truth still ``unverified``.
+The hash bound to an edge covers its ``fact``,
 ``name``, validity dates and attributes. A fact carries the *join* of its source episodes' labels,
 traced through ``episode_uuids``: the lowest
 integrity and the union of origins, so a fact that any poisoned episode contributed to is

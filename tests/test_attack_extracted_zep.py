@@ -6,9 +6,11 @@ back under the drop-in default (``assistant``) in the rebuilt ``thread.get_conte
 ``<FACTS>`` with the extracted marker, its truth ``unverified``. A fact any poisoned or unknown
 episode contributed to, or first read by a session that read a page, stays out of ``<FACTS>``.
 
-Flips run by hand: ``_record_derived`` without the ``user_statement`` check on its sources fails
-``test_attack_poisoned_episode_merged_into_a_user_fact`` (the merged fact is recorded extracted);
-``EXTRACTED_MARK`` replaced by "" fails the marker assertion.
+Flips run by hand: the lineage is checked in three layers (``_user_sourced`` in the adapter,
+``Session.extract``'s input and label checks, the policy's ``user_lineage``); with all three
+weakened (any source instead of all, no label check, no policy check)
+``test_attack_poisoned_episode_merged_into_a_user_fact`` fails (the merged fact is shown among
+the FACTS); ``EXTRACTED_MARK`` replaced by "" fails the marker assertion.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from zep_cloud import AddMessage
 
 from gnomon import firewall
 from gnomon.adapters.zep import GuardedZep
-from gnomon.adapters.zep_context import EXTRACTED_MARK
 from gnomon.firewall import Origin
 from tests.attested import attested
 from tests.fakes_zep import sync_client, zep_routes
@@ -69,7 +70,7 @@ def test_user_facts_are_under_facts_marked(env: Any) -> None:
     facts = facts_of(blob)
     assert USER_FACT in facts
     line = next(x for x in facts.splitlines() if USER_FACT in x)
-    assert line.endswith(EXTRACTED_MARK)
+    assert line.endswith(" [extracted from user statements; unverified]")
     (edge,) = client(wall).graph.search_edges(graph, query="refunds bank transfer")
     assert edge.gnomon["extracted"] is True and edge.gnomon["truth"] == "unverified"
     # the conservative default keeps them out: the policy decides the line
