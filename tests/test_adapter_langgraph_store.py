@@ -1,13 +1,13 @@
 """The guarded LangGraph ``BaseStore`` over LangGraph's real ``InMemoryStore`` and its real
 ``PostgresStore`` (``postgres_url``), in a real ``StateGraph`` whose node uses ``store``.
 
-Attacks (flips run by hand, each check removed and the test seen failing):
-* a tool result the agent stores is never trusted context in a later session (quoted under the
-  drop-in default, absent under ``default``) (flip: ``_put`` recording with the user channel
-  always);
-* a tenant cannot read or list another tenant's namespace, even by naming it (flip: no prefix
-  check in ``LangGraphBackend.get`` / the prefix stripped in ``_shown`` not applied);
-* a document edited in the inner store around the firewall is drift, never trusted.
+Attacks:
+* a document the agent stores is never trusted context in a later session (quoted under the
+  drop-in default, absent under ``default``);
+* a tenant cannot read or list another tenant's namespace, even by naming it (flip run by
+  hand: the tenant prefix set to ``()`` in ``GuardedStore._mount`` fails the test);
+* a document edited in the inner store around the firewall is drift, never trusted (the
+  guard's drift check, shared with every adapter).
 """
 
 from __future__ import annotations
