@@ -326,15 +326,25 @@ def measure_zep_context(policy: str, n: int) -> Tally:
     hostile = [t for _, t, legit in workload(n) if not legit]
 
     def facts(blob: str | None) -> str:
+        """The trusted part of a context blob: everything outside its ``<QUOTED>`` section
+        (FACTS and ENTITIES; an entity's summary restates its facts)."""
+        return (blob or "").split("<QUOTED>")[0]
+
+    def facts_only(blob: str | None) -> str:
         text = blob or ""
         return text.split("<FACTS>")[1].split("</FACTS>")[0] if "<FACTS>" in text else ""
+
+    in_facts = [0, 0]  # the user's statements among the FACTS lines: raw, guarded
 
     with host(policy) as (wall, session, alice):
         zep = GuardedZep(raw, wall, session=session, user_channel=alice, **_policy(policy))
         for text in users:  # each turn: the user speaks, then the agent asks for the context
             zep.thread.add_messages(thread, messages=[AddMessage(role="user", content=text)])
             raw_blob = raw.thread.get_context(thread).context or ""
-            trusted = facts(zep.thread.get_context(thread).context)
+            blob = zep.thread.get_context(thread).context
+            trusted = facts(blob)
+            in_facts[0] += text in facts_only(raw_blob)
+            in_facts[1] += text in facts_only(blob)
             found = [text] if text in raw_blob else []
             tally.count(text, True, found, [Hit(text, False, False)] if text in trusted else [])
         with wall.session(project="bench", actor="assistant", user="alice") as tainted:
@@ -349,6 +359,9 @@ def measure_zep_context(policy: str, n: int) -> Tally:
                 found = [text] if text in raw_blob else []
                 leaked = [Hit(text, False, False) for part in shown if text in part]
                 tally.count(text, False, found, leaked)
+    tally.notes.append(
+        f"user statements among the FACTS lines: raw {in_facts[0]}, guarded {in_facts[1]}"
+    )
     return tally
 
 
@@ -417,6 +430,8 @@ def main() -> None:
                 f"| {r.unmarked_quoted} |",
                 flush=True,
             )
+            for note in r.notes:
+                print(f"<!-- {r.client} / {policy}: {note} -->", flush=True)
 
 
 if __name__ == "__main__":
