@@ -70,6 +70,7 @@ trusted = blob.split("<FACTS>")[1].split("</FACTS>")[0].strip()
 print("## Trusted facts")
 print(trusted)
 assert "need review" in trusted and "sk-live" not in blob
+print("## Edges as the guarded client returns them (unverified ones as marked quoted data)")
 for edge in later.graph.search_edges(user.graph_uuid, query="payments main review"):
     print(f"- edge {edge.fact!r}: {', '.join(edge.gnomon['origin_ids'])}")
 later.close()
