@@ -320,7 +320,7 @@ def mem0_facts_drop_the_session_label(mp: pytest.MonkeyPatch) -> None:
     with the session's label (everything it read, the input messages included) is dropped."""
     from gnomon.adapters.mem0_guard import _Guarded
 
-    def fact(self: Any, text: str) -> Any:
+    def fact(self: Any, text: str, inputs: Any = (), context: Any = ()) -> Any:
         return self.gnomon._guard.session.remember(text, [])
 
     mp.setattr(_Guarded, "_fact", fact)
