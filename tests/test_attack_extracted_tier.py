@@ -168,3 +168,37 @@ def test_extracted_facts_in_scope_keep_later_extractions_clean(wall: Firewall) -
     second.add([{"role": "user", "content": USER_SAYS}], user_id="alice", infer=True)
     shown = trusted(guarded(wall, raw), "green tea payments service")
     assert sorted(shown) == ["Prefers green tea", "Works on the payments service"]
+
+
+def test_async_memory_extracts_the_same_way(wall: Firewall) -> None:
+    """``AsyncGuardedMemory`` runs the same flow (the scope read included) over ``AsyncMemory``."""
+    import asyncio
+
+    from mem0 import AsyncMemory
+
+    from gnomon.adapters.mem0 import AsyncGuardedMemory
+    from gnomon.adapters.testing import HashEmbedder, offline_config
+
+    async def run() -> list[tuple[str, bool]]:
+        raw = AsyncMemory.from_config(offline_config(tempfile.mkdtemp(dir=_MEM0_DIR)))
+        raw.embedding_model = HashEmbedder()
+        raw.llm = ScriptedLLM([POISONED_FACT])
+        alice = wall.channel(Origin.user("alice"), project="shop")
+        memory = AsyncGuardedMemory(raw, wall, project="shop", user="alice", user_channel=alice)
+        await memory.add([{"role": "tool", "content": POISON}], user_id="alice", infer=False)
+        raw.llm = ScriptedLLM(FACTS)
+        clean = AsyncGuardedMemory(raw, wall, project="shop", user="alice", user_channel=alice)
+        await clean.add([{"role": "user", "content": USER_SAYS}], user_id="bob")
+        await clean.add([{"role": "user", "content": USER_SAYS}], user_id="alice")
+        rows = [
+            *(await clean.get_all(filters={"user_id": "bob"}))["results"],
+            *(await clean.get_all(filters={"user_id": "alice"}))["results"],
+        ]
+        await memory.close()
+        await clean.close()
+        return [(r["memory"], bool(r["gnomon"].get("extracted"))) for r in rows]
+
+    shown = asyncio.run(run())
+    # bob's scope is clean: trusted; alice's holds a tool result: her facts are not extracted
+    assert sorted(m for m, extracted in shown if extracted) == sorted(FACTS)
+    assert sum(1 for _, extracted in shown if extracted) == len(FACTS)
