@@ -151,3 +151,22 @@ def test_in_a_real_graph_sync_and_async(wall: Firewall) -> None:
         return await graph.ainvoke({"said": "the build uses bazel", "recalled": []})
 
     assert len(asyncio.run(run())["recalled"]) >= 1
+
+
+def test_attack_agent_overwrite_of_a_user_memory_is_refused_and_audited(wall: Firewall) -> None:
+    from gnomon.adapters.errors import ProtectedBeliefError
+
+    inner = InMemoryStore()
+    store = guarded(wall, inner)
+    store.put(NS, "tea", FACT, gnomon_origin=wall.channel(Origin.user("alice"), project="shop"))
+    with pytest.raises(ProtectedBeliefError):
+        store.put(NS, "tea", POISON)  # the agent rewrites the user's memory
+    with pytest.raises(ProtectedBeliefError):
+        store.delete(NS, "tea")
+    got = guarded(wall, inner).get(NS, "tea")
+    assert got is not None and got.value["content"] == FACT["content"]
+    ident = '[["gnomon","shop","alice","memories"],"tea"]'
+    channel = store.contradictions([ident])  # the attempts surface in the channel
+    assert channel and all(got.value["gnomon"]["belief_id"] in e["belief_ids"] for e in channel)
+    views = store.gnomon.audit("deploy force", grant=wall.grant("auditor", "ops"))
+    assert any("--force" in v.belief.statement for v in views)
