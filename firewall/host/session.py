@@ -563,7 +563,7 @@ class Session:
                 "inputs and context must be lists of ids, not a single string",
                 hint="pass inputs=[belief_id, ...], context=[belief_id, ...]",
             )
-        given = [self._belief(i) for i in inputs]
+        given = [self._context_belief(i) for i in inputs]
         seen = [self._context_belief(i) for i in context]
         labels = [b.origin for b in (*given, *seen)]
         if self._label is not None:
@@ -716,8 +716,9 @@ class Session:
         return belief
 
     def _context_belief(self, belief_id: str) -> Belief:
-        """A store memory an extractor could read: of this project, in any state (only its
-        label and states are used; a quarantined one taints the fact, it is never shown)."""
+        """A message or store memory an extractor could read: of this project, in any state
+        (only its label and states are used; a quarantined one taints the fact, its text is
+        never shown)."""
         belief = self._wall.require_belief(belief_id)
         if belief.project != self.project:
             raise UnknownIdError("belief", belief.id)
