@@ -63,6 +63,16 @@ STORE = "langgraph"
 ROOT = "gnomon"
 
 
+#: The tenant label of a session with no user (an escaped user name never starts with "%s").
+SHARED = "%shared"
+
+
+def _label(name: str) -> str:
+    """A project or user name as one LangGraph namespace label (no periods, never empty, and
+    no two names alike): ``%`` and ``.`` escaped."""
+    return name.replace("%", "%25").replace(".", "%2E")
+
+
 def canonical(value: Mapping[str, Any]) -> str:
     """A document's text as the firewall records and hashes it: canonical JSON."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -189,7 +199,7 @@ class GuardedStore(Constructed, BaseStore):
 
     def _mount(self, client: Any) -> None:
         session = self.gnomon._guard.session
-        prefix = (ROOT, session.project, session.user or "")
+        prefix = (ROOT, _label(session.project), _label(session.user) if session.user else SHARED)
         backend = self.gnomon._backend
         assert isinstance(backend, LangGraphBackend)
         backend.prefix = prefix

@@ -170,3 +170,13 @@ def test_attack_agent_overwrite_of_a_user_memory_is_refused_and_audited(wall: Fi
     assert channel and all(got.value["gnomon"]["belief_id"] in e["belief_ids"] for e in channel)
     views = store.gnomon.audit("deploy force", grant=wall.grant("auditor", "ops"))
     assert any("--force" in v.belief.statement for v in views)
+
+
+def test_project_and_user_names_become_valid_distinct_labels(wall: Firewall) -> None:
+    inner = InMemoryStore()
+    dotted = GuardedStore(inner, wall, project="shop.eu", actor="coder")  # no user: shared
+    dotted.put(NS, "k", {"content": "a note"})
+    other = GuardedStore(inner, wall, project="shop%2Eeu", actor="coder")
+    assert other.get(NS, "k") is None  # the escaped spelling is another project
+    assert dotted.get(NS, "k") is not None
+    assert ("gnomon", "shop%2Eeu", "%shared", "memories") in inner.list_namespaces()
