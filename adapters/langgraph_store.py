@@ -8,7 +8,8 @@ any ``BaseStore`` that answers ``batch`` (``InMemoryStore``, ``PostgresStore``..
     graph = builder.compile(store=store)
 
 * **Namespaces are bound to the project and tenant.** Every namespace a caller names is stored
-  under ``("gnomon", project, user)`` in the inner store; ``list_namespaces`` lists and strips only
+  under ``("gnomon", project, user)`` in the inner store (names escaped into valid labels, see
+  :func:`_label`; ``%shared`` for a session with no user); ``list_namespaces`` lists and strips only
   that prefix, so one tenant's graph never reads or lists another's (and a caller cannot name a
   namespace outside its own: it always gets the prefix).
 * **Writes** (``put``, ``aput``, and ``PutOp`` in ``batch``) record the document (its canonical
