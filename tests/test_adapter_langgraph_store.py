@@ -180,3 +180,27 @@ def test_project_and_user_names_become_valid_distinct_labels(wall: Firewall) -> 
     assert other.get(NS, "k") is None  # the escaped spelling is another project
     assert dotted.get(NS, "k") is not None
     assert ("gnomon", "shop%2Eeu", "%shared", "memories") in inner.list_namespaces()
+
+
+@pytest.mark.filterwarnings("ignore:Importing Send from langgraph.constants is deprecated")
+def test_langmem_memory_tools_work_through_the_guarded_store(wall: Firewall) -> None:
+    """LangMem's own memory tools (what its agents call) write and search through the guard:
+    what the agent stores is its own note, so it comes back as marked quoted data."""
+    import json
+
+    from langmem import create_manage_memory_tool, create_search_memory_tool
+
+    inner = InMemoryStore()
+    store = guarded(wall, inner)
+    manage = create_manage_memory_tool(namespace=NS, store=store)
+    search = create_search_memory_tool(namespace=NS, store=store)
+    created = manage.invoke({"content": "The build uses bazel", "action": "create"})
+    assert created.lower().startswith("created memory ")
+    key = created.split()[-1]
+    assert wall.store.bindings_by_store_id(
+        "langgraph", [f'[["gnomon","shop","alice","memories"],"{key}"]']
+    )  # recorded and bound by the firewall
+    found = json.loads(search.invoke({"query": "build"}))
+    assert [f["key"] for f in found] == [key]
+    assert found[0]["value"]["quoted_data"].startswith("<quoted-data ")
+    assert found[0]["value"]["gnomon"]["origin_ids"] == ["agent:coder"]
