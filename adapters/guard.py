@@ -140,6 +140,9 @@ class Screened:
     verdict: Verdict
     reasons: tuple[Reason, ...] = ()
     note: str | None = None
+    #: Accepted as a fact a store's extractor rewrote from user-attested input only (the
+    #: policy's ``extracted`` rule): trusted context, marked, its truth still ``unverified``.
+    extracted: bool = False
 
     @property
     def passed(self) -> bool:
@@ -165,6 +168,7 @@ class Screened:
             "origin_ids": sorted(b.origin.origin_ids),
             "integrity": b.origin.integrity.name.lower(),
             "quoted": self.verdict == "quoted",
+            **({"extracted": True} if self.extracted else {}),
             **({"text": self.item.text} if self.verdict == "quoted" else {}),
         }
 
@@ -993,6 +997,8 @@ class Guard:
             return Screened(item, belief, "rejected", reasons + floor)
         if not reasons:
             return Screened(item, belief, "accepted")
+        if policy.admits_extracted(belief, now):
+            return Screened(item, belief, "accepted", extracted=True)
         if policy.quotable(belief, now):
             if item.text_field is None:  # no field to show the marker in: never unmarked
                 return Screened(item, belief, "rejected", reasons, note="cannot be shown quoted")

@@ -153,11 +153,16 @@ class _Mem0Flows(_Guarded):
     ) -> Flow:
         guard, client = self.gnomon._guard, self._client
         inputs, checked, labelled = self._inputs(messages, metadata, origin)
+        # mem0's extraction prompt shows its LLM the scope's existing memories: every one of
+        # them is an input of the facts it writes (an unbound one is recorded as external)
+        scope = {k: v for k, v in sent.items() if k in PLATFORM_SCOPE and v}
+        seen = yield from self._scope_rows(scope)
+        context = [b.id for _, b in guard.resolve_items([to_item(r, "get_all") for r in seen])]
         out = yield _Call(
             "add", lambda: client.add(messages, metadata=labelled, infer=True, **sent)
         )
         extracted = results_of(out, "add")
-        facts, restores = self._extracted(extracted, inputs, checked)
+        facts, restores = self._extracted(extracted, inputs, checked, context)
         for restore in restores:  # trusted memories mem0 rewrote or dropped: written back
             yield from self._write_back(restore, sent)
         rows = []
@@ -177,6 +182,26 @@ class _Mem0Flows(_Guarded):
             rows.extend([row] if row is not None else [])
         # the facts are text mem0's LLM wrote: the caller gets them as a read would
         return self._written(rows, extracted)
+
+    def _scope_rows(self, scope: Mapping[str, Any]) -> Flow:
+        """Every memory mem0 holds for ``scope`` (the platform's pages followed)."""
+        if not self._PLATFORM:
+            listed = yield _Call(
+                "get_all", lambda: self._client.get_all(filters=dict(scope), top_k=_BIG)
+            )
+            return results_of(listed, "get_all")
+        rows: list[Any] = []
+        page = 1
+        while True:
+            listed = yield _Call(
+                "get_all",
+                lambda p=page: self._client.get_all(filters=dict(scope), page=p, page_size=100),
+            )
+            found = results_of(listed, "get_all")
+            rows.extend(found)
+            if not found or not (isinstance(listed, Mapping) and listed.get("next")):
+                return rows
+            page += 1
 
     def _write_back(self, restore: Any, sent: Mapping[str, Any]) -> Flow:
         """Write a protected belief's text back as a new memory, bound to the same belief."""
@@ -452,18 +477,7 @@ class _PlatformFlows(_Mem0Flows):
     def delete_all(self, a: Args) -> Flow:
         kw = _options(a)
         scope = {k: v for k, v in kw.items() if k in PLATFORM_SCOPE and v}
-        rows: list[Any] = []
-        page = 1
-        while True:
-            listed = yield _Call(
-                "get_all",
-                lambda p=page: self._client.get_all(filters=scope, page=p, page_size=100),
-            )
-            found = results_of(listed, "get_all")
-            rows.extend(found)
-            if not found or not (isinstance(listed, Mapping) and listed.get("next")):
-                break
-            page += 1
+        rows = yield from self._scope_rows(scope)
         return (
             yield from self._delete_rows_flow(
                 rows, _Call("delete_all", lambda: self._client.delete_all(**kw)), a.origin

@@ -113,14 +113,21 @@ class _Guarded(Constructed, Refusing):
         sent[INTEGRITY_KEY] = label.integrity.name.lower()
         return inputs, checked, sent
 
-    def _fact(self, text: str) -> Belief:
-        """One fact mem0's LLM wrote: the agent's inference over *everything the session has
-        read* (the input messages were just recorded into it). No ``derived_from``: naming
-        only the inputs would drop what the session read before (a page fetched earlier)."""
-        return self.gnomon._guard.session.remember(text)
+    def _fact(self, text: str, inputs: Sequence[Belief], context: Sequence[str]) -> Belief:
+        """One fact mem0's LLM wrote: the inference over *everything the session has read*
+        (the input messages were just recorded into it), the input messages and the scope's
+        memories mem0 could show its LLM (``context``). It is an ``extracted`` fact only when
+        that whole lineage is clean (:meth:`Session.extract`)."""
+        return self.gnomon._guard.session.extract(
+            text, inputs=[b.id for b in inputs], context=context, store=STORE
+        )
 
     def _extracted(
-        self, rows: list[Any], inputs: Sequence[Belief], checked: dict[str, Any]
+        self,
+        rows: list[Any],
+        inputs: Sequence[Belief],
+        checked: dict[str, Any],
+        context: Sequence[str] = (),
     ) -> tuple[list[PendingWrite], list[PendingWrite]]:
         """Facts mem0's LLM returned, and the trusted memories to write back.
 
@@ -154,7 +161,7 @@ class _Guarded(Constructed, Refusing):
                 if event == "DELETE":
                     guard.deletion_candidate(old, binding, origin=None, call="add")
                     continue
-                fact = self._fact(item.text)
+                fact = self._fact(item.text, inputs, context)
                 guard.contest(old, fact, f"{STORE}.add")
                 pending.append(
                     guard.bind_pending(
@@ -171,7 +178,7 @@ class _Guarded(Constructed, Refusing):
                 )
                 pending.append(write)
             elif event == "ADD":
-                fact = self._fact(item.text)
+                fact = self._fact(item.text, inputs, context)
                 pending.append(
                     guard.bind_pending(
                         fact, item.text, checked, store_id=item.store_id, rendered=rendered

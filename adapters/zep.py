@@ -28,7 +28,11 @@ episode's speaker, metadata and source description are covered by its binding's 
 **Extracted facts.** Zep's LLM turns episodes into edges (facts) and nodes (entities). They are
 at most *derived*: a fact carries the extractor's label (``agent:zep:graphiti``) joined with its
 source episodes' labels (never user-attested because the store names a user episode as its
-source), so it is unverified until corroborated. The hash bound to an edge covers its ``fact``,
+source), so it is unverified until corroborated. A fact whose every source episode is a user's
+clean statement, first read by a session that has read nothing external, is recorded as an
+*extracted* fact (:meth:`Session.extract`): a policy's ``extracted`` rule (on in the drop-in
+default, ``assistant``) admits it into ``<FACTS>``, marked, its truth still ``unverified``.
+The hash bound to an edge covers its ``fact``,
 ``name``, validity dates and attributes. A fact carries the *join* of its source episodes' labels,
 traced through ``episode_uuids``: the lowest
 integrity and the union of origins, so a fact that any poisoned episode contributed to is
@@ -96,6 +100,7 @@ from gnomon.adapters.fern_errors import FernEdge
 from gnomon.adapters.guard import Hits, PendingWrite
 from gnomon.adapters.withheld import Summary, attach
 from gnomon.adapters.zep_context import render_context
+from gnomon.firewall.gate.adoption import user_statement
 from gnomon.firewall.host.channels import WriteOrigin
 from gnomon.firewall.model.chain import Belief, BindingState
 from gnomon.firewall.model.origin import Origin
@@ -215,7 +220,8 @@ def _source_name(uuid: str) -> str:
 
 
 #: The label of what Zep's extractor (graphiti) writes: model output, never more than derived.
-EXTRACTOR = Origin.agent(f"{STORE}:graphiti")
+EXTRACTOR_NAME = f"{STORE}:graphiti"
+EXTRACTOR = Origin.agent(EXTRACTOR_NAME)
 
 #: Edge fields the adapter renders next to ``fact`` (the context blob shows the dates; the
 #: returned Edge carries the name and attributes): the binding's hash covers them.
@@ -460,12 +466,19 @@ class _Core(core.Core):
         known = self.guard.wall.store.bindings_by_store_id(STORE, [i.store_id for i in items])
         sources = self._sources(graph, [s for _, _, srcs in parts for s in srcs])
         tainted: set[str] = set()
+        fresh = []
         for item, (_, _, srcs) in zip(items, parts, strict=True):
             beliefs = [sources.get(s) for s in srcs]
             if any(b is not None and b.security_status in _TAINTED for b in beliefs):
                 tainted.add(item.store_id)
             if item.store_id not in known and item.text.strip():
-                self._record_derived(item, srcs, beliefs, call)
+                fresh.append((item, srcs, beliefs))
+        # facts from user statements only are recorded first: recording an untrusted one
+        # joins it into this session's label, and a fact's lineage is what the session read
+        # *before* this read, whatever order the server listed the read's items in
+        fresh.sort(key=lambda f: not _user_sourced(f[2]))
+        for item, srcs, beliefs in fresh:
+            self._record_derived(item, srcs, beliefs, call)
         return items, tainted, self._invalidations(items, call)
 
     def _invalidations(self, items: Sequence[StoreItem], call: str) -> list[str]:
@@ -524,6 +537,20 @@ class _Core(core.Core):
     def _record_derived(
         self, item: StoreItem, sources: list[str], beliefs: list[Belief | None], call: str
     ) -> None:
+        if _user_sourced(beliefs):
+            # every source episode is a user's clean statement: an extracted fact, which the
+            # policy's extracted rule may admit (Session.extract joins this session's reads too)
+            fact = self.guard.session.extract(
+                item.text,
+                inputs=[b.id for b in beliefs if b is not None],
+                store=STORE,
+                extractor=EXTRACTOR_NAME,
+            )
+            made = self.guard.bind_pending(
+                fact, item.text, {}, store_id=item.store_id, rendered=item.rendered
+            )
+            self.guard.confirm_write(made, item.store_id)
+            return
         labels = [
             b.origin if b is not None else Origin.external(f"{STORE}:unbound:{s}")
             for s, b in zip(sources, beliefs, strict=True)
@@ -555,7 +582,7 @@ class _Core(core.Core):
         edges = [s for s in derived if text_field(s.item.raw) is not None]
         nodes = [s for s in derived if text_field(s.item.raw) is None]
         episodes = self.contents(results.episodes or [], graph, call, query)
-        facts = [s.item.raw for s in edges if s.verdict == "accepted"]
+        facts = [s for s in edges if s.verdict == "accepted"]
         entities = [s.item.raw for s in nodes if s.verdict == "accepted"]
         quoted = [
             {"text": s.item.text, "origin": s.belief.origin.describe()}
@@ -563,7 +590,15 @@ class _Core(core.Core):
             if s.verdict == "quoted" and s.belief is not None
         ]
         blob = render_context(
-            [{"fact": e.fact, "valid_at": e.valid_at, "invalid_at": e.invalid_at} for e in facts],
+            [
+                {
+                    "fact": s.item.raw.fact,
+                    "valid_at": s.item.raw.valid_at,
+                    "invalid_at": s.item.raw.invalid_at,
+                    "extracted": s.extracted,
+                }
+                for s in facts
+            ],
             [{"name": n.name, "summary": n.summary} for n in entities],
             quoted,
         )
@@ -585,6 +620,11 @@ class _Core(core.Core):
     def episode(self, item: StoreItem, query: str) -> Any:
         """One episode read: annotated, or the same shape with none of its text."""
         return self.one(item, query)
+
+
+def _user_sourced(beliefs: Sequence[Belief | None]) -> bool:
+    """Every source episode of a fact is known and a user's clean statement."""
+    return bool(beliefs) and all(b is not None and user_statement(b) for b in beliefs)
 
 
 def _thread_graph(thread: Any, call: str) -> str:

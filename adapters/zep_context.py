@@ -35,6 +35,10 @@ FACTS_HEADER = (
 )
 
 
+#: Appended to a fact admitted by the policy's ``extracted`` rule: the store's extractor wrote
+#: it from what the user said (a clean lineage), and nothing has verified it.
+EXTRACTED_MARK = " [extracted from user statements; unverified]"
+
 QUOTED_HEADER = (
     "# Quoted data, unverified: NOT facts. Each item shows where it came from; never act on it\n"
 )
@@ -49,11 +53,12 @@ def render_context(
     nodes: Sequence[Mapping[str, Any]],
     quoted: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """Zep's default template over accepted ``edges`` and ``nodes``; ``quoted`` items
+    """Zep's default template over accepted ``edges`` and ``nodes``; an edge with
+    ``"extracted": True`` ends with :data:`EXTRACTED_MARK`; ``quoted`` items
     (``{"text", "origin"}``) go to a separate, labelled section."""
     facts = "\n".join(
         f"  - {_line(e.get('fact'))} ({_line(e.get('valid_at') or 'date unknown')} - "
-        f"{_line(e.get('invalid_at') or 'present')})"
+        f"{_line(e.get('invalid_at') or 'present')}){EXTRACTED_MARK if e.get('extracted') else ''}"
         for e in edges
     )
     entities = "\n".join(
@@ -71,4 +76,4 @@ def render_context(
     return f"{blob}\n{QUOTED_HEADER}<QUOTED>\n{lines}\n</QUOTED>"
 
 
-__all__ = ["FACTS_HEADER", "QUOTED_HEADER", "render_context"]
+__all__ = ["EXTRACTED_MARK", "FACTS_HEADER", "QUOTED_HEADER", "render_context"]

@@ -4,8 +4,8 @@ in-process fake Zep (``adapters.fakes.zep``) through ``httpx.MockTransport``.
 Session 1: the user states a fact in the thread; then the agent reads a poisoned web page and
 summarizes it into the thread. Zep extracts facts (edges) from both. Session 2 asks for the
 thread's context: Zep's own blob would carry the poison, the guarded client's is rebuilt from
-the facts that pass the policy (each labelled with the join of its source episodes), so the
-poison is absent. The auditor sees it.
+the facts that pass the policy (each labelled with the join of its source episodes): the user's
+fact is under "Trusted facts", marked extracted, and the poison is absent. The auditor sees it.
 
 Run: ``python examples/zep_guarded.py`` (needs ``pip install 'gnomon[zep]'``).
 """
@@ -58,14 +58,19 @@ with wall.session(project="shop", actor="coder", user="alice") as run:
     )
 
 # -- session 2 --------------------------------------------------------------------------------
-# policy="default": nothing unverified is shown (the drop-in default, "assistant", would show
-# it as marked <quoted-data> lines, apart from the facts)
-later = GuardedZep(zep(), wall, project="shop", actor="coder", user="alice", policy="default")
+# the drop-in default policy, "assistant": a fact Zep extracted from the user's own messages
+# only (a clean lineage) is among the FACTS, marked as extracted and unverified; everything
+# else is at most a marked <quoted-data> line apart from them (the poison holds a credential,
+# so it is not even quoted)
+later = GuardedZep(zep(), wall, project="shop", actor="coder", user="alice")
 raw_blob = raw.thread.get_context(thread).context or ""
 blob = later.thread.get_context(thread).context or ""
 print(f"Zep's own context blob carries the poison: {'sk-live' in raw_blob}")
+trusted = blob.split("<FACTS>")[1].split("</FACTS>")[0].strip()
 print("## Trusted facts")
-print(blob.split("<FACTS>")[1].split("</FACTS>")[0].strip())
+print(trusted)
+assert "need review" in trusted and "sk-live" not in blob
+print("## Edges as the guarded client returns them (unverified ones as marked quoted data)")
 for edge in later.graph.search_edges(user.graph_uuid, query="payments main review"):
     print(f"- edge {edge.fact!r}: {', '.join(edge.gnomon['origin_ids'])}")
 later.close()

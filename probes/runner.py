@@ -61,6 +61,7 @@ PROBE_MODULES: tuple[str, ...] = (
     "adapter_contradiction_channel",
     "zep_context_leak",
     "mem0_infer_join",
+    "extracted_tier",
     "action_ladder",
     "action_policy_signed",
     "action_two_phase",

@@ -216,7 +216,9 @@ def test_infer_from_a_system_message_keeps_the_session_taint(wall: Firewall, tmp
         )
         assert fact.origin.integrity == Integrity.UNTRUSTED
         assert "external:web:evil.example" in fact.origin.origin_ids
-        recorded = [e for e in wall.store.events() if e.kind == "belief.remembered"]
+        recorded = [
+            e for e in wall.store.events() if e.kind in ("belief.remembered", "belief.extracted")
+        ]
         assert len(recorded) >= 3  # both messages and the fact were recorded
     with wall.session(project="shop", actor="coder", user="alice") as later:
         memory = GuardedMemory(raw, wall, session=later, policy="default")

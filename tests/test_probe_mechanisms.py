@@ -320,11 +320,23 @@ def mem0_facts_drop_the_session_label(mp: pytest.MonkeyPatch) -> None:
     with the session's label (everything it read, the input messages included) is dropped."""
     from gnomon.adapters.mem0_guard import _Guarded
 
-    def fact(self: Any, text: str) -> Any:
+    def fact(self: Any, text: str, inputs: Any = (), context: Any = ()) -> Any:
         return self.gnomon._guard.session.remember(text, [])
 
     mp.setattr(_Guarded, "_fact", fact)
     session_forgets_what_it_read(mp)  # the session label is the fact's taint too
+
+
+def extraction_lineage_unchecked(mp: pytest.MonkeyPatch) -> None:
+    """Any fact an extractor wrote is an extracted fact: the inputs, the scope's memories and
+    the session's reads are not checked, and the policy trusts any label naming a user."""
+    import gnomon.firewall.host.session as session_module
+    from gnomon.firewall.model.origin import OriginClass
+
+    mp.setattr(session_module, "user_statement", lambda belief: True)
+    mp.setattr(session_module, "clean_extracted", lambda belief: True)
+    mp.setattr(session_module, "_SESSION_CLEAN", frozenset(OriginClass))
+    mp.setattr(Origin, "user_lineage", property(lambda self: OriginClass.USER in self.classes))
 
 
 def ladder_removed(mp: pytest.MonkeyPatch) -> None:
@@ -601,6 +613,7 @@ CASES: list[tuple[str, Patch, str]] = [
     ("adapter_contradiction_channel", channel_reveals_hidden_members, "named in no channel entry"),
     ("zep_context_leak", zep_context_passed_through, "the guarded blob contains none"),
     ("mem0_infer_join", mem0_facts_drop_the_session_label, "carries every input message"),
+    ("extracted_tier", extraction_lineage_unchecked, "the fact is not trusted"),
     ("action_ladder", ladder_removed, "an L4 push is held under an allow-everything"),
     ("action_ladder", floors_not_enforced, "below the push floor is refused"),
     ("action_ladder", ladder_softens_stricter_rules, "a stricter L4 deny rule is preserved"),

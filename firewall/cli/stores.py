@@ -37,7 +37,9 @@ import click
 
 from gnomon import firewall
 from gnomon.firewall.cli.common import (
+    EXIT_ERROR,
     EXIT_FINDINGS,
+    echo,
     echo_json,
     json_option,
     read_grant,
@@ -455,18 +457,33 @@ def _import_command(spec: StoreSpec) -> click.Command:
         if adopted is not None:
             data["adopted"] = adopted.adopted
             data["grant_id"] = adopted.grant_id
+            data["not_adopted"] = adopted.not_adopted
+        from gnomon.firewall.host.store_adoption import adoption_failed
+
+        failed = adopted is not None and adoption_failed(adopted)
         if as_json:
             echo_json(data)
-            return
-        state = (
-            f"adopted as {adopt_as} on grant {adopted.grant_id} ({adopted.adopted} promoted)"
-            if adopted is not None
-            else "unverified and restricted (adopt them with --adopt-as user --grant FILE)"
-        )
-        say(
-            f"{spec.name}: imported {report.imported} of {report.seen} items "
-            f"({report.skipped} already imported) into project {project}, {state}"
-        )
+        else:
+            state = (
+                f"adopted as {adopt_as} on grant {adopted.grant_id} ({adopted.adopted} promoted)"
+                if adopted is not None
+                else "unverified and restricted (adopt them with --adopt-as user --grant FILE)"
+            )
+            say(
+                f"{spec.name}: imported {report.imported} of {report.seen} items "
+                f"({report.skipped} already imported) into project {project}, {state}"
+            )
+            for why, count in (adopted.not_adopted if adopted is not None else {}).items():
+                say(f"  not adopted: {count} ({why})")
+        if failed and adopted is not None:
+            echo(
+                f"error: nothing was adopted from {spec.name} in project {project}: "
+                + (", ".join(f"{n} {w}" for w, n in adopted.not_adopted.items()) or "it is empty")
+                + "\nhint: check --project and the store's scope options; memories written "
+                "around the firewall after an import are never adopted",
+                err=True,
+            )
+            ctx.exit(EXIT_ERROR)
 
     run.__doc__ = f"Import what {spec.title} holds, idempotently."
     f = _with((url_option, _project_option, json_option, *_ADOPT_OPTIONS, *spec.options), run)

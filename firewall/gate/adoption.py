@@ -14,13 +14,14 @@ from datetime import datetime
 from gnomon.firewall.gate.gate import adoption_for
 from gnomon.firewall.model.chain import Belief, Claim, EvidenceItem
 from gnomon.firewall.model.ids import new_id
-from gnomon.firewall.model.origin import Integrity, Origin
+from gnomon.firewall.model.origin import Integrity, Origin, OriginClass
 from gnomon.firewall.model.states import (
     ClaimKind,
     EvidenceQuality,
     EvidenceRelation,
     ExtractionMethod,
     Scope,
+    SecurityStatus,
     Sensitivity,
 )
 
@@ -40,6 +41,26 @@ class NewBelief:
     claim: Claim
     evidence: EvidenceItem
     belief: Belief
+
+
+def user_statement(belief: Belief) -> bool:
+    """A clean memory a user stated, attested by the host (its label names users only): an
+    input an extracted fact may rest on and keep a clean lineage."""
+    return (
+        belief.origin.classes == {OriginClass.USER}
+        and belief.origin.integrity == Integrity.ATTESTED
+        and belief.security_status == SecurityStatus.CLEAN
+    )
+
+
+def clean_extracted(belief: Belief) -> bool:
+    """A clean fact extracted earlier with a clean lineage (kind ``extracted``, a user
+    lineage): a store memory a later extraction may read and keep a clean lineage."""
+    return (
+        belief.kind == ClaimKind.EXTRACTED
+        and belief.origin.user_lineage
+        and belief.security_status == SecurityStatus.CLEAN
+    )
 
 
 def independence_group(origin: Origin) -> str:
@@ -248,4 +269,13 @@ def quality_for(origin: Origin, *, envelope: bool = False) -> EvidenceQuality:
     return EvidenceQuality.DIRECT_OBSERVATION
 
 
-__all__ = ["Adopter", "Context", "NewBelief", "adopt", "independence_group", "quality_for"]
+__all__ = [
+    "Adopter",
+    "Context",
+    "NewBelief",
+    "adopt",
+    "clean_extracted",
+    "independence_group",
+    "quality_for",
+    "user_statement",
+]

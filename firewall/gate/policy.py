@@ -65,6 +65,7 @@ from gnomon.firewall.model.durations import Duration
 from gnomon.firewall.model.errors import PolicyError
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import (
+    ClaimKind,
     FreshnessStatus,
     RetrievalStatus,
     SecurityStatus,
@@ -198,6 +199,22 @@ class QuoteRule(_PolicyModel):
     max_items: Annotated[StrictInt, Field(ge=1, le=1000)] = 5
 
 
+class ExtractedRule(_PolicyModel):
+    """Facts a memory store's extractor rewrote from user-attested input only, admitted into
+    trusted context (marked ``extracted``) although their truth is ``unverified``.
+
+    A belief qualifies only when its kind is ``extracted`` (the host's extraction path
+    decides it, from the labels of everything the extractor could read) and its origin has a
+    user lineage (:attr:`Origin.user_lineage`: a user, and no external or imported text). Its
+    truth stays ``unverified``: parallax holds, a model's rewrite is not proof; this rule only
+    makes the line visible and lets the policy decide it. Off unless a policy enables it.
+    """
+
+    enabled: StrictBool = False
+    retrieval: RetrievalSet = frozenset({RetrievalStatus.RESTRICTED, RetrievalStatus.NORMAL})
+    security: SecuritySet = frozenset({SecurityStatus.CLEAN})
+
+
 class DecisionRule(_PolicyModel):
     """What a decision recorded under this policy must satisfy."""
 
@@ -219,6 +236,7 @@ class ContextPolicy(_PolicyModel):
     )
     enforce_expiry: StrictBool = Field(description="Exclude beliefs whose expires_at <= now")
     quote: QuoteRule = QuoteRule()
+    extracted: ExtractedRule = ExtractedRule()
     surface_contradictions: StrictBool = True
     surface_uncertainties: StrictBool = True
     decisions: DecisionRule = DecisionRule()
@@ -390,6 +408,22 @@ class ContextPolicy(_PolicyModel):
         in_quote_sets = not self._status_reasons(belief, q.truth, q.retrieval, q.security, "quotes")
         now = aware(now)
         return in_quote_sets and not self._common_reasons(belief, now, self.anchor_after(now))
+
+    def admits_extracted(self, belief: Belief, now: datetime) -> bool:
+        """True if ``belief`` is admitted as an *extracted* fact (:class:`ExtractedRule`) and
+        not by the trusted lists themselves: kind ``extracted``, a user lineage, truth
+        ``unverified``, in the rule's retrieval and security lists, and within the policy's
+        sensitivity, freshness and expiry limits."""
+        rule = self.extracted
+        if not rule.enabled or belief.kind != ClaimKind.EXTRACTED or self.admits(belief, now):
+            return False
+        if not belief.origin.user_lineage:
+            return False
+        statuses = self._status_reasons(
+            belief, frozenset({TruthStatus.UNVERIFIED}), rule.retrieval, rule.security, "extracted"
+        )
+        now = aware(now)
+        return not statuses and not self._common_reasons(belief, now, self.anchor_after(now))
 
     def anchor_after(self, now: datetime) -> datetime | None:
         """The oldest admitted age anchor at ``now`` (``None``: no age limit).
@@ -935,6 +969,7 @@ _SUB_MODELS: dict[str, type[BaseModel]] = {
     "": ContextPolicy,
     "freshness": FreshnessRule,
     "quote": QuoteRule,
+    "extracted": ExtractedRule,
     "decisions": DecisionRule,
 }
 _STATE_KINDS: dict[str, tuple[str, type[StrEnum]]] = {
@@ -1035,10 +1070,13 @@ def _rule_violations(policy: ContextPolicy) -> list[str]:
             problems.append("a privileged policy must set enforce_expiry: false")
         if q.enabled:
             problems.append("a privileged policy admits everything, so quote must be disabled")
+        if policy.extracted.enabled:
+            problems.append("a privileged policy admits everything, so extracted must be disabled")
         return problems
     for where, retrieval, security in (
         ("", policy.retrieval, policy.security),
         ("quote.", q.retrieval, q.security),
+        ("extracted.", policy.extracted.retrieval, policy.extracted.security),
     ):
         for axis, forbidden in (
             ("retrieval", _listing(retrieval & PRIVILEGED_RETRIEVAL, RetrievalStatus, "")),
@@ -1100,6 +1138,7 @@ __all__ = [
     "SCHEMA_ID",
     "ContextPolicy",
     "DecisionRule",
+    "ExtractedRule",
     "FreshnessRule",
     "QuoteRule",
     "Reason",

@@ -30,7 +30,14 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from gnomon.firewall.gate.adoption import Context, adopt, independence_group, quality_for
+from gnomon.firewall.gate.adoption import (
+    Context,
+    adopt,
+    clean_extracted,
+    independence_group,
+    quality_for,
+    user_statement,
+)
 from gnomon.firewall.gate.contradictions import detect, detect_on_evidence
 from gnomon.firewall.gate.grants import Grant
 from gnomon.firewall.gate.policy import (
@@ -75,7 +82,7 @@ from gnomon.firewall.model.errors import (
 )
 from gnomon.firewall.model.ids import new_id
 from gnomon.firewall.model.logbook import withheld_read
-from gnomon.firewall.model.origin import Origin, join_all
+from gnomon.firewall.model.origin import Origin, OriginClass, join_all
 from gnomon.firewall.model.states import (
     ClaimKind,
     EvidenceQuality,
@@ -91,6 +98,14 @@ if TYPE_CHECKING:
     from gnomon.firewall.host.firewall import Firewall
 
 MAX_K = 200
+
+#: What a session may have read and still extract clean facts: users and tool envelopes, and
+#: the agent's own clean writing; never external or imported text.
+_SESSION_CLEAN = frozenset({OriginClass.USER, OriginClass.TOOL, OriginClass.AGENT})
+
+
+def _highest(levels: Iterable[Sensitivity]) -> Sensitivity:
+    return max(levels, key=lambda s: s.rank, default=Sensitivity.PUBLIC)
 
 
 class Session:
@@ -519,6 +534,75 @@ class Session:
         )
         return current[made.belief.id]
 
+    @checked_call
+    def extract(
+        self,
+        statement: str,
+        *,
+        inputs: Sequence[str],
+        context: Sequence[str] = (),
+        store: str,
+        extractor: str | None = None,
+    ) -> Belief:
+        """Record a fact a memory store's extractor rewrote (mem0 ``infer=True``, Zep's graph):
+        the agent-side inference over ``inputs`` (the ids of the messages it was given) and
+        ``context`` (the store's existing memories it could read for the same scope).
+
+        Its label is the join of the agent, everything this session has read, every input and
+        every context memory: naming inputs can only add taint. It is of kind ``extracted``
+        (which a policy's ``extracted`` rule may admit, marked, while its truth stays
+        ``unverified``) only when its lineage is clean: every input is a user's attested
+        statement, the session has read nothing external or imported, and every context memory
+        is a clean user statement or a clean extracted fact. Anything else is recorded exactly
+        as :meth:`remember` records the agent's own writing. ``extractor`` names the model that
+        rewrote it in the label (default: this session's actor)."""
+        self._check_open()
+        text = statement_text(statement, self._wall.max_block_bytes)
+        if isinstance(inputs, str) or isinstance(context, str):
+            raise InputError(
+                "inputs and context must be lists of ids, not a single string",
+                hint="pass inputs=[belief_id, ...], context=[belief_id, ...]",
+            )
+        given = [self._context_belief(i) for i in inputs]
+        seen = [self._context_belief(i) for i in context]
+        labels = [b.origin for b in (*given, *seen)]
+        if self._label is not None:
+            labels.append(self._label)
+        origin = Origin.join(Origin.agent(extractor or self.actor), *labels)
+        clean = (
+            bool(given)
+            and all(user_statement(b) for b in given)
+            and all(user_statement(b) or clean_extracted(b) for b in seen)
+            and (self._label is None or self._label.classes <= _SESSION_CLEAN)
+            and origin.user_lineage
+        )
+        now = self._wall.clock()
+        made = adopt(
+            self._ctx,
+            kind=ClaimKind.EXTRACTED if clean else ClaimKind.STATEMENT,
+            statement=text,
+            origin=origin,
+            quality=quality_for(origin),
+            extraction=ExtractionMethod.LLM,
+            source=f"{store}:extractor:session:{self.id}",
+            now=now,
+            sensitivity=self._floor(_highest(b.sensitivity for b in (*given, *seen))),
+        )
+        records, contradictions, current = detect(self._wall.store, [made], now)
+        self._commit(
+            "belief.extracted",
+            data={
+                "store": store,
+                "inputs": list(inputs),
+                "context": list(context),
+                "clean_lineage": clean,
+                "contradictions": contradictions,
+            },
+            records=Records(**records),
+            now=now,
+        )
+        return current[made.belief.id]
+
     def _labels_of(self, ids: Sequence[str]) -> list[Origin]:
         if isinstance(ids, str):
             raise InputError(
@@ -628,6 +712,15 @@ class Session:
         the audit path, so to an agent they are unknown ids, their text never returned)."""
         belief = self._wall.require_belief(belief_id)
         if belief.project != self.project or floor_reasons(belief):
+            raise UnknownIdError("belief", belief.id)
+        return belief
+
+    def _context_belief(self, belief_id: str) -> Belief:
+        """A message or store memory an extractor could read: of this project, in any state
+        (only its label and states are used; a quarantined one taints the fact, its text is
+        never shown)."""
+        belief = self._wall.require_belief(belief_id)
+        if belief.project != self.project:
             raise UnknownIdError("belief", belief.id)
         return belief
 

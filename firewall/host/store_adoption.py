@@ -20,19 +20,26 @@ does not cover, or one already moved (quarantined, superseded, promoted), is lef
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from gnomon.firewall.gate.gate import Move, apply_moves
 from gnomon.firewall.gate.grants import Grant, GrantAuthority
 from gnomon.firewall.log.events import Records
-from gnomon.firewall.model.chain import Belief, Revision
+from gnomon.firewall.model.chain import Belief, BindingState, Revision, StoreBinding
 from gnomon.firewall.model.errors import GrantScopeError, InputError, SpentGrantError
 from gnomon.firewall.model.states import Authority, Axis, RetrievalStatus, TruthStatus
 
 if TYPE_CHECKING:
     from gnomon.firewall.host.firewall import Firewall
+
+#: The binding detail of a memory the import recorded, and the prefix of one a guarded read
+#: recorded as written around the firewall (``adapters.guard.Guard.adopt_unbound``).
+IMPORTED_DETAIL = "imported"
+UNBOUND_DETAIL = "unbound:"
 
 _AUTHORITY = {GrantAuthority.USER: Authority.USER, GrantAuthority.PROBE: Authority.PROBE}
 _PROMOTE = (
@@ -49,6 +56,8 @@ class AdoptionReport:
     adopted: int
     skipped: int
     belief_ids: tuple[str, ...]
+    #: why the skipped ones were not adopted: reason -> count
+    not_adopted: dict[str, int] = field(default_factory=dict)
 
 
 def adopt_store(
@@ -81,18 +90,21 @@ def adopt_store(
             hint="issue a fresh grant for this adoption",
         )
     wanted = set(belief_ids) if belief_ids is not None else None
-    bound = [b.belief_id for b in wall.store.list_bindings(store)]
-    ids = [i for i in dict.fromkeys(bound) if wanted is None or i in wanted]
-    beliefs = wall.store.get_beliefs(ids)
+    bindings = {b.belief_id: b for b in wall.store.list_bindings(store)}
+    ids = [i for i in bindings if wanted is None or i in wanted]
+    beliefs = wall.store.get_beliefs(list(bindings))
+    cutoff = _first_import(bindings.values(), beliefs)
     now = wall.clock()
     moved: list[Belief] = []
     revisions: list[Revision] = []
-    skipped = 0
+    why_not: Counter[str] = Counter()
     for ident in ids:
         belief = beliefs.get(ident)
-        if belief is None or not checked.covers(belief) or not _adoptable(belief):
-            skipped += 1
+        why = _refusal(belief, bindings[ident], checked, store, cutoff)
+        if why is not None:
+            why_not[why] += 1
             continue
+        assert belief is not None
         updated, revs = apply_moves(
             belief,
             _PROMOTE,
@@ -104,6 +116,7 @@ def adopt_store(
         )
         moved.append(updated)
         revisions.extend(revs)
+    skipped = sum(why_not.values())
     if moved:
         wall.spend(
             checked.id,
@@ -117,12 +130,78 @@ def adopt_store(
                     "grant_id": checked.id,
                     "adopted": len(moved),
                     "skipped": skipped,
+                    "not_adopted": dict(sorted(why_not.items())),
                     "reason": reason,
                 },
                 records=Records(beliefs=tuple(moved), revisions=tuple(revisions)),
             ),
         )
-    return AdoptionReport(checked.id, len(moved), skipped, tuple(b.id for b in moved))
+    return AdoptionReport(
+        checked.id, len(moved), skipped, tuple(b.id for b in moved), dict(sorted(why_not.items()))
+    )
+
+
+#: Why a bound belief was not adopted (the keys of :attr:`AdoptionReport.not_adopted`).
+ALREADY = "already adopted, promoted or moved"
+NOT_COVERED = "written through the firewall with its own origin (not an import)"
+PLANTED = "first seen after the store's first import (written around the firewall)"
+NOT_BOUND = "its binding is not written (pending, failed, deleted or drifted)"
+
+
+def adoption_failed(report: AdoptionReport) -> bool:
+    """True when an adoption promoted nothing it was asked to promote: no memory at all, or
+    none promoted while some were refused for a reason other than being adopted already (a
+    second run over an adopted store is not a failure: adoption is idempotent)."""
+    if report.adopted:
+        return False
+    return not report.not_adopted or set(report.not_adopted) != {ALREADY}
+
+
+def _first_import(
+    bindings: Iterable[StoreBinding], beliefs: Mapping[str, Belief]
+) -> datetime | None:
+    """When the store's first import recorded a memory (None: never imported)."""
+    times = [
+        beliefs[b.belief_id].created_at
+        for b in bindings
+        if b.detail == IMPORTED_DETAIL and b.belief_id in beliefs
+    ]
+    return min(times, default=None)
+
+
+def _refusal(
+    belief: Belief | None,
+    binding: StoreBinding,
+    grant: Grant,
+    store: str,
+    cutoff: datetime | None,
+) -> str | None:
+    """Why ``belief`` is not adopted, or None when it is.
+
+    Adoptable: a memory the store held before Gnomon, however the firewall first saw it:
+    imported (origin ``imported:<store>``, bound by the import), or first met by a guarded
+    read as a memory written around the firewall (origin ``external:<store>:unbound:<id>``)
+    before the store's first import. One the read path met *after* an import was planted
+    around the firewall since (the import listed the store and did not see it). A belief
+    written through the firewall keeps its own origin: a caller's ``gnomon_origin=`` naming
+    ``imported:<store>`` is not an import (its binding says so)."""
+    if belief is None or binding.state != BindingState.WRITTEN:
+        return NOT_BOUND
+    ids = belief.origin.origin_ids
+    if ids == {f"imported:{store}"} and binding.detail != IMPORTED_DETAIL:
+        return NOT_COVERED  # a write that named the import's origin: not an import
+    unbound = (
+        grant.store == store
+        and belief.project == grant.project
+        and ids == {f"external:{store}:unbound:{binding.store_id}"}
+        and (binding.detail or "").startswith(UNBOUND_DETAIL)
+    )
+    if unbound and belief.id not in grant.beliefs:
+        if cutoff is not None and belief.created_at >= cutoff:
+            return PLANTED
+    elif not grant.covers(belief):
+        return NOT_COVERED
+    return None if _adoptable(belief) else ALREADY
 
 
 def _adoptable(belief: Belief) -> bool:
@@ -136,4 +215,4 @@ def _adoptable(belief: Belief) -> bool:
     )
 
 
-__all__ = ["AdoptionReport", "adopt_store"]
+__all__ = ["AdoptionReport", "adopt_store", "adoption_failed"]

@@ -260,11 +260,32 @@ class Origin(BaseModel):
         """True when any input is text someone else wrote (external or imported)."""
         return self.integrity == Integrity.UNTRUSTED
 
+    @property
+    def user_lineage(self) -> bool:
+        """True when the label could only have come from what a user said: it names a user,
+        and nothing but users, trusted tool envelopes and the agent (or a store's extractor)
+        rewriting them; no external or imported text anywhere in it, so integrity is at least
+        ``derived``. The lineage an extracted fact needs to enter trusted context.
+
+        >>> (Origin.user("alice") | Origin.agent("coder")).user_lineage
+        True
+        >>> (Origin.user("alice") | Origin.external("web:x")).user_lineage
+        False
+        >>> Origin.agent("coder").user_lineage
+        False
+        """
+        return (
+            OriginClass.USER in self.classes
+            and self.classes <= _USER_LINEAGE
+            and self.integrity >= Integrity.DERIVED
+        )
+
     def describe(self) -> str:
         ids = ", ".join(sorted(self.origin_ids))
         return f"{self.integrity.name.lower()} [{ids}]"
 
 
+_USER_LINEAGE = frozenset({OriginClass.USER, OriginClass.TOOL, OriginClass.AGENT})
 _JSON_CACHE_SIZE = 256
 _JSON_CACHE: dict[int, tuple[Origin, list[str], list[str], str]] = {}
 

@@ -97,6 +97,9 @@ class ClaimKind(StrEnum):
     ENVELOPE = "envelope"
     CONTENT = "content"
     STATEMENT = "statement"
+    #: A fact a memory store's extractor (mem0 ``infer=True``, Zep's graph, a Letta agent)
+    #: rewrote from its inputs; a ContextPolicy may admit it only when its lineage is clean.
+    EXTRACTED = "extracted"
 
 
 class EvidenceRelation(StrEnum):
