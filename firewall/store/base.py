@@ -15,7 +15,8 @@ One contract test suite (``tests/store_contract.py``) runs against every backend
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -32,12 +33,18 @@ from gnomon.firewall.model.chain import (
     SessionInfo,
     StoreBinding,
 )
-from gnomon.firewall.model.errors import InputError, LogIntegrityError
+from gnomon.firewall.model.errors import (
+    GnomonError,
+    InputError,
+    LogIntegrityError,
+    TamperedLogError,
+)
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import (
     FreshnessStatus,
 )
 from gnomon.firewall.store.keys import micros
+from gnomon.firewall.store.sealing import StoreSeal, tamper_draft
 
 #: The kind of the event an execution claim commits (the action kernel writes it).
 EXECUTION_CLAIM_KIND = "action.executing"
@@ -112,10 +119,60 @@ class OriginRow(NamedTuple):
 
 
 class Store(ABC):
-    """Abstract store: one transactional commit, log reads, and indexed projection reads."""
+    """Abstract store: one transactional commit, log reads, and indexed projection reads.
+
+    **Sealing** (:mod:`firewall.store.sealing`). Every event a store commits carries the host's
+    seal. A store opened without its key refuses every write with
+    :class:`~firewall.model.errors.UnsealedStoreError`. A store with its key verifies the events
+    it reads from storage someone else could have written (:meth:`events`,
+    :meth:`session_events`, :meth:`request_events`: what the kernel, the holds, the sentinels,
+    calibration, replay and rebuild read): an event whose link or seal does not verify raises
+    :class:`~firewall.model.errors.TamperedLogError`, recorded once as a ``log.tamper_detected``
+    event, and is never returned.
+    """
 
     #: Human-readable location used in error messages ("sqlite:///path", "memory://").
     url: str
+    #: The store's sealing key, watermark and tamper record (set by every backend at open).
+    _seal: StoreSeal
+
+    @property
+    def sealed(self) -> bool:
+        """Whether this store holds its sealing key (else it is read-only for authority)."""
+        return self._seal.sealed
+
+    @property
+    def seal_key_path(self) -> str | None:
+        """The key file this store's seals are made with (``None``: in-process key)."""
+        path = self._seal.key_path
+        return None if path is None else str(path)
+
+    def _verified(self, events: Iterable[Event]) -> Iterator[Event]:
+        """``events`` read from storage, each checked (:meth:`StoreSeal.problem`); the first
+        bad one is recorded and raised, and nothing after it is returned."""
+        seal = self._seal
+        if not seal.sealed:
+            yield from events
+            return
+        problem_of = seal.problem
+        for event in events:
+            problem = problem_of(event)
+            if problem is not None:
+                raise self._tampered(event.seq, problem)
+            yield event
+
+    def _tampered(self, seq: int, problem: str) -> TamperedLogError:
+        """Record a tamper problem once (host-private file, and a ``log.tamper_detected``
+        event when the log can still be extended) and return its error to raise."""
+        if self._seal.record(seq, problem) and self._seal.sealed:
+            with suppress(GnomonError):
+                self.commit([tamper_draft(seq, problem)])
+        return TamperedLogError(seq, problem)
+
+    def seal_rows(self, after: int = 0) -> Iterator[tuple[int, str, bytes | None]]:
+        """``(seq, hash, seal)`` in order, unverified: what :meth:`verify` checks the seals of.
+        Backends whose :meth:`events` verify override it with a raw read."""
+        return ((e.seq, e.hash, e.tag) for e in self.events(after))
 
     # -- the only write path --------------------------------------------------------------
 
@@ -209,7 +266,33 @@ class Store(ABC):
         """``(seq, body, prev_hash, hash)`` in order: the raw material of verification."""
 
     def verify(self) -> VerifyReport:
-        return verify_chain(self.chain_rows())
+        """The chain from genesis, then (with the key) every event's seal and the sealed head
+        watermark: the report names the first bad seq."""
+        report = verify_chain(self.chain_rows())
+        sealer = self._seal.sealer
+        if not report.ok or sealer is None:
+            return report
+        check = sealer.check
+        for seq, digest, tag in self.seal_rows():
+            problem = check(seq, digest, tag)
+            if problem is not None:
+                return VerifyReport(
+                    False, report.events, report.head_seq, report.head_hash, seq, problem
+                )
+        watermark = self._seal.watermark
+        head_problem = (
+            None if watermark is None else watermark.problem(report.head_seq, report.head_hash)
+        )
+        if head_problem is not None:
+            return VerifyReport(
+                False,
+                report.events,
+                report.head_seq,
+                report.head_hash,
+                report.head_seq,
+                head_problem,
+            )
+        return report
 
     # -- projections ----------------------------------------------------------------------
 
