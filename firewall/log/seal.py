@@ -112,8 +112,8 @@ class SealKeys:
         keys.path = path
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         assert keys.k0 is not None
-        _write_new(verify_path, _doc(VERIFY_FORMAT, store_id, k0=keys.k0.hex()))
-        _write_new(path, keys._file_doc())
+        _write_new(path, keys._file_doc())  # the one creator wins here
+        _replace(verify_path, _doc(VERIFY_FORMAT, store_id, k0=keys.k0.hex()))
         return keys
 
     @classmethod
@@ -187,18 +187,25 @@ def _read_doc(path: Path, fmt: str) -> dict[str, object]:
 
 
 def _write_new(path: Path, data: bytes) -> None:
-    """Create ``path`` with ``data``, mode 0600; :class:`FileExistsError` if it exists."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    """Create ``path`` with ``data``, mode 0600, whole or not at all (written aside, then
+    hard-linked into place: a concurrent reader never sees a partial file);
+    :class:`FileExistsError` if it exists."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.new")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+    try:
+        os.link(tmp, path)
+    finally:
+        os.unlink(tmp)
 
 
 def _replace(path: Path, data: bytes) -> None:
     """Atomically replace ``path`` by ``data`` (mode 0600): the old bytes are not kept."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.write(fd, data)

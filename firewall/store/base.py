@@ -37,6 +37,7 @@ from gnomon.firewall.model.errors import (
     GnomonError,
     InputError,
     LogIntegrityError,
+    StoreError,
     TamperedLogError,
 )
 from gnomon.firewall.model.filters import BeliefFilter
@@ -168,6 +169,50 @@ class Store(ABC):
             with suppress(GnomonError):
                 self.commit([tamper_draft(seq, problem)])
         return TamperedLogError(seq, problem)
+
+    def adopt_unsealed(self, *, checkpoint_keys: Sequence[Any] = ()) -> int:
+        """Seal the events a store holds without a seal (written before sealing existed), once,
+        by an operator: the whole chain is verified first (and with ``checkpoint_keys``, pinned
+        Ed25519 public keys, a signed checkpoint must cover it, :func:`verify_log`), an event
+        whose seal is present but bad is refused (that is tampering, not age), and a store
+        without its key gets one. Returns how many events were sealed.
+
+        Adopting says "this log, as it stands, is mine": run it only on a log you trust, e.g.
+        after checking its checkpoints. An event of an epoch the key already ratcheted past
+        cannot be adopted (:class:`~firewall.model.errors.TamperedLogError`)."""
+        from gnomon.firewall.log.checkpoints import verify_log
+
+        report = (
+            verify_log(self.chain_rows(), keys=list(checkpoint_keys))
+            if checkpoint_keys
+            else verify_chain(self.chain_rows())
+        )
+        report.raise_for_problem()
+        if not self._seal.sealed:
+            seal = self._seal
+            self._seal = StoreSeal.open(seal.identity, seal.where, empty=True, key=seal.key_path)
+        sealer = self._seal.require("adopting unsealed events")
+        tags: list[tuple[int, bytes]] = []
+        for seq, digest, tag in self.seal_rows():
+            if tag is None:
+                tags.append((seq, sealer.tag(seq, digest)))
+                continue
+            problem = sealer.check(seq, digest, tag)
+            if problem is not None:
+                raise self._tampered(seq, problem)
+        if tags:
+            self._set_seals(tags)
+        if report.head_seq and self._seal.watermark is not None:
+            self._seal.watermark.advance(report.head_seq, report.head_hash)
+        return len(tags)
+
+    def _set_seals(self, tags: Sequence[tuple[int, bytes]]) -> None:
+        """Store ``(seq, seal)`` for events stored without one (:meth:`adopt_unsealed`)."""
+        raise StoreError(
+            f"{self.url} cannot seal events in place",
+            hint="export the log (`gnomon log export`) and import it into a new store, which "
+            "reseals every event it takes",
+        )
 
     def seal_rows(self, after: int = 0) -> Iterator[tuple[int, str, bytes | None]]:
         """``(seq, hash, seal)`` in order, unverified: what :meth:`verify` checks the seals of.

@@ -19,7 +19,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -451,6 +451,14 @@ class MemoryStore(Store):
     def head(self) -> tuple[int, str]:
         with self._lock:
             return self._head()
+
+    def _set_seals(self, tags: Sequence[tuple[int, bytes]]) -> None:
+        if type(self) is not MemoryStore:
+            super()._set_seals(tags)  # a file log is not rewritten in place
+        with self._lock:
+            for seq, tag in tags:
+                if self._events[seq - 1].tag is None:
+                    self._events[seq - 1] = replace(self._events[seq - 1], tag=tag)
 
     def _head(self) -> tuple[int, str]:
         if not self._events:

@@ -66,7 +66,9 @@ class StoreSeal:
         key_path: Path | None,
         where: str,
         watermark: Watermark | None,
+        identity: str = "",
     ) -> None:
+        self.identity = identity
         self.sealer = sealer
         self.key_path = key_path
         self.where = where
@@ -98,7 +100,9 @@ class StoreSeal:
         path = Path(key) if key is not None else store_key_path(identity)
         if not path.exists():
             if not empty:
-                return cls.unsealed(path, where)
+                unsealed = cls.unsealed(path, where)
+                unsealed.identity = identity
+                return unsealed
             try:
                 keys = SealKeys.create(path, path.with_suffix(".verify"), identity)
             except FileExistsError:  # another process created it first
@@ -111,7 +115,7 @@ class StoreSeal:
         else:
             keys = SealKeys.load(path)
         sealer = Sealer(keys)
-        return cls(sealer, path, where, Watermark(path.with_suffix(".head"), sealer))
+        return cls(sealer, path, where, Watermark(path.with_suffix(".head"), sealer), identity)
 
     # -- writing ----------------------------------------------------------------------------
 

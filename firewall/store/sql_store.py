@@ -64,6 +64,17 @@ class SQLStore(Store, Generic[C]):
         their records (:meth:`~firewall.store.base.Store.append_sealed`); returns what it
         wrote."""
 
+    def _set_seals(self, tags: Sequence[tuple[int, bytes]]) -> None:
+        scope, params = self._scope()
+        mark = self.MARK
+        sql = f"UPDATE events SET seal = {mark} WHERE {scope} seq = {mark} AND seal IS NULL"
+
+        def work(conn: C) -> None:
+            cursor = conn.cursor()  # type: ignore[attr-defined]
+            cursor.executemany(sql, [(tag, *params, seq) for seq, tag in tags])
+
+        self._atomic("sealing unsealed events", work)
+
     @abstractmethod
     def _gap(self, conn: C) -> int | None:
         """Inside :meth:`_atomic`: the head seq if some seq below it is missing (an event
