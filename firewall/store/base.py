@@ -148,19 +148,37 @@ class Store(ABC):
         path = self._seal.key_path
         return None if path is None else str(path)
 
-    def _verified(self, events: Iterable[Event]) -> Iterator[Event]:
-        """``events`` read from storage, each checked (:meth:`StoreSeal.problem`); the first
-        bad one is recorded and raised, and nothing after it is returned."""
+    def _verified(self, events: Iterable[Event], *, contiguous: bool = False) -> Iterator[Event]:
+        """``events`` read from storage, each checked (:meth:`StoreSeal.problem`; with
+        ``contiguous``, a run of the log, also each link to the one before); the first bad one
+        is recorded and raised, and nothing after it is returned."""
         seal = self._seal
         if not seal.sealed:
             yield from events
             return
         problem_of = seal.problem
+        last: Event | None = None
         for event in events:
             problem = problem_of(event)
+            if problem is None and contiguous and last is not None:
+                if event.seq != last.seq + 1:
+                    problem = f"events {last.seq + 1} to {event.seq - 1} are missing (deleted)"
+                elif event.prev_hash != last.hash:
+                    problem = "its prev_hash is not the previous event's hash (re-chained)"
             if problem is not None:
                 raise self._tampered(event.seq, problem)
+            last = event
             yield event
+
+    def _verify_since(self, request_id: str) -> None:
+        """Before an execution claim: every event from the request's first one to the head
+        verified, link by link and seal by seal (the head's seal authenticates the whole chain
+        behind it). A claim event deleted and its successors renamed, or a filler put in its
+        place, is found here, so an approved action never runs twice."""
+        mine = self.request_events(request_id)
+        if mine:
+            for _ in self.events(after=mine[0].seq - 1):
+                pass
 
     def _tampered(self, seq: int, problem: str) -> TamperedLogError:
         """Record a tamper problem once (host-private file, and a ``log.tamper_detected``

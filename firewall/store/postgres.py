@@ -82,6 +82,7 @@ from gnomon.firewall.store import postgres_schema as schema
 from gnomon.firewall.store.base import Store, check_continues, claims_in
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.memory import K1, B
+from gnomon.firewall.store.sealing import StoreSeal
 from gnomon.firewall.store.sql_common import (
     DERIVED_TABLES,
     PROJECTION_KEYS,
@@ -98,7 +99,6 @@ from gnomon.firewall.store.sql_common import (
     version_rows,
     within_admissible,
 )
-from gnomon.firewall.store.sealing import StoreSeal
 from gnomon.firewall.store.sql_store import M, R, SQLStore
 
 DEFAULT_TENANT = "default"
@@ -372,6 +372,8 @@ INSERT_CONTRADICTION_MEMBERS = _upsert(
     conflict="tenant, belief_id, contradiction_id",
     update=False,
 )
+
+
 def _tag(value: Any) -> bytes | None:
     """A stored seal as bytes (the driver returns ``bytea`` as ``bytes`` or ``memoryview``)."""
     return None if value is None else bytes(value)
@@ -743,9 +745,7 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
 
         return resolve_moves(records, load)
 
-    def _write_sealed(
-        self, conn: psycopg.Connection[Any], events: Sequence[Event]
-    ) -> list[Event]:
+    def _write_sealed(self, conn: psycopg.Connection[Any], events: Sequence[Event]) -> list[Event]:
         head = self._lock_head(conn)
         seq, prev = head[0], head[1]
         self._seal.check_head(seq, prev)
@@ -1158,8 +1158,11 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
 
     def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
         return self._verified(
-            Event.from_body(seq, body, prev_hash, digest, tag)
-            for seq, body, prev_hash, digest, tag in self._sealed_pages(after, limit)
+            (
+                Event.from_body(seq, body, prev_hash, digest, tag)
+                for seq, body, prev_hash, digest, tag in self._sealed_pages(after, limit)
+            ),
+            contiguous=True,
         )
 
     def seal_rows(self, after: int = 0) -> Iterator[tuple[int, str, bytes | None]]:

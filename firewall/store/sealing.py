@@ -135,6 +135,8 @@ class StoreSeal:
         if self.watermark is not None:
             problem = self.watermark.problem(seq, digest)
             if problem is not None:
+                # the log cannot take a record (it may not be extended): the file keeps it
+                self.record(seq, problem)
                 raise TamperedLogError(seq, problem)
 
     def advance(self, events: Sequence[Event]) -> None:

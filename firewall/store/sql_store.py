@@ -147,6 +147,8 @@ class SQLStore(Store, Generic[C]):
 
     def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
         claim_drafts(drafts)
+        self._seal.require("claiming an execution")
+        self._verify_since(request_id)
 
         def work(conn: C) -> list[Event] | None:
             gap = self._gap(conn)

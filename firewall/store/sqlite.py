@@ -68,6 +68,7 @@ from gnomon.firewall.store.base import (
     claims_in,
 )
 from gnomon.firewall.store.keys import index_tokens, micros
+from gnomon.firewall.store.sealing import StoreSeal, file_identity
 from gnomon.firewall.store.sql_common import (
     DERIVED_TABLES,
     PROJECTION_KEYS,
@@ -82,7 +83,6 @@ from gnomon.firewall.store.sql_common import (
     with_moved,
     within_admissible,
 )
-from gnomon.firewall.store.sealing import StoreSeal, file_identity
 from gnomon.firewall.store.sql_store import M, R, SQLStore, decay_due
 from gnomon.firewall.store.sqlite_moves import apply_moves
 
@@ -712,8 +712,11 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
 
     def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
         return self._verified(
-            Event.from_body(seq, body, prev_hash, digest, tag)
-            for seq, body, prev_hash, digest, tag in self._sealed_pages(after, limit)
+            (
+                Event.from_body(seq, body, prev_hash, digest, tag)
+                for seq, body, prev_hash, digest, tag in self._sealed_pages(after, limit)
+            ),
+            contiguous=True,
         )
 
     def seal_rows(self, after: int = 0) -> Iterator[tuple[int, str, bytes | None]]:
