@@ -7,9 +7,12 @@ directory. Each test is the hostile sequence, then the promise that held: a type
 ``log.tamper_detected`` record, and nothing the attacker asked for runs.
 
 Flips (run by hand, see the commit messages): with ``StoreSeal.problem`` returning ``None``
-(no seal check on read) the edit, append and rename attacks run the push or obey the flag;
-with ``StoreSeal.check_head`` a no-op the truncation attack runs the push twice; with
-``StoreSeal.require`` returning without a key the second process writes its belief.
+(no check on read) the append, rename and flag attacks fail on every backend, and every attack
+fails on the NDJSON log (which checks seals as it reads the file); the re-chain of an approved
+request is then still refused on SQL by the head watermark (a re-chain replaces the head's hash)
+and runs the edited push only with ``StoreSeal.check_head`` disabled too; with ``check_head``
+alone disabled the truncation attack fails on every backend; with ``StoreSeal.require`` letting
+a keyless store write, the second process writes its belief on every backend.
 """
 
 from __future__ import annotations
