@@ -17,6 +17,7 @@ a keyless store write, the second process writes its belief on every backend.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -32,7 +33,7 @@ import pytest
 from gnomon import firewall
 from gnomon.firewall.log.events import GENESIS_HASH, EventDraft, canonical_body, chain_hash
 from gnomon.firewall.model.clock import utcnow
-from gnomon.firewall.model.errors import TamperedLogError
+from gnomon.firewall.model.errors import TamperedLogError, UnsealedStoreError
 from gnomon.firewall.model.origin import Origin
 from gnomon.firewall.store.sealing import TAMPER_KIND
 from gnomon.probes._kernel import Host, host
@@ -487,3 +488,114 @@ def test_the_store_verifies_its_own_writes_on_every_backend(target: Target) -> N
         assert all(r.seal is not None for r in target.files.rows())
         assert tamper_records(wall) == []
     wall.close()
+
+
+# -- the auditor, and legacy logs ------------------------------------------------------------
+
+
+def test_a_thief_of_the_current_key_cannot_reseal_the_past_for_the_auditor(
+    tmp_path: Path,
+) -> None:
+    """The agent steals the key file after two epochs and reseals an edited first event with
+    it (host tag and epoch tag both recomputed from what it stole): the host's static key
+    cannot tell, the auditor's ratchet from k0 can. ``gnomon log verify --seal-key`` names it."""
+    from click.testing import CliRunner
+
+    from gnomon.firewall.cli import cli
+    from gnomon.firewall.log.seal import EPOCH_DOMAIN, EPOCH_EVENTS, HOST_DOMAIN, SealKeys
+    from gnomon.firewall.store.sqlite import SQLiteStore
+
+    path = tmp_path / "gnomon.db"
+    url = f"sqlite:///{path}"
+    with SQLiteStore(path) as store:
+        store.commit([EventDraft(kind="test.e", actor="a", at=utcnow()) for _ in range(10)])
+        store.commit(
+            [EventDraft(kind="test.e", actor="a", at=utcnow()) for _ in range(EPOCH_EVENTS + 5)]
+        )
+        key = store.seal_key_path
+    assert key is not None
+    stolen = SealKeys.load(Path(key))
+    assert stolen.epoch == 1  # the epoch-0 key is gone from the file
+    files = SQLiteFiles(path)
+    rows = files.rows()
+    doc = rows[0].doc
+    doc["actor"] = "mallory"
+    rows[0] = Row(1, orjson.dumps(doc, option=orjson.OPT_SORT_KEYS), "", "", None)
+    rows = rechain(rows)
+    import hmac
+
+    def reseal(seq: int, digest: str) -> bytes:  # all the thief can compute
+        msg = seq.to_bytes(8, "big") + bytes.fromhex(digest)
+        epoch_tag = hmac.digest(stolen.epoch_key, EPOCH_DOMAIN + msg, "sha256")
+        return epoch_tag + hmac.digest(stolen.host_key, HOST_DOMAIN + msg, "sha256")
+
+    files.write([Row(r.seq, r.body, r.prev_hash, r.hash, reseal(r.seq, r.hash)) for r in rows])
+    runner = CliRunner()
+    # the host's own check cannot tell a thief from itself for seals (documented); the
+    # auditor's can, for every event of an epoch before the theft
+    audit = runner.invoke(
+        cli, ["log", "verify", "--url", url, "--seal-key", str(Path(key).with_suffix(".verify"))]
+    )
+    assert audit.exit_code != 0
+    assert "seq 1:" in audit.output and "auditor" in audit.output
+    assert f"{EPOCH_EVENTS} event(s) not sealed by the host" in audit.output
+    as_json = runner.invoke(
+        cli,
+        [
+            "log",
+            "verify",
+            "--url",
+            url,
+            "--json",
+            "--seal-key",
+            str(Path(key).with_suffix(".verify")),
+        ],
+    )
+    seals = json.loads(as_json.output)["seals"]
+    # every event of epoch 0 is caught; those resealed in the thief's own epoch are not
+    assert seals["bad_count"] == EPOCH_EVENTS and seals["bad"][0]["seq"] == 1
+
+
+def test_a_log_from_before_sealing_is_read_only_until_an_operator_adopts_it(
+    tmp_path: Path,
+) -> None:
+    """Events written before sealing (no seal column values): a host opening the store refuses
+    to act on them; ``gnomon log adopt`` verifies the chain and seals them; then it works."""
+    from click.testing import CliRunner
+
+    from gnomon.firewall.cli import cli
+    from gnomon.firewall.store.sealing import file_identity, store_key_path
+    from gnomon.firewall.store.sqlite import SQLiteStore
+
+    path = tmp_path / "old.db"
+    with (
+        SQLiteStore(path) as store,
+        firewall.Firewall(store) as wall,
+        wall.session(project="p", actor="a") as s,
+    ):
+        s.remember("deploys go through review")
+    files = SQLiteFiles(path)
+    # what a store written before sealing looks like: no seals, and no key for it anywhere
+    files.write([Row(r.seq, r.body, r.prev_hash, r.hash, None) for r in files.rows()])
+    key = store_key_path(file_identity(path))
+    for suffix in (".key", ".verify", ".head", ".key.lock", ".head.lock"):
+        key.with_suffix(suffix).unlink(missing_ok=True)
+    url = f"sqlite:///{path}"
+    with firewall.open(url) as wall:
+        assert not wall.store.sealed
+        assert wall.store.verify().ok  # it reads
+        with (
+            pytest.raises(UnsealedStoreError, match="read-only for authority"),
+            wall.session(project="p", actor="a") as s,
+        ):
+            s.remember("x")
+    runner = CliRunner()
+    adopted = runner.invoke(cli, ["log", "adopt", "--url", url])
+    assert adopted.exit_code == 0, adopted.output
+    assert "sealed" in adopted.output
+    with firewall.open(url) as wall:
+        assert wall.store.sealed and wall.store.verify().ok
+        with wall.session(project="p", actor="a") as s:
+            s.remember("now it acts")
+    checked = runner.invoke(cli, ["log", "verify", "--url", url])
+    assert checked.exit_code == 0 and "seals verify with the host key" in checked.output

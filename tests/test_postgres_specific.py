@@ -194,7 +194,8 @@ def pre_seal_writer(patch: pytest.MonkeyPatch) -> None:
     from gnomon.firewall.store import postgres
 
     old = postgres.INSERT_EVENTS_MOVE_HEAD.replace(
-        "hash, seal) SELECT %s, * FROM unnest(", "hash) SELECT %s, q, k, a, c, s, b, p, h FROM unnest("
+        "hash, seal) SELECT %s, * FROM unnest(",
+        "hash) SELECT %s, q, k, a, c, s, b, p, h FROM unnest(",
     ).replace("%b::bytea[])", "%b::bytea[]) AS u(q, k, a, c, s, b, p, h, t)")
     assert old != postgres.INSERT_EVENTS_MOVE_HEAD
     patch.setattr(postgres, "INSERT_EVENTS_MOVE_HEAD", old)

@@ -17,7 +17,13 @@ from gnomon.firewall.cli.common import (
     trusted_keys_option,
     write_file,
 )
-from gnomon.firewall.cli.logcmd import log_checkpoint, log_export, log_import, log_verify
+from gnomon.firewall.cli.logcmd import (
+    log_adopt,
+    log_checkpoint,
+    log_export,
+    log_import,
+    log_verify,
+)
 from gnomon.firewall.cli.render import policy_summary
 from gnomon.firewall.gate.grants import write_keypair
 from gnomon.firewall.gate.policy import ContextPolicy
@@ -160,7 +166,7 @@ def log() -> None:
     """The hash-chained event log: verify, checkpoint, export, import."""
 
 
-for _command in (log_verify, log_checkpoint, log_export, log_import):
+for _command in (log_verify, log_checkpoint, log_export, log_import, log_adopt):
     log.add_command(_command)
 
 

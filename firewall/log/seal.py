@@ -123,9 +123,9 @@ class SealKeys:
         try:
             return cls(
                 str(doc["store"]),
-                bytes.fromhex(doc["host_key"]),
-                int(doc["epoch"]),
-                bytes.fromhex(doc["epoch_key"]),
+                bytes.fromhex(str(doc["host_key"])),
+                int(str(doc["epoch"])),
+                bytes.fromhex(str(doc["epoch_key"])),
                 path,
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -301,9 +301,7 @@ class Auditor:
         """``None`` if ``tag``'s epoch tag verifies from ``k0``, else the problem."""
         if tag is None:
             return _UNSEALED
-        expected = hmac.digest(
-            self._key(epoch_of(seq)), EPOCH_DOMAIN + _msg(seq, digest), "sha256"
-        )
+        expected = hmac.digest(self._key(epoch_of(seq)), EPOCH_DOMAIN + _msg(seq, digest), "sha256")
         if len(tag) != SEAL_BYTES or not hmac.compare_digest(tag[:32], expected):
             return "its seal does not verify under the auditor's key (forged or resealed)"
         return None
@@ -311,10 +309,12 @@ class Auditor:
 
 @dataclass(frozen=True, slots=True)
 class SealReport:
-    """What :func:`check_seals` found: how many events were checked and the bad ones."""
+    """What :func:`check_seals` found: how many events were checked, how many were bad, and
+    the first bad ones (``(seq, problem)``, up to the limit asked for)."""
 
     events: int
     bad: tuple[tuple[int, str], ...]
+    bad_count: int = 0
 
     @property
     def ok(self) -> bool:
@@ -329,14 +329,16 @@ def check_seals(
 ) -> SealReport:
     """Check every ``(seq, hash, seal)`` row; the report names up to ``limit`` bad events."""
     bad: list[tuple[int, str]] = []
-    count = 0
+    count = bad_count = 0
     check = checker.check
     for seq, digest, tag in rows:
         count += 1
         problem = check(seq, digest, tag)
-        if problem is not None and len(bad) < limit:
-            bad.append((seq, problem))
-    return SealReport(count, tuple(bad))
+        if problem is not None:
+            bad_count += 1
+            if len(bad) < limit:
+                bad.append((seq, problem))
+    return SealReport(count, tuple(bad), bad_count)
 
 
 class Watermark:

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from gnomon.firewall.log.events import Event, EventDraft, VerifyReport, link_holds, verify_chain
+from gnomon.firewall.log.seal import Auditor, SealReport, check_seals
 from gnomon.firewall.model.chain import (
     Action,
     Belief,
@@ -231,6 +232,25 @@ class Store(ABC):
             hint="export the log (`gnomon log export`) and import it into a new store, which "
             "reseals every event it takes",
         )
+
+    def seal_report(self, auditor: Auditor | None = None) -> SealReport | None:
+        """Every event's seal checked, naming the unsealed and forged ones: with ``auditor``
+        (the forward-secure epoch tags, from the auditor's verification file), else with this
+        host's key plus the sealed head watermark; ``None`` without either."""
+        if auditor is not None:
+            return check_seals(self.seal_rows(), auditor)
+        sealer = self._seal.sealer
+        if sealer is None:
+            return None
+        report = check_seals(self.seal_rows(), sealer)
+        watermark = self._seal.watermark
+        if watermark is not None:
+            head_seq, head_hash = self.head()
+            problem = watermark.problem(head_seq, head_hash)
+            if problem is not None:
+                bad = (*report.bad, (head_seq, problem))
+                report = SealReport(report.events, bad, report.bad_count + 1)
+        return report
 
     def seal_rows(self, after: int = 0) -> Iterator[tuple[int, str, bytes | None]]:
         """``(seq, hash, seal)`` in order, unverified: what :meth:`verify` checks the seals of.
