@@ -241,6 +241,7 @@ class MemoryStore(Store):
                 event = seal(seq, prev, draft, sealer)
                 prev = event.hash
                 sealed.append(event)
+            self._seal.closed(sealed)
             records = self._resolved([d.typed_records() for d in drafts])
             staged = [_stage_belief(b) for rec in records for b in rec.beliefs]
         return sealed, records, staged

@@ -727,7 +727,7 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
         records = self._resolved(
             conn, [d.typed_records() if d.batch is None else Records() for d in drafts]
         )
-        self._store_events(conn, head, sealed, records, batches)
+        self._store_events(conn, head, self._seal.closed(sealed), records, batches)
         return sealed
 
     def _resolved(self, conn: psycopg.Connection[Any], records: list[Records]) -> list[Records]:
@@ -1166,7 +1166,16 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
         )
 
     def seal_rows(self, after: int = 0) -> Iterator[tuple[int, str, bytes | None]]:
-        return ((r[0], r[3], r[4]) for r in self._sealed_pages(after, None))
+        def fetch(cursor: int, size: int) -> list[tuple[int, str, bytes | None]]:
+            page = self._read(
+                "reading seals",
+                "SELECT seq, hash, seal FROM events WHERE tenant = %s AND seq > %s "
+                "ORDER BY seq LIMIT %s",
+                (self.tenant, cursor, size),
+            )
+            return [(int(q), h, _tag(t)) for q, h, t in page]
+
+        return log_pages(fetch, after, None, page_size=PAGE)
 
     def chain_rows(self, after: int = 0) -> Iterator[tuple[int, bytes, str, str]]:
         return self._pages(after, None)

@@ -145,11 +145,21 @@ class StoreSeal:
             last = events[-1]
             self.watermark.advance(last.seq, last.hash)
 
+    def closed(self, events: list[Event]) -> list[Event]:
+        """A commit's freshly sealed ``events`` with the epoch tag on the last one
+        (:meth:`Sealer.close`); ``events`` is changed in place and returned."""
+        sealer = self.sealer
+        if events and sealer is not None:
+            last = events[-1]
+            if last.tag is not None:
+                events[-1] = replace(last, tag=sealer.close(last.seq, last.hash, last.tag))
+        return events
+
     def resealed(self, events: Sequence[Event]) -> list[Event]:
         """``events`` (sealed elsewhere: an import, a replay) with this host's seals, computed
         after the caller checked that they continue its head."""
         sealer = self.require("appending events")
-        return [replace(e, tag=sealer.tag(e.seq, e.hash)) for e in events]
+        return self.closed([replace(e, tag=sealer.tag(e.seq, e.hash)) for e in events])
 
     # -- reading ----------------------------------------------------------------------------
 

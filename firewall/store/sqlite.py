@@ -434,7 +434,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
                 rows.write(conn, index_new_beliefs=not self._index_by_trigger)
                 rows = _Rows()
                 apply_moves(conn, draft.moves, seq)
-        self._insert_events(conn, sealed)
+        self._insert_events(conn, self._seal.closed(sealed))
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
         return sealed
 
@@ -720,7 +720,15 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         )
 
     def seal_rows(self, after: int = 0) -> Iterator[tuple[int, str, bytes | None]]:
-        return ((r[0], r[3], r[4]) for r in self._sealed_pages(after, None))
+        def fetch(cursor: int, size: int) -> list[tuple[int, str, bytes | None]]:
+            with self._guard("reading seals") as conn:
+                page: list[tuple[int, str, bytes | None]] = conn.execute(
+                    "SELECT seq, hash, seal FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                    (cursor, size),
+                ).fetchall()
+            return page
+
+        return log_pages(fetch, after, None, page_size=PAGE)
 
     def chain_rows(self, after: int = 0) -> Iterator[tuple[int, bytes, str, str]]:
         return self._pages(after, None)
