@@ -18,7 +18,6 @@ from gnomon.firewall.cli.common import (
     write_file,
 )
 from gnomon.firewall.cli.logcmd import (
-    log_adopt,
     log_checkpoint,
     log_export,
     log_import,
@@ -166,7 +165,7 @@ def log() -> None:
     """The hash-chained event log: verify, checkpoint, export, import."""
 
 
-for _command in (log_verify, log_checkpoint, log_export, log_import, log_adopt):
+for _command in (log_verify, log_checkpoint, log_export, log_import):
     log.add_command(_command)
 
 

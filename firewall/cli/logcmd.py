@@ -387,25 +387,7 @@ def rebuild(ctx: click.Context, url: str | None, apply_: bool, as_json: bool) ->
         out.print("ok: the live projections equal the ones rebuilt from the log", markup=False)
 
 
-@click.command("adopt")
-@url_option
-@pinned_keys_option(
-    "Pinned public key (.pub): a checkpoint it signed must cover the log before it is adopted."
-)
-@click.pass_context
-def log_adopt(ctx: click.Context, url: str | None, keys: tuple[str, ...]) -> None:
-    """Seal the events a store holds without a seal (written before sealing existed), with this
-    host's key, after verifying the whole chain (and with --key a signed checkpoint covering
-    it). Creates the store's sealing key if it has none. Refuses an event whose seal is present
-    but forged. Run it once, on a log you trust."""
-    pinned = [load_public_key(k) for k in keys]
-    with _open(ctx, url) as store:
-        count = store.adopt_unsealed(checkpoint_keys=pinned)
-        say(f"adopted: {count} unsealed event(s) sealed; key {store.seal_key_path}")
-
-
 __all__ = [
-    "log_adopt",
     "log_checkpoint",
     "log_export",
     "log_import",

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from gnomon.firewall.gate.grants import load_public_key
 from gnomon.firewall.model.errors import KeyFileError, StoreError
 from gnomon.firewall.store.registry import default_url
+from gnomon.firewall.store.sealing import file_identity, forget_keys
 
 DEFAULT_TRUSTED_KEYS = Path(".gnomon") / "trusted_keys"
 DEFAULT_KEYS_DIR = Path(".gnomon") / "keys"
@@ -104,10 +105,12 @@ def pin_key(public_key_file: Path, directory: Path) -> Path:
 
 
 def reset_sqlite_file(url: str) -> None:
-    """Delete a SQLite store file and its WAL/SHM companions (used for the demo store only)."""
+    """Delete a SQLite store file, its WAL/SHM companions and its sealing key (used for the
+    demo store only: a new demo store is a new store, not a truncated one)."""
     path = sqlite_path(url)
     if path is None:
         return
+    forget_keys(file_identity(path))
     for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         try:
             candidate.unlink(missing_ok=True)

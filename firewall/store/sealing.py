@@ -57,6 +57,17 @@ def file_identity(path: str | os.PathLike[str]) -> str:
     return "file:" + str(Path(path).resolve())
 
 
+def forget_keys(identity: str) -> None:
+    """Remove the sealing key and its companions of the store ``identity`` (its file was
+    deleted on purpose, e.g. the demo resetting its own store): a new store at that place is a
+    new store, not a truncated one. Never for a store whose log is kept."""
+    key = store_key_path(identity)
+    for suffix in (".key", ".verify", ".head", ".tamper"):
+        path = key.with_suffix(suffix)
+        for candidate in (path, path.with_name(path.name + ".lock")):
+            candidate.unlink(missing_ok=True)
+
+
 class StoreSeal:
     """A store's sealer (``None``: read-only for authority), its watermark, its tamper record."""
 
@@ -234,6 +245,7 @@ __all__ = [
     "TAMPER_KIND",
     "StoreSeal",
     "file_identity",
+    "forget_keys",
     "store_key_path",
     "tamper_draft",
 ]
