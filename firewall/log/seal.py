@@ -91,8 +91,9 @@ class Mac:
 
     __slots__ = ("_state",)
 
-    def __init__(self, key: bytes) -> None:
-        self._state = hashlib.blake2b(key=key, digest_size=32)
+    def __init__(self, key: bytes, domain: bytes = b"") -> None:
+        # ``domain``, when given, is absorbed once: the MAC is then of ``domain || msg``
+        self._state = hashlib.blake2b(domain, key=key, digest_size=32)
 
     def __call__(self, msg: bytes) -> bytes:
         state = self._state.copy()
@@ -272,8 +273,9 @@ class Sealer:
 
     def __init__(self, keys: SealKeys) -> None:
         self.keys = keys
-        self._host = Mac(keys.host_key)
-        self._epoch = Mac(keys.epoch_key)
+        self._host = Mac(keys.host_key, HOST_DOMAIN)
+        self._head = Mac(keys.host_key, HEAD_DOMAIN)
+        self._epoch = Mac(keys.epoch_key, EPOCH_DOMAIN)
         self._epoch_no = keys.epoch
 
     @property
@@ -287,49 +289,47 @@ class Sealer:
         ``seq`` opens a new epoch; a seq of an epoch already erased is refused
         (:class:`~firewall.model.errors.TamperedLogError`): the log behind it was cut back."""
         msg = seq.to_bytes(8, "big") + bytes.fromhex(digest)
-        host = self._host(HOST_DOMAIN + msg)
+        if (seq - 1) // EPOCH_EVENTS != self._epoch_no:
+            self._ratchet_to(seq)
         if seq % EPOCH_EVENTS:
-            self._epoch_mac(seq)  # ratchets at the epoch's first event
-            return NO_EPOCH_TAG + host
-        return self._epoch_mac(seq)(EPOCH_DOMAIN + msg) + host
+            return NO_EPOCH_TAG + self._host(msg)
+        return self._epoch(msg) + self._host(msg)
 
     def close(self, seq: int, digest: str, tag: bytes) -> bytes:
         """``tag`` (of a commit's last event) with its epoch tag: the chain authenticates every
         earlier event of the commit, and the auditor checks each event against the next epoch
         tag of its own epoch (so the tag is also set at every epoch's last event)."""
-        msg = seq.to_bytes(8, "big") + bytes.fromhex(digest)
-        return self._epoch_mac(seq)(EPOCH_DOMAIN + msg) + tag[32:]
+        if (seq - 1) // EPOCH_EVENTS != self._epoch_no:
+            self._ratchet_to(seq)
+        return self._epoch(seq.to_bytes(8, "big") + bytes.fromhex(digest)) + tag[32:]
 
-    def _epoch_mac(self, seq: int) -> Mac:
+    def _ratchet_to(self, seq: int) -> None:
         keys = self.keys
         epoch = (seq - 1) // EPOCH_EVENTS
-        if epoch != keys.epoch:
-            if epoch < keys.epoch:
-                raise TamperedLogError(
-                    seq,
-                    f"its epoch key ({epoch}) was erased when the sealing key ratcheted to "
-                    f"epoch {keys.epoch}: the log was cut back behind events the host sealed",
-                    hint="the store was truncated or replaced: run `gnomon log verify` and "
-                    "`gnomon doctor`; restore it from a backup",
-                )
-            keys.advance_to(epoch)
-        if keys.epoch != self._epoch_no:
-            self._epoch, self._epoch_no = Mac(keys.epoch_key), keys.epoch
-        return self._epoch
+        if epoch < keys.epoch:
+            raise TamperedLogError(
+                seq,
+                f"its epoch key ({epoch}) was erased when the sealing key ratcheted to "
+                f"epoch {keys.epoch}: the log was cut back behind events the host sealed",
+                hint="the store was truncated or replaced: run `gnomon log verify` and "
+                "`gnomon doctor`; restore it from a backup",
+            )
+        keys.advance_to(epoch)
+        self._epoch, self._epoch_no = Mac(keys.epoch_key, EPOCH_DOMAIN), keys.epoch
 
     def check(self, seq: int, digest: str, tag: bytes | None) -> str | None:
         """``None`` if ``tag`` is the host's seal of ``(seq, digest)``, else the problem."""
         if tag is None:
             return _UNSEALED
         if len(tag) != SEAL_BYTES or not hmac.compare_digest(
-            tag[32:], self._host(HOST_DOMAIN + _msg(seq, digest))
+            tag[32:], self._host(_msg(seq, digest))
         ):
             return _FORGED
         return None
 
     def head_tag(self, seq: int, digest: str) -> bytes:
         """The tag of a head watermark ``(seq, digest)`` (:class:`Watermark`)."""
-        return self._host(HEAD_DOMAIN + _msg(seq, digest))
+        return self._head(_msg(seq, digest))
 
 
 class Auditor:
@@ -370,8 +370,8 @@ class Auditor:
         epoch = epoch_of(seq)
         mac = self._macs.get(epoch)
         if mac is None:
-            mac = self._macs[epoch] = Mac(self._key(epoch))
-        if not hmac.compare_digest(tag[:32], mac(EPOCH_DOMAIN + _msg(seq, digest))):
+            mac = self._macs[epoch] = Mac(self._key(epoch), EPOCH_DOMAIN)
+        if not hmac.compare_digest(tag[:32], mac(_msg(seq, digest))):
             return _BAD_AUDIT
         return None
 
