@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 CACHE_DIR = BENCH_DIR / ".cache"
@@ -195,3 +196,24 @@ RAW_DDL = (
     "CREATE VIRTUAL TABLE memories_fts USING fts5 (text, content = 'memories', "
     "content_rowid = 'rid')",
 )
+
+
+class _NoSeal:
+    """A sealer that seals nothing (``tag`` is ``None``): the unsealed path, for a same-run
+    ratio against the sealed one. Never outside a benchmark."""
+
+    keys = None
+
+    def tag(self, seq: int, digest: str) -> None:
+        return None
+
+    def check(self, seq: int, digest: str, tag: bytes | None) -> None:
+        return None
+
+
+def unsealed(store: Any) -> Any:
+    """``store`` writing without seals and without a head watermark (benchmarks only)."""
+    from gnomon.firewall.store.sealing import StoreSeal
+
+    store._seal = StoreSeal(_NoSeal(), None, store.url, None)  # type: ignore[arg-type]
+    return store

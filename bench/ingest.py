@@ -16,6 +16,9 @@ WAL, after close), for both.
 
 Optionally (``--memory``) the firewall is also measured over ``memory://``.
 
+Sealing (:mod:`firewall.log.seal`), in the same run: the firewall import again into a store
+whose sealer seals nothing (``_common.unsealed``) gives the sealed/unsealed ratio.
+
     .venv/bin/python bench/ingest.py --records 100000 --repeat 3
 """
 
@@ -57,8 +60,10 @@ def raw_import(path: Path, texts: list[str], batch: int) -> float:
     return elapsed
 
 
-def firewall_import(url: str, texts: list[str], batch: int) -> float:
+def firewall_import(url: str, texts: list[str], batch: int, *, sealed: bool = True) -> float:
     wall = firewall.open(url)
+    if not sealed:
+        common.unsealed(wall.store)
     items = [ImportItem(text=t, source_id=f"m{i}") for i, t in enumerate(texts)]
     start = time.perf_counter()
     count = wall.import_records(items, store_name="bench", project="bench", batch_size=batch)
@@ -83,11 +88,16 @@ def main(argv: list[str] | None = None) -> int:
     for rep, tmp in common.fresh_directories(args.repeat, args.dir):
         raw = args.records / raw_import(tmp / "raw.db", texts, args.batch)
         fw = args.records / firewall_import(f"sqlite:///{tmp}/gnomon.db", texts, args.batch)
+        bare = args.records / firewall_import(
+            f"sqlite:///{tmp}/unsealed.db", texts, args.batch, sealed=False
+        )
+        samples.add(unsealed=bare, seal_cost=bare / fw)
         raw_b = file_bytes(tmp / "raw.db") / args.records
         fw_b = file_bytes(tmp / "gnomon.db") / args.records
         line = (
             f"rep {rep}: raw {raw:,.0f}/s  firewall(sqlite) {fw:,.0f}/s  ratio {raw / fw:.2f}x"
             f"  bytes/record raw {raw_b:,.0f} firewall {fw_b:,.0f}"
+            f"  unsealed {bare:,.0f}/s (unsealed/sealed {bare / fw:.3f}x)"
         )
         if args.memory:
             mem = args.records / firewall_import("memory://", texts, args.batch)
@@ -100,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         f"firewall(sqlite) {samples.median('firewall'):,.0f} records/s "
         f"({1e6 / samples.median('firewall'):.1f} us/record), "
         f"raw/firewall {samples.median('ratio'):.2f}x (same-run ratios)"
+    )
+    print(
+        f"median sealing: unsealed/sealed {samples.median('seal_cost'):.3f}x "
+        f"(sealing costs {100 * (1 - 1 / samples.median('seal_cost')):.1f}% of ingest)"
     )
     if args.memory:
         print(f"median: firewall(memory) {samples.median('memory'):,.0f} records/s")

@@ -25,7 +25,11 @@ from gnomon import firewall
 from gnomon.firewall.kernel import ApprovalSigner
 from gnomon.firewall.kernel.ledger import ACCEPTED, post_approval, read_ledger
 from gnomon.firewall.log.events import EventDraft
-from gnomon.firewall.model.errors import ActionPendingError, ForgedApprovalError
+from gnomon.firewall.model.errors import (
+    ActionPendingError,
+    ForgedApprovalError,
+    TamperedLogError,
+)
 from gnomon.firewall.model.origin import Origin
 from gnomon.probes._kernel import Host, host
 from gnomon.probes.runner import ProbeClock
@@ -74,13 +78,12 @@ def test_arguments_edited_in_the_stored_proposal_never_run(tmp_path: Path) -> No
         request = next(r for r in h.kernel.holds() if r.id == request_id)
         # the approver approves the push to main; the agent has rewritten it to push release
         _edit(db, "action.proposed", lambda p: p["args"].update(branch="release"))
-        with pytest.raises(ForgedApprovalError, match="arguments to run") as err:
+        # the sealed log refuses the edited event first (TamperedLogError); with the seal's read
+        # check removed, the inputs digest recomputed at execution refuses it (ForgedApprovalError)
+        with pytest.raises((ForgedApprovalError, TamperedLogError)):
             h.kernel.submit(h.approver.approve(request, now=wall.clock()))
-        assert err.value.kind == "wrong_digest"
         assert h.ran == []
-        assert h.kernel.status(request_id).status == "refused"
-        assert any(f.get("at_execution") for f in _forgeries(wall))
-        with pytest.raises(ActionPendingError):  # and it never runs later either
+        with pytest.raises((ActionPendingError, TamperedLogError)):  # and it never runs later
             h.kernel.execute(request_id)
         assert h.ran == []
     wall.close()
@@ -109,10 +112,12 @@ def test_arguments_edited_in_the_postgres_tables_never_run(postgres_url: str) ->
                 "UPDATE events SET body = %s WHERE tenant = %s AND seq = %s",
                 (orjson.dumps(doc), row[0], row[1]),
             )
-        with pytest.raises(ForgedApprovalError, match="arguments to run"):
+        with pytest.raises((ForgedApprovalError, TamperedLogError)):
             h.kernel.submit(h.approver.approve(request, now=wall.clock()))
         assert h.ran == []
-        assert h.kernel.status(request_id).status == "refused"
+        with pytest.raises((ActionPendingError, TamperedLogError)):  # and it never runs later
+            h.kernel.execute(request_id)
+        assert h.ran == []
     wall.close()
 
 
@@ -132,11 +137,9 @@ def test_preconditions_edited_out_of_the_proposal_refuse_the_approval(tmp_path: 
             ),
         )
         _commit(h.repo, "not what was reviewed")
-        with pytest.raises(ForgedApprovalError, match="preconditions") as err:
+        with pytest.raises((ForgedApprovalError, TamperedLogError)):
             h.kernel.submit(h.approver.approve(request, now=wall.clock()))
-        assert err.value.kind == "wrong_digest"
         assert h.ran == []
-        assert h.kernel.status(request_id).status == "refused"
     wall.close()
 
 

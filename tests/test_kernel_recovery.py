@@ -10,11 +10,9 @@ real CLI.
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from click.testing import CliRunner, Result
 
@@ -132,17 +130,24 @@ def test_a_resolution_without_an_operator_key_is_not_obeyed_by_the_kernel(tmp_pa
     wall.close()
 
 
-def _break(db: Path, kind: str, field: str) -> int:
-    with sqlite3.connect(db) as conn:
-        seq, body = conn.execute(
-            "SELECT seq, body FROM events WHERE json_extract(CAST(body AS TEXT), '$.kind') = ? "
-            "ORDER BY seq DESC LIMIT 1",
-            (kind,),
-        ).fetchone()
-        doc = orjson.loads(body)
-        del doc["payload"][field]
-        conn.execute("UPDATE events SET body = ? WHERE seq = ?", (orjson.dumps(doc), seq))
-    return int(seq)
+def _break(url: str, kind: str, field: str) -> int:
+    """Commit, through the host's own sealed path, a copy of the last ``kind`` event without
+    ``field``: a malformed event the host itself wrote (an older version, a bug). An edit of the
+    file instead is refused as tampering (tests/test_attack_sealed_log.py)."""
+    with firewall.open(url) as wall:
+        last = [e for e in wall.store.events() if e.kind == kind][-1]
+        data = {k: v for k, v in last.payload.items() if k not in ("records", field)}
+        draft = wall.draft(
+            kind,
+            actor=last.actor,
+            now=wall.clock(),
+            session_id=last.session_id,
+            project=last.project,
+            user=last.user,
+            data=data,
+        )
+        (event,) = wall.commit(draft)
+    return event.seq
 
 
 @pytest.mark.parametrize(
@@ -159,7 +164,7 @@ def test_a_malformed_stored_event_is_named_by_holds_and_report(
         h.kernel.handle(s).request("git_push", {"repo": str(h.repo), "remote": "o", "branch": "m"})
         session_id = s.id
     wall.close()
-    seq = _break(db, kind, field)
+    seq = _break(url, kind, field)
     listed = _gnomon("holds", "--url", url)
     assert listed.exit_code == 0, listed.output
     assert f"event #{seq} ({kind})" in listed.output and field in listed.output

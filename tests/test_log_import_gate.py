@@ -516,7 +516,10 @@ def _replica_with_forged_tail(
             ).content
         head = wall.store.head()
     forged = tmp_path / "copy.db"
-    forged.write_bytes(target.read_bytes())
+    # a byte copy of the file would be read-only for authority (no sealing key): the attacker
+    # replays the export into a store of its own, sealed with its own key
+    with SQLiteStore(target) as original, SQLiteStore(forged) as copy:
+        copy.append_sealed(list(original.events()))
     with firewall.open(f"sqlite:///{forged}") as wall:
         if forge == "flag":  # flags the user: the arbiter would hold every action citing her
             assert wall.flag_origin("user:alice", reason="forged", actor="sentinel") == []

@@ -66,7 +66,8 @@ def _serve(url: str, script: Any, *extra: str) -> Any:
             "reference",
             *extra,
         ],
-        env={"PYTHONPATH": str(REPO)},
+        # the host keeps its data (the store's sealing key) where the test's other processes do
+        env={"PYTHONPATH": str(REPO), "GNOMON_HOME": os.environ["GNOMON_HOME"]},
     )
 
     async def main() -> Any:

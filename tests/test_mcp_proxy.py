@@ -77,7 +77,8 @@ def _run(config: Path, server: list[str], script: Callable[[Client], Any]) -> An
     params = StdioServerParameters(
         command=GNOMON[0],
         args=[*GNOMON[1:], "mcp", "proxy", "--config", str(config), "--", *server],
-        env={"PYTHONPATH": str(REPO)},
+        # the host keeps its data (the store's sealing key) where the test's other processes do
+        env={"PYTHONPATH": str(REPO), "GNOMON_HOME": os.environ["GNOMON_HOME"]},
     )
 
     async def main() -> Any:

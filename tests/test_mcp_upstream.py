@@ -10,6 +10,7 @@ cancels is cancelled upstream and recorded as aborted.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -170,7 +171,8 @@ def _proxied(folder: Path, script: Callable[[Client, list[Any]], Awaitable[Any]]
     params = StdioServerParameters(
         command=GNOMON[0],
         args=[*GNOMON[1:], "mcp", "proxy", "--config", str(config), "--", *server],
-        env={"PYTHONPATH": str(REPO)},
+        # the host keeps its data (the store's sealing key) where the test's other processes do
+        env={"PYTHONPATH": str(REPO), "GNOMON_HOME": os.environ["GNOMON_HOME"]},
     )
     notified: list[Any] = []
 

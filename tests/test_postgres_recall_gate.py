@@ -40,6 +40,7 @@ from gnomon.firewall.model.states import (
 from gnomon.firewall.store import postgres_schema as schema
 from gnomon.firewall.store.postgres import PostgresStore
 from tests.factories import T0, belief_draft, make_belief
+from tests.test_postgres_specific import pre_seal_writer
 
 pytestmark = pytest.mark.postgres
 
@@ -169,6 +170,7 @@ def test_version_5_store_upgrades_to_the_gate(
         with monkeypatch.context() as patch:
             patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:5])
             patch.setattr(schema, "SCHEMA_VERSION", 5)
+            pre_seal_writer(patch)
             with PostgresStore(url, tenant="a") as old:
                 old.commit([belief_draft(own, shared, doubted)])
                 wall = firewall.Firewall(old, clock=lambda: NOW)
@@ -191,6 +193,8 @@ def test_version_5_store_upgrades_to_the_gate(
             assert _ids(store.find_beliefs(accept)) == {own.id, shared.id}
             others = BeliefFilter(text="ledger", project="web", limit=20, unranked=True)
             assert len(store.find_beliefs(others)) == 3 + 5
+            # events written before sealing are adopted by the operator, then replayed
+            assert store.adopt_unsealed() == 2
             # what the migration derived is what a replay derives
             report = rebuild(store)
             assert report.ok, report.differences

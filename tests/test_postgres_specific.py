@@ -188,12 +188,26 @@ def test_older_schema_says_run_db_upgrade(
         assert store.verify().ok
 
 
+def pre_seal_writer(patch: pytest.MonkeyPatch) -> None:
+    """Make this process write events as a writer of a schema before version 8 did: without
+    the ``seal`` column (the seals computed are dropped by the statement)."""
+    from gnomon.firewall.store import postgres
+
+    old = postgres.INSERT_EVENTS_MOVE_HEAD.replace(
+        "hash, seal) SELECT %s, * FROM unnest(",
+        "hash) SELECT %s, q, k, a, c, s, b, p, h FROM unnest(",
+    ).replace("%b::bytea[])", "%b::bytea[]) AS u(q, k, a, c, s, b, p, h, t)")
+    assert old != postgres.INSERT_EVENTS_MOVE_HEAD
+    patch.setattr(postgres, "INSERT_EVENTS_MOVE_HEAD", old)
+
+
 def test_version_1_schema_upgrades_to_bindings(
     fresh_schema: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as patch:
         patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
         patch.setattr(schema, "SCHEMA_VERSION", 1)
+        pre_seal_writer(patch)
         # a version 1 writer kept no belief history
         patch.setattr(PostgresStore, "_write_versions", lambda self, cur, rows: None)
         old = make_belief(statement="before bindings")

@@ -17,7 +17,12 @@ from gnomon.firewall.cli.common import (
     trusted_keys_option,
     write_file,
 )
-from gnomon.firewall.cli.logcmd import log_checkpoint, log_export, log_import, log_verify
+from gnomon.firewall.cli.logcmd import (
+    log_checkpoint,
+    log_export,
+    log_import,
+    log_verify,
+)
 from gnomon.firewall.cli.render import policy_summary
 from gnomon.firewall.gate.grants import write_keypair
 from gnomon.firewall.gate.policy import ContextPolicy

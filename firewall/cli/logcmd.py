@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from contextlib import nullcontext
+from pathlib import Path
 
 import click
 
@@ -44,7 +45,8 @@ from gnomon.firewall.log.checkpoints import (
     write_checkpoint,
 )
 from gnomon.firewall.log.ndjson import export_to_file, read_events, read_file, write_export
-from gnomon.firewall.model.errors import GnomonError
+from gnomon.firewall.log.seal import Auditor, SealReport
+from gnomon.firewall.model.errors import GnomonError, InputError, TamperedLogError
 from gnomon.firewall.model.states import Sensitivity
 from gnomon.firewall.store.base import Store
 from gnomon.firewall.store.registry import open_store
@@ -53,6 +55,15 @@ from gnomon.firewall.store.registry import open_store
 def _lookup(store: Store, seq: int) -> str | None:
     row = next(store.chain_rows(after=seq - 1), None)
     return row[3] if row is not None and row[0] == seq else None
+
+
+def _check_seals(store: Store, seal_key: str | None) -> tuple[SealReport | None, str]:
+    """The store's seals checked with the auditor's key (``seal_key``), else with the host's
+    (when this process holds it), else not at all; and which key it was."""
+    if seal_key is not None:
+        return store.seal_report(Auditor.from_file(Path(seal_key))), "auditor's key"
+    report = store.seal_report()
+    return report, "host key" if report is not None else ""
 
 
 def _open(ctx: click.Context, url: str | None, *, must_exist: bool = True) -> Store:
@@ -82,6 +93,13 @@ def pinned_keys_option(help: str) -> Callable[[F], F]:
     default=None,
     help="Verify an NDJSON export (a shipped, redacted one included) instead of a store.",
 )
+@path_option(
+    "--seal-key",
+    "seal_key",
+    default=None,
+    help="The auditor's verification file (<key>.verify, written when the store's sealing key "
+    "was created): check every event's forward-secure seal with it.",
+)
 @json_option
 @click.pass_context
 def log_verify(
@@ -90,13 +108,23 @@ def log_verify(
     keys: tuple[str, ...],
     checkpoint_file: str | None,
     export_file: str | None,
+    seal_key: str | None,
     as_json: bool,
 ) -> None:
     """Verify every event's hash and link and every checkpoint; name the first bad seq (exit 1).
-    Events of a shipped export that verified from their body's digest are counted as redacted."""
+    Events of a shipped export that verified from their body's digest are counted as redacted.
+    A store's seals are checked too: with the host's key when this process holds it, with the
+    auditor's (``--seal-key``) otherwise; every unsealed or forged event is listed."""
     pinned = [load_public_key(k) for k in keys]
     checkpoint = Checkpoint.read(checkpoint_file) if checkpoint_file else None
+    seals: SealReport | None = None
+    sealed_by = ""
     if export_file is not None:
+        if seal_key is not None:
+            raise InputError(
+                "--seal-key checks a store's seals; an export does not carry them",
+                hint="verify the store itself: gnomon log verify --url URL --seal-key FILE",
+            )
         report = verify_file(export_file, keys=pinned, checkpoint=checkpoint)
     else:
         with _open(ctx, url) as store:
@@ -108,16 +136,41 @@ def log_verify(
                 lookup=lambda seq: _lookup(store, seq),
                 require_tail=True,
             )
+            seals, sealed_by = _check_seals(store, seal_key)
     if as_json:
-        echo_json(report.to_json())
-        if not report.ok:
+        doc = report.to_json()
+        if seals is not None:
+            doc["seals"] = {
+                "checked_with": sealed_by,
+                "events": seals.events,
+                "bad_count": seals.bad_count,
+                "bad": [{"seq": q, "problem": p} for q, p in seals.bad],
+            }
+        echo_json(doc)
+        if not report.ok or (seals is not None and not seals.ok):
             ctx.exit(1)
         return
     report.raise_for_problem()
+    if seals is not None and not seals.ok:
+        for seq, problem in seals.bad:
+            say(f"seq {seq}: {problem}")
+        first_seq, first_problem = seals.bad[0]
+        raise TamperedLogError(
+            first_seq,
+            f"{seals.bad_count} event(s) not sealed by the host (checked with the {sealed_by}"
+            f"; the first {len(seals.bad)} listed above); the first: {first_problem}",
+        )
     line = (
         f"ok: {report.events} events verified; head seq {report.head_seq} hash {report.head_hash}"
     )
     say(line)
+    if seals is not None:
+        say(f"sealed: all {seals.events} events' seals verify with the {sealed_by}")
+    elif export_file is None:
+        say(
+            "unsealed check: this process holds no sealing key for the store; pass --seal-key "
+            "with the auditor's verification file to check the seals"
+        )
     if report.redacted:
         say(f"redacted: {report.redacted} event(s) verified from their body's digest only")
     if report.signatures_checked:

@@ -29,6 +29,7 @@ from gnomon.firewall.gate.grants import load_public_key
 from gnomon.firewall.model.errors import KeyFileError, StoreError
 from gnomon.firewall.store import paths
 from gnomon.firewall.store.registry import default_url, sqlite_url
+from gnomon.firewall.store.sealing import file_identity, forget_keys
 
 
 def demo_url() -> str:
@@ -113,10 +114,12 @@ def pin_key(public_key_file: Path, directory: Path) -> Path:
 
 
 def reset_sqlite_file(url: str) -> None:
-    """Delete a SQLite store file and its WAL/SHM companions (used for the demo store only)."""
+    """Delete a SQLite store file, its WAL/SHM companions and its sealing key (used for the
+    demo store only: a new demo store is a new store, not a truncated one)."""
     path = sqlite_path(url)
     if path is None:
         return
+    forget_keys(file_identity(path))
     for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         try:
             candidate.unlink(missing_ok=True)

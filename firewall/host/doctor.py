@@ -29,6 +29,7 @@ from typing import Literal
 from gnomon.firewall.host import agent_setup
 from gnomon.firewall.host.config import sqlite_path, trusted_keys_dir
 from gnomon.firewall.store import paths
+from gnomon.firewall.store.sealing import file_identity, store_key_path
 
 Severity = Literal["problem", "warning"]
 #: Where ``gnomon setup`` records the agent configurations it wrote (in the data directory).
@@ -232,19 +233,22 @@ def check_agents() -> list[Finding]:
 def diagnose(url: str, *, trusted_keys: Path | None = None, cwd: Path | None = None) -> Diagnosis:
     """Run every check on the installation whose store is ``url``."""
     trusted = trusted_keys if trusted_keys is not None else trusted_keys_dir()
+    store_file = sqlite_path(url)
+    # a SQLite store's own key file (firewall.store.sealing); other stores: any key in the folder
+    key = None if store_file is None else store_key_path(file_identity(store_file))
     findings = [
         *check_store(url),
         *check_legacy(cwd if cwd is not None else Path.cwd()),
         *check_data_dir(),
         *check_operator_keys(trusted, paths.keys_dir()),
-        *check_sealing_key(),
+        *check_sealing_key(key=key),
         *check_agents(),
     ]
     checked = {
         "store": url,
         "data_dir": str(paths.data_dir()),
         "trusted_keys": str(trusted),
-        "sealing_key": str(sealing_key_dir()),
+        "sealing_key": str(key or sealing_key_dir()),
         "agent_configs": ", ".join(str(p) for _, p in recorded_setups()) or "none",
     }
     return Diagnosis(findings, checked)

@@ -41,7 +41,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -240,14 +240,25 @@ class Event:
     prev_hash: str
     hash: str
     body: bytes
+    #: The host's seal (:mod:`firewall.log.seal`): 64 bytes, or ``None`` for an event stored
+    #: without one (written without the key, before sealing existed, or read from an export).
+    tag: bytes | None = None
 
     @classmethod
-    def from_body(cls, seq: int, body: bytes, prev_hash: str, digest: str) -> Event:
-        return cls.from_doc(seq, orjson.loads(body), body, prev_hash, digest)
+    def from_body(
+        cls, seq: int, body: bytes, prev_hash: str, digest: str, tag: bytes | None = None
+    ) -> Event:
+        return cls.from_doc(seq, orjson.loads(body), body, prev_hash, digest, tag)
 
     @classmethod
     def from_doc(
-        cls, seq: int, doc: Mapping[str, Any], body: bytes, prev_hash: str, digest: str
+        cls,
+        seq: int,
+        doc: Mapping[str, Any],
+        body: bytes,
+        prev_hash: str,
+        digest: str,
+        tag: bytes | None = None,
     ) -> Event:
         """The event whose parsed ``body`` is ``doc`` (a missing required field: ``KeyError``)."""
         return cls(
@@ -263,6 +274,7 @@ class Event:
             prev_hash=prev_hash,
             hash=digest,
             body=body,
+            tag=tag,
         )
 
     def records(self) -> Records:
@@ -373,15 +385,24 @@ def _is_hex64(value: object) -> bool:
     )
 
 
-def seal(seq: int, prev_hash: str, draft: EventDraft) -> Event:
-    """Give a draft its sequence number and chain hash. Called by a store inside its lock.
+class Tagger(Protocol):
+    """What seals an event's place in the chain (:class:`firewall.log.seal.Sealer`)."""
+
+    def tag(self, seq: int, digest: str) -> bytes: ...
+
+
+def seal(seq: int, prev_hash: str, draft: EventDraft, sealer: Tagger | None = None) -> Event:
+    """Give a draft its sequence number and chain hash, and with ``sealer`` the host's seal
+    (:mod:`firewall.log.seal`). Called by a store inside its lock.
 
     The payload is built once: the body is its canonical encoding and the sealed event keeps
     the same dict, so a store can reuse ``event.payload["records"]`` for its projection rows.
     """
     doc = _doc(seq, draft)
     body = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
-    return Event.from_doc(seq, doc, body, prev_hash, chain_hash(seq, prev_hash, body))
+    digest = chain_hash(seq, prev_hash, body)
+    tag = None if sealer is None else sealer.tag(seq, digest)
+    return Event.from_doc(seq, doc, body, prev_hash, digest, tag)
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,6 +472,7 @@ __all__ = [
     "EventDraft",
     "Records",
     "RedactedBody",
+    "Tagger",
     "VerifyReport",
     "body_digest",
     "canonical_body",

@@ -16,7 +16,9 @@ any JSON library's re-encoding. A shipped export (``gnomon log export --sensitiv
 which verifies (hash version 2 links cover the digest, :mod:`firewall.log.events`) but cannot be
 imported or replayed. ``more: true`` appears only in a file log: the event belongs to a
 commit that continues on the next line, which lets a reader recognise a commit torn by a crash
-(see :class:`firewall.store.ndjson_file.FileLogStore`). Exports never write it.
+(see :class:`firewall.store.ndjson_file.FileLogStore`). Exports never write it. ``seal`` (hex)
+is the host's seal of the event (:mod:`firewall.log.seal`), written by a file log and by an
+export for its auditor; a line without one reads as an unsealed event.
 
 Reading is strict and names the line: a line without its newline (a truncated file or a torn
 write), invalid UTF-8, JSON that is not one of these objects, an unknown format version or event
@@ -58,7 +60,7 @@ FORMAT_VERSION = 1
 
 _KEYS = frozenset({"seq", "prev_hash", "hash", "body"})
 _REDACTED_KEYS = frozenset({"seq", "prev_hash", "hash", "body_digest", "redacted"})
-_OPTIONAL = frozenset({"more"})
+_OPTIONAL = frozenset({"more", "seal"})
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -68,8 +70,16 @@ def header_line(**extra: str) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) + b"\n"
 
 
-def encode_line(seq: int, prev_hash: str, digest: str, body: bytes, *, more: bool = False) -> bytes:
-    """One event line, newline included."""
+def encode_line(
+    seq: int,
+    prev_hash: str,
+    digest: str,
+    body: bytes,
+    *,
+    more: bool = False,
+    seal: bytes | None = None,
+) -> bytes:
+    """One event line, newline included (``seal``: the host's seal, written as hex)."""
     doc: dict[str, Any] = {
         "seq": seq,
         "prev_hash": prev_hash,
@@ -78,6 +88,8 @@ def encode_line(seq: int, prev_hash: str, digest: str, body: bytes, *, more: boo
     }
     if more:
         doc["more"] = True
+    if seal is not None:
+        doc["seal"] = seal.hex()
     return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) + b"\n"
 
 
@@ -106,6 +118,8 @@ class LogLine:
     more: bool = False
     #: Byte offset of the line's first byte in its file.
     start: int = 0
+    #: The host's seal of the event, if the line carries one.
+    seal: bytes | None = None
 
     def row(self) -> tuple[int, Body, str, str]:
         return self.seq, self.body, self.prev_hash, self.hash
@@ -146,7 +160,7 @@ class LogLine:
                 seq=self.seq,
             )
         try:
-            return Event.from_doc(self.seq, doc, self.body, self.prev_hash, self.hash)
+            return Event.from_doc(self.seq, doc, self.body, self.prev_hash, self.hash, self.seal)
         except KeyError as exc:
             raise LogFormatError(
                 source, self.line, f"the event body has no {exc.args[0]!r}", seq=self.seq
@@ -190,7 +204,12 @@ def parse_line(raw: bytes, line: int, source: str, start: int = 0) -> LogLine:
         body = text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise LogFormatError(source, line, "the body holds an unpaired surrogate", seq=seq) from exc
-    return LogLine(line, seq, doc["prev_hash"], doc["hash"], body, more, start)
+    seal = doc.get("seal")
+    if seal is not None:
+        if not isinstance(seal, str) or len(seal) != 128 or not set(seal) <= _HEX:
+            raise LogFormatError(source, line, "'seal' must be 128 lowercase hex digits", seq=seq)
+        seal = bytes.fromhex(seal)
+    return LogLine(line, seq, doc["prev_hash"], doc["hash"], body, more, start, seal)
 
 
 def _redacted_line(doc: dict[str, Any], line: int, source: str, start: int) -> LogLine:

@@ -33,11 +33,13 @@ should let a driver or parser exception escape raw.
     ├── StoreError                    the backing store failed
     │   ├── StoreLockedError          another process holds the database lock
     │   ├── StoreCorruptError         the file or schema is not a Gnomon store
-    │   └── UnsupportedURLError       `firewall.open` does not know the URL scheme
+    │   ├── UnsupportedURLError       `firewall.open` does not know the URL scheme
+    │   └── UnsealedStoreError        a store opened without its sealing key: no authority
     ├── LogIntegrityError             the event chain does not verify (names the first bad seq)
     │   ├── LogFormatError            an NDJSON log file that cannot be read (names the line)
     │   ├── CheckpointError           a signed checkpoint that is forged, unpinned or disagrees
-    │   └── RedactionError            an event above the ceiling that cannot be redacted verifiably
+    │   ├── RedactionError            an event above the ceiling that cannot be redacted verifiably
+    │   └── TamperedLogError          an event or the log's head not sealed by the host's key
     └── KeyFileError                  a key file that cannot be read or parsed
 """
 
@@ -218,6 +220,12 @@ class UnsupportedURLError(StoreError):
     """`firewall.open` was given a URL whose scheme has no backend."""
 
 
+class UnsealedStoreError(StoreError):
+    """The store was opened without its sealing key (:mod:`firewall.log.seal`): it can be read,
+    but nothing that carries authority (a commit, a channel, a grant, an approval, a flag, an
+    execution) may be written to it, because nothing it wrote could be told from a forgery."""
+
+
 class LogIntegrityError(GnomonError):
     """The event chain failed verification; ``seq`` is the first bad sequence number."""
 
@@ -269,6 +277,24 @@ class RedactionError(LogIntegrityError):
     either leak the text above the ceiling or break the chain, so the export is refused."""
 
 
+class TamperedLogError(LogIntegrityError):
+    """An event read by something that acts on it is not sealed by the host (forged, edited,
+    renumbered, re-chained, or written without the key), or the log's tail was cut back below
+    the host's sealed head. ``seq`` names the event (or the head), ``problem`` what is wrong;
+    the store records it once as a ``log.tamper_detected`` event when it can."""
+
+    def __init__(self, seq: int, problem: str, *, hint: str | None = None) -> None:
+        GnomonError.__init__(
+            self,
+            f"event log is tampered at seq {seq}: {problem}; refused",
+            hint=hint
+            or "something other than the host wrote the store's files; nothing was obeyed. "
+            "Run `gnomon log verify` to list every bad event and `gnomon doctor`",
+        )
+        self.seq = seq
+        self.problem = problem
+
+
 class KeyFileError(GnomonError):
     """A key file could not be read or is not an Ed25519 key in the expected format."""
 
@@ -301,10 +327,12 @@ __all__ = [
     "StoreCorruptError",
     "StoreError",
     "StoreLockedError",
+    "TamperedLogError",
     "TerminalStateError",
     "TransitionRefused",
     "UnattestedOriginError",
     "UnknownIdError",
+    "UnsealedStoreError",
     "UnsignedPolicyError",
     "UnsupportedURLError",
 ]

@@ -15,11 +15,13 @@ One contract test suite (``tests/store_contract.py``) runs against every backend
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from gnomon.firewall.log.events import Event, EventDraft, VerifyReport, link_holds, verify_chain
+from gnomon.firewall.log.seal import Auditor, SealReport, check_seals
 from gnomon.firewall.model.chain import (
     Action,
     Belief,
@@ -32,12 +34,19 @@ from gnomon.firewall.model.chain import (
     SessionInfo,
     StoreBinding,
 )
-from gnomon.firewall.model.errors import InputError, LogIntegrityError
+from gnomon.firewall.model.errors import (
+    GnomonError,
+    InputError,
+    LogIntegrityError,
+    StoreError,
+    TamperedLogError,
+)
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import (
     FreshnessStatus,
 )
 from gnomon.firewall.store.keys import micros
+from gnomon.firewall.store.sealing import StoreSeal, tamper_draft
 
 #: The kind of the event an execution claim commits (the action kernel writes it).
 EXECUTION_CLAIM_KIND = "action.executing"
@@ -112,10 +121,141 @@ class OriginRow(NamedTuple):
 
 
 class Store(ABC):
-    """Abstract store: one transactional commit, log reads, and indexed projection reads."""
+    """Abstract store: one transactional commit, log reads, and indexed projection reads.
+
+    **Sealing** (:mod:`firewall.store.sealing`). Every event a store commits carries the host's
+    seal. A store opened without its key refuses every write with
+    :class:`~firewall.model.errors.UnsealedStoreError`. A store with its key verifies the events
+    it reads from storage someone else could have written (:meth:`events`,
+    :meth:`session_events`, :meth:`request_events`: what the kernel, the holds, the sentinels,
+    calibration, replay and rebuild read): an event whose link or seal does not verify raises
+    :class:`~firewall.model.errors.TamperedLogError`, recorded once as a ``log.tamper_detected``
+    event, and is never returned.
+    """
 
     #: Human-readable location used in error messages ("sqlite:///path", "memory://").
     url: str
+    #: The store's sealing key, watermark and tamper record (set by every backend at open).
+    _seal: StoreSeal
+
+    @property
+    def sealed(self) -> bool:
+        """Whether this store holds its sealing key (else it is read-only for authority)."""
+        return self._seal.sealed
+
+    @property
+    def seal_key_path(self) -> str | None:
+        """The key file this store's seals are made with (``None``: in-process key)."""
+        path = self._seal.key_path
+        return None if path is None else str(path)
+
+    def _verified(self, events: Iterable[Event], *, contiguous: bool = False) -> Iterator[Event]:
+        """``events`` read from storage, each checked (:meth:`StoreSeal.problem`; with
+        ``contiguous``, a run of the log, also each link to the one before); the first bad one
+        is recorded and raised, and nothing after it is returned."""
+        seal = self._seal
+        if not seal.sealed:
+            yield from events
+            return
+        problem_of = seal.problem
+        last: Event | None = None
+        for event in events:
+            problem = problem_of(event)
+            if problem is None and contiguous and last is not None:
+                if event.seq != last.seq + 1:
+                    problem = f"events {last.seq + 1} to {event.seq - 1} are missing (deleted)"
+                elif event.prev_hash != last.hash:
+                    problem = "its prev_hash is not the previous event's hash (re-chained)"
+            if problem is not None:
+                raise self._tampered(event.seq, problem)
+            last = event
+            yield event
+
+    def _verify_since(self, request_id: str) -> None:
+        """Before an execution claim: every event from the request's first one to the head
+        verified, link by link and seal by seal (the head's seal authenticates the whole chain
+        behind it). A claim event deleted and its successors renamed, or a filler put in its
+        place, is found here, so an approved action never runs twice."""
+        mine = self.request_events(request_id)
+        if mine:
+            for _ in self.events(after=mine[0].seq - 1):
+                pass
+
+    def _tampered(self, seq: int, problem: str) -> TamperedLogError:
+        """Record a tamper problem once (host-private file, and a ``log.tamper_detected``
+        event when the log can still be extended) and return its error to raise."""
+        if self._seal.record(seq, problem) and self._seal.sealed:
+            with suppress(GnomonError):
+                self.commit([tamper_draft(seq, problem)])
+        return TamperedLogError(seq, problem)
+
+    def adopt_unsealed(self, *, checkpoint_keys: Sequence[Any] = ()) -> int:
+        """Seal the events a store holds without a seal (written before sealing existed), once,
+        by an operator: the whole chain is verified first (and with ``checkpoint_keys``, pinned
+        Ed25519 public keys, a signed checkpoint must cover it, :func:`verify_log`), an event
+        whose seal is present but bad is refused (that is tampering, not age), and a store
+        without its key gets one. Returns how many events were sealed.
+
+        Adopting says "this log, as it stands, is mine": run it only on a log you trust, e.g.
+        after checking its checkpoints. An event of an epoch the key already ratcheted past
+        cannot be adopted (:class:`~firewall.model.errors.TamperedLogError`)."""
+        from gnomon.firewall.log.checkpoints import verify_log
+
+        report = (
+            verify_log(self.chain_rows(), keys=list(checkpoint_keys))
+            if checkpoint_keys
+            else verify_chain(self.chain_rows())
+        )
+        report.raise_for_problem()
+        if not self._seal.sealed:
+            seal = self._seal
+            self._seal = StoreSeal.open(seal.identity, seal.where, empty=True, key=seal.key_path)
+        sealer = self._seal.require("adopting unsealed events")
+        tags: list[tuple[int, bytes]] = []
+        for seq, digest, tag in self.seal_rows():
+            if tag is None:
+                tags.append((seq, sealer.tag(seq, digest)))
+                continue
+            problem = sealer.check(seq, digest, tag)
+            if problem is not None:
+                raise self._tampered(seq, problem)
+        if tags:
+            self._set_seals(tags)
+        if report.head_seq and self._seal.watermark is not None:
+            self._seal.watermark.advance(report.head_seq, report.head_hash)
+        return len(tags)
+
+    def _set_seals(self, tags: Sequence[tuple[int, bytes]]) -> None:
+        """Store ``(seq, seal)`` for events stored without one (:meth:`adopt_unsealed`)."""
+        raise StoreError(
+            f"{self.url} cannot seal events in place",
+            hint="export the log (`gnomon log export`) and import it into a new store, which "
+            "reseals every event it takes",
+        )
+
+    def seal_report(self, auditor: Auditor | None = None) -> SealReport | None:
+        """Every event's seal checked, naming the unsealed and forged ones: with ``auditor``
+        (the forward-secure epoch tags, from the auditor's verification file), else with this
+        host's key plus the sealed head watermark; ``None`` without either."""
+        if auditor is not None:
+            return check_seals(self.seal_rows(), auditor)
+        sealer = self._seal.sealer
+        if sealer is None:
+            return None
+        report = check_seals(self.seal_rows(), sealer)
+        watermark = self._seal.watermark
+        if watermark is not None:
+            head_seq, head_hash = self.head()
+            problem = watermark.problem(head_seq, head_hash)
+            if problem is not None:
+                bad = (*report.bad, (head_seq, problem))
+                report = SealReport(report.events, bad, report.bad_count + 1)
+        return report
+
+    def seal_rows(self, after: int = 0) -> Iterator[tuple[int, str, bytes | None]]:
+        """``(seq, hash, seal)`` in order, unverified: what :meth:`verify` checks the seals of.
+        Backends whose :meth:`events` verify override it with a raw read."""
+        return ((e.seq, e.hash, e.tag) for e in self.events(after))
 
     # -- the only write path --------------------------------------------------------------
 
@@ -209,7 +349,33 @@ class Store(ABC):
         """``(seq, body, prev_hash, hash)`` in order: the raw material of verification."""
 
     def verify(self) -> VerifyReport:
-        return verify_chain(self.chain_rows())
+        """The chain from genesis, then (with the key) every event's seal and the sealed head
+        watermark: the report names the first bad seq."""
+        report = verify_chain(self.chain_rows())
+        sealer = self._seal.sealer
+        if not report.ok or sealer is None:
+            return report
+        check = sealer.check
+        for seq, digest, tag in self.seal_rows():
+            problem = check(seq, digest, tag)
+            if problem is not None:
+                return VerifyReport(
+                    False, report.events, report.head_seq, report.head_hash, seq, problem
+                )
+        watermark = self._seal.watermark
+        head_problem = (
+            None if watermark is None else watermark.problem(report.head_seq, report.head_hash)
+        )
+        if head_problem is not None:
+            return VerifyReport(
+                False,
+                report.events,
+                report.head_seq,
+                report.head_hash,
+                report.head_seq,
+                head_problem,
+            )
+        return report
 
     # -- projections ----------------------------------------------------------------------
 

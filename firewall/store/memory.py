@@ -19,7 +19,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -39,6 +39,7 @@ from gnomon.firewall.store.base import (
     is_request_kind,
 )
 from gnomon.firewall.store.keys import index_tokens, micros
+from gnomon.firewall.store.sealing import StoreSeal
 
 K1 = 1.2
 B = 0.75
@@ -123,8 +124,10 @@ class _BeliefRow:
 class MemoryStore(Store):
     """The ``memory://`` backend. Thread-safe; everything is lost when the process exits."""
 
-    def __init__(self, url: str = "memory://") -> None:
+    def __init__(self, url: str = "memory://", *, seal: StoreSeal | None = None) -> None:
         self.url = url
+        #: An in-process key unless a subclass holds a file-backed one.
+        self._seal = seal if seal is not None else StoreSeal.ephemeral(url)
         self._lock = threading.RLock()
         self._executed: set[str] = set()
         # request id -> its events (``request_events``), kept by ``_apply``
@@ -170,20 +173,27 @@ class MemoryStore(Store):
     def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
         if not drafts:
             return []
+        self._seal.require("committing events")
         with self._lock:
             self._check_open()
             with self._writing():
-                return self._append(drafts)
+                events = self._append(drafts)
+        self._seal.advance(events)
+        return events
 
     def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
+        self._seal.require("committing events")
         with self._lock:
             self._check_open()
             with self._writing():  # a shared file log: what other processes appended counts
                 if self._head()[0] != head:
                     return None
-                return self._append(drafts) if drafts else []
+                events = self._append(drafts) if drafts else []
+        self._seal.advance(events)
+        return events
 
     def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
+        self._seal.require("claiming an execution")
         with self._lock:
             self._check_open()
             with self._writing():
@@ -191,7 +201,8 @@ class MemoryStore(Store):
                     return None
                 events = self._append(claim_drafts(drafts))
                 self._executed.add(request_id)
-                return events
+        self._seal.advance(events)
+        return events
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
@@ -206,25 +217,31 @@ class MemoryStore(Store):
         return sealed
 
     def append_sealed(self, events: Sequence[Event]) -> None:
+        self._seal.require("appending events")
         with self._lock:
             self._check_open()
             records, staged = self._check_sealed(events)
-            self._apply(list(events), records, staged)
+            resealed = self._seal.resealed(events)
+            self._apply(resealed, records, staged)
+        self._seal.advance(resealed)
 
     def _prepare(
         self, drafts: Sequence[EventDraft]
     ) -> tuple[list[Event], list[Records], list[_BeliefRow]]:
         """Seal and stage everything that can fail, before anything is mutated."""
         seq, prev = self._head()
+        sealer = self._seal.require("committing events")
+        self._seal.check_head(seq, prev)
         sealed: list[Event] = []
         with self._nothing_written(
             "commit failed and was rolled back", "fix the draft that could not be stored"
         ):
             for draft in drafts:
                 seq += 1
-                event = seal(seq, prev, draft)
+                event = seal(seq, prev, draft, sealer)
                 prev = event.hash
                 sealed.append(event)
+            self._seal.closed(sealed)
             records = self._resolved([d.typed_records() for d in drafts])
             staged = [_stage_belief(b) for rec in records for b in rec.beliefs]
         return sealed, records, staged
@@ -302,11 +319,12 @@ class MemoryStore(Store):
     def rebuild_projections(self) -> int:
         with self._lock:
             self._check_open()
+            self._seal.require("rebuilding the projections")
             fresh = MemoryStore(self.url)
             fresh.append_sealed(self._events)
             # every projection (and index) attribute of a fresh store replaces ours
             for name, value in vars(fresh).items():
-                if name not in ("url", "_lock", "_closed", "_events"):
+                if name not in ("url", "_lock", "_closed", "_events", "_seal"):
                     setattr(self, name, value)
             return len(self._events)
 
@@ -434,6 +452,14 @@ class MemoryStore(Store):
     def head(self) -> tuple[int, str]:
         with self._lock:
             return self._head()
+
+    def _set_seals(self, tags: Sequence[tuple[int, bytes]]) -> None:
+        if type(self) is not MemoryStore:
+            super()._set_seals(tags)  # a file log is not rewritten in place
+        with self._lock:
+            for seq, tag in tags:
+                if self._events[seq - 1].tag is None:
+                    self._events[seq - 1] = replace(self._events[seq - 1], tag=tag)
 
     def _head(self) -> tuple[int, str]:
         if not self._events:

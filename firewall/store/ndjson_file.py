@@ -46,8 +46,9 @@ from pathlib import Path
 from gnomon.firewall.log.events import Event, EventDraft
 from gnomon.firewall.log.ndjson import encode_line, header_line, parse, verify_lines
 from gnomon.firewall.model.clock import utcnow
-from gnomon.firewall.model.errors import StoreError
+from gnomon.firewall.model.errors import StoreError, TamperedLogError
 from gnomon.firewall.store.memory import MemoryStore
+from gnomon.firewall.store.sealing import StoreSeal, file_identity
 
 log = logging.getLogger("gnomon.store")
 
@@ -69,8 +70,18 @@ class TornTail:
 class FileLogStore(MemoryStore):
     """A :class:`MemoryStore` whose event log is an NDJSON file shared by processes."""
 
-    def __init__(self, path: str | os.PathLike[str], *, url: str | None = None) -> None:
-        super().__init__(url or f"memory:///{path}")
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        url: str | None = None,
+        seal_key: str | os.PathLike[str] | None = None,
+    ) -> None:
+        where = url or f"memory:///{path}"
+        empty = not Path(path).exists() or Path(path).stat().st_size <= len(header_line())
+        super().__init__(
+            where, seal=StoreSeal.open(file_identity(path), where, empty=empty, key=seal_key)
+        )
         self.path = Path(path)
         self.notices: list[TornTail] = []
         self._offset = 0  # bytes of the file already applied
@@ -153,14 +164,25 @@ class FileLogStore(MemoryStore):
         seq, prev = self._head()
         verify_lines(lines, source, seq=seq, prev=prev)
         events = [line.event(source) for line in lines]
+        for event in events:
+            # another process (or an editor of the file) wrote it: the host's seal or nothing
+            problem = self._seal.problem(event)
+            if problem is not None:
+                raise self._seal_refusal(event.seq, problem)
         if events:
             records, staged = self._check_sealed(events)
             self._apply(events, records, staged)
         end = parsed.end if cut is None else cut
         self._lines += (1 if parsed.header else 0) + len(lines)
         self._offset = end
-        if cut is not None and recover:
+        if cut is not None and recover and self._seal.sealed:
             self._recover(cut)
+
+    def _seal_refusal(self, seq: int, problem: str) -> TamperedLogError:
+        """A line of the file the host did not seal: recorded in the host-private tamper file
+        (the log cannot take a record past a line it refuses to apply) and refused."""
+        self._seal.record(seq, problem)
+        return TamperedLogError(seq, f"{problem} (line of {self.path})")
 
     def _recover(self, cut: int) -> None:
         size = os.fstat(self._fd).st_size
@@ -194,6 +216,7 @@ class FileLogStore(MemoryStore):
                 )
             ]
         )
+        self._seal.advance([event])
         notice = TornTail(str(self.path), cut, len(torn), digest, str(saved), event.seq)
         self.notices.append(notice)
         log.warning(
@@ -225,7 +248,7 @@ class FileLogStore(MemoryStore):
         """Append the events' lines through :meth:`_write` and advance the file position."""
         last = len(events) - 1
         data = b"".join(
-            encode_line(e.seq, e.prev_hash, e.hash, e.body, more=i < last)
+            encode_line(e.seq, e.prev_hash, e.hash, e.body, more=i < last, seal=e.tag)
             for i, e in enumerate(events)
         )
         self._write(data)
@@ -237,12 +260,15 @@ class FileLogStore(MemoryStore):
     def append_sealed(self, events: Sequence[Event]) -> None:
         if not events:
             return
+        self._seal.require("appending events")
         with self._lock:
             self._check_open()
             with self._writing():
                 records, staged = self._check_sealed(events)
-                self._write_events(events)
-                self._apply(list(events), records, staged)
+                resealed = self._seal.resealed(events)
+                self._write_events(resealed)
+                self._apply(resealed, records, staged)
+        self._seal.advance(resealed)
 
     def refresh(self) -> None:
         """Apply what other processes appended since this process last looked."""

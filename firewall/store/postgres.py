@@ -82,6 +82,7 @@ from gnomon.firewall.store import postgres_schema as schema
 from gnomon.firewall.store.base import Store, check_continues, claims_in
 from gnomon.firewall.store.keys import index_tokens, micros
 from gnomon.firewall.store.memory import K1, B
+from gnomon.firewall.store.sealing import StoreSeal
 from gnomon.firewall.store.sql_common import (
     DERIVED_TABLES,
     PROJECTION_KEYS,
@@ -371,10 +372,29 @@ INSERT_CONTRADICTION_MEMBERS = _upsert(
     conflict="tenant, belief_id, contradiction_id",
     update=False,
 )
+
+
+def _tag(value: Any) -> bytes | None:
+    """A stored seal as bytes (the driver returns ``bytea`` as ``bytes`` or ``memoryview``)."""
+    return None if value is None else bytes(value)
+
+
+def postgres_identity(conninfo: str, tenant: str) -> str:
+    """The sealing identity of a tenant: its connection parameters (server, port, database,
+    options such as a schema's search path) and the tenant, not the user or the password,
+    which may change without the store changing."""
+    params = conninfo_to_dict(conninfo)
+    kept = sorted((k, str(v)) for k, v in params.items() if k not in _CREDENTIALS)
+    return "postgresql:" + urlencode([*kept, ("tenant", tenant)])
+
+
+_CREDENTIALS = frozenset({"user", "password", "passfile", "sslpassword", "connect_timeout"})
+
+
 INSERT_EVENTS = (
-    "INSERT INTO events (tenant, seq, kind, at, actor, session_id, body, prev_hash, hash) "
+    "INSERT INTO events (tenant, seq, kind, at, actor, session_id, body, prev_hash, hash, seal) "
     "SELECT %s, * FROM unnest(%b::bigint[], %b::text[], %b::text[], %b::text[], %b::text[], "
-    "%b::bytea[], %b::text[], %b::text[])"
+    "%b::bytea[], %b::text[], %b::text[], %b::bytea[])"
 )
 
 
@@ -454,6 +474,7 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
         lock_timeout: float = 30.0,
         retries: int = 5,
         create: bool = True,
+        seal_key: str | os.PathLike[str] | None = None,
     ) -> None:
         conninfo, url_tenant = split_tenant(url)
         if tenant is not None and url_tenant is not None and tenant != url_tenant:
@@ -501,6 +522,12 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
         )
         self._pool.open(wait=False)
         self._closed = False
+        self._seal = StoreSeal.open(
+            postgres_identity(conninfo, self.tenant),
+            f"{self.url} (tenant {self.tenant})",
+            empty=self.head()[0] == 0,
+            key=seal_key,
+        )
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"SET lock_timeout = {int(self.lock_timeout * 1000)}")
@@ -674,14 +701,23 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
                 hint="nothing was written; fix the draft that could not be stored",
             ) from exc
 
+    def _gap(self, conn: psycopg.Connection[Any]) -> int | None:
+        row = conn.execute(
+            "SELECT count(*), coalesce(max(seq), 0) FROM events WHERE tenant = %s", (self.tenant,)
+        ).fetchone()
+        assert row is not None
+        return None if row[0] == row[1] else int(row[1])
+
     def _write(self, conn: psycopg.Connection[Any], drafts: Sequence[EventDraft]) -> list[Event]:
         head = self._lock_head(conn)
         seq, prev = head[0], head[1]
+        sealer = self._seal.require("committing events")
+        self._seal.check_head(seq, prev)
         sealed: list[Event] = []
         batches: list[tuple[ImportBatch, Event]] = []
         for draft in drafts:
             seq += 1
-            event = seal(seq, prev, draft)
+            event = seal(seq, prev, draft, sealer)
             prev = event.hash
             sealed.append(event)
             if draft.batch is not None:
@@ -691,7 +727,7 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
         records = self._resolved(
             conn, [d.typed_records() if d.batch is None else Records() for d in drafts]
         )
-        self._store_events(conn, head, sealed, records, batches)
+        self._store_events(conn, head, self._seal.closed(sealed), records, batches)
         return sealed
 
     def _resolved(self, conn: psycopg.Connection[Any], records: list[Records]) -> list[Records]:
@@ -709,15 +745,18 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
 
         return resolve_moves(records, load)
 
-    def _write_sealed(self, conn: psycopg.Connection[Any], events: Sequence[Event]) -> None:
+    def _write_sealed(self, conn: psycopg.Connection[Any], events: Sequence[Event]) -> list[Event]:
         head = self._lock_head(conn)
         seq, prev = head[0], head[1]
+        self._seal.check_head(seq, prev)
         for event in events:
             check_continues(event, seq, prev)
             seq, prev = event.seq, event.hash
-        records = self._resolved(conn, [e.records() for e in events])
-        self._store_events(conn, head, list(events), records)
-        self._derive_claims(conn, events)
+        resealed = self._seal.resealed(events)
+        records = self._resolved(conn, [e.records() for e in resealed])
+        self._store_events(conn, head, resealed, records)
+        self._derive_claims(conn, resealed)
+        return resealed
 
     def _derive_claims(self, conn: psycopg.Connection[Any], events: Sequence[Event]) -> None:
         """The claims the events record (:func:`~firewall.store.base.claims_in`); kept ones stay."""
@@ -898,6 +937,7 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
                 [e.body for e in sealed],
                 [e.prev_hash for e in sealed],
                 [e.hash for e in sealed],
+                [e.tag for e in sealed],
                 seq,
                 prev,
                 belief_count + count_delta,
@@ -1102,9 +1142,40 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
 
         return log_pages(fetch, after, limit, page_size=PAGE)
 
+    def _sealed_pages(
+        self, after: int, limit: int | None
+    ) -> Iterator[tuple[int, bytes, str, str, bytes | None]]:
+        def fetch(cursor: int, size: int) -> list[tuple[int, bytes, str, str, bytes | None]]:
+            page = self._read(
+                "reading events",
+                "SELECT seq, body, prev_hash, hash, seal FROM events "
+                "WHERE tenant = %s AND seq > %s ORDER BY seq LIMIT %s",
+                (self.tenant, cursor, size),
+            )
+            return [(int(q), bytes(b), p, h, _tag(t)) for q, b, p, h, t in page]
+
+        return log_pages(fetch, after, limit, page_size=PAGE)
+
     def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
-        for seq, body, prev_hash, digest in self._pages(after, limit):
-            yield Event.from_body(seq, body, prev_hash, digest)
+        return self._verified(
+            (
+                Event.from_body(seq, body, prev_hash, digest, tag)
+                for seq, body, prev_hash, digest, tag in self._sealed_pages(after, limit)
+            ),
+            contiguous=True,
+        )
+
+    def seal_rows(self, after: int = 0) -> Iterator[tuple[int, str, bytes | None]]:
+        def fetch(cursor: int, size: int) -> list[tuple[int, str, bytes | None]]:
+            page = self._read(
+                "reading seals",
+                "SELECT seq, hash, seal FROM events WHERE tenant = %s AND seq > %s "
+                "ORDER BY seq LIMIT %s",
+                (self.tenant, cursor, size),
+            )
+            return [(int(q), h, _tag(t)) for q, h, t in page]
+
+        return log_pages(fetch, after, None, page_size=PAGE)
 
     def chain_rows(self, after: int = 0) -> Iterator[tuple[int, bytes, str, str]]:
         return self._pages(after, None)
@@ -1284,21 +1355,31 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
     def session_events(self, session_id: str) -> list[Event]:
         rows = self._read(
             "reading a session's events",
-            "SELECT seq, body, prev_hash, hash FROM events WHERE tenant = %s AND session_id = %s "
-            "ORDER BY seq",
+            "SELECT seq, body, prev_hash, hash, seal FROM events WHERE tenant = %s AND "
+            "session_id = %s ORDER BY seq",
             (self.tenant, session_id),
         )
-        return [Event.from_body(int(q), bytes(body), prev, h) for q, body, prev, h in rows]
+        return list(
+            self._verified(
+                Event.from_body(int(q), bytes(body), prev, h, _tag(t))
+                for q, body, prev, h, t in rows
+            )
+        )
 
     def request_events(self, request_id: str) -> list[Event]:
         kinds = schema.REQUEST_KINDS.replace("%", "%%")
         rows = self._read(
             "reading a request's events",
-            "SELECT seq, body, prev_hash, hash FROM events WHERE tenant = %s AND "
+            "SELECT seq, body, prev_hash, hash, seal FROM events WHERE tenant = %s AND "
             f"{schema.REQUEST_ID_FUNCTION}(body) = %s AND {kinds} ORDER BY seq",
             (self.tenant, request_id),
         )
-        return [Event.from_body(int(q), bytes(body), prev, h) for q, body, prev, h in rows]
+        return list(
+            self._verified(
+                Event.from_body(int(q), bytes(body), prev, h, _tag(t))
+                for q, body, prev, h, t in rows
+            )
+        )
 
     def _belief_query(
         self, where: BeliefFilter, *, count: bool

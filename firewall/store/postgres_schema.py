@@ -49,7 +49,7 @@ from gnomon.firewall.store.sql_common import (
 
 GLOBAL_SCOPE = Scope.GLOBAL.value
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 #: Taken (session-scoped) by whoever creates or migrates a schema, so that two processes
 #: opening a fresh database at once do not both run the DDL. The value is arbitrary but fixed.
@@ -352,6 +352,10 @@ CREATE INDEX beliefs_text ON beliefs USING gin (tsv, gate) WITH (gin_pending_lis
 DROP INDEX beliefs_tsv;
 """
 
+#: Version 8: the host's seal of each event (:mod:`firewall.log.seal`); NULL for an event
+#: written before sealing existed.
+_V8 = "ALTER TABLE events ADD COLUMN seal bytea;"
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1),
     Migration(2, "store bindings", _V2),
@@ -360,6 +364,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "execution claims", _V5),
     Migration(6, "events by request", _V6),
     Migration(7, "recall gate", _V7),
+    Migration(8, "event seals", _V8),
 )
 
 CREATE_MIGRATIONS_TABLE = """
@@ -378,7 +383,7 @@ def pending(current: int, migrations: tuple[Migration, ...] | None = None) -> li
     """Migrations newer than ``current``, in order (of :data:`MIGRATIONS` unless given).
 
     >>> [m.version for m in pending(0)]
-    [1, 2, 3, 4, 5, 6, 7]
+    [1, 2, 3, 4, 5, 6, 7, 8]
     >>> pending(SCHEMA_VERSION)
     []
     """

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
@@ -72,15 +72,17 @@ def equality_conditions(where: BeliefFilter) -> list[tuple[str, str]]:
 
 #: One row of the log as a SQL backend reads it: ``(seq, body, prev_hash, hash)``.
 ChainRow = tuple[int, bytes, str, str]
+#: A row of the log whose first column is its seq (a chain row, or one with its seal).
+Row = TypeVar("Row", bound=tuple[Any, ...])
 
 
 def log_pages(
-    fetch: Callable[[int, int], Sequence[ChainRow]],
+    fetch: Callable[[int, int], Sequence[Row]],
     after: int,
     limit: int | None,
     *,
     page_size: int,
-) -> Iterator[ChainRow]:
+) -> Iterator[Row]:
     """The log's rows after seq ``after`` (at most ``limit`` of them), read a page at a time by
     ``fetch(after_seq, size)``, so that no cursor, connection or lock is held while the caller
     consumes them."""

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from gnomon.firewall.log.events import Event, EventDraft
 from gnomon.firewall.model import chain
+from gnomon.firewall.model.errors import TamperedLogError
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.store.base import Store, claim_drafts
 from gnomon.firewall.store.keys import micros
@@ -57,9 +58,27 @@ class SQLStore(Store, Generic[C]):
         records."""
 
     @abstractmethod
-    def _write_sealed(self, conn: C, events: Sequence[Event]) -> None:
-        """Inside :meth:`_atomic`: check that ``events`` continue the head and write them and
-        their records (:meth:`~firewall.store.base.Store.append_sealed`)."""
+    def _write_sealed(self, conn: C, events: Sequence[Event]) -> list[Event]:
+        """Inside :meth:`_atomic`: check that ``events`` continue the head, reseal them with
+        this host's key (:meth:`~firewall.store.sealing.StoreSeal.resealed`) and write them and
+        their records (:meth:`~firewall.store.base.Store.append_sealed`); returns what it
+        wrote."""
+
+    def _set_seals(self, tags: Sequence[tuple[int, bytes]]) -> None:
+        scope, params = self._scope()
+        mark = self.MARK
+        sql = f"UPDATE events SET seal = {mark} WHERE {scope} seq = {mark} AND seal IS NULL"
+
+        def work(conn: C) -> None:
+            cursor = conn.cursor()  # type: ignore[attr-defined]
+            cursor.executemany(sql, [(tag, *params, seq) for seq, tag in tags])
+
+        self._atomic("sealing unsealed events", work)
+
+    @abstractmethod
+    def _gap(self, conn: C) -> int | None:
+        """Inside :meth:`_atomic`: the head seq if some seq below it is missing (an event
+        deleted from the middle of the log), else ``None``."""
 
     @abstractmethod
     def _rebuild(self, conn: C) -> int:
@@ -95,10 +114,28 @@ class SQLStore(Store, Generic[C]):
 
     # -- the only write path ----------------------------------------------------------------
 
+    def _sealed_write(
+        self, doing: str, work: Callable[[C], list[Event] | None]
+    ) -> list[Event] | None:
+        """:meth:`_atomic` for a write: refused up front without the key; the sealed head
+        watermark advanced after the transaction committed; a tamper problem found inside it
+        (a head below the watermark, a gap) recorded once after the rollback."""
+        self._seal.require(doing)
+        try:
+            events = self._atomic(doing, work)
+        except TamperedLogError as exc:
+            self._seal.record(exc.seq, exc.problem)
+            raise
+        if events:
+            self._seal.advance(events)
+        return events
+
     def commit(self, drafts: Sequence[EventDraft]) -> list[Event]:
         if not drafts:
             return []
-        return self._atomic("committing events", lambda conn: self._write(conn, drafts))
+        events = self._sealed_write("committing events", lambda conn: self._write(conn, drafts))
+        assert events is not None
+        return events
 
     def commit_if_head(self, drafts: Sequence[EventDraft], head: int) -> list[Event] | None:
         def work(conn: C) -> list[Event] | None:
@@ -106,25 +143,37 @@ class SQLStore(Store, Generic[C]):
                 return None
             return self._write(conn, drafts) if drafts else []
 
-        return self._atomic("committing on a pinned head", work)
+        return self._sealed_write("committing on a pinned head", work)
 
     def claim_execution(self, request_id: str, drafts: Sequence[EventDraft]) -> list[Event] | None:
         claim_drafts(drafts)
+        self._seal.require("claiming an execution")
+        self._verify_since(request_id)
 
         def work(conn: C) -> list[Event] | None:
+            gap = self._gap(conn)
+            if gap is not None:
+                # an event deleted from the middle may be this request's claim: never run twice
+                raise TamperedLogError(gap, "events are missing from the middle of the log")
             if not self._claim(conn, request_id):
                 return None
             events = self._write(conn, drafts)
             self._claimed_through(conn, request_id, events[-1].seq)
             return events
 
-        return self._atomic("claiming an execution", work)
+        return self._sealed_write("claiming an execution", work)
 
     def append_sealed(self, events: Sequence[Event]) -> None:
         if events:
-            self._atomic("appending sealed events", lambda conn: self._write_sealed(conn, events))
+            self._sealed_write(
+                "appending sealed events", lambda conn: self._write_sealed(conn, events)
+            )
 
     def rebuild_projections(self) -> int:
+        self._seal.require("rebuilding the projections")
+        # every event verified (and a bad one recorded) before a row is replaced from it
+        for _ in self.events():
+            pass
         return self._atomic("rebuilding the projections", self._rebuild)
 
     # -- reads ------------------------------------------------------------------------------

@@ -68,6 +68,7 @@ from gnomon.firewall.store.base import (
     claims_in,
 )
 from gnomon.firewall.store.keys import index_tokens, micros
+from gnomon.firewall.store.sealing import StoreSeal, file_identity
 from gnomon.firewall.store.sql_common import (
     DERIVED_TABLES,
     PROJECTION_KEYS,
@@ -86,6 +87,8 @@ from gnomon.firewall.store.sql_store import M, R, SQLStore, decay_due
 from gnomon.firewall.store.sqlite_moves import apply_moves
 
 PAGE = 1000
+#: ``(seq, body, prev_hash, hash, seal)`` of one stored event.
+SealedRow = tuple[int, bytes, str, str, bytes | None]
 #: Every table derived from the log, emptied by a rebuild (beliefs first, so that its delete
 #: trigger keeps the FTS index in step).
 PROJECTION_TABLES = ("beliefs", *(t for t in DERIVED_TABLES if t != "beliefs"), "batch_members")
@@ -114,6 +117,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         busy_timeout: float = 5.0,
         cache_mb: int = 64,
         url: str | None = None,
+        seal_key: str | Path | None = None,
     ) -> None:
         self.path = str(path)
         self.url = url or f"sqlite:///{self.path}"
@@ -148,6 +152,12 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         try:
             with self._guard("opening the database"):
                 self._setup()
+            if self.path == ":memory:":
+                self._seal = StoreSeal.ephemeral(self.url)
+            else:
+                self._seal = StoreSeal.open(
+                    file_identity(self.path), self.url, empty=self.head()[0] == 0, key=seal_key
+                )
         except BaseException:
             self._closed = True
             self._conn.close()
@@ -192,6 +202,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
                 )
                 for statement in _statements(ddl):
                     conn.execute(statement)
+                conn.execute(schema.SEAL_COLUMN_DDL)
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [
@@ -252,6 +263,9 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             have = {r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")}
             if column not in have:
                 self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} INTEGER")
+        # Version 11 seals events; those written before stay unsealed (NULL).
+        if "seal" not in {r[1] for r in self._conn.execute("PRAGMA table_info(events)")}:
+            self._conn.execute(schema.SEAL_COLUMN_DDL)
         self._conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'schema_version'",
             (str(schema.SCHEMA_VERSION),),
@@ -395,14 +409,20 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
                 ) from exc
             return done
 
+    def _gap(self, conn: sqlite3.Connection) -> int | None:
+        count, top = conn.execute("SELECT count(*), coalesce(max(seq), 0) FROM events").fetchone()
+        return None if count == top else int(top)
+
     def _write(self, conn: sqlite3.Connection, drafts: Sequence[EventDraft]) -> list[Event]:
         row = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
+        sealer = self._seal.require("committing events")
+        self._seal.check_head(seq, prev)
         sealed: list[Event] = []
         rows = _Rows()
         for draft in drafts:
             seq += 1
-            event = seal(seq, prev, draft)
+            event = seal(seq, prev, draft, sealer)
             prev = event.hash
             sealed.append(event)
             if draft.records:
@@ -414,7 +434,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
                 rows.write(conn, index_new_beliefs=not self._index_by_trigger)
                 rows = _Rows()
                 apply_moves(conn, draft.moves, seq)
-        self._insert_events(conn, sealed)
+        self._insert_events(conn, self._seal.closed(sealed))
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
         return sealed
 
@@ -422,20 +442,23 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         conn.executemany(
             schema.INSERT_EVENT,
             [
-                (e.seq, e.kind, e.at, e.actor, e.session_id, e.body, e.prev_hash, e.hash)
+                (e.seq, e.kind, e.at, e.actor, e.session_id, e.body, e.prev_hash, e.hash, e.tag)
                 for e in events
             ],
         )
 
-    def _write_sealed(self, conn: sqlite3.Connection, events: Sequence[Event]) -> None:
+    def _write_sealed(self, conn: sqlite3.Connection, events: Sequence[Event]) -> list[Event]:
         row = conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev = (row[0], row[1]) if row else (0, GENESIS_HASH)
+        self._seal.check_head(seq, prev)
         for event in events:
             check_continues(event, seq, prev)
             seq, prev = event.seq, event.hash
+        events = self._seal.resealed(events)
         self._insert_events(conn, events)
         self._apply_events(conn, events)
         self._derive_claims(conn, events)
+        return events
 
     def _derive_claims(self, conn: sqlite3.Connection, events: Sequence[Event]) -> None:
         """The claims the events record (:func:`~firewall.store.base.claims_in`); kept ones stay."""
@@ -675,9 +698,37 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
 
         return log_pages(fetch, after, limit, page_size=PAGE)
 
+    def _sealed_pages(self, after: int, limit: int | None) -> Iterator[SealedRow]:
+        def fetch(cursor: int, size: int) -> list[SealedRow]:
+            with self._guard("reading events") as conn:
+                page: list[SealedRow] = conn.execute(
+                    "SELECT seq, body, prev_hash, hash, seal FROM events "
+                    "WHERE seq > ? ORDER BY seq LIMIT ?",
+                    (cursor, size),
+                ).fetchall()
+            return page
+
+        return log_pages(fetch, after, limit, page_size=PAGE)
+
     def events(self, after: int = 0, limit: int | None = None) -> Iterator[Event]:
-        for seq, body, prev_hash, digest in self._pages(after, limit):
-            yield Event.from_body(seq, body, prev_hash, digest)
+        return self._verified(
+            (
+                Event.from_body(seq, body, prev_hash, digest, tag)
+                for seq, body, prev_hash, digest, tag in self._sealed_pages(after, limit)
+            ),
+            contiguous=True,
+        )
+
+    def seal_rows(self, after: int = 0) -> Iterator[tuple[int, str, bytes | None]]:
+        def fetch(cursor: int, size: int) -> list[tuple[int, str, bytes | None]]:
+            with self._guard("reading seals") as conn:
+                page: list[tuple[int, str, bytes | None]] = conn.execute(
+                    "SELECT seq, hash, seal FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+                    (cursor, size),
+                ).fetchall()
+            return page
+
+        return log_pages(fetch, after, None, page_size=PAGE)
 
     def chain_rows(self, after: int = 0) -> Iterator[tuple[int, bytes, str, str]]:
         return self._pages(after, None)
@@ -936,19 +987,20 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
     def session_events(self, session_id: str) -> list[Event]:
         with self._guard("reading a session's events") as conn:
             rows = conn.execute(
-                "SELECT seq, body, prev_hash, hash FROM events WHERE session_id = ? ORDER BY seq",
+                "SELECT seq, body, prev_hash, hash, seal FROM events WHERE session_id = ? "
+                "ORDER BY seq",
                 (session_id,),
             ).fetchall()
-        return [Event.from_body(*row) for row in rows]
+        return list(self._verified(Event.from_body(*row) for row in rows))
 
     def request_events(self, request_id: str) -> list[Event]:
         with self._guard("reading a request's events") as conn:
             rows = conn.execute(
-                "SELECT seq, body, prev_hash, hash FROM events INDEXED BY events_request "
+                "SELECT seq, body, prev_hash, hash, seal FROM events INDEXED BY events_request "
                 f"WHERE {schema.REQUEST_ID} = ? AND {schema.REQUEST_KINDS} ORDER BY seq",
                 (request_id,),
             ).fetchall()
-        return [Event.from_body(*row) for row in rows]
+        return list(self._verified(Event.from_body(*row) for row in rows))
 
     def _belief_query(self, where: BeliefFilter, *, count: bool) -> tuple[str, list[Any]] | None:
         """One SQL statement answering ``where``, or None when nothing can match.

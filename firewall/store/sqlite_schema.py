@@ -75,6 +75,10 @@ would put back (another offset than UTC), in which case the row keeps the docume
 revision row written by any other event records its ``seq``, so that stored and derived
 revisions of one belief read back in log order. Opening a version 9 file adds the columns.
 
+Version 11 adds ``events.seal``: the host's seal of each event (:mod:`firewall.log.seal`), NULL
+for an event written before sealing existed. Opening an older file adds the column; its events
+stay unsealed (read-only for authority until adopted, see ``docs/threat-model.md``).
+
 Status facets are deliberately *not* in the FTS index. Pushing ``facets:(t_supported)`` into the
 MATCH expression was measured ~10x slower at 100k beliefs (p50 9.8 ms against 1.1 ms): FTS5's
 ``bm25()`` computes an IDF for every phrase of the query by walking that phrase's whole doclist, and
@@ -99,7 +103,7 @@ from gnomon.firewall.store.sql_common import (
     BeliefKeys,
 )
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 APPLICATION = "gnomon"
 
 FTS_TOKENIZE = "unicode61 remove_diacritics 2 tokenchars '_'"
@@ -468,9 +472,11 @@ UPSERT_BINDING = (
     "ON CONFLICT (store, belief_id) DO UPDATE SET store_id = excluded.store_id, doc = excluded.doc"
 )
 
+#: Version 11: the host's seal of each event (NULL: written before sealing).
+SEAL_COLUMN_DDL = "ALTER TABLE events ADD COLUMN seal BLOB"
 INSERT_EVENT = (
-    "INSERT INTO events (seq, kind, at, actor, session_id, body, prev_hash, hash) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO events (seq, kind, at, actor, session_id, body, prev_hash, hash, seal) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 #: The name of the version 1 row trigger that indexed each inserted belief.
 V1_INSERT_TRIGGER = "beliefs_fts_insert"
@@ -503,4 +509,5 @@ __all__ = [
     "REQUEST_KINDS",
     "REVISION_GRANT",
     "SCHEMA_VERSION",
+    "SEAL_COLUMN_DDL",
 ]

@@ -51,9 +51,12 @@ class SentinelState:
         """Learn the flags and alerts after the last event seen, parsing only the events whose
         body names one of their kinds (the arbiter's look, on every decision: most events are
         neither, and need not be parsed to know it)."""
-        for seq, body, prev_hash, digest in store.chain_rows(after=self.seq):
+        for seq, body, _prev_hash, _digest in store.chain_rows(after=self.seq):
             if not isinstance(body, bytes) or any(kind in body for kind in _MARK_KINDS):
-                self.learn(Event.from_body(seq, body, prev_hash, digest))
+                # a verdict that holds actions: read again through the store, which checks
+                # its seal (a flag appended by anyone but the host is refused, never learnt)
+                for event in store.events(after=seq - 1, limit=1):
+                    self.learn(event)
             self.seq = max(self.seq, seq)
 
     def catch_up(self, store: Store) -> list[Event]:
