@@ -46,6 +46,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import AwareDatetime, BaseModel, ConfigDict, StrictStr, ValidationError
 
 from gnomon.firewall.gate.grants import KeyPurpose, key_id_of, load_private_key, signed_document
+from gnomon.firewall.kernel.provenance import ShownArgument
 from gnomon.firewall.model.clock import iso, utcnow
 from gnomon.firewall.model.errors import ForgedApprovalError
 
@@ -78,6 +79,10 @@ class ApprovalRequest(BaseModel):
     reasons: tuple[str, ...]
     created_at: AwareDatetime
     deadline: AwareDatetime
+    #: the canonical arguments that will run, each with the provenance of its value (secrets
+    #: redacted): what the approver reads; the signature binds the inputs digest of the same
+    #: arguments
+    arguments: tuple[ShownArgument, ...] = ()
 
 
 class Approval(BaseModel):

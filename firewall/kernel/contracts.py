@@ -64,6 +64,7 @@ class Category(StrEnum):
     """What kind of thing a tool does; each has its own floor on the ladder."""
 
     READ = "read"
+    FETCH = "fetch"  # a read-only network fetch: L1 to an allowlisted destination, else L4
     SUGGEST = "suggest"
     ARTIFACT = "artifact"
     LOCAL_WRITE = "local_write"
@@ -80,6 +81,7 @@ class Category(StrEnum):
 #: push, sign and spend at L4).
 FLOORS: Mapping[Category, Level] = {
     Category.READ: Level.L0,
+    Category.FETCH: Level.L1,
     Category.SUGGEST: Level.L1,
     Category.ARTIFACT: Level.L2,
     Category.LOCAL_WRITE: Level.L3,
@@ -125,6 +127,9 @@ class ActionContract(BaseModel):
     preconditions: tuple[Precondition, ...] = ()
     inputs: type[BaseModel]
     outputs: type[BaseModel] | None = None
+    #: the arguments naming where the call reaches (a URL, an e-mail address, a payee, a
+    #: channel): checked against the policy's egress allowlist
+    destinations: tuple[StrictStr, ...] = ()
 
     @field_validator("required_level", mode="before")
     @classmethod
@@ -173,6 +178,17 @@ class ToolRegistry:
                 f"contract for {contract.tool} declares {contract.required_level.name}, below "
                 f"the {contract.category.value} floor {contract.floor.name}",
                 hint="a contract can raise a tool's level, never lower it",
+            )
+        if contract.category == Category.FETCH and not contract.destinations:
+            raise ContractError(
+                f"contract for {contract.tool} is a fetch but declares no destination argument",
+                hint="name the argument holding the URL: destinations=('url',)",
+            )
+        unknown = set(contract.destinations) - set(contract.inputs.model_fields)
+        if unknown:
+            raise ContractError(
+                f"contract for {contract.tool} names destination argument(s) "
+                f"{', '.join(sorted(unknown))} its inputs do not have"
             )
         if contract.tool in self._contracts:
             raise ContractError(f"a contract for {contract.tool} is already registered")

@@ -43,6 +43,7 @@ from gnomon.firewall.kernel.approvals import (
 from gnomon.firewall.kernel.contracts import ToolRegistry
 from gnomon.firewall.kernel.decide import Arbiter, Case, Ruling, arbitrate, decide
 from gnomon.firewall.kernel.preconditions import Snapshot, capture, revalidate
+from gnomon.firewall.kernel.provenance import Input, Inputs, ShownArgument, trace
 from gnomon.firewall.kernel.signing import SignedPolicy, reverify
 from gnomon.firewall.log.events import EventDraft, Records
 from gnomon.firewall.model.arguments import checked_call
@@ -175,8 +176,14 @@ class ActionKernel:
         resolver: Resolver | None = None,
         allow_unsigned: bool = False,
         arbiters: Sequence[Arbiter] = (),
+        host_values: Mapping[str, object] | None = None,
     ) -> None:
         self._wall = wall
+        # host-declared argument sources: values from the host's own configuration (the
+        # user's account, the team's addresses) that supply arguments as trusted inputs
+        self._host = Inputs()
+        for name, value in (host_values or {}).items():
+            self._host.add_value(value, Input("host", f"host:{name}", "host configuration"))
         # The arbitration hook: host-side arbiters (e.g. firewall.host.sentinels.SentinelArbiter)
         # run after the policy's ruling on every proposal and can only make it stricter.
         self._arbiters = tuple(arbiters)
@@ -242,6 +249,7 @@ class ActionKernel:
         now = self._wall.clock()
         found = self._wall.store.get_beliefs(list(cites))
         policy = self._policy.policy
+        supplied = trace(validated, (session._inputs, self._host)) if contract else None
         ruling = decide(
             contract,
             tool,
@@ -251,6 +259,9 @@ class ActionKernel:
             found=found,
             citation_policy=self._citation,
             now=now,
+            args=validated,
+            supplied=supplied,
+            named_by_user=session._inputs.named_by_user,
         )
         case = Case(tool, ruling.level, session.id, session.label, tuple(cites), found)
         ruling = arbitrate(ruling, case, self._arbiters)
@@ -298,6 +309,7 @@ class ActionKernel:
                 "inputs_digest": digest,
                 "policy_digest": self._policy.digest,
                 "preconditions": [s.model_dump() for s in snapshots],
+                "provenance": [a.shown().model_dump() for a in supplied or ()],
             },
             records=Records(decisions=(decision,), actions=(action,)),
             actor=session.actor,
@@ -318,7 +330,8 @@ class ActionKernel:
         if ruling.outcome == Verdict.DENY:
             self._record_in(session, request_id, L.DENIED, {"reasons": list(ruling.reasons)})
             return ActionResult(request_id, action.id, "denied", ruling.reasons), None
-        return self._hold(request_id, action.id, session, tool, ruling, digest, now), None
+        shown = tuple(a.shown() for a in supplied or ())
+        return self._hold(request_id, action.id, session, tool, ruling, digest, now, shown), None
 
     def _hold(
         self,
@@ -329,6 +342,7 @@ class ActionKernel:
         ruling: Ruling,
         digest: str,
         now: datetime,
+        shown: tuple[ShownArgument, ...] = (),
     ) -> ActionResult:
         deadline = self._policy.policy.approval_deadline.after(now)
         request = ApprovalRequest(
@@ -343,6 +357,7 @@ class ActionKernel:
             reasons=ruling.reasons,
             created_at=now,
             deadline=deadline,
+            arguments=shown,
         )
         self._record_in(session, request_id, L.HELD, {"request": request.model_dump(mode="json")})
         if self._resolver is not None:
