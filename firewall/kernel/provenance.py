@@ -54,6 +54,7 @@ from urllib.parse import unquote, urlsplit
 from pydantic import BaseModel, ConfigDict, StrictStr
 
 from gnomon.firewall.audit.credentials import credential_kinds_memo
+from gnomon.firewall.model.render import shown_text
 
 #: Where a recorded input came from. ``user``: the user's own words (a user channel);
 #: ``memory``: a belief a recall accepted, with a trusted label; ``host``: a value the host
@@ -280,7 +281,7 @@ def shown(value: str | None) -> str:
         return ""
     if credential_kinds_memo(value):
         return "[redacted: " + ", ".join(credential_kinds_memo(value)) + "]"
-    one_line = " ".join(value.split())
+    one_line = " ".join(shown_text(value).split())
     return one_line if len(one_line) <= SHOWN_MAX else one_line[: SHOWN_MAX - 1] + "…"
 
 
