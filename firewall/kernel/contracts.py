@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from enum import IntEnum, StrEnum
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from gnomon.firewall.model.errors import ContractError, InputError
@@ -141,9 +142,18 @@ class ActionContract(BaseModel):
         return FLOORS[self.category]
 
     def checked_inputs(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """``args`` validated (strictly) against the input schema, or :class:`InputError`."""
+        """``args`` validated (strictly) against the input schema, or :class:`InputError`.
+
+        Strict as Python objects or as JSON: an enum field takes its member or its string
+        value, and either way the validated (dumped) form is what runs and what an approval's
+        inputs digest covers."""
         try:
-            model = self.inputs.model_validate(dict(args), strict=True)
+            try:
+                model = self.inputs.model_validate(dict(args), strict=True)
+            except ValidationError:
+                # strict as JSON: what a model's tool call carries (an enum's string value, a
+                # date as ISO text) is accepted, nothing is coerced from another type
+                model = self.inputs.model_validate_json(_json(args), strict=True)
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "args"
@@ -152,6 +162,13 @@ class ActionContract(BaseModel):
                 hint=f"pass the fields of {self.inputs.__name__}",
             ) from None
         return model.model_dump(mode="json")
+
+
+def _json(args: Mapping[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(dict(args))
+    except TypeError as exc:
+        raise InputError(f"arguments are not plain JSON values: {exc}") from None
 
 
 def _model(model_name: str, /, **fields: Any) -> type[BaseModel]:
