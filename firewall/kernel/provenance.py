@@ -15,8 +15,8 @@ memories). :func:`trace` then looks every argument value of a proposed call up i
   paths are found *inside* an argument's free text (a summary, a file body), so a value
   smuggled through a summary keeps its source;
 * **a short value is matched as a whole word** (``bob`` is not supplied by ``bobby``), a longer
-  one as a substring of an input's skeleton, so a fragment of an untrusted value is still
-  untrusted;
+  one by its runs of :data:`GRAM` letters and digits, which must all occur in the inputs of one
+  side, so a fragment of an untrusted value is still untrusted;
 * **values split across arguments**: every ordered pair of short arguments is looked up joined.
 
 An argument is **untrusted** when some value in it is supplied by untrusted text and by no
@@ -45,7 +45,6 @@ import binascii
 import html
 import re
 import unicodedata
-from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -63,21 +62,30 @@ Kind = Literal["user", "memory", "host", "tool", "untrusted"]
 TRUSTED: frozenset[str] = frozenset({"user", "memory", "host", "tool"})
 Status = Literal["trusted", "untrusted", "composed"]
 
-#: A candidate value with a skeleton shorter than this is matched as a whole word.
-WORD_MATCH_BELOW = 6
+#: A longer value is supplied by a side when every run of this many of its letters and digits
+#: occurs in that side's inputs (overlapping runs: a fragment of an input is supplied by it).
+GRAM = 8
+#: A candidate value with a skeleton shorter than this is matched as a whole word (or, with
+#: several words, word by word).
+WORD_MATCH_BELOW = GRAM
 #: An argument longer than this (or spanning lines) is free text: only the structured values
 #: inside it are looked up.
 ATOMIC_MAX = 160
 SHOWN_MAX = 120
 
-_STRUCTURED = re.compile(
+#: Structured values inside one whitespace-separated token.
+_IN_TOKEN = re.compile(
     r"(?:https?://|www\.)[^\s<>\"'`)\]]+"  # URLs
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # e-mail addresses
-    r"|\b[a-z]{2}\d{2}(?:[ -]?[a-z0-9]{4}){2,7}(?:[ -]?[a-z0-9]{1,4})?\b"  # IBANs
-    r"|\+?\d[\d ().-]{5,}\d"  # long numbers: accounts, phones, amounts with separators
     r"|(?:[\w.~-]*/)+[\w.-]+"  # paths
     r"|\b[\w-]+(?:\.[\w-]+)*\.[a-z][a-z0-9]{1,5}\b"  # file names and host names
 )
+#: Structured values that may span spaces: IBANs and long numbers (accounts, phones, amounts).
+_SPACED = re.compile(
+    r"\b[a-z]{2}\d{2}(?:[ -]?[a-z0-9]{4}){2,7}(?:[ -]?[a-z0-9]{1,4})?\b"
+    r"|\+?\d[\d ().-]{5,}\d"
+)
+_DIGIT = re.compile(r"\d")
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
 _SKELETON = re.compile(r"[\W_]+")
 _WORD = re.compile(r"\w+")
@@ -104,7 +112,11 @@ def skeleton(text: str) -> str:
 def structured(text: str) -> list[str]:
     """The structured values (URLs, e-mails, IBANs, long numbers, paths, names with a dot) in
     normalised ``text``."""
-    return _STRUCTURED.findall(text)
+    found = _SPACED.findall(text) if _DIGIT.search(text) else []
+    for token in text.split():
+        if "@" in token or "/" in token or "." in token:
+            found.extend(_IN_TOKEN.findall(token))
+    return found
 
 
 def _decoded(text: str) -> Iterator[str]:
@@ -139,39 +151,28 @@ class Input:
 
 
 class _Side:
-    """The inputs of one trust side, indexed: words, structured values and one skeleton corpus
-    (joined lazily) with the offset where each input starts."""
+    """The inputs of one trust side, indexed: their words and structured values, and every run
+    of :data:`GRAM` letters and digits of their skeletons (to find a longer value, or a
+    fragment of one, without scanning the text)."""
 
-    __slots__ = ("_corpus", "_dirty", "_length", "_parts", "inputs", "offsets", "words")
+    __slots__ = ("grams", "inputs", "words")
 
     def __init__(self) -> None:
         self.inputs: list[Input] = []
-        self.offsets: list[int] = []
         self.words: dict[str, int] = {}
-        self._parts: list[str] = []
-        self._corpus = ""
-        self._dirty = False
-        self._length = 0
+        self.grams: dict[str, int] = {}
 
     def add(self, text: str, source: Input) -> None:
         index = len(self.inputs)
         self.inputs.append(source)
-        self.offsets.append(self._length)
+        words, grams = self.words, self.grams
         for word in _WORD.findall(text):
-            self.words.setdefault(skeleton(word), index)
+            words.setdefault(skeleton(word), index)
         for value in structured(text):
-            self.words.setdefault(skeleton(value), index)
+            words.setdefault(skeleton(value), index)
         whole = skeleton(text)
-        self._parts.append(whole)
-        self._length += len(whole) + 1
-        self._dirty = True
-
-    @property
-    def corpus(self) -> str:
-        if self._dirty:
-            self._corpus = "\x00".join(self._parts)
-            self._dirty = False
-        return self._corpus
+        for at in range(len(whole) - GRAM + 1):
+            grams.setdefault(whole[at : at + GRAM], index)
 
     def find(self, key: str, words: Sequence[str] = ()) -> Input | None:
         """The first input supplying the skeleton ``key`` (of a value whose words, if it has
@@ -183,10 +184,14 @@ class _Side:
             if len(words) < 2 or not all(skeleton(w) in self.words for w in words):
                 return None
             return self.inputs[self.words[skeleton(words[0])]]
-        at = self.corpus.find(key)
-        if at < 0:
+        grams = self.grams
+        first = grams.get(key[:GRAM])
+        if first is None:
             return None
-        return self.inputs[bisect_right(self.offsets, at) - 1]
+        for at in range(1, len(key) - GRAM + 1):
+            if key[at : at + GRAM] not in grams:
+                return None
+        return self.inputs[first]
 
 
 class Inputs:
@@ -397,6 +402,7 @@ def allowlisted(dest: str, allow: Sequence[str]) -> bool:
 
 __all__ = [
     "ATOMIC_MAX",
+    "GRAM",
     "TRUSTED",
     "WORD_MATCH_BELOW",
     "Input",
