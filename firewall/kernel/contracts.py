@@ -141,6 +141,11 @@ class ActionContract(BaseModel):
     def floor(self) -> Level:
         return FLOORS[self.category]
 
+    def output_problem(self, output: object) -> str | None:
+        """Why a tool's ``output`` does not match :attr:`outputs` (``None``: it does, or no
+        output schema is declared)."""
+        return _output_problem(self, output)
+
     def checked_inputs(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """``args`` validated (strictly) against the input schema, or :class:`InputError`.
 
@@ -162,6 +167,21 @@ class ActionContract(BaseModel):
                 hint=f"pass the fields of {self.inputs.__name__}",
             ) from None
         return model.model_dump(mode="json")
+
+
+def _output_problem(contract: ActionContract, output: object) -> str | None:
+    """Why ``output`` does not match ``contract``'s output schema (``None``: it does, or the
+    contract declares none)."""
+    schema = contract.outputs
+    if schema is None or isinstance(output, schema):
+        return None
+    try:
+        schema.model_validate(output)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "output"
+        return f"{contract.tool} returned output outside its contract: {where}: {err['msg']}"
+    return None
 
 
 def _json(args: Mapping[str, Any]) -> bytes:
@@ -218,9 +238,11 @@ class ToolRegistry:
         return sorted(self._contracts)
 
     @classmethod
-    def builtin(cls) -> ToolRegistry:
-        """The shipped contracts (each with its preconditions)."""
-        return cls(BUILTIN)
+    def builtin(cls, *extra: ActionContract) -> ToolRegistry:
+        """The shipped contracts (each with its preconditions), extended by ``extra``: a host's
+        own tools added to the built-in ones, not replacing them (a registry built from a list
+        holds exactly that list). An extra contract for a shipped tool is refused."""
+        return cls((*BUILTIN, *extra))
 
 
 _PATH = (str, Field(min_length=1, max_length=4096))

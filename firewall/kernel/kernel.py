@@ -575,6 +575,10 @@ class ActionKernel:
         if error is not None:
             kept = error.output if isinstance(error, ToolFailed) else None
             return self._executed(state, kept, f"{type(error).__name__}: {error}"[:500])
+        contract = self._registry.lookup(tool)
+        problem = contract.output_problem(output) if contract is not None else None
+        if problem is not None:  # outside its declared schema: a failure, the output withheld
+            return self._executed(state, None, problem[:500])
         return self._executed(state, output, None)
 
     def _executed(
