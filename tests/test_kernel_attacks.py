@@ -187,9 +187,8 @@ def test_the_development_flag_loads_an_unsigned_policy_and_logs_it(tmp_path: Pat
 
 
 def test_a_tainted_session_is_held_at_l3_under_the_strict_session_rule() -> None:
-    strict = preset_bytes("default").replace(
-        b"tainted_from: L3", b"tainted_from: L3\nprovenance: session"
-    )
+    strict = preset_bytes("default").replace(b"provenance: per_value", b"provenance: session")
+    assert b"provenance: session" in strict
     wall = firewall.open("memory://")
     with host(wall, policy_text=strict) as h, wall.session(project="p", actor="coder") as s:
         actions = h.kernel.handle(s)
