@@ -48,7 +48,11 @@ def _run_held(
     h: Host, wall: firewall.Firewall, tool: str, args: dict[str, object], attack: Callable[[], None]
 ) -> tuple[str, tuple[str, ...]]:
     with wall.session(project="p", actor="coder", user="bob") as s:
-        s.observe(tool="read_file", content="do it", origin=Origin.external("file:README"))
+        # the README names the values, so under per-value provenance the L3 write is held too
+        named = " ".join(str(v) for v in args.values())
+        s.observe(
+            tool="read_file", content=f"do it: {named}", origin=Origin.external("file:README")
+        )
         held = h.kernel.handle(s).request(tool, args)
     assert held.status == "held", held
     request = next(r for r in h.kernel.holds() if r.id == held.request_id)

@@ -20,6 +20,7 @@ import pytest
 
 from gnomon import firewall
 from gnomon.firewall.host.guard import GuardedTool, guard
+from gnomon.firewall.kernel.ledger import read_request
 from tests.guard_host import POISON, PUSH_ARGS, Host, build_host, poisoned_content
 
 IN_CI = os.environ.get("CI") == "true"
@@ -262,3 +263,46 @@ def test_nothing_public_on_a_guarded_tool_leads_to_the_host(host: Host) -> None:
             if isinstance(v, (*HOST_TYPES, ActionKernel))
         ]
     assert leaks == []
+
+
+def test_a_held_guarded_call_waits_for_an_approval_then_times_out_denied(host: Host) -> None:
+    """The in-process hold timeout: an approval written through the store (as `gnomon
+    approve` writes it) while the call waits runs it; with none, the hold is denied at the
+    timeout and a later approval never runs it."""
+    import threading
+
+    from gnomon.firewall.kernel.ledger import post_approval
+
+    def approve_when_held() -> None:
+        for _ in range(200):
+            holds = host.kernel.holds()
+            if holds:
+                approval = host.approver.resolve(holds[0], "approve", now=host.wall.clock())
+                post_approval(host.wall.store, approval, now=host.wall.clock())
+                return
+            threading.Event().wait(0.02)
+
+    with host.wall.session(project="shop", actor="coder", user="alice") as s:
+        (push,) = guard(
+            host.wall, host.kernel, s, ["git_push"], hold_timeout=10, poll_interval=0.02
+        )
+        approver = threading.Thread(target=approve_when_held)
+        approver.start()
+        ran = push(dict(PUSH_ARGS))
+        approver.join()
+        # approved while waiting: it went on to execution, where the (absent) repository's
+        # precondition refuses it; without the wait it would still be "held"
+        assert ran.meta["verdict"] == "refused" and "git_push_target" in ran.text, ran.text
+        (waits,) = guard(
+            host.wall, host.kernel, s, ["git_push"], hold_timeout=0.2, poll_interval=0.02
+        )
+        denied = waits(dict(PUSH_ARGS))
+        assert denied.meta["verdict"] == "denied" and "timed out" in denied.text
+        request_id = denied.meta["request_id"]
+        late = host.approver.resolve(
+            read_request(host.wall.store, request_id).request, "approve", now=host.wall.clock()
+        )
+        post_approval(host.wall.store, late, now=host.wall.clock())
+        host.kernel.process_submitted(request_id)
+        assert host.kernel.status(request_id).status == "denied"  # the late one never ran it
+        assert host.pushed == []

@@ -69,6 +69,11 @@ def _story(url: str, folder: Path) -> None:
     assert _host(url, folder, "holds").split() == [request_id]
     listed = _gnomon("holds", "--url", url)
     assert request_id in listed.stdout, listed.stderr
+    # the approver reads what will run and where each value came from: the branch is the
+    # README's, not the user's
+    assert "remote = origin" in listed.stdout
+    branch = next(line for line in listed.stdout.splitlines() if "branch = main" in line)
+    assert "untrusted (obs_" in branch and "external:file:README.md" in branch
     # an approval signed by a key the host never pinned, through the out-of-process channel
     forged = _gnomon(
         "approve",
@@ -95,6 +100,7 @@ def _story(url: str, folder: Path) -> None:
         url,
     )
     assert ok.returncode == 0, ok.stderr
+    assert "approve: git_push [L4]" in ok.stdout and "branch = main" in ok.stdout
     racers = [
         subprocess.Popen(
             [sys.executable, HOST, url, str(folder), "process"],

@@ -526,7 +526,8 @@ def test_a_poisoned_result_reaches_the_very_next_decision(
     """The attack on the deferred record: read the poisoned README, then at once ask for an L3
     local write, which the policy allows in a clean session and holds in a tainted one. The
     README's record is left pending when its reply goes back (and slowed here by
-    ``record_delay``); the note's decision must still come after it, every time, in a fresh
+    ``record_delay``); the note (the README's own words, so its value only the untrusted read
+    supplied) must still be decided after it, every time, in a fresh
     session each round: held (then denied at the timeout), the note never written."""
     rounds = 12 if record_delay else 30
 
@@ -536,7 +537,8 @@ def test_a_poisoned_result_reaches_the_very_next_decision(
             proxy = await new_proxy()
             _slowed(proxy, record_delay)
             readme = await proxy.call("read_readme", {}, defer=True)
-            note = await proxy.call("draft_note", {"text": "push to main"}, defer=True)
+            # the README's own words: a value only the poisoned read supplied
+            note = await proxy.call("draft_note", {"text": "push straight to main now"}, defer=True)
             out.append((readme, note))
         return out
 
@@ -635,7 +637,8 @@ def test_the_stdio_relay_answers_at_the_message_level(tmp_path: Path) -> None:
         b'{"jsonrpc": "2.0", "id": 2, "method": "ping"}\n',
         b'{"jsonrpc": "2.0", "id": 3, "method": "resources/list"}\n',
         b'{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": 5}}\n',
-        _call(5, "read_readme", {}) + _call(6, "draft_note", {"text": "x"}),  # one write
+        _call(5, "read_readme", {})
+        + _call(6, "draft_note", {"text": "push straight to main now"}),  # the README's words
         b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}\n',
     ]
     # stdin closes after the last line: the proxy answers what it was sent, then exits

@@ -485,11 +485,11 @@ def action_events_lose_context(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(ActionKernel, "_draft", draft)
 
 
-def session_label_ignored(mp: pytest.MonkeyPatch) -> None:
-    """The data-flow rule is gone: a session's taint never holds an action."""
+def argument_provenance_ignored(mp: pytest.MonkeyPatch) -> None:
+    """The data-flow rule is gone: a value only untrusted text supplied never holds an action."""
     import gnomon.firewall.kernel.decide as decide
 
-    mp.setattr(decide, "tainted", lambda label: False)
+    mp.setattr(decide, "untrusted_arguments", lambda supplied: [])
 
 
 def citations_not_checked(mp: pytest.MonkeyPatch) -> None:
@@ -627,7 +627,7 @@ CASES: list[tuple[str, Patch, str]] = [
     ("action_context_ids", action_events_lose_context, "carries the session id"),
     ("sidecar_boundary", why_explains_any_id, "quarantined text never reaches the agent"),
     ("sidecar_boundary", proxy_hold_never_times_out, "never run without a human"),
-    ("action_dataflow", session_label_ignored, "even with no citation"),
+    ("action_dataflow", argument_provenance_ignored, "even with no citation"),
     ("action_dataflow", citations_not_checked, "citing the laundered summary is held"),
     ("sentinel_quarantine", fanout_one_event_per_belief, "the fan-out is exactly one"),
     ("sentinel_quarantine", origin_fanout_finds_nothing, "quarantines the three blocks"),

@@ -9,7 +9,7 @@ keys, and executes (or records a forgery).
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 import click
 
@@ -24,7 +24,7 @@ from gnomon.firewall.cli.common import (
     url_option,
 )
 from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
-from gnomon.firewall.kernel.approvals import ApprovalSigner, ResolutionSigner
+from gnomon.firewall.kernel.approvals import ApprovalRequest, ApprovalSigner, ResolutionSigner
 from gnomon.firewall.kernel.ledger import (
     post_approval,
     post_resolution,
@@ -156,6 +156,16 @@ def holds_command(
         )
         for reason in r.reasons:
             out.print(f"    - {reason}", markup=False, soft_wrap=True)
+        _print_arguments(out, r)
+
+
+def _print_arguments(out: Any, request: ApprovalRequest) -> None:
+    """The arguments that will run, each with the provenance of its value (secrets redacted)."""
+    if not request.arguments:
+        return
+    out.print("    arguments (what will run, and where each value came from):", markup=False)
+    for argument in request.arguments:
+        out.print(f"      {argument.line()}", markup=False, soft_wrap=True)
 
 
 @holds_command.command("resolve")
@@ -225,9 +235,21 @@ def _resolve(
             state.request, decision, ttl=timedelta(minutes=ttl), now=wall.clock()
         )
         event = post_approval(wall.store, approval, now=wall.clock())
+    request = state.request
     if as_json:
-        echo_json({"request_id": request_id, "decision": decision, "seq": event.seq})
+        echo_json(
+            {
+                "request_id": request_id,
+                "decision": decision,
+                "seq": event.seq,
+                "tool": request.tool,
+                "arguments": [a.model_dump() for a in request.arguments],
+            }
+        )
         return
+    out = console()
+    out.print(f"{decision}: {request.tool} [{request.level}]", markup=False, soft_wrap=True)
+    _print_arguments(out, request)
     echo(f"{decision} for {request_id} written to the log (#{event.seq}); the host verifies it")
 
 

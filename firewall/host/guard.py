@@ -8,8 +8,13 @@ hands the agent the *guarded* tools :func:`guard` returns. Each guarded call:
 2. when the tool ran, its output is recorded through a host **tool channel** as an envelope
    claim (host-observed) plus content claims labelled external
    (``Origin.external("tool:<name>")``): a tool's output is someone else's text, and reading
-   it taints the session, so a later L3+ action is held;
-3. when the kernel held, denied or refused the call, or the tool ran and failed (verdict
+   it taints the session, and a later L3+ action carrying a value only that output supplied is
+   held (argument provenance, :mod:`firewall.kernel.provenance`);
+3. a held call waits in process up to ``hold_timeout`` seconds (``guard(...,
+   hold_timeout=60)``; 0, the default, returns at once) for an approval: an in-process
+   resolver's, or ``gnomon approve`` from another process; past it, the hold is withdrawn
+   (denied) and a later approval never runs it;
+4. when the kernel held, denied or refused the call, or the tool ran and failed (verdict
    ``failed``, its error recorded as what the session read), the agent gets an ordinary tool
    message (not an exception) naming the verdict, the rule and the request id, so it can re-plan.
 
@@ -32,6 +37,7 @@ The framework integrations (``firewall.integrations.langchain``, ``.openai_agent
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -39,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from gnomon.firewall.host.channels import Channel
 from gnomon.firewall.host.tool_calls import ToolCall
 from gnomon.firewall.kernel import ledger as L
-from gnomon.firewall.kernel.kernel import Flow, Run, adrive, drive
+from gnomon.firewall.kernel.kernel import ActionResult, Flow, Run, adrive, drive
 from gnomon.firewall.log.events import EventDraft
 from gnomon.firewall.model.errors import GnomonError
 from gnomon.firewall.model.origin import Origin
@@ -48,7 +54,7 @@ if TYPE_CHECKING:
     from gnomon.firewall.host.firewall import Firewall
     from gnomon.firewall.host.session import Session
     from gnomon.firewall.kernel.contracts import ActionContract
-    from gnomon.firewall.kernel.kernel import ActionHandle, ActionKernel, ActionResult
+    from gnomon.firewall.kernel.kernel import ActionHandle, ActionKernel
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +78,17 @@ class GuardedTool:
     """One tool behind the kernel. Agent-facing: nothing public on it leads to the kernel, the
     firewall or a channel (the host objects sit in private slots)."""
 
-    __slots__ = ("__weakref__", "_channel", "_contract", "_handle", "_text_of", "_wall", "name")
+    __slots__ = (
+        "__weakref__",
+        "_channel",
+        "_contract",
+        "_handle",
+        "_hold_timeout",
+        "_poll_interval",
+        "_text_of",
+        "_wall",
+        "name",
+    )
 
     name: str
 
@@ -84,9 +100,13 @@ class GuardedTool:
         channel: Channel,
         contract: ActionContract | None,
         text_of: Callable[[object], str] = str,
+        hold_timeout: float = 0.0,
+        poll_interval: float = 0.25,
     ) -> None:
         self.name = name
         self._text_of = text_of
+        self._hold_timeout = hold_timeout
+        self._poll_interval = poll_interval
         self._wall = wall
         self._handle = handle
         self._channel = channel
@@ -116,6 +136,15 @@ class GuardedTool:
             result, outcome = drive(self._flow(args))
         except GnomonError as exc:
             return self._invalid(exc)
+        if result.status == "held" and self._hold_timeout > 0:
+            kernel = self._handle._kernel
+            reason = (
+                f"approval timed out: no approval within {self._hold_timeout:g}s "
+                "(denied; a later approval does not run it)"
+            )
+            result = wait_for_approval(
+                kernel, result.request_id, self._hold_timeout, self._poll_interval, reason
+            )
         return self._reply(result, outcome)
 
     async def acall(
@@ -200,6 +229,24 @@ class GuardedTool:
         return f"GuardedTool({self.name})"
 
 
+def wait_for_approval(
+    kernel: ActionKernel, request_id: str, timeout: float, poll_interval: float, reason: str
+) -> ActionResult:
+    """Host side, blocking: wait up to ``timeout`` seconds for the held ``request_id`` to be
+    resolved (an approval written by ``gnomon approve`` is verified and acted on here); past
+    it, the hold is withdrawn with ``reason`` (denied: a later approval never runs it)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for outcome in kernel.process_submitted(request_id):
+            if isinstance(outcome, ActionResult) and outcome.request_id == request_id:
+                return outcome
+        status = kernel.status(request_id)
+        if status.status != "held":
+            return status
+        time.sleep(poll_interval)
+    return kernel.withdraw(request_id, reason)
+
+
 def _rule_of(wall: Firewall, request_id: str) -> str | None:
     state = L.read_request(wall.store, request_id)
     if state is None:
@@ -216,9 +263,13 @@ def guard(
     *,
     origins: Mapping[str, Origin] | None = None,
     text_of: Callable[[object], str] = str,
+    hold_timeout: float = 0.0,
+    poll_interval: float = 0.25,
 ) -> list[GuardedTool]:
     """Host-side: the guarded form of ``tools`` (names of the kernel's executors) for
-    ``session``. Each tool's output is labelled ``origins[name]`` when the host declares one
+    ``session``. A held call waits up to ``hold_timeout`` seconds for an approval (polling
+    every ``poll_interval``), then is denied; 0 returns the hold at once. Each tool's output is
+    labelled ``origins[name]`` when the host declares one
     (it may only be an external, imported or agent origin: a tool's *output* is never the
     host's authority), else ``Origin.external("tool:<name>")``."""
     from gnomon.firewall.host.channels import caller_origin
@@ -232,8 +283,11 @@ def guard(
             f"tool:{name}"
         )
         channel = wall.channel(origin, project=session.project)
-        out.append(GuardedTool(name, wall, handle, channel, registry.lookup(name), text_of))
+        contract = registry.lookup(name)
+        out.append(
+            GuardedTool(name, wall, handle, channel, contract, text_of, hold_timeout, poll_interval)
+        )
     return out
 
 
-__all__ = ["GuardedTool", "ToolReply", "guard"]
+__all__ = ["GuardedTool", "ToolReply", "guard", "wait_for_approval"]

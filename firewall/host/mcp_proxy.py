@@ -53,7 +53,6 @@ from __future__ import annotations
 import json
 import logging
 import signal
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Protocol
@@ -73,14 +72,14 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from gnomon import firewall
 from gnomon.firewall.__about__ import __version__
 from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
-from gnomon.firewall.host.guard import GuardedTool, Recording, ToolReply, guard
+from gnomon.firewall.host.guard import GuardedTool, Recording, ToolReply, guard, wait_for_approval
 from gnomon.firewall.host.mcp_config import ProxyConfig
 from gnomon.firewall.host.mcp_stdio import UnreadableMessage, stdio_pipes
 from gnomon.firewall.host.mcp_upstream import open_stdio_upstream
 from gnomon.firewall.host.sentinels import SentinelArbiter
 from gnomon.firewall.host.session import Session
 from gnomon.firewall.kernel import ActionKernel, load_action_policy
-from gnomon.firewall.kernel.kernel import ActionResult, Run, ToolFailed
+from gnomon.firewall.kernel.kernel import Run, ToolFailed
 from gnomon.firewall.model.errors import GnomonError, InputError
 from gnomon.firewall.model.origin import Origin
 
@@ -308,20 +307,12 @@ class Proxy:
         """A held call, in a worker thread (the lane is held): poll for ``gnomon approve``."""
         kernel = self._kernel
         assert kernel is not None
-        deadline = time.monotonic() + self._config.hold_timeout
-        while time.monotonic() < deadline:
-            for outcome in kernel.process_submitted(request_id):
-                if isinstance(outcome, ActionResult) and outcome.request_id == request_id:
-                    return tool._reply(outcome)
-            status = kernel.status(request_id)
-            if status.status != "held":
-                return tool._reply(status)
-            time.sleep(self._config.poll_interval)
         reason = (
             f"approval timed out: no approval within {self._config.hold_timeout:g}s "
             "(denied; a later approval does not run it)"
         )
-        return tool._reply(kernel.withdraw(request_id, reason))
+        timeout, poll = self._config.hold_timeout, self._config.poll_interval
+        return tool._reply(wait_for_approval(kernel, request_id, timeout, poll, reason))
 
     # -- the MCP server in front ------------------------------------------------------------
 

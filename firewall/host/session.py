@@ -54,6 +54,7 @@ from gnomon.firewall.gate.retrieval import collect
 from gnomon.firewall.host.channels import Channel, caller_origin
 from gnomon.firewall.host.decay import decay_read
 from gnomon.firewall.host.tool_calls import Observed, Prepared, ToolCall
+from gnomon.firewall.kernel.provenance import Input, Inputs
 from gnomon.firewall.log.events import EventDraft, Records
 from gnomon.firewall.model.arguments import check_value, checked_call
 from gnomon.firewall.model.chain import (
@@ -82,7 +83,7 @@ from gnomon.firewall.model.errors import (
 )
 from gnomon.firewall.model.ids import new_id
 from gnomon.firewall.model.logbook import withheld_read
-from gnomon.firewall.model.origin import Origin, OriginClass, join_all
+from gnomon.firewall.model.origin import Integrity, Origin, OriginClass, join_all
 from gnomon.firewall.model.states import (
     ClaimKind,
     EvidenceQuality,
@@ -108,6 +109,18 @@ def _highest(levels: Iterable[Sensitivity]) -> Sensitivity:
     return max(levels, key=lambda s: s.rank, default=Sensitivity.PUBLIC)
 
 
+def _input(origin: Origin, ref: str, *, memory: bool = False) -> Input:
+    """The provenance of what ``ref`` showed: the user's words, trusted memory (an accepted
+    belief with a trusted label), host-observed content, or untrusted text."""
+    if origin.integrity < Integrity.OBSERVED:
+        return Input("untrusted", ref, origin.describe())
+    if memory:
+        return Input("memory", ref, origin.describe())
+    if OriginClass.USER in origin.classes:
+        return Input("user", ref, origin.describe())
+    return Input("tool", ref, origin.describe())
+
+
 class Session:
     """One agent run. Obtain it from :meth:`Firewall.session` (a context manager)."""
 
@@ -121,6 +134,8 @@ class Session:
             project=info.project, actor=info.actor, user=info.user, session_id=info.id
         )
         self._ended = False
+        # every value this session read, with where it came from: argument provenance
+        self._inputs = Inputs()
 
     @property
     def id(self) -> str:
@@ -334,7 +349,14 @@ class Session:
         )
         if prepared.made:
             self._read([prepared.content_origin], [prepared.observation.sensitivity])
+            self._record_inputs(prepared)
         return prepared.observed(current)
+
+    def _record_inputs(self, prepared: Prepared) -> None:
+        """Index what one call showed, for the provenance of later actions' arguments."""
+        source = _input(prepared.content_origin, prepared.observation.id)
+        for block in prepared.observation.blocks:
+            self._inputs.add(block, source)
 
     @checked_call
     def observe_many(self, calls: Sequence[ToolCall]) -> list[Observed]:
@@ -381,6 +403,8 @@ class Session:
         read = [p for p in prepared if p.made]
         if read:
             self._read([p.content_origin for p in read], [p.observation.sensitivity for p in read])
+            for p in read:
+                self._record_inputs(p)
         return [p.observed(current) for p in prepared]
 
     def _prepare(self, call: ToolCall, now: datetime) -> Prepared:
@@ -864,6 +888,11 @@ class Session:
             )
         shown = result.shown()
         self._read([b.origin for b in shown], [b.sensitivity for b in shown])
+        accepted = set(result.accepted_ids)
+        for belief in shown:
+            self._inputs.add(
+                belief.statement, _input(belief.origin, belief.id, memory=belief.id in accepted)
+            )
         return replace(result, event_seq=seq)
 
     # -- decisions and actions ------------------------------------------------------------

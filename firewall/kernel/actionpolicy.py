@@ -12,6 +12,14 @@ Rules a policy must obey, checked when it is loaded (fail closed):
 * ``untrusted_citations`` and ``tainted_inputs`` are ``hold`` or ``deny``, never ``allow``;
 * ``tainted_from`` is at most ``L3`` (the data-flow rule can only be made stricter).
 
+``provenance`` chooses the data-flow rule: ``per_value`` (the default) holds an L3 call only
+when a value of its arguments was supplied by untrusted text alone
+(:mod:`firewall.kernel.provenance`); ``session`` is the strict option, holding every L3 call of a
+session that read anything untrusted. ``egress`` allowlists the destinations (URL hosts, e-mail
+domains, payees, channels) an L1-L3 call may reach without a human: ``allow`` lists them (a
+domain covers its subdomains) and ``user_named: true`` adds every destination the user named in
+the session. Egress never lowers L4.
+
 Whatever the rules say, the kernel then applies the ladder (see :mod:`firewall.kernel.decide`):
 L4 is always held, L5 always denied, unmatched always denied.
 
@@ -27,7 +35,7 @@ import os
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from pydantic import (
@@ -117,6 +125,17 @@ class Rule(_Model):
         )
 
 
+class Egress(_Model):
+    """Where an L1-L3 call may reach without a human (see the module docstring)."""
+
+    allow: tuple[StrictStr, ...] = Field(
+        default=(), description="destinations (hosts, domains, payees, channels) allowed"
+    )
+    user_named: bool = Field(
+        default=False, description="also allow every destination the user named in the session"
+    )
+
+
 class ActionPolicy(_Model):
     """A Gnomon action policy: ordered first-match rules, under the ladder's hard limits."""
 
@@ -140,6 +159,14 @@ class ActionPolicy(_Model):
     )
     tainted_from: LevelField = Field(
         default=Level.L3, description="lowest level the data-flow rule applies to (<= L3)"
+    )
+    provenance: Literal["per_value", "session"] = Field(
+        default="per_value",
+        description="data-flow rule: per_value holds a call carrying a value only untrusted "
+        "text supplied; session (strict) holds every call of a session that read untrusted text",
+    )
+    egress: Egress = Field(
+        default_factory=Egress, description="destinations L1-L3 calls may reach without a human"
     )
     approval_deadline: Duration = Field(
         default=Duration.parse("PT15M"), description="how long a hold waits for a human"
@@ -277,6 +304,7 @@ __all__ = [
     "ACTION_POLICY_DOMAIN",
     "SCHEMA_ID",
     "ActionPolicy",
+    "Egress",
     "Outcome",
     "Rule",
     "preset_bytes",

@@ -63,6 +63,7 @@ from gnomon.firewall.gate.grants import (
     load_private_key,
     signed_document,
 )
+from gnomon.firewall.kernel.provenance import ShownArgument
 from gnomon.firewall.model.clock import iso, utcnow
 from gnomon.firewall.model.errors import ForgedApprovalError
 
@@ -110,6 +111,10 @@ class ApprovalRequest(BaseModel):
     deadline: AwareDatetime
     #: the key ids the policy rule lets approve this hold (empty: any pinned approver key)
     approvers: tuple[str, ...] = ()
+    #: the canonical arguments that will run, each with the provenance of its value (secrets
+    #: redacted): what the approver reads; the signature binds the inputs digest of the same
+    #: arguments
+    arguments: tuple[ShownArgument, ...] = ()
 
 
 class Approval(BaseModel):

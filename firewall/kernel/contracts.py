@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from enum import IntEnum, StrEnum
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from gnomon.firewall.model.errors import ContractError, InputError
@@ -70,6 +71,7 @@ class Category(StrEnum):
     """What kind of thing a tool does; each has its own floor on the ladder."""
 
     READ = "read"
+    FETCH = "fetch"  # a read-only network fetch: L1 to an allowlisted destination, else L4
     SUGGEST = "suggest"
     ARTIFACT = "artifact"
     LOCAL_WRITE = "local_write"
@@ -86,6 +88,7 @@ class Category(StrEnum):
 #: push, sign and spend at L4).
 FLOORS: Mapping[Category, Level] = {
     Category.READ: Level.L0,
+    Category.FETCH: Level.L1,
     Category.SUGGEST: Level.L1,
     Category.ARTIFACT: Level.L2,
     Category.LOCAL_WRITE: Level.L3,
@@ -160,6 +163,9 @@ class ActionContract(BaseModel):
     allows_force: bool = False
     inputs: type[BaseModel]
     outputs: type[BaseModel] | None = None
+    #: the arguments naming where the call reaches (a URL, an e-mail address, a payee, a
+    #: channel): checked against the policy's egress allowlist
+    destinations: tuple[StrictStr, ...] = ()
 
     @field_validator("required_level", mode="before")
     @classmethod
@@ -178,10 +184,24 @@ class ActionContract(BaseModel):
         """Whether the shipped ladder names this tool's category."""
         return self.tool in LADDER
 
+    def output_problem(self, output: object) -> str | None:
+        """Why a tool's ``output`` does not match :attr:`outputs` (``None``: it does, or no
+        output schema is declared)."""
+        return _output_problem(self, output)
+
     def checked_inputs(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """``args`` validated (strictly) against the input schema, or :class:`InputError`."""
+        """``args`` validated (strictly) against the input schema, or :class:`InputError`.
+
+        Strict as Python objects or as JSON: an enum field takes its member or its string
+        value, and either way the validated (dumped) form is what runs and what an approval's
+        inputs digest covers."""
         try:
-            model = self.inputs.model_validate(dict(args), strict=True)
+            try:
+                model = self.inputs.model_validate(dict(args), strict=True)
+            except ValidationError:
+                # strict as JSON: what a model's tool call carries (an enum's string value, a
+                # date as ISO text) is accepted, nothing is coerced from another type
+                model = self.inputs.model_validate_json(_json(args), strict=True)
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "args"
@@ -197,6 +217,28 @@ class ActionContract(BaseModel):
                 "allows_force=True",
             )
         return checked
+
+
+def _output_problem(contract: ActionContract, output: object) -> str | None:
+    """Why ``output`` does not match ``contract``'s output schema (``None``: it does, or the
+    contract declares none)."""
+    schema = contract.outputs
+    if schema is None or isinstance(output, schema):
+        return None
+    try:
+        schema.model_validate(output)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "output"
+        return f"{contract.tool} returned output outside its contract: {where}: {err['msg']}"
+    return None
+
+
+def _json(args: Mapping[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(dict(args))
+    except TypeError as exc:
+        raise InputError(f"arguments are not plain JSON values: {exc}") from None
 
 
 def _model(model_name: str, /, **fields: Any) -> type[BaseModel]:
@@ -232,6 +274,17 @@ class ToolRegistry:
                 f"the {contract.category.value} floor {contract.floor.name}",
                 hint="a contract can raise a tool's level, never lower it",
             )
+        if contract.category == Category.FETCH and not contract.destinations:
+            raise ContractError(
+                f"contract for {contract.tool} is a fetch but declares no destination argument",
+                hint="name the argument holding the URL: destinations=('url',)",
+            )
+        unknown = set(contract.destinations) - set(contract.inputs.model_fields)
+        if unknown:
+            raise ContractError(
+                f"contract for {contract.tool} names destination argument(s) "
+                f"{', '.join(sorted(unknown))} its inputs do not have"
+            )
         if contract.tool in self._contracts:
             raise ContractError(f"a contract for {contract.tool} is already registered")
         self._contracts[contract.tool] = contract
@@ -243,9 +296,11 @@ class ToolRegistry:
         return sorted(self._contracts)
 
     @classmethod
-    def builtin(cls) -> ToolRegistry:
-        """The shipped contracts (each with its preconditions)."""
-        return cls(BUILTIN)
+    def builtin(cls, *extra: ActionContract) -> ToolRegistry:
+        """The shipped contracts (each with its preconditions), extended by ``extra``: a host's
+        own tools added to the built-in ones, not replacing them (a registry built from a list
+        holds exactly that list). An extra contract for a shipped tool is refused."""
+        return cls((*BUILTIN, *extra))
 
 
 _PATH = (str, Field(min_length=1, max_length=4096))

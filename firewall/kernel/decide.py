@@ -13,10 +13,19 @@ In order, each step can only make the verdict stricter:
    ContextPolicy (``planner``), re-read from the store; an unknown citation is denied, one that
    is unverified, quoted-only, contradicted, suspicious, quarantined or stale gets the policy's
    ``untrusted_citations`` verdict (hold or deny);
-6. the data flow: at or above ``tainted_from`` (L3 by default), an action in a session whose
-   label (the join of everything it read) is below ``observed`` gets ``tainted_inputs`` (hold or
-   deny), *even with no citation at all*: an agent cannot launder a poisoned read by not
-   citing it.
+6. the data flow, at or above ``tainted_from`` (L3 by default). Under the policy's default
+   ``provenance: per_value``, an action carrying an argument value that only untrusted text
+   supplied (:mod:`firewall.kernel.provenance`) gets ``tainted_inputs`` (hold or deny), and the
+   reason names the argument and the input it came from; values the user, trusted memory or the
+   host supplied, and values the agent composed, do not hold it. Under ``provenance: session``
+   (strict), an action in a session whose label (the join of everything it read) is below
+   ``observed`` gets ``tainted_inputs``, *even with no citation at all*.
+
+Egress comes first: a contract's destination arguments (a URL's host, an e-mail's domain, a
+payee) must be on the policy's ``egress`` allowlist, or named by the user in the session when
+the policy says ``user_named``. A ``fetch`` to an allowlisted destination stays L1; to any other
+it is L4 (network). Any other L1-L3 call reaching a destination off the list is held. L4 is never
+lowered.
 """
 
 from __future__ import annotations
@@ -27,7 +36,13 @@ from datetime import datetime
 
 from gnomon.firewall.gate.policy import ContextPolicy, floor_reasons
 from gnomon.firewall.kernel.actionpolicy import ActionPolicy, Outcome
-from gnomon.firewall.kernel.contracts import ActionContract, Level
+from gnomon.firewall.kernel.contracts import ActionContract, Category, Level
+from gnomon.firewall.kernel.provenance import (
+    Supplied,
+    allowlisted,
+    destination,
+    untrusted_arguments,
+)
 from gnomon.firewall.model.chain import Belief
 from gnomon.firewall.model.origin import Integrity, Origin
 
@@ -134,6 +149,33 @@ def tainted(label: Origin | None) -> bool:
     return label is not None and label.integrity < Integrity.OBSERVED
 
 
+def egress(
+    contract: ActionContract,
+    policy: ActionPolicy,
+    args: Mapping[str, object],
+    named_by_user: Callable[[str], bool],
+) -> tuple[Level, list[str]]:
+    """The contract's level (its tool's floor and the policy's level for unknown tools, see
+    :func:`effective_level`) after its destinations, and the destinations off the allowlist."""
+    level = effective_level(contract, policy)
+    off = []
+    for name in contract.destinations:
+        value = args.get(name)
+        values = value if isinstance(value, list | tuple) else [value]
+        for item in values:
+            if not isinstance(item, str) or not item:
+                continue
+            dest = destination(item)
+            if allowlisted(dest, policy.egress.allow):
+                continue
+            if policy.egress.user_named and named_by_user(dest):
+                continue
+            off.append(f"{name} reaches {dest!r}")
+    if contract.category == Category.FETCH and off and level < Level.L4:
+        level = Level.L4
+    return level, off
+
+
 def decide(
     contract: ActionContract | None,
     tool: str,
@@ -144,13 +186,24 @@ def decide(
     found: Mapping[str, Belief],
     citation_policy: ContextPolicy,
     now: datetime,
+    args: Mapping[str, object] | None = None,
+    supplied: Sequence[Supplied] | None = None,
+    named_by_user: Callable[[str], bool] = lambda _: False,
 ) -> Ruling:
-    """The verdict for one proposed action (see the module docstring for the order)."""
+    """The verdict for one proposed action (see the module docstring for the order).
+
+    ``supplied`` is the provenance of every argument (:func:`firewall.kernel.provenance.trace`);
+    without it the session-level rule applies whatever the policy says."""
     if contract is None:
         return Ruling(Outcome.DENY, None, None, (f"no contract names tool {tool!r}: deny",))
-    level = effective_level(contract, policy)
+    level, off = egress(contract, policy, args or {}, named_by_user)
     ruling = rule_verdict(policy, contract, level)
     outcome, reasons = ruling.outcome, list(ruling.reasons)
+    if off and level < Level.L4:
+        outcome = outcome.at_least(Outcome.HOLD)
+        reasons.append(f"{'; '.join(off)}: not on the egress allowlist: hold")
+    elif off and contract.category == Category.FETCH:
+        reasons.append(f"{'; '.join(off)}: a fetch off the egress allowlist is network (L4)")
     unknown, problems = citation_problems(cites, found, citation_policy, now)
     if unknown:
         outcome = Outcome.DENY
@@ -158,7 +211,16 @@ def decide(
     if problems:
         outcome = outcome.at_least(policy.untrusted_citations)
         reasons.extend(problems)
-    if level >= policy.tainted_from and tainted(label):
+    if level < policy.tainted_from:
+        return Ruling(outcome, level, ruling.rule, tuple(reasons))
+    if supplied is not None and policy.provenance == "per_value":
+        for arg in untrusted_arguments(supplied):
+            outcome = outcome.at_least(policy.tainted_inputs)
+            reasons.append(
+                f"argument {arg.describe()}: only untrusted text supplied it and {tool} is "
+                f"{level.name}: {policy.tainted_inputs.value}"
+            )
+    elif tainted(label):
         assert label is not None
         outcome = outcome.at_least(policy.tainted_inputs)
         reasons.append(
@@ -176,6 +238,7 @@ __all__ = [
     "citation_problems",
     "decide",
     "effective_level",
+    "egress",
     "rule_verdict",
     "tainted",
 ]

@@ -65,6 +65,7 @@ from gnomon.firewall.kernel.decide import (
     rule_verdict,
 )
 from gnomon.firewall.kernel.preconditions import Snapshot, capture, revalidate
+from gnomon.firewall.kernel.provenance import Input, Inputs, ShownArgument, trace
 from gnomon.firewall.kernel.signing import SignedPolicy, reverify
 from gnomon.firewall.log.events import EventDraft, Records
 from gnomon.firewall.model.arguments import checked_call
@@ -198,11 +199,17 @@ class ActionKernel:
         allow_unsigned: bool = False,
         arbiters: Sequence[Arbiter] = (),
         summarize: Callable[[object], str] = str,
+        host_values: Mapping[str, object] | None = None,
     ) -> None:
         self._wall = wall
         # how an executor's output reads in its outcome (the MCP proxy passes the text the agent
         # gets: the default str() of a protocol object is its repr)
         self._summarize = summarize
+        # host-declared argument sources: values from the host's own configuration (the
+        # user's account, the team's addresses) that supply arguments as trusted inputs
+        self._host = Inputs()
+        for name, value in (host_values or {}).items():
+            self._host.add_value(value, Input("host", f"host:{name}", "host configuration"))
         # The arbitration hook: host-side arbiters (e.g. firewall.host.sentinels.SentinelArbiter)
         # run after the policy's ruling on every proposal and can only make it stricter.
         self._arbiters = tuple(arbiters)
@@ -269,6 +276,7 @@ class ActionKernel:
         now = self._wall.clock()
         found = self._wall.store.get_beliefs(list(cites))
         policy = self._policy.policy
+        supplied = trace(validated, (session._inputs, self._host)) if contract else None
         ruling = decide(
             contract,
             tool,
@@ -278,6 +286,9 @@ class ActionKernel:
             found=found,
             citation_policy=self._citation,
             now=now,
+            args=validated,
+            supplied=supplied,
+            named_by_user=session._inputs.named_by_user,
         )
         case = Case(tool, ruling.level, session.id, session.label, tuple(cites), found)
         ruling = arbitrate(ruling, case, self._arbiters)
@@ -329,6 +340,7 @@ class ActionKernel:
                 "policy_digest": self._policy.digest,
                 "contract_digest": terms,
                 "preconditions": captured,
+                "provenance": [a.shown().model_dump() for a in supplied or ()],
             },
             records=Records(decisions=(decision,), actions=(action,)),
             actor=session.actor,
@@ -349,7 +361,8 @@ class ActionKernel:
         if ruling.outcome == Verdict.DENY:
             self._record_in(session, request_id, L.DENIED, {"reasons": list(ruling.reasons)})
             return ActionResult(request_id, action.id, "denied", ruling.reasons), None
-        held = self._hold(request_id, action.id, session, tool, ruling, (digest, terms), now)
+        shown = tuple(a.shown() for a in supplied or ())
+        held = self._hold(request_id, action.id, session, tool, ruling, (digest, terms), now, shown)
         return held, None
 
     def _hold(
@@ -361,6 +374,7 @@ class ActionKernel:
         ruling: Ruling,
         digests: tuple[str, str],
         now: datetime,
+        shown: tuple[ShownArgument, ...] = (),
     ) -> ActionResult:
         deadline = self._policy.policy.approval_deadline.after(now)
         request = ApprovalRequest(
@@ -377,6 +391,7 @@ class ActionKernel:
             created_at=now,
             deadline=deadline,
             approvers=tuple(sorted(self._authorised(tool))),
+            arguments=shown,
         )
         self._record_in(session, request_id, L.HELD, {"request": request.model_dump(mode="json")})
         if self._resolver is not None:
@@ -649,6 +664,10 @@ class ActionKernel:
         if error is not None:
             kept = error.output if isinstance(error, ToolFailed) else None
             return self._executed(state, kept, f"{type(error).__name__}: {error}"[:500])
+        contract = self._registry.lookup(tool)
+        problem = contract.output_problem(output) if contract is not None else None
+        if problem is not None:  # outside its declared schema: a failure, the output withheld
+            return self._executed(state, None, problem[:500])
         return self._executed(state, output, None)
 
     def _bound(self, state: L.RequestState) -> None:
