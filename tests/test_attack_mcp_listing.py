@@ -99,19 +99,22 @@ def _proxy(folder: Path, config: Path, script: Callable[[Proxy], Awaitable[Any]]
 
     async def main() -> Any:
         refused: ListingChangedError | None = None
-        with anyio.fail_after(60), firewall.open(loaded.store) as wall:
-            with wall.session(project="shop", actor="coder", user="alice") as session:
-                async with open_stdio_upstream(params, "lister") as upstream:
-                    proxy = Proxy(loaded, wall, session, upstream)
+        with (
+            anyio.fail_after(60),
+            firewall.open(loaded.store) as wall,
+            wall.session(project="shop", actor="coder", user="alice") as session,
+        ):
+            async with open_stdio_upstream(params, "lister") as upstream:
+                proxy = Proxy(loaded, wall, session, upstream)
+                try:
+                    await proxy.start()
+                except ListingChangedError as exc:  # raised outside the upstream's tasks,
+                    refused = exc  # as run_proxy does
+                else:
                     try:
-                        await proxy.start()
-                    except ListingChangedError as exc:  # raised outside the upstream's tasks,
-                        refused = exc  # as run_proxy does
-                    else:
-                        try:
-                            return await script(proxy)
-                        finally:
-                            await proxy.flush()
+                        return await script(proxy)
+                    finally:
+                        await proxy.flush()
         assert refused is not None
         raise refused
 
@@ -154,10 +157,10 @@ def test_an_agent_listing_through_the_real_proxy_is_held(tmp_path: Path) -> None
     subprocess in front of the hostile server), then asks for the note."""
     _serve(tmp_path, _tools(POISONED["schema property"]))
     config = _config(tmp_path)
+    upstream = [sys.executable, LISTING_SERVER, str(tmp_path)]
     params = StdioServerParameters(
         command=GNOMON[0],
-        args=[*GNOMON[1:], "mcp", "proxy", "--config", str(config), "--"]
-        + [sys.executable, LISTING_SERVER, str(tmp_path)],
+        args=[*GNOMON[1:], "mcp", "proxy", "--config", str(config), "--", *upstream],
         env={"PYTHONPATH": str(REPO)},
     )
 
