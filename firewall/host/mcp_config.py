@@ -54,6 +54,7 @@ from gnomon.firewall.kernel.contracts import (
     ToolRegistry,
 )
 from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.model.states import Sensitivity
 
 #: The category an unlisted tool gets at each level the operator may name for it.
 _UNLISTED_CATEGORY = {
@@ -80,6 +81,8 @@ class ToolSpec(BaseModel):
     level: Literal["L0", "L1", "L2", "L3", "L4", "L5"]
     blast_radius: BlastRadius = BlastRadius.PROJECT
     reversibility: Reversibility = Reversibility.REVERSIBLE
+    #: How sensitive the tool's data is: its results are recorded at this level.
+    data_sensitivity: Sensitivity = Sensitivity.INTERNAL
     #: The operator's description, served instead of the server's (its title and annotations
     #: dropped); with ``input_schema`` too, nothing the server wrote about the tool is served
     #: but its name (:mod:`firewall.host.mcp_listing`).
@@ -147,6 +150,7 @@ class ProxyConfig(BaseModel):
             required_level=Level.parse(spec.level),
             blast_radius=spec.blast_radius,
             reversibility=spec.reversibility,
+            data_sensitivity=spec.data_sensitivity,
             inputs=AnyArgs,
         )
 

@@ -69,6 +69,9 @@ REVIEW_APPROVED = "review.approved"
 #: hold actions and quarantine beliefs, so a log import takes them only under a pinned key.
 SENTINEL_ALERT = "sentinel.alert"
 ORIGIN_FLAGGED = "origin.flagged"
+#: How far a sentinel process has watched the log (its durable cursor: ``gnomon sentinel run``
+#: resumes there instead of replaying from the start).
+SENTINEL_CURSOR = "sentinel.cursor"
 #: The tool listing of a server behind the MCP proxy, pinned (:mod:`firewall.host.mcp_listing`).
 MCP_TOOLS_PINNED = "mcp.tools.pinned"
 #: The payload key of a move batch (:mod:`firewall.log.moves`).
@@ -449,6 +452,7 @@ __all__ = [
     "REVIEW_APPROVED",
     "SCHEMA_VERSION",
     "SENTINEL_ALERT",
+    "SENTINEL_CURSOR",
     "Body",
     "Event",
     "EventDraft",
