@@ -30,6 +30,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from gnomon.firewall.audit.recall_credentials import withhold_credentials
 from gnomon.firewall.gate.adoption import Context, adopt, independence_group, quality_for
 from gnomon.firewall.gate.contradictions import detect, detect_on_evidence
 from gnomon.firewall.gate.grants import Grant
@@ -723,7 +724,9 @@ class Session:
         # lazy freshness decay: what this read rejected on age or expiry, as it read them
         if gathered.aged:
             decay_read(self._wall, gathered.aged)
-        return self._log_recall(gathered.result, chosen.name, digest, k=k, now=now)
+        # one credential rule on every path: what the drop-in withholds, this recall does too
+        shown = withhold_credentials(gathered.result)
+        return self._log_recall(shown, chosen.name, digest, k=k, now=now)
 
     def _log_screened(
         self,
