@@ -7,7 +7,8 @@ durable and replayable.
 the host observes them (the kernel records each failure), while the agent reports a success for
 an action of its own each time; the host records calibration (``gnomon calibration
 --record``), and the agent proposes the same ``suggest`` again; a ``suggest`` citing nothing
-is proposed too. The store is reopened and the calibration event replayed; a copy of it with an edited score is replayed too.
+is proposed too. The store is reopened and the calibration event replayed; a copy of it with
+an edited score is replayed too.
 
 **Asserts.**
 - Before any outcome, the citing ``suggest`` executes.

@@ -101,6 +101,7 @@ def test_attack_a_huge_tool_name_with_control_characters_is_a_typed_error() -> N
     wall = firewall.open("memory://")
     with host(wall) as h, wall.session(project="shop", actor="coder") as s:
         before = wall.store.head()[0]
-        with pytest.raises(InputError, match="tool must be"):
+        with pytest.raises(InputError, match="tool must be") as refused:
             h.kernel.handle(s).request("x\x1b[2J" * (1 << 20), {})
+        assert len(str(refused.value)) < 500  # the error does not carry the name back
         assert wall.store.head()[0] == before

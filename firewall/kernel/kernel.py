@@ -232,7 +232,14 @@ class ActionKernel:
         session._check_open()
         if not isinstance(tool, str):
             raise InputError(f"tool must be a tool name, got {type(tool).__name__}")
-        checked_tool(tool)  # bounded, no control characters: a name is not a payload
+        try:
+            checked_tool(tool)  # bounded, no control characters: a name is not a payload
+        except InputError:
+            raise InputError(  # without the name: it may be 4 MiB, or a secret
+                f"tool must be a tool name of 1-64 letters, digits or _ . : / @ - "
+                f"(got {len(tool)} characters)",
+                hint="pass the tool's registered name, e.g. 'read_file'",
+            ) from None
         if isinstance(cites, str) or not isinstance(cites, Sequence) or len(cites) > MAX_CITES:
             raise InputError("cites must be a list of belief ids", hint="cites=[belief ids]")
         if not all(isinstance(c, str) for c in cites):
