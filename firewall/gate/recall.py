@@ -40,9 +40,11 @@ class QuotedItem:
         the text or an origin id can end the quotation, and no line of it can start a new one.
         """
         b = self.belief
+        # where the text came from first, then the agent that reported it (if any)
+        named = sorted(b.origin.origin_ids, key=lambda i: (i.startswith("agent:"), i))
         return (
             f'<quoted-data belief="{model_attr(b.id)}" truth="{model_attr(b.truth_status)}" '
-            f'origin="{model_attr(", ".join(sorted(b.origin.origin_ids)))}">'
+            f'origin="{model_attr(", ".join(named))}">'
             f"{model_line(b.statement)}</quoted-data>"
         )
 
