@@ -24,7 +24,7 @@ hashes to its binding's ``content_hash`` is *drifted*: the binding says so and t
 ``suspicious`` (sentinel authority), in one event. Hits whose binding is ``pending``, ``failed``
 or ``deleted`` are dropped. The rest go through :meth:`ContextPolicy.rejection_reasons` /
 :meth:`~ContextPolicy.quotable`, the core's own evaluation, and the screened result is logged
-with :meth:`Session.log_recall`.
+with ``Session._log_screened`` (host side).
 
 **What a binding's hash covers.** :attr:`StoreItem.content_hash` covers the text *and* every
 other field the adapter renders to a caller (:attr:`StoreItem.rendered`); a write records the
@@ -872,11 +872,16 @@ class Guard:
         if not item.text.strip():
             return None
         origin = Origin.external(f"{self.store}:unbound:{item.store_id}")
-        observed = self.session.observe(
-            tool=f"{self.store}.read",
-            content=item.text,
-            origin=origin,
-            args={"store_id": item.store_id},
+        # the adapter's own read of the store (host side), not a read the agent reports: its
+        # text is the store's external content alone
+        observed = self.session._observe_call(
+            ToolCall(
+                tool=f"{self.store}.read",
+                content=item.text,
+                origin=origin,
+                args={"store_id": item.store_id},
+            ),
+            host_read=True,
         )
         belief = observed.content[0]
         binding = self._binding(
@@ -1036,7 +1041,7 @@ class Guard:
                 if s.verdict == "rejected" and s.belief
             ),
         )
-        self.session.log_recall(result, policy, k=max(k, 1), now=now, source=self.store)
+        self.session._log_screened(result, policy, k=max(k, 1), now=now, source=self.store)
 
     def authorize_history(self, store_id: str, *, grant: Grant) -> None:
         """Check an auditor grant before a store's history is read, and log the read."""

@@ -102,6 +102,7 @@ from gnomon.adapters.withheld import Summary, attach
 from gnomon.adapters.zep_context import render_context
 from gnomon.firewall.gate.adoption import user_statement
 from gnomon.firewall.host.channels import WriteOrigin
+from gnomon.firewall.host.tool_calls import ToolCall
 from gnomon.firewall.model.chain import Belief, BindingState
 from gnomon.firewall.model.origin import Origin
 from gnomon.firewall.model.states import SecurityStatus
@@ -557,11 +558,15 @@ class _Core(core.Core):
         ] or [Origin.external(f"{STORE}:unsourced:{item.store_id}")]
         # at most derived: Zep's extractor wrote it, whatever the store says its sources are
         joined = Origin.join(EXTRACTOR, *labels)
-        observed = self.guard.session.observe(
-            tool=f"{STORE}.extracted",
-            content=item.text,
-            origin=joined,
-            args={"store_id": item.store_id, "episode_uuids": ",".join(sources)},
+        # the adapter's own read of what Zep extracted (host side), not the agent's report
+        observed = self.guard.session._observe_call(
+            ToolCall(
+                tool=f"{STORE}.extracted",
+                content=item.text,
+                origin=joined,
+                args={"store_id": item.store_id, "episode_uuids": ",".join(sources)},
+            ),
+            host_read=True,
         )
         pending = self.guard.bind_pending(
             observed.content[0], item.text, {}, store_id=item.store_id, rendered=item.rendered

@@ -3,22 +3,24 @@ durable and replayable.
 
 **Scenario.** On a fresh SQLite file, a user states a fact (supported, confidence 0.9, class
 ``user``). A host runs the action kernel (default policy) with a ``CalibrationArbiter``. First an L1
-``suggest`` citing the fact executes. Then ten decisions cite the fact and their actions fail
-(outcomes recorded), the host records calibration (``gnomon calibration --record``), and the agent
-proposes the same ``suggest`` again; a ``suggest`` citing nothing is proposed too. The store is
-reopened and the calibration event replayed; a copy of it with an edited score is replayed too.
+``suggest`` citing the fact executes. Then ten more ``suggest`` calls cite the fact and fail as
+the host observes them (the kernel records each failure), while the agent reports a success for
+an action of its own each time; the host records calibration (``gnomon calibration
+--record``), and the agent proposes the same ``suggest`` again; a ``suggest`` citing nothing
+is proposed too. The store is reopened and the calibration event replayed; a copy of it with
+an edited score is replayed too.
 
 **Asserts.**
 - Before any outcome, the citing ``suggest`` executes.
-- The recorded class ``user`` has 11 samples (the ten failures and the first ``suggest``, whose
-  execution the kernel recorded as a success): ECE |0.9 - 1/11| = 0.809091, Brier 0.737273.
+- The recorded class ``user`` has 11 samples (the ten observed failures and the first
+  ``suggest``, whose execution the kernel recorded as a success; the agent's ten reported
+  successes are not samples): ECE |0.9 - 1/11| = 0.809091, Brier 0.737273.
 - After it, the citing ``suggest`` is held with a reason naming the calibration class; the one
   citing nothing executes.
 - After reopening the store the ``calibration.computed`` event is there and ``replay`` gives the
   same scores; an edited copy is refused with ``LogIntegrityError``.
 
-**Does not claim.** That agent-reported outcomes are true (a lying agent can only make a class
-look worse, which holds more), or that ten bins suit small samples.
+**Does not claim.** That ten bins suit small samples.
 """
 
 from __future__ import annotations
@@ -43,15 +45,25 @@ def check(url: str, c: Checks) -> None:
         user = wall.channel(Origin.user("alice"), project=project)
         with wall.session(project=project, actor="coder", user="alice") as s:
             (fact,) = s.observe(tool="chat", content="Builds use cache v2", origin=user).content
-        with host(wall, arbiters=[cal.CalibrationArbiter(wall.store)]) as h:
+        calls: list[dict[str, object]] = []
+
+        def suggest(args: dict[str, object]) -> str:
+            calls.append(args)
+            if 2 <= len(calls) <= 11:  # the ten runs after the first fail, as the host sees
+                raise RuntimeError("cache miss")
+            return "ok"
+
+        arbiters = [cal.CalibrationArbiter(wall.store)]
+        with host(wall, arbiters=arbiters, executors={"suggest": suggest}) as h:
             with wall.session(project=project, actor="coder", user="alice") as s:
                 before = h.kernel.handle(s).request("suggest", {"text": "go"}, cites=[fact.id])
             c.expect(before.status == "executed", "before any outcome the action executes")
             with wall.session(project=project, actor="coder", user="alice") as s:
                 for i in range(10):
-                    decision = s.decide(f"use cache v2 ({i})", [fact.id])
-                    action = s.act(decision.id, "build", {"n": i})
-                    s.record_outcome(action.id, success=False, summary="cache miss")
+                    h.kernel.handle(s).request("suggest", {"text": f"{i}"}, cites=[fact.id])
+                    # and the agent reports a success of its own for each: not a sample
+                    action = s.act(s.decide(f"use cache v2 ({i})", [fact.id]).id, "build")
+                    s.record_outcome(action.id, success=True, summary="all green")
             event, scores = cal.record(wall)
             mine = scores.get("user")
             c.expect(

@@ -63,7 +63,7 @@ def check(url: str, c: Checks) -> None:
     with open_firewall(url) as wall:
         with wall.session(project=project, actor="coder", user="alice") as s:
             memory = GuardedMemory(raw, wall, session=s)
-            s.observe(tool="web_fetch", content=POISON, origin=Origin.external(PAGE))
+            page = s.observe(tool="web_fetch", content=POISON, origin=Origin.external(PAGE))
             out = memory.add(
                 [{"role": "tool", "content": POISON}, {"role": "user", "content": USER}],
                 user_id="alice",
@@ -82,6 +82,7 @@ def check(url: str, c: Checks) -> None:
                 b
                 for b in wall.store.find_beliefs(BeliefFilter(project=project))
                 if b.statement in (POISON, USER)
+                and b.id not in {p.id for p in page.content}  # the page read before
                 and ("agent:coder" in b.origin.origin_ids or TOOL_MESSAGE in b.origin.origin_ids)
             ]
             joined = Origin.join(*(b.origin for b in inputs)) if inputs else None

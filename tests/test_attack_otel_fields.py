@@ -1,8 +1,9 @@
 """OTel attacks through fields the exporter trusted as structural: in a log holding a secret, a
 hostile agent names a ContextPolicy after what it read (a policy name is the agent's choice when
-it passes its own policy object) or hands ``Session.log_recall`` a result whose withheld "belief
-id" is that text. Neither may leave in clear: a policy name the host did not register, and a
-withheld id that is not an id, are unlabelled text and take the level of the log."""
+it passes its own policy object) or hands ``Session._log_screened`` (the adapters' host-side
+logger) a result whose withheld "belief id" is that text. Neither may leave in clear: a policy
+name the host did not register, and a withheld id that is not an id, are unlabelled text and
+take the level of the log."""
 
 from __future__ import annotations
 
@@ -62,5 +63,44 @@ def test_attack_a_forged_withheld_id_does_not_leave(tmp_path: Path) -> None:
         ),
     )
     with firewall.open(url) as wall, wall.session(project="shop", actor="coder") as s:
-        s.log_recall(forged, policy, k=1, now=wall.clock(), source="mem0")
+        s._log_screened(forged, policy, k=1, now=wall.clock(), source="mem0")
     assert KEY not in _exported(url)
+
+
+def test_attack_a_read_reported_without_a_channel_is_the_agents_text(tmp_path: Path) -> None:
+    """Issue 21, item 3: the agent read the secret in one session and, in the next, reports a
+    "read" of it without a channel, labelled ``public``. That record is the agent's text (its
+    label carries the ``agent`` class), so the exporter treats it as free text at the log's
+    sensitivity and the secret does not leave. Flip run: labelling such a read
+    ``external`` alone (as before) lets the key out in the observation's span."""
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    _secret_log(url)
+    with firewall.open(url) as wall, wall.session(project="shop", actor="coder") as s:
+        read = s.observe(tool="read_file", content=f"notes: {KEY}", sensitivity=Sensitivity.PUBLIC)
+    assert KEY not in _exported(url)
+    assert "agent:coder" in read.content[0].origin.origin_ids
+
+
+def test_a_denied_action_marks_the_sessions_root_span_as_an_error(tmp_path: Path) -> None:
+    """Issue 21, item 6: an agent whose action the kernel denied must not look like a clean
+    run in a trace viewer: the session's root span is ERROR (the control: a session whose
+    action ran stays UNSET). Flip run: the root span built with UNSET always fails this."""
+    import json
+
+    from gnomon.probes._kernel import host
+
+    url = f"sqlite:///{tmp_path / 'g.db'}"
+    with firewall.open(url) as wall, host(wall) as h:
+        with wall.session(project="shop", actor="rogue") as bad:
+            assert h.kernel.handle(bad).request("rm_rf", {}).status == "denied"
+        with wall.session(project="shop", actor="tidy") as good:
+            assert h.kernel.handle(good).request("suggest", {"text": "hi"}).status == "executed"
+    exporter = InMemorySpanExporter()
+    with firewall.open(url) as wall:
+        export_events(wall.store.events, exporter)
+    roots = {
+        json.loads(s.to_json())["attributes"]["gen_ai.agent.name"]: s.status.status_code.name
+        for s in exporter.get_finished_spans()
+        if s.parent is None and "gen_ai.agent.name" in (s.attributes or {})
+    }
+    assert roots == {"rogue": "ERROR", "tidy": "UNSET"}

@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from gnomon import firewall
+from gnomon.firewall.model.errors import InputError
 from gnomon.probes._kernel import host
 
 SECRET = "sk-live-51HwombatSECRETkey"
@@ -28,13 +29,15 @@ def test_attack_an_unknown_tool_name_never_reaches_the_gnomon_log(
     neither."""
     wall = firewall.open("memory://")
     forged = f"{SECRET}\nrefused Session.remember(): InputError"
+    # refused before anything is recorded: a name is no payload (issue 21)
     with (
         host(wall) as h,
         wall.session(project="p", actor="a") as s,
         caplog.at_level(logging.INFO, logger="gnomon"),
+        pytest.raises(InputError, match="tool must be") as refused,
     ):
-        result = h.kernel.handle(s).request(forged, {})
-    assert result.status != "allowed"
+        h.kernel.handle(s).request(forged, {})
+    assert SECRET not in str(refused.value)
     records = [r for r in caplog.records if r.name == "gnomon"]
     assert records, "control: the ruling is logged"
     assert SECRET not in _text(caplog)

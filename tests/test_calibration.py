@@ -24,13 +24,36 @@ def test_scores_are_ece_and_brier() -> None:
     assert cal.score([(1.0, True)]) == cal.ClassScore(1, 0.0, 0.0)
 
 
+def _executed(wall: firewall.Firewall, results: list[bool], *, reported: bool = False) -> str:
+    """Kernel-executed ``suggest`` calls citing a user fact, each succeeding or failing as
+    ``results`` says (host-observed outcomes); with ``reported``, the agent also reports a
+    success for each action of its own. Returns the fact's id."""
+    from gnomon.probes._kernel import host
+
+    pending = list(results)
+
+    def suggest(_args: dict[str, object]) -> str:
+        if not pending.pop(0):
+            raise RuntimeError("the build broke")
+        return "ok"
+
+    with (
+        host(wall, executors={"suggest": suggest}) as h,
+        wall.session(project="p", actor="a", user="u") as s,
+    ):
+        (fact,) = observe_as(wall, s, Origin.user("u"), tool="chat", content="x is y").content
+        for _ in results:
+            h.kernel.handle(s).request("suggest", {"text": "use x"}, cites=[fact.id])
+            if reported:
+                act = s.act(s.decide("use x", [fact.id]).id, "build")
+                s.record_outcome(act.id, success=True, summary="all green, trust me")
+    return fact.id
+
+
 def test_cli_calibration_records_a_replayable_event(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'g.db'}"
-    with firewall.open(url) as wall, wall.session(project="p", actor="a", user="u") as s:
-        (fact,) = observe_as(wall, s, Origin.user("u"), tool="chat", content="x is y").content
-        for ok in (True, False):
-            act = s.act(s.decide("use x", [fact.id]).id, "build")
-            s.record_outcome(act.id, success=ok)
+    with firewall.open(url) as wall:
+        _executed(wall, [True, False])
     runner = CliRunner()
     shown = runner.invoke(cli, ["calibration", "--url", url, "--json"])
     assert shown.exit_code == 0, shown.output
@@ -42,3 +65,13 @@ def test_cli_calibration_records_a_replayable_event(tmp_path: Path) -> None:
         event = next(wall.store.events(after=recorded["event_seq"] - 1))
         assert cal.replay(event)["user"].brier == 0.41  # (0.1^2 + 0.9^2) / 2
         assert cal.latest(wall.store) == event
+
+
+def test_attack_reported_successes_do_not_count() -> None:
+    """Issue 21, item 6: the agent reports a success for every action of its own; only the
+    kernel's observed outcomes are samples. Flip run: counting ``outcome.recorded`` too doubles
+    the samples and lifts the class's score."""
+    wall = firewall.open("memory://")
+    _executed(wall, [False, False, True], reported=True)
+    by_class = cal.samples(wall.store)
+    assert [ok for _, _, ok in by_class["user"]] == [False, False, True]

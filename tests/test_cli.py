@@ -160,7 +160,8 @@ def test_beliefs_show_has_four_axes_origin_and_revisions(demo: Demo) -> None:
         assert word in result.output
     data = json.loads(run("beliefs", "show", ident, "--url", demo.url, "--json").output)
     assert data["security_status"] == "quarantined"
-    assert data["origin_label"] == "untrusted [external:file:DEVELOPMENT.md]"
+    # reported without a channel: the agent's word for what it read (issue 21)
+    assert data["origin_label"] == "untrusted [agent:coder-agent, external:file:DEVELOPMENT.md]"
     assert [r["to_state"] for r in data["revisions"]] == ["quarantined", "privileged_only"]
 
 

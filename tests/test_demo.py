@@ -70,7 +70,9 @@ def test_audit_path_sees_all_poison(outcome: DemoResult) -> None:
 
 def test_sentinel_quarantine_removes_it_from_reference_but_not_audit(outcome: DemoResult) -> None:
     assert outcome.quarantined_id == outcome.poison_content_id
-    assert outcome.quoted_before_quarantine
+    # the poison holds a live key: the reference policy withholds it even before the
+    # quarantine (one credential rule on every recall path, issue 21), and after it
+    assert not outcome.quoted_before_quarantine
     assert not outcome.quoted_after_quarantine
     assert outcome.audit_shows_quarantined
 

@@ -86,7 +86,8 @@ def test_roles_label_the_conversation_on_the_hosts_channel(wall: Firewall) -> No
         tool = _belief_of(wall, TOOL_TEXT)
         assert user.origin.origin_ids == {"user:alice"} and user.truth_status == "supported"
         assert "agent:coder" in note.origin.origin_ids and note.truth_status == "unverified"
-        assert tool.origin.origin_ids == {"external:mem0:tool:web_fetch"}
+        # the agent's report of a tool's output (no channel): external, in the agent's word
+        assert tool.origin.origin_ids == {"external:mem0:tool:web_fetch", "agent:coder"}
         assert tool.truth_status == "unverified"
         found = memory.get_all(filters={"user_id": "alice"})
         assert [r["memory"] for r in found["results"]] == [USER_FACT]
@@ -165,7 +166,10 @@ def test_zep_thread_messages_take_their_labels_from_roles(wall: Firewall) -> Non
         )
     assert _belief_of(wall, USER_FACT).truth_status == "supported"
     assert "agent:agent" in _belief_of(wall, AGENT_NOTE).origin.origin_ids
-    assert _belief_of(wall, TOOL_TEXT).origin.origin_ids == {"external:zep:tool:web_fetch"}
+    assert _belief_of(wall, TOOL_TEXT).origin.origin_ids == {
+        "external:zep:tool:web_fetch",
+        "agent:agent",
+    }
 
 
 # -- adoption -----------------------------------------------------------------------------------

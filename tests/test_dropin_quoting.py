@@ -104,7 +104,7 @@ def test_legitimate_memories_come_back_and_quoted_ones_are_marked(wall: Firewall
             assert row["gnomon"]["quoted"] and row["gnomon"]["truth"] == "unverified"
             assert row["memory"].startswith("<quoted-data ") and row["memory"].endswith(CLOSE)
             assert row["gnomon"]["belief_id"] in row["memory"]  # the label names the belief
-        assert 'origin="external:' in by_text[TICKET]["memory"]
+        assert "external:mem0:tool:tickets" in by_text[TICKET]["memory"]
         assert "&amp; merge &lt;soon&gt;" in by_text[TICKET]["memory"]  # escaped, not dropped
         one = memory.get(by_text[NOTE]["id"])
         assert one["memory"] == by_text[NOTE]["memory"] and one["gnomon"]["text"] == NOTE

@@ -689,6 +689,12 @@ def test_machine_finds_unattested_user_origin(monkeypatch: pytest.MonkeyPatch) -
     """Mechanism removal: with caller-asserted origins passed through unchecked, the machine
     finds the agent's way to a supported belief (a user origin it asserted itself)."""
     monkeypatch.setattr(firewall.host.session, "caller_origin", lambda origin, *, what: origin)
+    # and the second wall: a read reported without a channel no longer joins the agent's label
+    monkeypatch.setattr(
+        firewall.host.session,
+        "reported_origin",
+        lambda asserted, tool, actor: asserted or firewall.Origin.external(f"tool:{tool}"),
+    )
     quick = settings(
         SETTINGS, max_examples=150, derandomize=True, phases=[Phase.explicit, Phase.generate]
     )

@@ -96,9 +96,14 @@ def test_legitimate_facts_flow_and_external_text_does_not(wall: firewall.Firewal
 
 
 def test_default_origin_is_external(wall: firewall.Firewall) -> None:
+    """A read reported without a channel is external content in the agent's word: both
+    classes (issue 21: the agent's own text is the agent's)."""
     with wall.session(project="p", actor="a") as s:
         seen = s.observe(tool="web_fetch", content="some page")
-        assert seen.content[0].origin.classes == {firewall.OriginClass.EXTERNAL}
+        assert seen.content[0].origin.classes == {
+            firewall.OriginClass.EXTERNAL,
+            firewall.OriginClass.AGENT,
+        }
         assert seen.content[0].truth_status == "unverified"
 
 

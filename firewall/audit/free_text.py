@@ -76,6 +76,7 @@ ID_FIELDS = frozenset(
         "related",
         "related_ids",
         "returned",
+        "shown",
         "superseded_by",
         "supersedes",
         "uncertainties",

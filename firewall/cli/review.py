@@ -75,6 +75,10 @@ def review_group(
             f"{terminal_text(shown(item.belief))}",
             markup=False,
         )
+    if queue.truncated:
+        out.print(
+            f"(more than {limit} to list: only the first are shown; raise --limit)", markup=False
+        )
 
 
 @review_group.command("approve")

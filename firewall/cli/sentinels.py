@@ -50,12 +50,14 @@ def sentinel() -> None:
 def run_command(
     ctx: click.Context, follow: bool, interval: float, url: str | None, as_json: bool
 ) -> None:
-    """Run the sentinels over the store's events (from the start, then new ones with
-    --follow): alerts are recorded as events; flagged origins' beliefs are quarantined and
-    injection-like text made suspicious."""
+    """Run the sentinels over the store's events (from where the last run stopped, then new
+    ones with --follow): alerts are recorded as events; flagged origins' beliefs are
+    quarantined and injection-like text made suspicious. Beliefs already quarantined are
+    skipped; each pass records how far it watched (a ``sentinel.cursor`` event)."""
     with firewall.open(resolve_url(ctx, url)) as wall:
         watcher = Sentinel(wall)
-        seen = watcher.follow(once=not follow, interval=interval)
+        watcher.resume()
+        seen = watcher.follow(once=not follow, interval=interval, durable=True)
     if as_json:
         echo_json({"events": seen, "alerts": watcher.alerts})
         return

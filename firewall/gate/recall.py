@@ -21,6 +21,7 @@ from gnomon.firewall.gate.policy import Reason
 from gnomon.firewall.model.chain import Belief, Contradiction
 from gnomon.firewall.model.origin import Origin
 from gnomon.firewall.model.render import model_attr, model_line
+from gnomon.firewall.model.states import Sensitivity
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +40,11 @@ class QuotedItem:
         the text or an origin id can end the quotation, and no line of it can start a new one.
         """
         b = self.belief
+        # where the text came from first, then the agent that reported it (if any)
+        named = sorted(b.origin.origin_ids, key=lambda i: (i.startswith("agent:"), i))
         return (
             f'<quoted-data belief="{model_attr(b.id)}" truth="{model_attr(b.truth_status)}" '
-            f'origin="{model_attr(", ".join(sorted(b.origin.origin_ids)))}">'
+            f'origin="{model_attr(", ".join(named))}">'
             f"{model_line(b.statement)}</quoted-data>"
         )
 
@@ -72,10 +75,14 @@ class ContradictionView:
 
 @dataclass(frozen=True, slots=True)
 class Uncertainty:
+    """A match not trusted yet, named on an "Uncertain" line by its subject and origin: what
+    the model reads there is the belief's, so the line labels the session like its text."""
+
     belief_id: str
     subject: str | None
     origin: Origin
     reasons: tuple[Reason, ...]
+    sensitivity: Sensitivity
 
     def render(self) -> str:
         about = f"about {self.subject!r} " if self.subject else ""
@@ -113,6 +120,15 @@ class RecallResult:
         out = list(self.accepted) + [q.belief for q in self.quoted]
         for view in self.contradictions:
             out.extend(view.visible)
+        return out
+
+    def seen(self) -> list[tuple[str, Origin, Sensitivity]]:
+        """``(belief id, origin, sensitivity)`` of every belief this result lets the model
+        read anything of: the text of the accepted, quoted and visible contradicting ones, and
+        the subject and origin an "Uncertain" line names. The session's label joins exactly
+        these (a rejected match shows neither, and adds nothing)."""
+        out = [(b.id, b.origin, b.sensitivity) for b in self.shown()]
+        out.extend((u.belief_id, u.origin, u.sensitivity) for u in self.uncertainties)
         return out
 
     def render(self) -> str:

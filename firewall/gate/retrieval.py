@@ -131,7 +131,9 @@ def collect(
     if chosen.surface_uncertainties:
         for b, r in zip(others, rejected, strict=True):
             if _uncertain(b, r):
-                uncertainties.append(Uncertainty(b.id, b.subject, b.origin, r.reasons))
+                uncertainties.append(
+                    Uncertainty(b.id, b.subject, b.origin, r.reasons, b.sensitivity)
+                )
     views: list[ContradictionView] = []
     if chosen.surface_contradictions:
         views = contradiction_views(store, reader, [*accepted, *quoted, *others], seen)
@@ -160,8 +162,9 @@ def _with_floor(reasons: list[Reason], belief: Belief) -> list[Reason]:
 
 
 def _uncertain(belief: Belief, rejected: RejectedItem) -> bool:
-    """Not trusted yet, but not hidden for security or access reasons either."""
-    if belief.security_status != SecurityStatus.CLEAN:
+    """Not trusted yet, but not hidden for security or access reasons either (above the
+    sensitivity ceiling, its subject is not the reader's to know either)."""
+    if belief.security_status != SecurityStatus.CLEAN or "sensitivity" in rejected.codes:
         return False
     if belief.retrieval_status not in (RetrievalStatus.NORMAL, RetrievalStatus.RESTRICTED):
         return False

@@ -123,6 +123,18 @@ def caller_origin(origin: object, *, what: str) -> Origin | None:
     return origin
 
 
+def reported_origin(asserted: Origin | None, tool: str, actor: str) -> Origin:
+    """The label of content an agent reports reading without a channel: whatever source it
+    names (:func:`caller_origin`, or ``external:tool:<tool>``), joined with the agent itself.
+    Only the agent says what it read, so the text is the agent's too: exports treat it as the
+    agent's free text (:mod:`firewall.audit.free_text`), whatever sensitivity it claims.
+
+    >>> reported_origin(None, "web_fetch", "coder").describe()
+    'untrusted [agent:coder, external:tool:web_fetch]'
+    """
+    return Origin.join(asserted or Origin.external(f"tool:{tool}"), Origin.agent(actor))
+
+
 def _revalidated(origin: Origin) -> Origin:
     from gnomon.firewall.model.errors import InvalidOriginError
 
@@ -142,4 +154,4 @@ def _revalidated(origin: Origin) -> Origin:
         ) from exc
 
 
-__all__ = ["Channel", "WriteOrigin", "caller_origin"]
+__all__ = ["Channel", "WriteOrigin", "caller_origin", "reported_origin"]

@@ -49,6 +49,7 @@ from gnomon.firewall.kernel.kernel import ActionResult, Flow, Run, adrive, drive
 from gnomon.firewall.log.events import EventDraft
 from gnomon.firewall.model.errors import GnomonError
 from gnomon.firewall.model.origin import Origin
+from gnomon.firewall.model.states import Sensitivity
 
 if TYPE_CHECKING:
     from gnomon.firewall.host.firewall import Firewall
@@ -216,7 +217,16 @@ class GuardedTool:
         """The outcome (when still to commit) and the observation of a call that ran, in one
         commit; the outcome alone if the observation cannot be recorded."""
         session = self._handle._session
-        call = ToolCall(tool=self.name, content=reply.text or "(no output)", origin=self._channel)
+        contract = self._contract
+        # the operator's contract says how sensitive the tool's data is: its output is recorded
+        # at that level (a secret tool's output is not "internal")
+        level = contract.data_sensitivity if contract is not None else Sensitivity.INTERNAL
+        call = ToolCall(
+            tool=self.name,
+            content=reply.text or "(no output)",
+            origin=self._channel,
+            sensitivity=level,
+        )
         before = () if outcome is None else (outcome,)
         try:
             session._observe_call(call, before)

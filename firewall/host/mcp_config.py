@@ -27,7 +27,14 @@ refused at startup.
     unlisted: deny                 # or L0..L5
     tools:
       git_status: {category: read, level: L0}
-      push: {category: push, level: L4}
+      push: {category: push, level: L4, description: "Push the current branch"}
+    pins:                          # listing digests the operator accepted (after a change)
+      git: "sha256:…"
+
+Each server's ``tools/list`` is recorded as external content, pinned at first listing, and a
+later change is refused until the operator accepts it under ``pins:``; an operator-written
+``description`` (and ``input_schema``) replaces the server's own
+(:mod:`firewall.host.mcp_listing`).
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from gnomon.firewall.kernel.contracts import (
     ToolRegistry,
 )
 from gnomon.firewall.model.errors import InputError
+from gnomon.firewall.model.states import Sensitivity
 from gnomon.firewall.store.registry import default_url
 
 #: The category an unlisted tool gets at each level the operator may name for it.
@@ -76,6 +84,21 @@ class ToolSpec(BaseModel):
     )
     blast_radius: BlastRadius = BlastRadius.PROJECT
     reversibility: Reversibility = Reversibility.REVERSIBLE
+    #: How sensitive the tool's data is: its results are recorded at this level.
+    data_sensitivity: Sensitivity = Sensitivity.INTERNAL
+    #: The operator's description, served instead of the server's (its title and annotations
+    #: dropped); with ``input_schema`` too, nothing the server wrote about the tool is served
+    #: but its name (:mod:`firewall.host.mcp_listing`).
+    description: str | None = Field(default=None, min_length=1, max_length=4096)
+    input_schema: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _schema_with_description(self) -> ToolSpec:
+        if self.input_schema is not None and self.description is None:
+            raise ValueError("input_schema is served only with the operator's description")
+        if self.input_schema is not None and self.input_schema.get("type") != "object":
+            raise ValueError('input_schema must be a JSON schema of type "object"')
+        return self
 
 
 class UpstreamSpec(BaseModel):
@@ -133,6 +156,11 @@ class ProxyConfig(BaseModel):
     tools: dict[str, ToolSpec] = Field(
         default_factory=dict, description="the operator's contract for each tool, by name"
     )
+    pins: dict[str, Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]] = Field(
+        default_factory=dict,
+        description="listing digests the operator accepts, per server (a changed tools/list "
+        "is refused until its new digest is written here)",
+    )
 
     def contract_for(self, tool: str) -> ActionContract | None:
         """The operator's contract for ``tool``; ``None`` (denied) when unlisted under deny."""
@@ -148,6 +176,7 @@ class ProxyConfig(BaseModel):
             required_level=Level.parse(spec.level),
             blast_radius=spec.blast_radius,
             reversibility=spec.reversibility,
+            data_sensitivity=spec.data_sensitivity,
             inputs=AnyArgs,
         )
 

@@ -12,6 +12,11 @@ through one holds a consequential call to another). Each call:
 * when it runs, its result is recorded through a host channel as an envelope claim plus content
   claims labelled ``Origin.external("mcp:<server>/<tool>")``, so whatever the server returned
   (a README, a web page) taints the session and holds a later L3+ action;
+* what each server says about its tools (``tools/list``: descriptions, schemas, annotations)
+  is recorded like a result (external content labelled ``mcp:<server>/tools/list``) when the
+  agent is first served it, is pinned at first listing, and a later change is refused until
+  the operator accepts it; the operator's own descriptions may replace the server's
+  (:mod:`firewall.host.mcp_listing`);
 * the kernel's arbiters include the sentinel arbiter: once an operator or a sentinel flags an
   origin the session read (``gnomon origins flag external:mcp:<server>/<tool>``), every later
   call of that session is held, whatever its level (issue 11, the arbiter on the proxy path);
@@ -74,12 +79,16 @@ from gnomon.firewall.__about__ import __version__
 from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
 from gnomon.firewall.host.guard import GuardedTool, Recording, ToolReply, guard, wait_for_approval
 from gnomon.firewall.host.mcp_config import ProxyConfig
+from gnomon.firewall.host.mcp_listing import check_pins, listing_text, pin_event, pinned, served
 from gnomon.firewall.host.mcp_stdio import UnreadableMessage, stdio_pipes
 from gnomon.firewall.host.mcp_upstream import open_stdio_upstream
 from gnomon.firewall.host.sentinels import SentinelArbiter
 from gnomon.firewall.host.session import Session
+from gnomon.firewall.host.tool_calls import ToolCall
 from gnomon.firewall.kernel import ActionKernel, load_action_policy
 from gnomon.firewall.kernel.kernel import Run, ToolFailed
+from gnomon.firewall.log.events import MCP_TOOLS_PINNED
+from gnomon.firewall.model.content import content_blocks
 from gnomon.firewall.model.errors import GnomonError, InputError
 from gnomon.firewall.model.origin import Origin
 
@@ -174,17 +183,40 @@ class Proxy:
         self._lane = anyio.Lock()  # one call at a time: the last record, decide, run
         self._pending: tuple[GuardedTool, Recording] | None = None  # the last call's record
         self._broken: BaseException | None = None  # a record that failed
+        self._said: list[ToolCall] = []  # what the servers wrote in the listing, to record
+        self._listed = False  # whether the agent has been served the listing (and it recorded)
 
     async def start(self) -> None:
+        """List every server's tools, check them against their pins (a change is refused with
+        :class:`~firewall.model.errors.ListingChangedError`), record new pins, and build the
+        kernel over them."""
+        listings: dict[str, list[types.Tool]] = {}
         for server, client in self._upstreams.items():
-            for tool in (await client.list_tools()).tools:
+            listings[server] = (await client.list_tools()).tools
+            for tool in listings[server]:
                 other = self._served_by.setdefault(tool.name, server)
                 if other != server:
                     raise InputError(
                         f"servers {other!r} and {server!r} both offer a tool {tool.name!r}",
                         hint="put them behind two proxies, or drop one from servers:",
                     )
-                self._tools.append(tool)
+        session = self._session
+        fresh = check_pins(self._config, listings, pinned(self._wall.store, session.project))
+        said: dict[str, list[dict[str, Any]]] = {}
+        for server, tools in listings.items():
+            for tool in tools:
+                shown, theirs = served(self._config, server, tool)
+                self._tools.append(shown)
+                if theirs is not None:
+                    said.setdefault(server, []).append(theirs)
+        for server, docs in said.items():
+            # too large or too many to record is refused now, not when the agent lists them
+            blocks = content_blocks(listing_text(docs), self._wall.max_block_bytes)
+            origin = Origin.external(f"mcp:{server}/tools/list")
+            channel = self._wall.channel(origin, project=session.project)
+            self._said.append(ToolCall(tool="tools/list", content=blocks, origin=channel))
+        for pin in fresh:
+            session._commit(MCP_TOOLS_PINNED, data=pin_event(pin))
         self._listing = types.ListToolsResult(tools=self._tools).model_dump(
             mode="json", by_alias=True, exclude_none=True
         )
@@ -303,6 +335,19 @@ class Proxy:
         async with self._in_lane():
             self._settle()
 
+    async def listing(self) -> dict[str, Any]:
+        """The ``tools/list`` result the agent is served. The first time, what the servers
+        wrote in it is recorded first (external content of each server, through a host channel):
+        the session's label takes it before the agent can read it."""
+        if not self._listed:
+            async with self._in_lane():
+                self._settle()
+                if not self._listed:
+                    for call in self._said:
+                        self._session._observe_call(call)
+                    self._listed = True
+        return self._listing
+
     def _wait(self, tool: GuardedTool, request_id: str) -> ToolReply:
         """A held call, in a worker thread (the lane is held): poll for ``gnomon approve``."""
         kernel = self._kernel
@@ -322,6 +367,7 @@ class Proxy:
         async def list_tools(
             _ctx: Any, _params: types.PaginatedRequestParams | None
         ) -> types.ListToolsResult:
+            await self.listing()
             return types.ListToolsResult(tools=self._tools)
 
         async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -402,7 +448,7 @@ class Proxy:
                 result = to_result(await self.call(name, args or {}, defer=True))
                 reply = _response(request.id, result.model_dump(**_WIRE))
         elif method == "tools/list":
-            reply = _response(request.id, self._listing)
+            reply = _response(request.id, await self.listing())
         elif method == "ping":
             reply = _response(request.id, {})
         elif method == "initialize":

@@ -206,6 +206,8 @@ class _Session:
     model: str | None = None
     end: int | None = None
     events: list[SpanEvent] = field(default_factory=list)
+    #: the first of its actions that was denied or failed: the session's span is an error
+    failed: str | None = None
 
 
 class SpanBuilder:
@@ -314,6 +316,9 @@ class SpanBuilder:
         events: Sequence[SpanEvent] = (),
     ) -> ReadableSpan:
         session = event.session_id
+        state = self._sessions.get(session) if failed and session else None
+        if state is not None and state.failed is None:
+            state.failed = failed
         trace = trace_id(session) if session else _derive("trace", event.hash, 16)
         if parent_id is None and session:
             parent_id = session_span_id(session)
@@ -355,7 +360,10 @@ class SpanBuilder:
             attributes=self._scrubbed(attrs),
             events=tuple(state.events),
             kind=SpanKind.INTERNAL,
-            status=Status(StatusCode.UNSET),
+            # a denied or failed action marks the whole run, as agent tracers do
+            status=Status(StatusCode.ERROR, state.failed)
+            if state.failed
+            else Status(StatusCode.UNSET),
             start_time=state.start,
             end_time=max(end, state.start),
             instrumentation_scope=SCOPE,
@@ -495,7 +503,13 @@ class SpanBuilder:
             f"gnomon.{event.kind}",
             attrs,
             parent_id=action_span_id(action_id) if isinstance(action_id, str) else None,
-            failed=event.kind.split(".", 1)[1] if event.kind in _FAILED else None,
+            failed=(
+                event.kind.split(".", 1)[1]
+                if event.kind in _FAILED
+                else "failed"
+                if data.get("success") is False
+                else None
+            ),
         )
 
     def _imported(

@@ -59,6 +59,9 @@ if TYPE_CHECKING:
 APPROVED_KIND = REVIEW_APPROVED
 #: How many beliefs one listing reads per bucket.
 DEFAULT_LIMIT = 200
+#: Beliefs read per page while looking for candidates, and the most pages read.
+PAGE = 500
+MAX_PAGES = 200
 #: How many times an approval re-reads the log when other events land between its check and
 #: its commit, before giving up (each try reads only the events since the last).
 PIN_ATTEMPTS = 8
@@ -159,6 +162,9 @@ class ReviewQueue:
     project: str
     candidates: tuple[Belief, ...]
     flagged: tuple[Flagged, ...]
+    #: whether more candidates or flagged beliefs exist than are listed (the limit, or the
+    #: scan's bound, was reached): the listing says so rather than end silently
+    truncated: bool = False
 
     def to_json(self, shown: Callable[[Belief], str] | None = None) -> dict[str, object]:
         """The queue as JSON; ``shown`` gives the text to print for a statement (the CLI passes
@@ -182,6 +188,7 @@ class ReviewQueue:
             "project": self.project,
             "candidates": [item(b) for b in self.candidates],
             "flagged": [item(f.belief, reason=f.reason) for f in self.flagged],
+            "truncated": self.truncated,
         }
 
 
@@ -189,24 +196,39 @@ def harvest(
     store: Store, project: str, *, now: datetime, limit: int = DEFAULT_LIMIT
 ) -> ReviewQueue:
     """The review queue of ``project`` at ``now`` (see the module docstring)."""
+    BeliefFilter(limit=limit)  # the one check of a page size (a typed error, never LIMIT -1)
     log = ReviewLog.read(store)
-    supported = store.find_beliefs(
-        BeliefFilter(
-            project=project,
-            truth=frozenset({TruthStatus.SUPPORTED}),
-            retrieval=frozenset({RetrievalStatus.NORMAL}),
-            security=frozenset({SecurityStatus.CLEAN}),
-            freshness=frozenset({FreshnessStatus.FRESH}),
-            not_expired_at=now,
-            limit=limit,
+    # filter, then limit: the store is read page by page until ``limit`` candidates are found,
+    # so a flood of supported non-candidates (envelopes of guarded calls) cannot push the real
+    # ones out of the window; the scan is bounded, and a bounded scan says it truncated
+    candidates: list[Belief] = []
+    truncated = False
+    for page in range(MAX_PAGES):
+        supported = store.find_beliefs(
+            BeliefFilter(
+                project=project,
+                truth=frozenset({TruthStatus.SUPPORTED}),
+                retrieval=frozenset({RetrievalStatus.NORMAL}),
+                security=frozenset({SecurityStatus.CLEAN}),
+                freshness=frozenset({FreshnessStatus.FRESH}),
+                not_expired_at=now,
+                limit=PAGE,
+                offset=page * PAGE,
+            )
         )
-    )
-    candidates = tuple(b for b in supported if why_not_candidate(b, log, now) is None)
+        candidates.extend(b for b in supported if why_not_candidate(b, log, now) is None)
+        if len(candidates) > limit:
+            truncated = True
+            break
+        if len(supported) < PAGE:
+            break
+    else:
+        truncated = True
     suspects = store.find_beliefs(
         BeliefFilter(
             project=project,
             security=frozenset({SecurityStatus.SUSPICIOUS, SecurityStatus.QUARANTINED}),
-            limit=limit,
+            limit=limit + 1,
         )
     )
     alerted = store.get_beliefs(sorted(log.sentinels.alerted_beliefs)).values()
@@ -218,7 +240,10 @@ def harvest(
         reason = why_flagged(belief, log)
         if belief.project == project and reason is not None and belief.id not in flagged:
             flagged[belief.id] = Flagged(belief, reason)
-    return ReviewQueue(project, candidates, tuple(flagged.values())[:limit])
+    truncated = truncated or len(flagged) > limit
+    return ReviewQueue(
+        project, tuple(candidates[:limit]), tuple(flagged.values())[:limit], truncated
+    )
 
 
 def _chain(*groups: Iterable[Belief]) -> Iterable[Belief]:

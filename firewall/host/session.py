@@ -30,6 +30,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from gnomon.firewall.audit.recall_credentials import withhold_credentials
 from gnomon.firewall.gate.adoption import (
     Context,
     adopt,
@@ -51,7 +52,7 @@ from gnomon.firewall.gate.recall import (
     RecallResult,
 )
 from gnomon.firewall.gate.retrieval import collect
-from gnomon.firewall.host.channels import Channel, caller_origin
+from gnomon.firewall.host.channels import Channel, caller_origin, reported_origin
 from gnomon.firewall.host.decay import decay_read
 from gnomon.firewall.host.tool_calls import Observed, Prepared, ToolCall
 from gnomon.firewall.kernel.provenance import Input, Inputs
@@ -269,7 +270,10 @@ class Session:
         """The time of a record that follows the stored ``kind`` ``ident`` (an action follows
         its decision, an outcome its action); :class:`UnknownIdError` if there is none."""
         self._check_open()
-        if get(ident) is None:
+        found = get(ident)
+        # another session's decision or action is "unknown" here, like a made-up id: an agent
+        # cannot act on another run's decision or report the outcome of another run's action
+        if found is None or getattr(found, "session_id", None) != self.id:
             raise UnknownIdError(kind, ident)
         return self._wall.clock()
 
@@ -320,13 +324,17 @@ class Session:
         )
         return self._observe_call(call)
 
-    def _observe_call(self, call: ToolCall, before: Sequence[EventDraft] = ()) -> Observed:
+    def _observe_call(
+        self, call: ToolCall, before: Sequence[EventDraft] = (), *, host_read: bool = False
+    ) -> Observed:
         """Host side: :meth:`observe` one call, committing ``before`` (the kernel's
-        ``action.executed`` for the call this observes) in the same transaction."""
+        ``action.executed`` for the call this observes) in the same transaction. With
+        ``host_read``, a call without a channel is the host's own read (an adapter adopting what
+        it found in its store), labelled with the origin given, not the agent's report."""
         self._check_open()
         tool_version = call.tool_version
         now = self._wall.clock()
-        prepared = self._prepare(call, now)
+        prepared = self._prepare(call, now, host_read=host_read)
         records, contradictions, current = detect(
             self._wall.store, [prepared.envelope, *prepared.made], now
         )
@@ -407,7 +415,7 @@ class Session:
                 self._record_inputs(p)
         return [p.observed(current) for p in prepared]
 
-    def _prepare(self, call: ToolCall, now: datetime) -> Prepared:
+    def _prepare(self, call: ToolCall, now: datetime, *, host_read: bool = False) -> Prepared:
         """One tool call's observation and adopted beliefs, not yet written; raises on
         anything :meth:`observe` refuses."""
         if type(call) is not ToolCall:
@@ -426,7 +434,13 @@ class Session:
             trust = channel.trust
         else:
             asserted = caller_origin(origin, what="observe(origin=...)")
-            content_origin = asserted or Origin.external(f"tool:{tool}")
+            # a read without a channel is only the agent's word for what it read: its text is
+            # the agent's too (the agent class), whatever source it names (issue 21)
+            content_origin = (
+                asserted or Origin.external(f"tool:{tool}")
+                if host_read
+                else reported_origin(asserted, tool, self.actor)
+            )
             envelope_origin = Origin.join(Origin.tool(tool), Origin.agent(self.actor))
             trust = ObservationTrust.RAW
         checked = checked_args(call.args)
@@ -827,9 +841,11 @@ class Session:
         # lazy freshness decay: what this read rejected on age or expiry, as it read them
         if gathered.aged:
             decay_read(self._wall, gathered.aged)
-        return self._log_recall(gathered.result, chosen.name, digest, k=k, now=now)
+        # one credential rule on every path: what the drop-in withholds, this recall does too
+        shown = withhold_credentials(gathered.result)
+        return self._log_recall(shown, chosen.name, digest, k=k, now=now)
 
-    def log_recall(
+    def _log_screened(
         self,
         result: RecallResult,
         chosen: ContextPolicy,
@@ -838,11 +854,13 @@ class Session:
         now: datetime,
         source: str | None = None,
     ) -> RecallResult:
-        """Log a recall result and add what it showed to the session's label.
+        """Host side: log a recall result a memory-store adapter screened, and add what it
+        showed to the session's label.
 
-        :meth:`recall` calls this for the store's own recall; a memory-store adapter calls it
-        for the hits it screened (``source`` names the store), so every read that reaches the
-        model is one ``recall.performed`` event and taints the session the same way.
+        :meth:`recall` logs the store's own recall; a memory-store adapter calls this for the
+        hits it screened (``source`` names the store), so every read that reaches the model is
+        one ``recall.performed`` event and taints the session the same way. Private: agent code
+        that could call it would log a recall that never happened.
 
         The policy named in the event is ``chosen`` re-validated (cached, with its digest), so
         a subclass or an edited object cannot log another policy's name or digest.
@@ -870,6 +888,10 @@ class Session:
             "contradictions": [v.contradiction.id for v in result.contradictions],
             "uncertainties": [u.belief_id for u in result.uncertainties],
         }
+        seen = result.seen()
+        # exactly what reached the model (text, or an uncertain line's subject and origin):
+        # the beliefs the session's label joins below
+        data["shown"] = [belief_id for belief_id, _, _ in seen]
         if source is not None:
             data["source"] = source
         seq = self._commit(
@@ -886,13 +908,16 @@ class Session:
                 withheld=len(result.rejected),
                 reasons=dict(sorted(Counter(c for r in result.rejected for c in r.codes).items())),
             )
-        shown = result.shown()
-        self._read([b.origin for b in shown], [b.sensitivity for b in shown])
+        self._read([origin for _, origin, _ in seen], [level for _, _, level in seen])
+        # what the model read is what may supply an action's arguments (firewall.kernel.provenance)
         accepted = set(result.accepted_ids)
-        for belief in shown:
+        for belief in result.shown():
             self._inputs.add(
                 belief.statement, _input(belief.origin, belief.id, memory=belief.id in accepted)
             )
+        for line in result.uncertainties:  # an "Uncertain" line shows its subject
+            if line.subject:
+                self._inputs.add(line.subject, _input(line.origin, line.belief_id))
         return replace(result, event_seq=seq)
 
     # -- decisions and actions ------------------------------------------------------------
@@ -921,7 +946,14 @@ class Session:
             )
         found = self._wall.store.get_beliefs(list(depends_on))
         for ident in depends_on:
-            if ident not in found or found[ident].project != self.project:
+            # the read floor: a quarantined, malicious, hidden or blocked belief is the audit
+            # path's only, so here it is "unknown" like another project's or a made-up id
+            # (its truth state is not reported)
+            if (
+                ident not in found
+                or found[ident].project != self.project
+                or floor_reasons(found[ident])
+            ):
                 raise UnknownIdError("belief", ident)
         truth = {i: found[i].truth_status for i in depends_on}
         flags = [

@@ -10,8 +10,9 @@ confidence) and the **ECE** (expected calibration error over ten equal-width con
 the scores, so the figures are durable and :func:`replay` recomputes them from the event alone.
 :class:`CalibrationArbiter` is an arbitration hook for the action kernel: an action citing a
 belief of a class whose latest recorded ECE is above the threshold (with enough samples) is held.
-Outcomes are reported by the agent: a lying agent can make a class look worse (which only holds
-more actions) but nothing here ever loosens a verdict.
+Only host-observed outcomes count (the kernel's ``action.executed``): an outcome the agent
+reports about its own action is never a sample, so the agent cannot talk a class's flag away;
+nothing here ever loosens a verdict.
 """
 
 from __future__ import annotations
@@ -67,10 +68,19 @@ def score(pairs: Sequence[tuple[float, bool]]) -> ClassScore:
     return ClassScore(n, round(ece, 6), round(brier, 6))
 
 
+#: The one event that carries a host-observed outcome: the kernel's record of an execution.
+OBSERVED_KIND = "action.executed"
+
+
 def samples(store: Store) -> dict[str, list[tuple[str, float, bool]]]:
-    """``{class: [(outcome id, confidence, success)]}`` from every outcome in the log."""
+    """``{class: [(outcome id, confidence, success)]}`` from every host-observed outcome in
+    the log (the kernel's ``action.executed``). An outcome the agent reports about its own
+    action (``Session.record_outcome``) is its word, not an observation: counted, a run of
+    reported successes would lift a class's flag and let the flagged action run."""
     out: dict[str, list[tuple[str, float, bool]]] = {}
     for event in store.events():
+        if event.kind != OBSERVED_KIND:
+            continue
         for outcome in event.records().outcomes:
             action = store.get_action(outcome.action_id)
             decision = store.get_decision(action.decision_id) if action else None

@@ -70,7 +70,7 @@ from gnomon.firewall.kernel.signing import SignedPolicy, reverify
 from gnomon.firewall.log.events import EventDraft, Records
 from gnomon.firewall.model.arguments import checked_call
 from gnomon.firewall.model.chain import Action, Decision, Outcome
-from gnomon.firewall.model.content import checked_args
+from gnomon.firewall.model.content import checked_args, checked_tool
 from gnomon.firewall.model.errors import (
     ActionPendingError,
     ForgedApprovalError,
@@ -266,6 +266,14 @@ class ActionKernel:
         session._check_open()
         if not isinstance(tool, str):
             raise InputError(f"tool must be a tool name, got {type(tool).__name__}")
+        try:
+            checked_tool(tool)  # bounded, no control characters: a name is not a payload
+        except InputError:
+            raise InputError(  # without the name: it may be 4 MiB, or a secret
+                f"tool must be a tool name of 1-64 letters, digits or _ . : / @ - "
+                f"(got {len(tool)} characters)",
+                hint="pass the tool's registered name, e.g. 'read_file'",
+            ) from None
         if isinstance(cites, str) or not isinstance(cites, Sequence) or len(cites) > MAX_CITES:
             raise InputError("cites must be a list of belief ids", hint="cites=[belief ids]")
         if not all(isinstance(c, str) for c in cites):
@@ -274,7 +282,13 @@ class ActionKernel:
         contract = self._registry.lookup(tool)
         validated = contract.checked_inputs(raw) if contract is not None else raw
         now = self._wall.clock()
-        found = self._wall.store.get_beliefs(list(cites))
+        # cited ids resolve within the session's project: another tenant's belief is
+        # "unknown", exactly as a made-up id (in the ruling's reasons too)
+        found = {
+            i: b
+            for i, b in self._wall.store.get_beliefs(list(cites)).items()
+            if b.project == session.project
+        }
         policy = self._policy.policy
         supplied = trace(validated, (session._inputs, self._host)) if contract else None
         ruling = decide(

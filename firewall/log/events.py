@@ -69,6 +69,11 @@ REVIEW_APPROVED = "review.approved"
 #: hold actions and quarantine beliefs, so a log import takes them only under a pinned key.
 SENTINEL_ALERT = "sentinel.alert"
 ORIGIN_FLAGGED = "origin.flagged"
+#: How far a sentinel process has watched the log (its durable cursor: ``gnomon sentinel run``
+#: resumes there instead of replaying from the start).
+SENTINEL_CURSOR = "sentinel.cursor"
+#: The tool listing of a server behind the MCP proxy, pinned (:mod:`firewall.host.mcp_listing`).
+MCP_TOOLS_PINNED = "mcp.tools.pinned"
 #: The payload key of a move batch (:mod:`firewall.log.moves`).
 MOVES = "moves"
 #: Hash version 1 (events written before hash version 2): the link covers the body's bytes.
@@ -460,6 +465,7 @@ __all__ = [
     "GENESIS_HASH",
     "IMPORTS",
     "KNOWN_SCHEMAS",
+    "MCP_TOOLS_PINNED",
     "MOVES",
     "MOVES_SCHEMA",
     "ORIGIN_FLAGGED",
@@ -467,6 +473,7 @@ __all__ = [
     "REVIEW_APPROVED",
     "SCHEMA_VERSION",
     "SENTINEL_ALERT",
+    "SENTINEL_CURSOR",
     "Body",
     "Event",
     "EventDraft",

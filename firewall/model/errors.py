@@ -29,7 +29,8 @@ should let a driver or parser exception escape raw.
     │   └── ForgedApprovalError       forged, replayed, expired, unpinned or other inputs
     ├── ActionError                   the action kernel refused to run something
     │   ├── ContractError             an action contract below its tool's floor, or malformed
-    │   └── ActionPendingError        an action still waiting for (or denied) approval
+    │   ├── ActionPendingError        an action still waiting for (or denied) approval
+    │   └── ListingChangedError       an MCP server's tool metadata differs from its pin
     ├── StoreError                    the backing store failed
     │   ├── StoreLockedError          another process holds the database lock
     │   ├── StoreCorruptError         the file or schema is not a Gnomon store
@@ -204,6 +205,11 @@ class ActionPendingError(ActionError):
     """An action is still held for approval (or was denied): it cannot execute."""
 
 
+class ListingChangedError(ActionError):
+    """An MCP server behind the proxy lists tools (descriptions, schemas, annotations) that
+    differ from what was pinned: the proxy serves none of them until the operator accepts."""
+
+
 class StoreError(GnomonError):
     """The backing store failed; the message names the store."""
 
@@ -316,6 +322,7 @@ __all__ = [
     "InvalidContentError",
     "InvalidOriginError",
     "KeyFileError",
+    "ListingChangedError",
     "LogFormatError",
     "LogIntegrityError",
     "MissingGrantError",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable
@@ -9,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gnomon.firewall.host.sentinels.detectors import looks_injected
-from gnomon.firewall.log.events import ORIGIN_FLAGGED, SENTINEL_ALERT, Event
+from gnomon.firewall.log.events import ORIGIN_FLAGGED, SENTINEL_ALERT, SENTINEL_CURSOR, Event
+from gnomon.firewall.model.errors import GateError
 from gnomon.firewall.model.ids import new_id
 from gnomon.firewall.model.origin import Integrity
 from gnomon.firewall.model.states import Authority, SecurityStatus
@@ -18,10 +20,15 @@ from gnomon.firewall.store.base import Store
 if TYPE_CHECKING:
     from gnomon.firewall.host.firewall import Firewall
 
+logger = logging.getLogger("gnomon.sentinel")
 ALERT_KIND = SENTINEL_ALERT
 FLAG_KIND = ORIGIN_FLAGGED
+CURSOR_KIND = SENTINEL_CURSOR
 #: The bytes every flag or alert event's body holds (its kind, as JSON writes it).
 _MARK_KINDS = (FLAG_KIND.encode(), ALERT_KIND.encode())
+#: Security states a quarantine, or a suspicion, has nothing left to do for.
+_QUARANTINED = frozenset({SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS})
+_SUSPECTED = _QUARANTINED | {SecurityStatus.SUSPICIOUS}
 #: An action rests on low confidence if a cited belief's confidence is below this.
 LOW_CONFIDENCE = 0.3
 #: An action at or above this level after an untrusted read is an anomalous sequence (L3).
@@ -98,16 +105,46 @@ class Sentinel:
         self._wall.subscribe(self.observe)
         return self
 
-    def follow(self, *, once: bool = False, interval: float = 0.5) -> int:
-        """Tail the store (another process writes it); returns how many events were seen."""
+    def resume(self) -> int:
+        """Pick up where the last durable run stopped (``gnomon sentinel run``): the flags and
+        alerts of the whole log are learned (only the events naming them are parsed), and
+        detection resumes after the last ``sentinel.cursor``; returns that seq (0: none).
+
+        Not restored: which sessions read untrusted content before the cursor (a session that
+        spans two runs is judged on what it reads after the cursor)."""
+        cursor = 0
+        marks = (*_MARK_KINDS, CURSOR_KIND.encode())
+        for seq, body, prev_hash, digest in self._wall.store.chain_rows():
+            if isinstance(body, bytes) and not any(kind in body for kind in marks):
+                continue
+            event = Event.from_body(seq, body, prev_hash, digest)
+            if event.kind == CURSOR_KIND:
+                at = event.payload.get("seq")
+                cursor = max(cursor, at if type(at) is int else 0)
+            else:
+                self.state.learn(event)
+        self.state.seq = cursor
+        return cursor
+
+    def follow(self, *, once: bool = False, interval: float = 0.5, durable: bool = False) -> int:
+        """Tail the store (another process writes it); returns how many events were seen.
+        With ``durable``, each pass that saw events records a ``sentinel.cursor`` (see
+        :meth:`resume`)."""
         seen = 0
         while True:
             fresh = list(self._wall.store.events(after=self.state.seq))
             self.observe(fresh)
             seen += len(fresh)
+            if durable and any(e.kind != CURSOR_KIND for e in fresh):
+                self._mark_cursor()
             if once:
                 return seen
             time.sleep(interval)
+
+    def _mark_cursor(self) -> None:
+        wall = self._wall
+        data = {"seq": self.state.seq}
+        wall.commit(wall.draft(CURSOR_KIND, actor="sentinel:cursor", now=wall.clock(), data=data))
 
     def observe(self, events: Iterable[Event]) -> None:
         if getattr(self._local, "busy", False):  # our own alerts and quarantines
@@ -200,6 +237,16 @@ class Sentinel:
     def _raise(self, alert: dict[str, Any], event: Event) -> None:
         act = alert.pop("act", None)
         wall = self._wall
+        if act is not None:
+            # the event's snapshot may be old: a belief already quarantined (an operator's
+            # flag, an earlier run) is neither alerted nor moved again
+            now = wall.store.get_beliefs(alert["belief_ids"])
+            done = _QUARANTINED if act == "quarantine" else _SUSPECTED
+            alert["belief_ids"] = [
+                i for i in alert["belief_ids"] if i in now and now[i].security_status not in done
+            ]
+            if not alert["belief_ids"]:
+                return
         wall.commit(
             wall.draft(
                 ALERT_KIND,
@@ -219,14 +266,18 @@ class Sentinel:
         from gnomon.firewall.model.states import Axis
 
         for belief_id in alert["belief_ids"]:
-            wall.transition(
-                belief_id,
-                [Move(Axis.SECURITY, target)],
-                reason=f"sentinel alert {alert['alert_id']}: {alert['reason']}",
-                authority=Authority.SENTINEL,
-                kind="belief.quarantined" if act == "quarantine" else "belief.suspected",
-                related_ids=[alert["alert_id"]],
-            )
+            try:
+                wall.transition(
+                    belief_id,
+                    [Move(Axis.SECURITY, target)],
+                    reason=f"sentinel alert {alert['alert_id']}: {alert['reason']}",
+                    authority=Authority.SENTINEL,
+                    kind="belief.quarantined" if act == "quarantine" else "belief.suspected",
+                    related_ids=[alert["alert_id"]],
+                )
+            except GateError as exc:  # moved meanwhile (another process): the alert stands,
+                # and one belief the gate refuses must not stop the watch (it never wedges)
+                logger.warning("gnomon sentinel: %s not moved: %s", belief_id, exc)
 
     def flag_origin(self, origin_id: str, *, reason: str) -> list[str]:
         """Raise an alert flagging ``origin_id`` and quarantine everything derived from it
@@ -239,4 +290,4 @@ class Sentinel:
         return moved
 
 
-__all__ = ["ALERT_KIND", "FLAG_KIND", "Sentinel", "SentinelState"]
+__all__ = ["ALERT_KIND", "CURSOR_KIND", "FLAG_KIND", "Sentinel", "SentinelState"]
