@@ -9,12 +9,12 @@ import pkgutil
 
 import pytest
 
-from gnomon import adapters, firewall, probes
+from gnomon import adapters, firewall, probes, tools
 
 
 def _modules() -> list[str]:
     names = []
-    for package in (firewall, adapters, probes):
+    for package in (firewall, adapters, probes, tools):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             if not info.name.endswith("__main__"):  # running it would run the CLI
                 names.append(info.name)
