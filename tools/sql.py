@@ -8,8 +8,8 @@ Invariants, checked by the executor on every call:
   protocol, which refuses several);
 * it runs in a read-only transaction that is rolled back: on SQLite the database is opened
   ``mode=ro`` with ``PRAGMA query_only`` and an authorizer that allows reads and selects only (no
-  ``ATTACH``, no pragma, no transaction control); on PostgreSQL a fresh connection with
-  ``default_transaction_read_only``, ``BEGIN READ ONLY`` and a ``statement_timeout``;
+  ``ATTACH``, no pragma, no transaction control); on PostgreSQL a fresh connection whose
+  transaction begins ``READ ONLY``, with a ``statement_timeout``;
 * at most ``max_rows`` rows come back.
 
 For defence in depth on PostgreSQL, give the tool a role that can only read.
@@ -120,20 +120,22 @@ class Sql:
             raise ToolRefused(
                 "sql_query on PostgreSQL needs psycopg", hint="pip install 'gnomon[postgres]'"
             ) from None
-        timeout_ms = int(self.timeout_s * 1000)
-        options = f"-c default_transaction_read_only=on -c statement_timeout={timeout_ms}"
+        timeout_ms = str(int(self.timeout_s * 1000))
         try:
-            conn = psycopg.connect(self.path, options=options, connect_timeout=10)
+            conn = psycopg.connect(self.path, connect_timeout=10)
         except psycopg.Error as exc:
             raise ToolRefused(f"sql_query: cannot connect: {exc}") from None
         try:
-            conn.read_only = True
+            conn.read_only = True  # every transaction on it begins READ ONLY
             try:
                 with conn.cursor() as cursor:
+                    cursor.execute("SELECT set_config('statement_timeout', %s, true)", [timeout_ms])
                     # params always given: the extended protocol, one statement only
                     cursor.execute(sql.encode("utf-8"), params, prepare=False)
                     rows = cursor.fetchmany(self.max_rows + 1) if cursor.description else []
                     columns = [d.name for d in cursor.description or ()]
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.INTRANS:
+                    raise ToolRefused("sql_query refused: the statement ended the transaction")
             except psycopg.Error as exc:
                 raise _refused(exc) from None
             finally:
