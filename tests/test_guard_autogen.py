@@ -1,5 +1,5 @@
-"""AutoGen's and CrewAI's real agent loops behind the guard (issue 24, item 5), as
-``test_guard_frameworks.py`` does for LangGraph, the OpenAI Agents SDK and pydantic-ai.
+"""AutoGen's real agent loop behind the guard (issue 24, item 5), as ``test_guard_frameworks.py``
+does for LangGraph, the OpenAI Agents SDK and pydantic-ai (CrewAI: ``test_guard_crewai.py``).
 
 The scripted model reads a poisoned README through a guarded tool, then asks to push. The
 promise: the README is recorded as external content, the L4 push is HELD and never runs, and the
