@@ -82,7 +82,8 @@ class Shell:
             found = shutil.which(name)
             if found is None:
                 raise ToolRefused(f"shell_run: {name!r} is not on the host's PATH")
-            self.programs[name] = os.path.realpath(found)
+            self.programs[name] = os.path.abspath(found)  # not realpath: a multi-call binary
+            # (busybox) picks its applet from the name it is run by
         self.cwd = os.path.realpath(cwd)
         self.timeout = timeout
         self.max_output = max_output
