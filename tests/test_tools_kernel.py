@@ -98,3 +98,63 @@ def test_attack_an_allowed_read_escaping_the_root_is_refused_and_recorded(
     assert state is not None and state.status == "executed"
     outcomes = [e for e in wall.store.events() if e.kind == "action.executed"]
     assert outcomes and "ToolRefused" in str(outcomes[-1].payload)
+
+
+def test_the_kit_served_over_mcp_behind_the_proxys_config(tmp_path: Path) -> None:
+    """The kit as a real MCP server subprocess, reached through the proxy's own stdio upstream
+    client; the proxy config's tools are ``kit.proxy_tools()`` (the kit's own contracts). A
+    ``..`` read comes back as an error result and the server stays up."""
+    import sys
+
+    import anyio
+    from mcp.client.stdio import StdioServerParameters
+
+    from gnomon.firewall.host.mcp_config import ProxyConfig
+    from gnomon.firewall.host.mcp_upstream import open_stdio_upstream
+
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "a.txt").write_text("hello")
+    (tmp_path / "secret.txt").write_text("TOP SECRET")
+    script = tmp_path / "kit_server.py"
+    script.write_text(
+        "import sys, anyio\n"
+        "from gnomon.tools import Files, Toolkit\n"
+        "from gnomon.tools.mcp_server import serve_stdio\n"
+        "anyio.run(serve_stdio, Toolkit(Files(sys.argv[1])))\n"
+    )
+    kit = Toolkit(Files(root))
+    config = ProxyConfig.model_validate(
+        {
+            "server": "kit",
+            "store": "memory://",
+            "project": "shop",
+            "policy": "actions.yaml",
+            "operator_keys": ["operator.pub"],
+            "tools": kit.proxy_tools(),
+        }
+    )
+    registry = config.registry(kit.names())
+    for name in kit.names():
+        ours, theirs = kit.registry().lookup(name), registry.lookup(name)
+        assert ours is not None and theirs is not None
+        assert (theirs.category, theirs.required_level) == (ours.category, ours.required_level)
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"}
+    params = StdioServerParameters(command=sys.executable, args=[str(script), str(root)], env=env)
+
+    async def main() -> list[tuple[str, bool]]:
+        with anyio.fail_after(60):
+            async with open_stdio_upstream(params, "kit") as upstream:
+                listed = [t.name for t in (await upstream.list_tools()).tools]
+                assert listed == kit.names()
+                out = []
+                for args in ({"path": "a.txt"}, {"path": "../secret.txt"}, {"path": "a.txt"}):
+                    result = await upstream.call_tool("fs_read", args)
+                    text = "\n".join(getattr(b, "text", "") for b in result.content)
+                    out.append((text, bool(result.is_error)))
+                return out
+
+    good, escape, again = anyio.run(main)
+    assert '"text":"hello"' in good[0] and not good[1]
+    assert escape[1] and "climbs out" in escape[0] and "TOP SECRET" not in escape[0]
+    assert again == good

@@ -155,6 +155,20 @@ class Toolkit:
         """Tool name to executor, for :class:`~firewall.kernel.ActionKernel`."""
         return {name: tool.run for name, tool in self._tools.items()}
 
+    def proxy_tools(self) -> dict[str, dict[str, str]]:
+        """The ``tools:`` section of a ``gnomon mcp proxy`` config fronting the kit served over
+        MCP (:func:`gnomon.tools.mcp_server.serve_stdio`): each tool's category, level, blast
+        radius and reversibility, as its contract says."""
+        return {
+            name: {
+                "category": t.contract.category.value,
+                "level": t.contract.required_level.name,
+                "blast_radius": t.contract.blast_radius.value,
+                "reversibility": t.contract.reversibility.value,
+            }
+            for name, t in sorted(self._tools.items())
+        }
+
     def tool(self, name: str) -> Tool:
         """The kit tool named ``name`` (``KeyError`` when the kit has none)."""
         return self._tools[name]
