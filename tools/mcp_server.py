@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import mcp_types as types
-from mcp.server.lowlevel.server import Server
-from mcp.server.stdio import stdio_server
-
+from gnomon.adapters.errors import sdk_imports
 from gnomon.firewall.model.errors import GnomonError
 from gnomon.tools.base import Toolkit
+
+with sdk_imports("MCP", "mcp", extra="mcp"):
+    import mcp_types as types
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.stdio import stdio_server
 
 
 def kit_server(kit: Toolkit, name: str = "gnomon-tools") -> Server[Any]:
