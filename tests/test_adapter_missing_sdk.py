@@ -27,7 +27,7 @@ from gnomon.adapters.errors import MissingSDKError
             "autogen_core",
             "pip install 'gnomon[autogen]'",
         ),
-        ("gnomon.adapters.frameworks.crewai_tools", "crewai", "pip install 'gnomon[crewai]'"),
+        ("gnomon.adapters.frameworks.crewai_tools", "crewai.tools", "pip install 'gnomon[crewai]'"),
         ("gnomon.tools.mcp_server", "mcp_types", "pip install 'gnomon[mcp]'"),
     ],
 )
