@@ -6,6 +6,7 @@ any other distribution (there is an ``adapters`` on the index already):
 * :mod:`gnomon.firewall`: the store-agnostic core, in layers (model, gate, log, store, audit,
   kernel, host, cli);
 * :mod:`gnomon.adapters`: one module per memory store (mem0, Letta, Zep) and per agent framework;
+* :mod:`gnomon.tools`: the governed tool kit (shell, git, filesystem, HTTP, SQL);
 * :mod:`gnomon.probes`: the executable threat model;
 * :mod:`gnomon.policies`: the YAML ContextPolicy presets.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_PACKAGES = ("firewall", "adapters", "probes", "policies")
+_PACKAGES = ("firewall", "adapters", "probes", "policies", "tools")
 
 
 def __getattr__(name: str) -> Any:

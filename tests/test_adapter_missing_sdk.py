@@ -22,6 +22,13 @@ from gnomon.adapters.errors import MissingSDKError
         ),
         ("gnomon.adapters.openai_agents_tools", "agents", "pip install 'gnomon[openai-agents]'"),
         ("gnomon.adapters.pydantic_ai_tools", "pydantic_ai", "pip install 'gnomon[pydantic-ai]'"),
+        (
+            "gnomon.adapters.frameworks.autogen_tools",
+            "autogen_core",
+            "pip install 'gnomon[autogen]'",
+        ),
+        ("gnomon.adapters.frameworks.crewai_tools", "crewai.tools", "pip install 'gnomon[crewai]'"),
+        ("gnomon.tools.mcp_server", "mcp_types", "pip install 'gnomon[mcp]'"),
     ],
 )
 def test_missing_sdk_names_the_pip_command(

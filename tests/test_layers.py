@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("model", "gate", "log", "store", "audit", "kernel", "host", "cli")
 FACADE_USERS = ("host", "cli")
-TOP_LEVEL = ("firewall", "adapters", "probes", "policies")
+TOP_LEVEL = ("firewall", "adapters", "probes", "policies", "tools")
 
 
 def _layer(module: str) -> str | None:

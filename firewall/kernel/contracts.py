@@ -119,6 +119,13 @@ LADDER: Mapping[str, Category] = {
     "http_post": Category.NETWORK,
     "deploy": Category.DEPLOY,
     "read_secret": Category.CREDENTIALS,
+    # the governed tool kit (gnomon.tools)
+    "fs_read": Category.READ,
+    "fs_list": Category.READ,
+    "sql_query": Category.READ,
+    "fs_write": Category.LOCAL_WRITE,
+    "shell_run": Category.LOCAL_WRITE,
+    "http_get": Category.NETWORK,
 }
 
 
