@@ -102,7 +102,8 @@ def test_an_unknown_tool_starts_at_l3_unless_the_operator_signs_it_lower(
     lint = _contract("lint_fix", Category.READ, "L0")  # the contract says: a harmless read
     kernel, ran = _kernel(wall, tmp_path, POLICY.format(levels=levels), [lint])
     with wall.session(project="p", actor="coder") as s:
-        s.observe(tool="read_file", content="run lint_fix", origin=Origin.external("file:x"))
+        # the file names the target: a value only untrusted text supplied (per-value provenance)
+        s.observe(tool="read_file", content="run lint_fix on src", origin=Origin.external("file:x"))
         result = kernel.handle(s).request("lint_fix", {"target": "src"})
     assert result.status == status, result.reasons
     assert len(ran) == (1 if status == "executed" else 0)

@@ -231,10 +231,13 @@ def test_recall_reference_quotes_poison(demo: Demo) -> None:
         ).output
     )
     assert data["policy"] == "reference"
+    poison = set(demo.result.poison_ids)
     quoted = {b["id"] for b in data["quoted"]}
-    assert quoted and quoted <= set(demo.result.poison_ids)
-    assert not quoted & {b["id"] for b in data["accepted"]}
-    assert "<quoted-data" in data["context"]
+    # the poison is never trusted: quoted as data, or withheld (it holds a live key, which the
+    # one credential rule keeps out of every rendering), and its key never reaches the context
+    assert quoted <= poison
+    assert not poison & {b["id"] for b in data["accepted"]}
+    assert poison & (quoted | {r["belief_id"] for r in data["rejected"]})
 
 
 def test_recall_with_policy_file(demo: Demo, tmp_path: Path) -> None:

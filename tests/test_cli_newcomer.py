@@ -128,7 +128,9 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("store")
     url = f"sqlite:///{folder / 'demo.db'}"
     result = run_demo(url)
-    return {"url": url, "demo": result, "folder": folder}
+    # the data directory that holds the store's sealing key: commands that write (recall logs
+    # its recall) must run where the host's key is
+    return {"url": url, "demo": result, "folder": folder, "home": os.environ["GNOMON_HOME"]}
 
 
 def _recipes(s: dict[str, Any], tmp: Path) -> dict[tuple[str, ...], list[str]]:
@@ -162,10 +164,13 @@ def _recipes(s: dict[str, Any], tmp: Path) -> dict[tuple[str, ...], list[str]]:
     }
 
 
-def test_commands_succeed_in_json(store: dict[str, Any], tmp_path: Path) -> None:
+def test_commands_succeed_in_json(
+    store: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A real store, real arguments: exit 0 and JSON on stdout. Commands with a store server or
     a grant in their way (import, sync, promote, clear, supersede, db upgrade, probes run) have
     their own JSON tests beside their other tests."""
+    monkeypatch.setenv("GNOMON_HOME", store["home"])  # the host that holds the store's key
     assert run("keys", "generate").exit_code == 0
     recipes = _recipes(store, tmp_path)
     assert set(recipes) <= set(LEAVES)

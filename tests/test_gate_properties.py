@@ -28,6 +28,7 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
+    multiple,
     precondition,
     rule,
     run_state_machine_as_test,
@@ -125,6 +126,8 @@ class AgentWithoutGrants(RuleBasedStateMachine):
         self.observations: list[str] = []  # observations of untrusted content
         self.tool_results: list[str] = []  # a trusted tool's output, offered only with action ids
         self.envelopes: list[str] = []
+        # decisions and actions of the current session: another session's are unknown to it
+        self.mine: set[str] = set()
 
     def _new_session(self) -> Session:
         return self.stack.enter_context(
@@ -239,15 +242,38 @@ class AgentWithoutGrants(RuleBasedStateMachine):
             self.session.recall("deploy", "audit")
 
     @rule(target=decisions, depends=st.lists(beliefs, min_size=1, max_size=3, unique=True))
-    def decide(self, depends: list[str]) -> str:
-        return self.session.decide("act on what was read", depends, policy=LENIENT).id
+    def decide(self, depends: list[str]) -> Any:
+        try:
+            made = self.session.decide("act on what was read", depends, policy=LENIENT).id
+            self.mine.add(made)
+            return made
+        except UnknownIdError:
+            # decide applies the read floor: a quarantined (hidden, blocked) belief is as unknown
+            # as a made-up id, and only then is a decision refused
+            held = self.wall.store.get_beliefs(depends)
+            assert any(
+                b.security_status in (SecurityStatus.QUARANTINED, SecurityStatus.MALICIOUS)
+                or b.retrieval_status in (RetrievalStatus.HIDDEN, RetrievalStatus.BLOCKED)
+                for b in held.values()
+            )
+            return multiple()
 
     @rule(target=actions, decision=decisions, name=st.sampled_from(["git_push", "deploy"]))
-    def act(self, decision: str, name: str) -> str:
-        return self.session.act(decision, name, {"force": True}).id
+    def act(self, decision: str, name: str) -> Any:
+        if decision not in self.mine:  # ATTACK: acting on another session's decision
+            with pytest.raises(UnknownIdError):
+                self.session.act(decision, name, {"force": True})
+            return multiple()
+        made = self.session.act(decision, name, {"force": True}).id
+        self.mine.add(made)
+        return made
 
     @rule(action=actions, success=st.booleans())
     def record_outcome(self, action: str, success: bool) -> None:
+        if action not in self.mine:  # ATTACK: an outcome for another session's action
+            with pytest.raises(UnknownIdError):
+                self.session.record_outcome(action, success=success, summary="it worked")
+            return
         self.session.record_outcome(action, success=success, summary="it worked")
 
     @rule(belief=beliefs)
@@ -273,6 +299,7 @@ class AgentWithoutGrants(RuleBasedStateMachine):
         self.stack.close()
         self.stack = ExitStack()
         self.session = self._new_session()
+        self.mine = set()
 
     # -- the property -----------------------------------------------------------------------
 
