@@ -68,9 +68,18 @@ def private_dir(path: Path) -> Path:
     >>> oct(folder.stat().st_mode & 0o777)
     '0o700'
     """
-    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    _make_dirs(path)
     path.chmod(DIR_MODE)
     return path
+
+
+def _make_dirs(folder: Path) -> None:
+    """Create ``folder`` and every missing parent owner-only (``Path.mkdir(parents=True)``
+    would give the parents the umask's mode, e.g. the data directory 0755 under its demo/)."""
+    if folder.exists():
+        return
+    _make_dirs(folder.parent)
+    folder.mkdir(mode=DIR_MODE, exist_ok=True)
 
 
 def private_file(path: Path) -> Path:
@@ -82,11 +91,13 @@ def private_file(path: Path) -> Path:
     store file created this way keeps its companions private as well.
 
     >>> import tempfile
-    >>> file = private_file(Path(tempfile.mkdtemp()) / "x" / "store.db")
+    >>> file = private_file(Path(tempfile.mkdtemp()) / "x" / "y" / "store.db")
     >>> oct(file.stat().st_mode & 0o777), oct(file.parent.stat().st_mode & 0o777)
     ('0o600', '0o700')
+    >>> oct(file.parent.parent.stat().st_mode & 0o777)  # a parent it had to create, too
+    '0o700'
     """
-    path.parent.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    _make_dirs(path.parent)
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE))
     path.chmod(FILE_MODE)
     return path
