@@ -176,7 +176,7 @@ def test_a_version_7_file_migrates_and_reads_old_and_new_rows(tmp_path: Path) ->
         (version,) = (
             _conn(wall).execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         )
-        assert version == str(sqlite_schema.SCHEMA_VERSION) == "11"
+        assert version == str(sqlite_schema.SCHEMA_VERSION) == "12"
         wall.import_records(_items(4, "new"), store_name="mem0", project="p")
         for belief in wall.store.find_beliefs(BeliefFilter(limit=100)):
             claim = wall.store.get_claim(belief.claim_id)

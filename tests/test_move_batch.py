@@ -33,6 +33,7 @@ from gnomon.firewall.model.errors import (
     LogIntegrityError,
     StoreCorruptError,
     StoreError,
+    TamperedLogError,
     TerminalStateError,
 )
 from gnomon.firewall.model.states import (
@@ -44,6 +45,7 @@ from gnomon.firewall.model.states import (
     TruthStatus,
 )
 from gnomon.firewall.store.memory import MemoryStore
+from gnomon.firewall.store.sealing import TAMPER_KIND
 from gnomon.probes.runner import ProbeClock
 from tests.attested import observe_as
 
@@ -353,8 +355,9 @@ def test_sqlite_decay_of_an_edited_document_moves_nothing_and_rebuild_names_it(
     ids=["label-not-a-list", "version-not-a-number"],
 )
 def test_sqlite_fan_out_over_an_edited_document_is_refused_whole(edit: str, tmp_path: Path) -> None:
-    """A document carrying the flagged origin that does not read as a belief version: the
-    fan-out quarantines nothing (rather than skip that belief) and says how to repair."""
+    """A document carrying the flagged origin, edited so that it does not read as a belief
+    version: its row's seal no longer verifies, so the fan-out quarantines nothing (rather
+    than skip that belief), records the row and says how to repair."""
     path = tmp_path / "g.db"
     with firewall.open(f"sqlite:///{path}", clock=ProbeClock(T0)) as wall:
         edited, kept = _pages(wall, Origin.external("web:x"), "first page", "second page")
@@ -363,10 +366,16 @@ def test_sqlite_fan_out_over_an_edited_document_is_refused_whole(edit: str, tmp_
     conn.close()
     with firewall.open(f"sqlite:///{path}", clock=ProbeClock(T0)) as wall:
         head = wall.store.head()
+        with pytest.raises(TamperedLogError, match=f"store row beliefs/{edited} is tampered"):
+            wall.flag_origin("external:web:x", reason="bad")
+        (recorded,) = list(wall.store.events(after=head[0]))  # the record, nothing moved
+        assert recorded.kind == TAMPER_KIND
+        assert wall.require_belief(kept).security_status == SecurityStatus.CLEAN
+    with firewall.open(f"sqlite:///{path}", clock=ProbeClock(T0)) as wall:
+        # without the seal check the fan-out itself refuses the document it cannot read
+        wall.store._seal.sealer.row_problem = lambda doc, tag: None  # type: ignore[union-attr,method-assign]
         with pytest.raises(StoreCorruptError, match="does not read as a belief version"):
             wall.flag_origin("external:web:x", reason="bad")
-        assert wall.store.head() == head
-        assert wall.require_belief(kept).security_status == SecurityStatus.CLEAN
 
 
 def test_a_move_racing_a_concurrent_change_rolls_back_on_sqlite(tmp_path: Path) -> None:

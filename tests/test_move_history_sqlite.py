@@ -228,7 +228,7 @@ def test_a_version_9_file_migrates_and_reads_old_and_new_moves(tmp_path: Path) -
     with _open(path, clock) as wall:
         conn = wall.store._conn  # type: ignore[attr-defined]
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        assert version == (str(sqlite_schema.SCHEMA_VERSION),) == ("11",)
+        assert version == (str(sqlite_schema.SCHEMA_VERSION),) == ("12",)
         _assert_reads_as_the_log_says(wall, ids)  # the old rows, as schema 9 wrote them
         clock[0] = T0 + timedelta(days=41)
         moved = wall.flag_origin(_origin_of(wall, ids[1]), reason="poisoned")

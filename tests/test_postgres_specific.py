@@ -190,7 +190,7 @@ def test_older_schema_says_run_db_upgrade(
 
 def pre_seal_writer(patch: pytest.MonkeyPatch) -> None:
     """Make this process write events as a writer of a schema before version 8 did: without
-    the ``seal`` column (the seals computed are dropped by the statement)."""
+    the ``seal`` columns (the seals computed are dropped by the statements)."""
     from gnomon.firewall.store import postgres
 
     old = postgres.INSERT_EVENTS_MOVE_HEAD.replace(
@@ -199,6 +199,15 @@ def pre_seal_writer(patch: pytest.MonkeyPatch) -> None:
     ).replace("%b::bytea[])", "%b::bytea[]) AS u(q, k, a, c, s, b, p, h, t)")
     assert old != postgres.INSERT_EVENTS_MOVE_HEAD
     patch.setattr(postgres, "INSERT_EVENTS_MOVE_HEAD", old)
+    # nor belief row seals (version 9): the seal array is passed and dropped
+    rows = (
+        postgres.UPSERT_BELIEFS.replace("doc, seal) SELECT", "doc) SELECT")
+        .replace("u.c17, u.c18 FROM", "u.c17 FROM")
+        .replace(", seal = excluded.seal", "")
+    )
+    assert rows.count("seal") == 0
+    patch.setattr(postgres, "UPSERT_BELIEFS", rows)
+    patch.setattr(postgres.PostgresStore, "_reseal_rows", lambda self: None)
 
 
 def test_version_1_schema_upgrades_to_bindings(

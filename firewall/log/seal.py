@@ -60,6 +60,7 @@ EPOCH_DOMAIN = b"gnomon.seal.epoch.v1\x00"
 HOST_DOMAIN = b"gnomon.seal.host.v1\x00"
 RATCHET = b"gnomon.seal.ratchet"
 HEAD_DOMAIN = b"gnomon.seal.head.v1\x00"
+ROW_DOMAIN = b"gnomon.seal.row.v1\x00"
 #: The ``format`` of a key file and of an auditor's verification file.
 KEY_FORMAT = "gnomon.seal-key"
 VERIFY_FORMAT = "gnomon.seal-verify"
@@ -275,6 +276,7 @@ class Sealer:
         self.keys = keys
         self._host = Mac(keys.host_key, HOST_DOMAIN)
         self._head = Mac(keys.host_key, HEAD_DOMAIN)
+        self._row = Mac(keys.host_key, ROW_DOMAIN)
         self._epoch = Mac(keys.epoch_key, EPOCH_DOMAIN)
         self._epoch_no = keys.epoch
 
@@ -325,6 +327,20 @@ class Sealer:
             tag[32:], self._host(_msg(seq, digest))
         ):
             return _FORGED
+        return None
+
+    def row_tag(self, doc: bytes) -> bytes:
+        """The seal of a projection row whose stored document is ``doc`` (a belief's row:
+        everything a read decides on is in its document, which the read parses)."""
+        return self._row(doc)
+
+    def row_problem(self, doc: bytes, tag: bytes | None) -> str | None:
+        """``None`` if ``tag`` is the host's seal of the row document ``doc``, else the
+        problem."""
+        if tag is None:
+            return "it carries no seal (written without the host's key)"
+        if not hmac.compare_digest(tag, self._row(doc)):
+            return "its seal does not verify under the host key (edited or forged)"
         return None
 
     def head_tag(self, seq: int, digest: str) -> bytes:

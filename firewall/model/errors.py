@@ -286,19 +286,25 @@ class RedactionError(LogIntegrityError):
 class TamperedLogError(LogIntegrityError):
     """An event read by something that acts on it is not sealed by the host (forged, edited,
     renumbered, re-chained, or written without the key), or the log's tail was cut back below
-    the host's sealed head. ``seq`` names the event (or the head), ``problem`` what is wrong;
-    the store records it once as a ``log.tamper_detected`` event when it can."""
+    the host's sealed head, or a projection row (``row``, e.g. ``beliefs/b_...``; ``seq`` 0)
+    does not carry the host's seal. ``seq`` names the event (or the head), ``problem`` what is
+    wrong; the store records it once as a ``log.tamper_detected`` event when it can."""
 
-    def __init__(self, seq: int, problem: str, *, hint: str | None = None) -> None:
+    def __init__(
+        self, seq: int, problem: str, *, hint: str | None = None, row: str | None = None
+    ) -> None:
+        where = f"store row {row} is tampered" if row else f"event log is tampered at seq {seq}"
         GnomonError.__init__(
             self,
-            f"event log is tampered at seq {seq}: {problem}; refused",
+            f"{where}: {problem}; refused",
             hint=hint
             or "something other than the host wrote the store's files; nothing was obeyed. "
             "Run `gnomon log verify` to list every bad event and `gnomon doctor`",
         )
         self.seq = seq
         self.problem = problem
+        #: The projection row (``table/id``) when a row, not an event, failed its seal.
+        self.row = row
 
 
 class KeyFileError(GnomonError):

@@ -189,6 +189,25 @@ class Store(ABC):
                 self.commit([tamper_draft(seq, problem)])
         return TamperedLogError(seq, problem)
 
+    def _row_tampered(self, table: str, ident: str, problem: str) -> TamperedLogError:
+        """The error for the projection row ``table/ident`` that fails its seal (not recorded:
+        :meth:`_recorded`)."""
+        return TamperedLogError(
+            0,
+            problem,
+            row=f"{table}/{ident}",
+            hint="something other than the host wrote the store's files; nothing was obeyed. "
+            "`gnomon rebuild --apply` re-derives every row from the verified log",
+        )
+
+    def _recorded(self, error: TamperedLogError) -> TamperedLogError:
+        """``error`` recorded once (:meth:`_tampered`; a row's at seq 0), returned to raise."""
+        if error.row is None:
+            self._tampered(error.seq, error.problem)
+        else:
+            self._tampered(0, f"row {error.row}: {error.problem}")
+        return error
+
     def adopt_unsealed(self, *, checkpoint_keys: Sequence[Any] = ()) -> int:
         """Seal the events a store holds without a seal (written before sealing existed), once,
         by an operator: the whole chain is verified first (and with ``checkpoint_keys``, pinned
@@ -223,7 +242,13 @@ class Store(ABC):
             self._set_seals(tags)
         if report.head_seq and self._seal.watermark is not None:
             self._seal.watermark.advance(report.head_seq, report.head_hash)
+        self._reseal_rows()
         return len(tags)
+
+    def _reseal_rows(self) -> None:
+        """Seal the projection rows stored without a seal (a backend that seals rows
+        re-derives them from the verified log); nothing for one that keeps no rows on disk."""
+        return
 
     def _set_seals(self, tags: Sequence[tuple[int, bytes]]) -> None:
         """Store ``(seq, seal)`` for events stored without one (:meth:`adopt_unsealed`)."""

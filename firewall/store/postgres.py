@@ -73,6 +73,7 @@ from gnomon.firewall.model.errors import (
     StoreCorruptError,
     StoreError,
     StoreLockedError,
+    TamperedLogError,
     UnsupportedURLError,
 )
 from gnomon.firewall.model.filters import BeliefFilter
@@ -307,6 +308,8 @@ BELIEF_COLUMNS: tuple[tuple[str, str], ...] = (
     ("length", "integer"),
     ("tsv", "tsvector"),
     ("doc", "bytea"),
+    # the host's MAC of the document (Sealer.row_tag), checked on every read with the key
+    ("seal", "bytea"),
 )
 UPSERT_BELIEFS = _upsert("beliefs", BELIEF_COLUMNS)
 VERSION_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -528,6 +531,16 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
             empty=self.head()[0] == 0,
             key=seal_key,
         )
+        self._reseal_rows()
+
+    def _reseal_rows(self) -> None:
+        unsealed = "SELECT 1 FROM beliefs WHERE tenant = %s AND seal IS NULL LIMIT 1"
+        if self._seal.sealed and self._read("opening", unsealed, (self.tenant,)):
+            # rows written before row sealing (migration 9) or stripped of it: re-derived from
+            # the verified log, which seals them; a log that does not verify leaves them
+            # refused on read
+            with suppress(TamperedLogError):
+                self.rebuild_projections()
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"SET lock_timeout = {int(self.lock_timeout * 1000)}")
@@ -738,9 +751,14 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
 
         def load(ids: list[str]) -> dict[str, chain.Belief]:
             rows = conn.execute(
-                "SELECT doc FROM beliefs WHERE tenant = %s AND id = ANY(%s)", (self.tenant, ids)
+                "SELECT doc, seal FROM beliefs WHERE tenant = %s AND id = ANY(%s)",
+                (self.tenant, ids),
             ).fetchall()
-            found = [chain.Belief.model_validate_json(bytes(doc), strict=False) for (doc,) in rows]
+            found: list[chain.Belief] = []
+            for doc, tag in rows:
+                # a move makes its new version from the stored one: it must be the host's
+                self._check_row_in_write(doc, tag)
+                found.append(chain.Belief.model_validate_json(bytes(doc), strict=False))
             return {b.id: b for b in found}
 
         return resolve_moves(records, load)
@@ -814,7 +832,7 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
                 yield table, ident, bytes(doc)
 
     def derived_rows(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
-        beliefs = tuple("tsv::text" if n == "tsv" else n for n, _ in BELIEF_COLUMNS[1:-1])
+        beliefs = tuple("tsv::text" if n == "tsv" else n for n, _ in BELIEF_COLUMNS[1:-2])
         versions = tuple(n for n, _ in VERSION_COLUMNS[1:])
         where = "WHERE tenant = %(tenant)s"
         params = {"tenant": self.tenant}
@@ -975,12 +993,20 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
         for _length, terms in old:
             df.subtract(terms)
         columns: list[list[Any]] = [[] for _ in BELIEF_COLUMNS]
+        seal = self._seal.require("writing beliefs").row_tag
         for belief, doc in rows.beliefs.values():
             counts = _term_counts(belief.statement)
             df.update(counts.keys())
             length = sum(counts.values())
             tokens += length
-            values = (belief.id, *belief_keys(belief), length, tsvector_text(counts), doc)
+            values = (
+                belief.id,
+                *belief_keys(belief),
+                length,
+                tsvector_text(counts),
+                doc,
+                seal(doc),
+            )
             for column, value in zip(columns, values, strict=True):
                 column.append(value)
         cur.execute(UPSERT_BELIEFS, (tenant, *columns))
@@ -1018,14 +1044,16 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
         with cur.copy(COPY_EVIDENCE) as evidence:
             for row, _, _ in rows:
                 evidence.write_row((tenant, row.evidence_id, row.claim_id, row.evidence))
+        seal = self._seal.require("writing beliefs").row_tag
         with cur.copy(COPY_BELIEFS) as beliefs:
             for row, _, _ in rows:
                 counts = _term_counts(row.statement)
                 df.update(counts.keys())
                 length = sum(counts.values())
                 tokens += length
+                terms = tsvector_text(counts)
                 beliefs.write_row(
-                    (tenant, row.belief_id, *row.keys, length, tsvector_text(counts), row.belief)
+                    (tenant, row.belief_id, *row.keys, length, terms, row.belief, seal(row.belief))
                 )
         with cur.copy(COPY_VERSIONS) as versions:
             for row, version, start in rows:
@@ -1215,13 +1243,14 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
         return chain.EvidenceSet(claim_id=claim_id, items=items)
 
     def get_beliefs(self, belief_ids: Sequence[str]) -> dict[str, chain.Belief]:
+        distinct = list(dict.fromkeys(belief_ids))
+        if not distinct:
+            return {}
         found = {
             b.id: b
-            for b in self._docs_of(
-                chain.Belief,
-                "SELECT doc FROM beliefs WHERE tenant = %s AND id = ANY(%s)",
-                belief_ids,
-                self.tenant,
+            for b in self._beliefs(
+                "SELECT doc, seal FROM beliefs WHERE tenant = %s AND id = ANY(%s)",
+                (self.tenant, distinct),
             )
         }
         return {i: found[i] for i in belief_ids if i in found}
@@ -1412,13 +1441,13 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
                 return sql, params
             if where.unranked:
                 # no BM25: any matches, in the no-text order (a top-k sort, no scoring)
-                sql = "SELECT b.doc FROM beliefs b WHERE b.tsv @@ %(tsquery)s::tsquery AND "
+                sql = "SELECT b.doc, b.seal FROM beliefs b WHERE b.tsv @@ %(tsquery)s::tsquery AND "
                 sql += " AND ".join(conds) + " ORDER BY b.observed_us DESC, b.id"
                 return sql + paging, params
             params.update(k1=K1, b=B, k1p1=K1 + 1.0)
-            sql = _TEXT_FROM.format(select="b.doc") + " AND " + " AND ".join(conds)
+            sql = _TEXT_FROM.format(select="b.doc, b.seal") + " AND " + " AND ".join(conds)
             return sql + " ORDER BY r.score DESC, b.id" + paging, params
-        select = "count(*)" if count else "b.doc"
+        select = "count(*)" if count else "b.doc, b.seal"
         sql = f"SELECT {select} FROM beliefs b WHERE " + " AND ".join(conds)
         if count:
             return sql, params

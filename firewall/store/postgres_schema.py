@@ -49,7 +49,7 @@ from gnomon.firewall.store.sql_common import (
 
 GLOBAL_SCOPE = Scope.GLOBAL.value
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 #: Taken (session-scoped) by whoever creates or migrates a schema, so that two processes
 #: opening a fresh database at once do not both run the DDL. The value is arbitrary but fixed.
@@ -356,6 +356,14 @@ DROP INDEX beliefs_tsv;
 #: written before sealing existed.
 _V8 = "ALTER TABLE events ADD COLUMN seal bytea;"
 
+#: Version 9: the host's seal of each belief row (its document's MAC, checked on every read
+#: of a store that holds its key), and the rows still without one, so that the host finds them
+#: at open without a scan and re-derives them from the verified log.
+_V9 = """
+ALTER TABLE beliefs ADD COLUMN seal bytea;
+CREATE INDEX beliefs_unsealed ON beliefs (tenant) WHERE seal IS NULL;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1),
     Migration(2, "store bindings", _V2),
@@ -365,6 +373,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "events by request", _V6),
     Migration(7, "recall gate", _V7),
     Migration(8, "event seals", _V8),
+    Migration(9, "belief row seals", _V9),
 )
 
 CREATE_MIGRATIONS_TABLE = """
@@ -383,7 +392,7 @@ def pending(current: int, migrations: tuple[Migration, ...] | None = None) -> li
     """Migrations newer than ``current``, in order (of :data:`MIGRATIONS` unless given).
 
     >>> [m.version for m in pending(0)]
-    [1, 2, 3, 4, 5, 6, 7, 8]
+    [1, 2, 3, 4, 5, 6, 7, 8, 9]
     >>> pending(SCHEMA_VERSION)
     []
     """

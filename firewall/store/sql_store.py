@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
+import orjson
+
 from gnomon.firewall.log.events import Event, EventDraft
 from gnomon.firewall.model import chain
 from gnomon.firewall.model.errors import TamperedLogError
@@ -124,7 +126,10 @@ class SQLStore(Store, Generic[C]):
         try:
             events = self._atomic(doing, work)
         except TamperedLogError as exc:
-            self._seal.record(exc.seq, exc.problem)
+            if exc.row is None:
+                self._seal.record(exc.seq, exc.problem)
+            else:  # a row: the transaction is over, so the record can be a commit
+                self._recorded(exc)
             raise
         if events:
             self._seal.advance(events)
@@ -183,9 +188,47 @@ class SQLStore(Store, Generic[C]):
         validate = model.model_validate_json
         return [validate(doc, strict=False) for (doc,) in self._read("reading", sql, params)]
 
+    def _beliefs(self, sql: str, params: Any) -> list[chain.Belief]:
+        """The beliefs ``sql`` selects as ``(doc, seal)`` rows, each row's seal checked first
+        (:meth:`_check_row`)."""
+        rows = self._read("reading beliefs", sql, params)
+        validate = chain.Belief.model_validate_json
+        if self._seal.sealer is None:
+            return [validate(doc, strict=False) for doc, _ in rows]
+        check = self._check_row
+        found: list[chain.Belief] = []
+        for doc, tag in rows:
+            check(doc, tag)
+            found.append(validate(doc, strict=False))
+        return found
+
+    def _check_row(self, doc: bytes, tag: bytes | None) -> None:
+        """Unless the belief row ``doc`` carries the host's seal ``tag``, raise
+        :class:`~firewall.model.errors.TamperedLogError`, recorded once: a row edited or
+        planted outside the host is never acted on."""
+        error = self._row_error(doc, tag)
+        if error is not None:
+            raise self._recorded(error)
+
+    def _check_row_in_write(self, doc: bytes, tag: bytes | None) -> None:
+        """:meth:`_check_row` inside a write transaction: the error is recorded by
+        :meth:`_sealed_write` after the rollback (a record is a commit of its own)."""
+        error = self._row_error(doc, tag)
+        if error is not None:
+            raise error
+
+    def _row_error(self, doc: bytes, tag: bytes | None) -> TamperedLogError | None:
+        """The error if the belief row ``doc`` does not carry the host's seal ``tag``. A store
+        without its key cannot tell (its reads are unverified, as its events are)."""
+        sealer = self._seal.sealer
+        if sealer is None:
+            return None
+        problem = sealer.row_problem(bytes(doc), None if tag is None else bytes(tag))
+        return None if problem is None else self._row_tampered("beliefs", row_id(doc), problem)
+
     def find_beliefs(self, where: BeliefFilter) -> list[chain.Belief]:
         query = self._belief_query(where, count=False) if where.limit > 0 else None
-        return [] if query is None else self._docs(chain.Belief, *query)
+        return [] if query is None else self._beliefs(*query)
 
     def count_beliefs(self, where: BeliefFilter) -> int:
         query = self._belief_query(where, count=True)
@@ -196,12 +239,20 @@ class SQLStore(Store, Generic[C]):
     ) -> list[chain.Belief]:
         scope, params = self._scope()
         mark = self.MARK
-        return self._docs(
-            chain.Belief,
-            f"SELECT doc FROM beliefs WHERE {scope} id > {mark} AND ({decay_due(mark)}) "
+        return self._beliefs(
+            f"SELECT doc, seal FROM beliefs WHERE {scope} id > {mark} AND ({decay_due(mark)}) "
             f"ORDER BY id LIMIT {mark}",
             (*params, after, micros(now), micros(stale_before), limit),
         )
 
 
-__all__ = ["SQLStore", "decay_due"]
+def row_id(doc: bytes | memoryview | str) -> str:
+    """The id a stored belief document names (for the error; ``?`` if it names none)."""
+    try:
+        found = orjson.loads(doc).get("id")
+    except (orjson.JSONDecodeError, AttributeError):
+        return "?"
+    return found if isinstance(found, str) else "?"
+
+
+__all__ = ["SQLStore", "decay_due", "row_id"]

@@ -52,6 +52,7 @@ from gnomon.firewall.model.errors import (
     StoreCorruptError,
     StoreError,
     StoreLockedError,
+    TamperedLogError,
 )
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.states import (
@@ -158,10 +159,27 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
                 self._seal = StoreSeal.open(
                     file_identity(self.path), self.url, empty=self.head()[0] == 0, key=seal_key
                 )
+            self._conn.create_function(
+                schema.ROW_SEAL_FUNCTION, 1, self._row_seal, deterministic=True
+            )
+            self._reseal_rows()
         except BaseException:
             self._closed = True
             self._conn.close()
             raise
+
+    def _reseal_rows(self) -> None:
+        if self._seal.sealed and self._read("opening", schema.ANY_UNSEALED, ()):
+            # rows written before row sealing (or stripped of it): re-derived from the verified
+            # log, which seals them; a log that does not verify leaves them refused on read
+            with suppress(TamperedLogError):
+                self.rebuild_projections()
+
+    def _row_seal(self, doc: bytes) -> bytes | None:
+        """The host's seal of a belief row's document (SQL :data:`schema.ROW_SEAL_FUNCTION`);
+        NULL without the key (such a store writes nothing anyway)."""
+        sealer = self._seal.sealer
+        return None if sealer is None else sealer.row_tag(doc)
 
     # -- opening --------------------------------------------------------------------------
 
@@ -203,6 +221,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
                 for statement in _statements(ddl):
                     conn.execute(statement)
                 conn.execute(schema.SEAL_COLUMN_DDL)
+                conn.execute(schema.UNSEALED_INDEX_DDL)
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
                     [
@@ -266,6 +285,10 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         # Version 11 seals events; those written before stay unsealed (NULL).
         if "seal" not in {r[1] for r in self._conn.execute("PRAGMA table_info(events)")}:
             self._conn.execute(schema.SEAL_COLUMN_DDL)
+        # Version 12 seals belief rows: re-derived from the verified log once the key is known.
+        if "seal" not in {r[1] for r in self._conn.execute("PRAGMA table_info(beliefs)")}:
+            self._conn.execute(schema.ROW_SEAL_COLUMN_DDL)
+        self._conn.execute(schema.UNSEALED_INDEX_DDL)
         self._conn.execute(
             "UPDATE meta SET value = ? WHERE key = 'schema_version'",
             (str(schema.SCHEMA_VERSION),),
@@ -433,7 +456,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
                 # moves apply to what earlier drafts of this commit wrote: write those first
                 rows.write(conn, index_new_beliefs=not self._index_by_trigger)
                 rows = _Rows()
-                apply_moves(conn, draft.moves, seq)
+                apply_moves(conn, draft.moves, seq, self._check_row_in_write)
         self._insert_events(conn, self._seal.closed(sealed))
         rows.write(conn, index_new_beliefs=not self._index_by_trigger)
         return sealed
@@ -509,7 +532,11 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = ids[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for (doc,) in conn.execute(f"SELECT doc FROM beliefs WHERE id IN ({marks})", chunk):
+            for doc, tag in conn.execute(
+                f"SELECT doc, seal FROM beliefs WHERE id IN ({marks})", chunk
+            ):
+                # a move rewrites the stored document: it must be the host's
+                self._check_row_in_write(doc, tag)
                 belief = chain.Belief.model_validate_json(doc, strict=False)
                 found[belief.id] = belief
         return found
@@ -629,7 +656,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         # the revisions below and the version's document (stored or derived, read alike).
         kept = ", ".join(f"b.{c}" for c in schema.VERSION_COLUMNS[:-1])
         queries = derived_queries(
-            schema.BELIEF_COLUMNS[1:-1],
+            schema.BELIEF_COLUMNS[1:-2],
             schema.VERSION_COLUMNS[1:],
             "",
             versions_from=f"(SELECT b.rid, {kept}, {schema.VERSION_DOC} AS doc "
@@ -816,18 +843,16 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         for start in range(0, len(ids), _IN_CHUNK):
             chunk = ids[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for belief in self._docs(
-                chain.Belief, f"SELECT doc FROM beliefs WHERE id IN ({marks})", chunk
-            ):
+            sql = f"SELECT doc, seal FROM beliefs WHERE id IN ({marks})"
+            for belief in self._beliefs(sql, chunk):
                 found[belief.id] = belief
         return {i: found[i] for i in ids if i in found}
 
     def beliefs_with_origin(self, origin_id: str) -> list[chain.Belief]:
         # The same answer as the generic pass, read from the beliefs table alone: SQLite tests
         # each document's origin ids (the label, not any text that mentions the id).
-        return self._docs(
-            chain.Belief,
-            "SELECT doc FROM beliefs WHERE instr(doc, ?) > 0 AND EXISTS (SELECT 1 FROM "
+        return self._beliefs(
+            "SELECT doc, seal FROM beliefs WHERE instr(doc, ?) > 0 AND EXISTS (SELECT 1 FROM "
             "json_each(CAST(doc AS TEXT), '$.origin.origin_ids') WHERE value = ?) ORDER BY id",
             (orjson.dumps(origin_id)[1:-1], origin_id),
         )
@@ -839,12 +864,14 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         loads = orjson.loads
         rows: list[OriginRow] = []
         with self._guard("reading beliefs with an origin") as conn:
-            for belief_id, found in conn.execute(
+            for belief_id, found, doc, tag in conn.execute(
                 "SELECT id, json_extract(CAST(doc AS TEXT), '$.version', '$.security_status', "
-                "'$.retrieval_status', '$.origin.origin_ids') FROM beliefs "
+                "'$.retrieval_status', '$.origin.origin_ids'), doc, seal FROM beliefs "
                 "WHERE instr(doc, ?) > 0 ORDER BY id",
                 (orjson.dumps(origin_id)[1:-1],),
             ):
+                # a row that is not the host's refuses the whole fan-out (and is recorded)
+                self._check_row(doc, tag)
                 version, security, retrieval, origin_ids = loads(found)
                 if type(origin_ids) is not list:
                     # a label that is no list of ids: not a belief version (the fan-out
@@ -1016,7 +1043,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             return None
         conds, params = found
 
-        select = "count(*)" if count else "b.doc"
+        select = "count(*)" if count else "b.doc, b.seal"
         if where.text is not None:
             match = fts5_match(where.text)
             if match is None:
@@ -1265,14 +1292,8 @@ class _Rows:
             zip(batch.rows, batch_keys(batch), imports["rows"], strict=True)
         ):
             belief_id, claim_id, text = row[0], row[1], row[3]
-            beliefs.append(
-                (
-                    belief_id,
-                    *keys,
-                    " ".join(index_tokens(text)),
-                    dumps(belief_doc(belief_t, at, doc_row)),
-                )
-            )
+            doc = dumps(belief_doc(belief_t, at, doc_row))
+            beliefs.append((belief_id, *keys, " ".join(index_tokens(text)), doc, doc))
             firsts.append((belief_id, version, now, None, *keys, b""))
             members.append((claim_id, seq, index))
             if binding_t is not None:
@@ -1480,7 +1501,8 @@ def _revision_keys(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _belief_row(b: chain.Belief, doc: bytes) -> tuple[Any, ...]:
-    return (b.id, *belief_keys(b), " ".join(index_tokens(b.statement)), doc)
+    # the document twice: the row's, and the seal's input (``schema.BELIEF_COLUMNS``)
+    return (b.id, *belief_keys(b), " ".join(index_tokens(b.statement)), doc, doc)
 
 
 def _statements(script: str) -> Iterator[str]:

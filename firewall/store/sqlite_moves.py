@@ -31,6 +31,7 @@ order in one pass.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from gnomon.firewall.gate.gate import PINNED_RETRIEVAL
@@ -78,9 +79,14 @@ def _update_sql(axes: tuple[Axis, ...]) -> str:
         f"json_extract(CAST(doc AS TEXT), '$.{a.value}_status') = m.from{i}"
         for i, a in enumerate(axes)
     )
+    moved = (
+        f"CAST(json_set(CAST(doc AS TEXT), {paths}, '$.version', m.version, '$.updated_at', ?1) "
+        "AS BLOB)"
+    )
+    # the new document is sealed as the host writes it (the seal of the one read was checked)
     sql = (
-        f"UPDATE beliefs SET {sets}, doc = CAST(json_set(CAST(doc AS TEXT), {paths}, "
-        "'$.version', m.version, '$.updated_at', ?1) AS BLOB) FROM temp.move_rows m "
+        f"UPDATE beliefs SET {sets}, doc = {moved}, "
+        f"seal = {schema.ROW_SEAL_FUNCTION}({moved}) FROM temp.move_rows m "
         "WHERE m.shape = ?2 AND beliefs.id = m.id "
         f"AND json_extract(CAST(doc AS TEXT), '$.version') = m.version - 1 AND {checks}"
     )
@@ -93,9 +99,15 @@ def _update_sql(axes: tuple[Axis, ...]) -> str:
     return sql
 
 
-def apply_moves(conn: sqlite3.Connection, batch: MoveBatch, seq: int) -> None:
+def apply_moves(
+    conn: sqlite3.Connection,
+    batch: MoveBatch,
+    seq: int,
+    check_row: Callable[[bytes, bytes | None], None] | None = None,
+) -> None:
     """Apply ``batch``, sealed as event ``seq``, inside the caller's transaction (see the
-    module docstring)."""
+    module docstring). ``check_row(doc, seal)`` raises for a stored row that is not the
+    host's: each moved row is checked before its document is rewritten and resealed."""
     #: each shape of move (the axes moved, from and to), checked once: its number and axes
     shapes: dict[tuple[tuple[str, str, str], ...], int] = {}
     axes_of: list[tuple[Axis, ...]] = []
@@ -124,6 +136,11 @@ def apply_moves(conn: sqlite3.Connection, batch: MoveBatch, seq: int) -> None:
     conn.execute(_ROWS_DDL)
     conn.execute("DELETE FROM temp.move_rows")
     conn.executemany(_INSERT_ROWS, rows)
+    if check_row is not None:
+        for doc, tag in conn.execute(
+            "SELECT b.doc, b.seal FROM temp.move_rows m JOIN beliefs b ON b.id = m.id"
+        ):
+            check_row(doc, tag)
     # the open versions are closed first: the rule for keeping a document reads the belief's
     conn.execute(schema.CLOSE_VERSION_BY_MOVE, (micros(batch.now),))
     for number, axes in enumerate(axes_of):

@@ -79,6 +79,12 @@ Version 11 adds ``events.seal``: the host's seal of each event (:mod:`firewall.l
 for an event written before sealing existed. Opening an older file adds the column; its events
 stay unsealed (read-only for authority until adopted, see ``docs/threat-model.md``).
 
+Version 12 adds ``beliefs.seal``: the host's MAC of the row's document, made in SQL by the
+function the host's connection registers (:data:`ROW_SEAL_FUNCTION`, also on a move batch's
+rewrite) and checked by every belief read of a store that holds its key. Opening an older
+file adds the column and ``beliefs_unsealed`` (the rows with no seal); a store opened with its
+key that finds any there re-derives the projections from the verified log, which seals them.
+
 Status facets are deliberately *not* in the FTS index. Pushing ``facets:(t_supported)`` into the
 MATCH expression was measured ~10x slower at 100k beliefs (p50 9.8 ms against 1.1 ms): FTS5's
 ``bm25()`` computes an IDF for every phrase of the query by walking that phrase's whole doclist, and
@@ -103,7 +109,7 @@ from gnomon.firewall.store.sql_common import (
     BeliefKeys,
 )
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 APPLICATION = "gnomon"
 
 FTS_TOKENIZE = "unicode61 remove_diacritics 2 tokenchars '_'"
@@ -191,7 +197,8 @@ CREATE TABLE beliefs (
     id               TEXT NOT NULL UNIQUE,
 {_BELIEF_KEYS}
     terms            TEXT NOT NULL,
-    doc              BLOB NOT NULL
+    doc              BLOB NOT NULL,
+    seal             BLOB
 );
 CREATE INDEX beliefs_recall ON beliefs (
     truth, retrieval, security, observed_us DESC, id,
@@ -435,14 +442,19 @@ BATCH_MEMBER = (
     "WHERE m.claim_id = ?"
 )
 
-#: ``beliefs`` columns a belief's row is written with.
-BELIEF_COLUMNS = ("id", *BeliefKeys._fields, "terms", "doc")
+#: ``beliefs`` columns a belief's row is written with: the seal last, computed from the
+#: document by the connection's :data:`ROW_SEAL_FUNCTION` (the row's tuple repeats the document).
+BELIEF_COLUMNS = ("id", *BeliefKeys._fields, "terms", "doc", "seal")
+#: The SQL function a store's connection registers to seal a belief row's document (version 12):
+#: the host's keyed MAC (:meth:`~firewall.log.seal.Sealer.row_tag`), NULL without the key.
+ROW_SEAL_FUNCTION = "gnomon_row_seal"
+_BELIEF_MARKS = ", ".join(["?"] * (len(BELIEF_COLUMNS) - 1) + [f"{ROW_SEAL_FUNCTION}(?)"])
 
 
-def upsert(table: str, columns: tuple[str, ...], key: str = "id") -> str:
+def upsert(table: str, columns: tuple[str, ...], key: str = "id", marks: str | None = None) -> str:
     """``INSERT … ON CONFLICT(key) DO UPDATE``: a new version keeps the row (and its rowid)."""
     names = ", ".join(columns)
-    marks = ", ".join("?" for _ in columns)
+    marks = marks or ", ".join("?" for _ in columns)
     updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c != key)
     return (
         f"INSERT INTO {table} ({names}) VALUES ({marks}) "
@@ -454,13 +466,10 @@ UPSERT_SESSION = upsert("sessions", ("id", "project", "doc"))
 UPSERT_OBSERVATION = upsert("observations", ("id", "session_id", "doc"))
 UPSERT_CLAIM = upsert("claims", ("id", "doc"))
 UPSERT_EVIDENCE = upsert("evidence", ("id", "claim_id", "doc"))
-UPSERT_BELIEF = upsert("beliefs", BELIEF_COLUMNS)
+UPSERT_BELIEF = upsert("beliefs", BELIEF_COLUMNS, marks=_BELIEF_MARKS)
 #: A belief new in this commit (an import batch's fresh ids): a plain insert, about half the
 #: cost of the upsert; an id that did exist fails the whole commit instead of overwriting.
-INSERT_BELIEF = (
-    f"INSERT INTO beliefs ({', '.join(BELIEF_COLUMNS)}) "
-    f"VALUES ({', '.join('?' for _ in BELIEF_COLUMNS)})"
-)
+INSERT_BELIEF = f"INSERT INTO beliefs ({', '.join(BELIEF_COLUMNS)}) VALUES ({_BELIEF_MARKS})"
 UPSERT_DECISION = upsert("decisions", ("id", "session_id", "created_us", "doc"))
 UPSERT_ACTION = upsert("actions", ("id", "decision_id", "session_id", "doc"))
 UPSERT_OUTCOME = upsert("outcomes", ("id", "action_id", "session_id", "doc"))
@@ -474,6 +483,15 @@ UPSERT_BINDING = (
 
 #: Version 11: the host's seal of each event (NULL: written before sealing).
 SEAL_COLUMN_DDL = "ALTER TABLE events ADD COLUMN seal BLOB"
+#: Version 12: the host's seal of each belief row (NULL: written before row sealing).
+ROW_SEAL_COLUMN_DDL = "ALTER TABLE beliefs ADD COLUMN seal BLOB"
+#: Version 12: the rows without a seal (empty once resealed), so that opening with the key finds
+#: them without a scan. Idempotent.
+UNSEALED_INDEX_DDL = (
+    "CREATE INDEX IF NOT EXISTS beliefs_unsealed ON beliefs (rid) WHERE seal IS NULL"
+)
+#: Whether any belief row has no seal.
+ANY_UNSEALED = "SELECT 1 FROM beliefs INDEXED BY beliefs_unsealed WHERE seal IS NULL LIMIT 1"
 INSERT_EVENT = (
     "INSERT INTO events (seq, kind, at, actor, session_id, body, prev_hash, hash, seal) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -495,6 +513,7 @@ INSERT_CONTRADICTION_MEMBER = (
 
 __all__ = [
     "ADMISSIBLE_DDL",
+    "ANY_UNSEALED",
     "APPLICATION",
     "BATCH_DDL",
     "BELIEF_COLUMNS",
@@ -508,6 +527,9 @@ __all__ = [
     "REQUEST_INDEX_DDL",
     "REQUEST_KINDS",
     "REVISION_GRANT",
+    "ROW_SEAL_COLUMN_DDL",
+    "ROW_SEAL_FUNCTION",
     "SCHEMA_VERSION",
     "SEAL_COLUMN_DDL",
+    "UNSEALED_INDEX_DDL",
 ]
