@@ -121,6 +121,60 @@ def test_arguments_edited_in_the_postgres_tables_never_run(postgres_url: str) ->
     wall.close()
 
 
+def _seal_stolen(patch: pytest.MonkeyPatch) -> None:
+    """The attacker holds the host's sealing key (or the seal checks are gone): every event
+    it edits reads as the host's, and the head watermark accepts the re-chained head."""
+    from gnomon.firewall.store.sealing import StoreSeal
+
+    patch.setattr(StoreSeal, "problem", lambda self, event: None)
+    patch.setattr(StoreSeal, "check_head", lambda self, seq, digest: None)
+
+
+def _edited_push_approved(h: Host, wall: firewall.Firewall, db: Path) -> str:
+    """A push to main held, the agent's edit of its stored arguments to push ``release``, then
+    the approver's signature of the push to main: returns the digest the approval signed."""
+    request_id = _hold_push(h, wall)
+    request = next(r for r in h.kernel.holds() if r.id == request_id)
+    _edit(db, "action.proposed", lambda p: p["args"].update(branch="release"))
+    h.kernel.submit(h.approver.approve(request, now=wall.clock()))
+    return request.inputs_digest
+
+
+def test_edited_arguments_are_stopped_by_the_digest_recompute_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the seal passing (a thief of the key), what still stops the edited arguments is
+    the inputs digest the kernel recomputes, at execution, from the arguments it would run."""
+    db = tmp_path / "g.db"
+    wall = firewall.open(f"sqlite:///{db}")
+    with monkeypatch.context() as patch, host(wall) as h:
+        _seal_stolen(patch)
+        with pytest.raises(ForgedApprovalError, match="not the ones the approval signed"):
+            _edited_push_approved(h, wall, db)
+        assert h.ran == []
+        assert [f["kind"] for f in _forgeries(wall)] == ["wrong_digest"]
+    wall.close()
+
+
+def test_edited_arguments_run_without_the_digest_recompute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flip: the recompute made to see the signed digest, the edited push runs."""
+    from gnomon.firewall.kernel import kernel as kernel_module
+
+    db = tmp_path / "g.db"
+    wall = firewall.open(f"sqlite:///{db}")
+    with monkeypatch.context() as patch, host(wall) as h:
+        _seal_stolen(patch)
+        request_id = _hold_push(h, wall)
+        request = next(r for r in h.kernel.holds() if r.id == request_id)
+        patch.setattr(kernel_module, "inputs_digest", lambda tool, args: request.inputs_digest)
+        _edit(db, "action.proposed", lambda p: p["args"].update(branch="release"))
+        h.kernel.submit(h.approver.approve(request, now=wall.clock()))
+        assert [args["branch"] for _, args in h.ran] == ["release"]
+    wall.close()
+
+
 def test_preconditions_edited_out_of_the_proposal_refuse_the_approval(tmp_path: Path) -> None:
     """The agent deletes the recorded HEAD from the proposal, then moves HEAD: the approval
     signed the precondition set, so the edited set does not match it."""
