@@ -179,3 +179,50 @@ def test_rebuild_reports_and_applies(demo: tuple[str, Path]) -> None:
     applied = run("rebuild", "--url", url, "--apply")
     assert applied.exit_code == 0 and "1 difference(s) before, 0 after" in applied.output
     assert run("rebuild", "--url", url).exit_code == 0
+
+
+def _unseal(path: Path) -> None:
+    """What a store written before sealing looks like: no event or row seals, no key."""
+    from gnomon.firewall.store.sealing import file_identity, forget_keys
+
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE events SET seal = NULL")
+        conn.execute("UPDATE beliefs SET seal = NULL")
+    conn.close()
+    forget_keys(file_identity(path))
+
+
+def test_log_adopt_seals_a_log_from_before_sealing(
+    demo: tuple[str, Path], keys: tuple[str, str]
+) -> None:
+    url, path = demo
+    private, public = keys
+    assert run("log", "checkpoint", "--url", url, "--key", private).exit_code == 0
+    _unseal(path)
+    # without the operator's key: refused, nothing sealed
+    fails(run("log", "adopt", "--url", url), "needs --key PUBFILE")
+    fails(run("log", "verify", "--url", url, "--seal-key", "nowhere.verify"), "nowhere.verify")
+    result = run("log", "adopt", "--url", url, "--key", public, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["adopted"] == data["head_seq"] > 0 and Path(data["verify"]).exists()
+    checked = run("log", "verify", "--url", url)
+    assert checked.exit_code == 0 and "seals verify with the host key" in checked.output
+    # the host acts on it again: every row was rebuilt and sealed with the new key
+    from gnomon import firewall
+
+    with firewall.open(url) as wall, wall.session(project="demo", actor="a") as s:
+        s.recall("deploy")
+        s.remember("now it acts")
+
+
+def test_log_adopt_refuses_a_log_no_pinned_checkpoint_covers(
+    demo: tuple[str, Path], keys: tuple[str, str]
+) -> None:
+    url, path = demo
+    _, public = keys
+    _unseal(path)
+    fails(run("log", "adopt", "--url", url, "--key", public), "checkpoint")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM events WHERE seal IS NOT NULL").fetchone() == (0,)
+    conn.close()

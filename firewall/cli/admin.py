@@ -18,6 +18,7 @@ from gnomon.firewall.cli.common import (
     write_file,
 )
 from gnomon.firewall.cli.logcmd import (
+    log_adopt,
     log_checkpoint,
     log_export,
     log_import,
@@ -179,10 +180,10 @@ def policy_schema(as_json: bool) -> None:
 
 @click.group()
 def log() -> None:
-    """The hash-chained event log: verify, checkpoint, export, import."""
+    """The hash-chained event log: verify, checkpoint, export, import, adopt."""
 
 
-for _command in (log_verify, log_checkpoint, log_export, log_import):
+for _command in (log_verify, log_checkpoint, log_export, log_import, log_adopt):
     log.add_command(_command)
 
 

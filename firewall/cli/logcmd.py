@@ -344,6 +344,45 @@ def log_import(
     say(f"imported {len(events)} events from {file}; head seq {head[0]} hash {head[1]}")
 
 
+@click.command("adopt")
+@url_option
+@pinned_keys_option(
+    "The operator's public key: the log is adopted only if a checkpoint signed by it covers "
+    "its last event (required; repeatable)."
+)
+@json_option
+@click.pass_context
+def log_adopt(ctx: click.Context, url: str | None, keys: tuple[str, ...], as_json: bool) -> None:
+    """Seal a log written before sealing existed, so the host can act on it again.
+
+    The whole chain is verified and must be covered by a checkpoint signed by a pinned
+    operator key (``gnomon log checkpoint --key``, run where the log is trusted); an event
+    whose seal is present but bad is refused (tampering, not age). A store without a sealing
+    key gets one; its auditor's verification file is written beside it. Then every projection
+    row is rebuilt from the adopted log and sealed."""
+    if not keys:
+        raise InputError(
+            "gnomon log adopt needs --key PUBFILE: adopting says 'this log is mine', so a "
+            "checkpoint signed by a pinned operator key must cover it",
+            hint="sign one where the log is trusted (gnomon log checkpoint --key KEY), then "
+            "gnomon log adopt --key PUBFILE",
+        )
+    pinned = [load_public_key(k) for k in keys]
+    with _open(ctx, url) as store:
+        adopted = store.adopt_unsealed(checkpoint_keys=pinned)
+        head = store.head()
+        key = store.seal_key_path
+    verify = None if key is None else str(Path(key).with_suffix(".verify"))
+    if as_json:
+        echo_json({"adopted": adopted, "head_seq": head[0], "seal_key": key, "verify": verify})
+        return
+    say(f"adopted {adopted} unsealed events; every event up to seq {head[0]} is sealed")
+    if key is not None:
+        say(f"sealing key: {key}")
+        if verify is not None and Path(verify).exists():
+            say(f"auditor's verification file: {verify} (copy it off the host, then delete it)")
+
+
 @click.command("rebuild")
 @url_option
 @click.option(
@@ -388,6 +427,7 @@ def rebuild(ctx: click.Context, url: str | None, apply_: bool, as_json: bool) ->
 
 
 __all__ = [
+    "log_adopt",
     "log_checkpoint",
     "log_export",
     "log_import",

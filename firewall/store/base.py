@@ -217,7 +217,8 @@ class Store(ABC):
 
         Adopting says "this log, as it stands, is mine": run it only on a log you trust, e.g.
         after checking its checkpoints. An event of an epoch the key already ratcheted past
-        cannot be adopted (:class:`~firewall.model.errors.TamperedLogError`)."""
+        cannot be adopted (:class:`~firewall.model.errors.TamperedLogError`). The projections
+        are then rebuilt from the adopted log, so every row carries this key's seal."""
         from gnomon.firewall.log.checkpoints import verify_log
 
         report = (
@@ -242,7 +243,8 @@ class Store(ABC):
             self._set_seals(tags)
         if report.head_seq and self._seal.watermark is not None:
             self._seal.watermark.advance(report.head_seq, report.head_hash)
-        self._reseal_rows()
+        # every projection row re-derived from the adopted log, sealed with this key
+        self.rebuild_projections()
         return len(tags)
 
     def _reseal_rows(self) -> None:
