@@ -25,7 +25,7 @@ from gnomon.firewall.gate.adoption import Adopter, Context
 from gnomon.firewall.host.firewall import ImportItem
 from gnomon.firewall.log.batch import ImportBatch
 from gnomon.firewall.log.events import EventDraft
-from gnomon.firewall.model.errors import StoreError
+from gnomon.firewall.model.errors import StoreError, TamperedLogError
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.origin import Origin
 from gnomon.firewall.model.states import (
@@ -190,14 +190,16 @@ def test_version_5_store_upgrades_to_the_gate(
         assert "applied 7: recall gate" in result.output
         with PostgresStore(url, tenant="a") as store:
             accept = BeliefFilter(text="ledger", project="web", limit=20, **ADMISSIBLE)
+            # rows written before row sealing, over events written before sealing: refused
+            # until the operator adopts the log (events sealed, rows rebuilt and sealed)
+            with pytest.raises(TamperedLogError, match="carries no seal"):
+                store.find_beliefs(accept)
+            assert store.adopt_unsealed() == 2
+            report = rebuild(store)
+            assert report.ok, report.differences
             assert _ids(store.find_beliefs(accept)) == {own.id, shared.id}
             others = BeliefFilter(text="ledger", project="web", limit=20, unranked=True)
             assert len(store.find_beliefs(others)) == 3 + 5
-            # events written before sealing are adopted by the operator, then replayed
-            assert store.adopt_unsealed() == 2
-            # what the migration derived is what a replay derives
-            report = rebuild(store)
-            assert report.ok, report.differences
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA "{name}" CASCADE')

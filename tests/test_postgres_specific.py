@@ -11,8 +11,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import psycopg
@@ -208,6 +209,15 @@ def pre_seal_writer(patch: pytest.MonkeyPatch) -> None:
     assert rows.count("seal") == 0
     patch.setattr(postgres, "UPSERT_BELIEFS", rows)
     patch.setattr(postgres.PostgresStore, "_reseal_rows", lambda self: None)
+    # an import batch's COPY of beliefs: the row's seal (after its document) dropped
+    patch.setattr(postgres, "COPY_BELIEFS", postgres.COPY_BELIEFS.replace(", seal)", ")"))
+    write_row = psycopg.Copy.write_row
+
+    def unsealed_row(self: psycopg.Copy, row: Sequence[Any]) -> None:
+        sealed = len(row) > 2 and isinstance(row[-2], bytes) and isinstance(row[-1], bytes)
+        write_row(self, row[:-1] if sealed else row)
+
+    patch.setattr(psycopg.Copy, "write_row", unsealed_row)
 
 
 def test_version_1_schema_upgrades_to_bindings(

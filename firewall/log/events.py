@@ -346,6 +346,14 @@ def chain_hash(seq: int, prev_hash: str, body: bytes) -> str:
     ).hexdigest()
 
 
+def link_digest(seq: bytes, prev: bytes, body: bytes) -> bytes:
+    """:func:`chain_hash` as bytes, from ``seq`` as 8 big-endian bytes and the previous hash as
+    bytes: a walk along the chain keeps each hash as bytes for the next link (and its seal)."""
+    inner = _BODY_STATE.copy()
+    inner.update(body)
+    return hashlib.sha256(DOMAIN_V2 + seq + prev + inner.digest()).digest()
+
+
 def chain_hash_v1(seq: int, prev_hash: str, body: bytes) -> str:
     """The chain hash of hash version 1 (old logs)."""
     return hashlib.sha256(
@@ -487,6 +495,7 @@ __all__ = [
     "chain_hash_v1",
     "digest_link",
     "link_checker",
+    "link_digest",
     "link_holds",
     "records_from_payload",
     "seal",

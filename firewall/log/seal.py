@@ -50,6 +50,7 @@ from pathlib import Path
 
 import orjson
 
+from gnomon.firewall.log.events import GENESIS_HASH, VerifyReport, link_digest, link_holds
 from gnomon.firewall.model.errors import KeyFileError, TamperedLogError
 
 #: Events per epoch of the ratcheting key.
@@ -342,6 +343,47 @@ class Sealer:
         if not hmac.compare_digest(tag, self._row(doc)):
             return "its seal does not verify under the host key (edited or forged)"
         return None
+
+    def verify(self, rows: Iterable[tuple[int, bytes, str, str, bytes | None]]) -> VerifyReport:
+        """The chain from genesis and every event's host seal, in one walk over ``(seq, body,
+        prev_hash, hash, seal)`` rows: each hash is computed as bytes and reused as the next
+        link's input and as its own seal's message (no hex round trip, one pass over the
+        store). The report names the first bad seq, as :func:`~firewall.log.events.verify_chain`
+        does, with the seal problems of :meth:`check`."""
+        expected, prev, prev_raw, count = 1, GENESIS_HASH, bytes.fromhex(GENESIS_HASH), 0
+        host = self._host._state
+        compare = hmac.compare_digest
+
+        def bad(seq: int, problem: str) -> VerifyReport:
+            return VerifyReport(False, count, expected - 1, prev, seq, problem)
+
+        for seq, body, prev_hash, digest, tag in rows:
+            if type(body) is not bytes:
+                return bad(
+                    seq, f"event body is stored as {type(body).__name__}, not bytes (edited?)"
+                )
+            if seq != expected:
+                return bad(
+                    expected, f"expected seq {expected}, found {seq} (events missing or reordered)"
+                )
+            if prev_hash != prev:
+                return bad(seq, "prev_hash does not match the previous event")
+            place = seq.to_bytes(8, "big")
+            raw = link_digest(place, prev_raw, body)
+            if raw.hex() != digest:  # an older hash version, or an edit
+                if not link_holds(seq, prev, body, digest):
+                    return bad(seq, "hash does not match the event body")
+                raw = bytes.fromhex(digest)
+            if tag is None:
+                return bad(seq, _UNSEALED)
+            mac = host.copy()
+            mac.update(place + raw)
+            if len(tag) != SEAL_BYTES or not compare(tag[32:], mac.digest()):
+                return bad(seq, _FORGED)
+            prev, prev_raw = digest, raw
+            expected += 1
+            count += 1
+        return VerifyReport(True, count, expected - 1, prev)
 
     def head_tag(self, seq: int, digest: str) -> bytes:
         """The tag of a head watermark ``(seq, digest)`` (:class:`Watermark`)."""

@@ -760,6 +760,18 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
     def chain_rows(self, after: int = 0) -> Iterator[tuple[int, bytes, str, str]]:
         return self._pages(after, None)
 
+    def sealed_rows(self, after: int = 0) -> Iterator[tuple[int, bytes, str, str, bytes | None]]:
+        def fetch(cursor: int, size: int) -> list[tuple[int, bytes, str, str, bytes | None]]:
+            with self._guard("reading the log") as conn:
+                page: list[tuple[int, bytes, str, str, bytes | None]] = conn.execute(
+                    "SELECT seq, body, prev_hash, hash, seal FROM events WHERE seq > ? "
+                    "ORDER BY seq LIMIT ?",
+                    (cursor, size),
+                ).fetchall()
+            return page
+
+        return log_pages(fetch, after, None, page_size=PAGE)
+
     # -- projections ----------------------------------------------------------------------
 
     def _one(self, model: type[M], sql: str, params: Sequence[Any]) -> M | None:
