@@ -354,6 +354,12 @@ def link_digest(seq: bytes, prev: bytes, body: bytes) -> bytes:
     return hashlib.sha256(DOMAIN_V2 + seq + prev + inner.digest()).digest()
 
 
+def link_state() -> tuple[Callable[[], Any], bytes, Callable[[bytes], Any]]:
+    """What :func:`link_digest` computes with, for a loop that inlines it: a fresh copy of the
+    body hash state, the link domain and the SHA-256 constructor."""
+    return _BODY_STATE.copy, DOMAIN_V2, hashlib.sha256
+
+
 def chain_hash_v1(seq: int, prev_hash: str, body: bytes) -> str:
     """The chain hash of hash version 1 (old logs)."""
     return hashlib.sha256(
@@ -401,7 +407,7 @@ def _is_hex64(value: object) -> bool:
 class Tagger(Protocol):
     """What seals an event's place in the chain (:class:`firewall.log.seal.Sealer`)."""
 
-    def tag(self, seq: int, digest: str) -> bytes: ...
+    def tag(self, seq: int, digest: str, msg: bytes | None = None) -> bytes: ...
 
 
 def seal(seq: int, prev_hash: str, draft: EventDraft, sealer: Tagger | None = None) -> Event:
@@ -413,8 +419,13 @@ def seal(seq: int, prev_hash: str, draft: EventDraft, sealer: Tagger | None = No
     """
     doc = _doc(seq, draft)
     body = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
-    digest = chain_hash(seq, prev_hash, body)
-    tag = None if sealer is None else sealer.tag(seq, digest)
+    if sealer is None:
+        return Event.from_doc(seq, doc, body, prev_hash, chain_hash(seq, prev_hash, body), None)
+    # the hash as bytes once: the link's hex, and the seal's message, without a round trip
+    place = seq.to_bytes(8, "big")
+    raw = link_digest(place, bytes.fromhex(prev_hash), body)
+    digest = raw.hex()
+    tag = sealer.tag(seq, digest, place + raw)
     return Event.from_doc(seq, doc, body, prev_hash, digest, tag)
 
 
@@ -497,6 +508,7 @@ __all__ = [
     "link_checker",
     "link_digest",
     "link_holds",
+    "link_state",
     "records_from_payload",
     "seal",
     "verify_chain",

@@ -50,7 +50,7 @@ from pathlib import Path
 
 import orjson
 
-from gnomon.firewall.log.events import GENESIS_HASH, VerifyReport, link_digest, link_holds
+from gnomon.firewall.log.events import GENESIS_HASH, VerifyReport, link_holds, link_state
 from gnomon.firewall.model.errors import KeyFileError, TamperedLogError
 
 #: Events per epoch of the ratcheting key.
@@ -285,13 +285,14 @@ class Sealer:
     def store_id(self) -> str:
         return self.keys.store_id
 
-    def tag(self, seq: int, digest: str) -> bytes:
+    def tag(self, seq: int, digest: str, msg: bytes | None = None) -> bytes:
         """The seal of event ``seq`` whose chain hash is ``digest`` inside a commit: the host
         tag, and the epoch tag when ``seq`` is the last event of its epoch (else zeros: the
         commit's last event gets one, :meth:`close`). Ratchets the epoch key forward when
         ``seq`` opens a new epoch; a seq of an epoch already erased is refused
         (:class:`~firewall.model.errors.TamperedLogError`): the log behind it was cut back."""
-        msg = seq.to_bytes(8, "big") + bytes.fromhex(digest)
+        if msg is None:  # else the caller has it: u64be(seq) || the hash as bytes
+            msg = seq.to_bytes(8, "big") + bytes.fromhex(digest)
         if (seq - 1) // EPOCH_EVENTS != self._epoch_no:
             self._ratchet_to(seq)
         if seq % EPOCH_EVENTS:
@@ -351,8 +352,9 @@ class Sealer:
         store). The report names the first bad seq, as :func:`~firewall.log.events.verify_chain`
         does, with the seal problems of :meth:`check`."""
         expected, prev, prev_raw, count = 1, GENESIS_HASH, bytes.fromhex(GENESIS_HASH), 0
-        host = self._host._state
+        host = self._host._state.copy
         compare = hmac.compare_digest
+        body_state, domain, sha256 = link_state()
 
         def bad(seq: int, problem: str) -> VerifyReport:
             return VerifyReport(False, count, expected - 1, prev, seq, problem)
@@ -369,14 +371,16 @@ class Sealer:
             if prev_hash != prev:
                 return bad(seq, "prev_hash does not match the previous event")
             place = seq.to_bytes(8, "big")
-            raw = link_digest(place, prev_raw, body)
+            inner = body_state()
+            inner.update(body)
+            raw = sha256(domain + place + prev_raw + inner.digest()).digest()
             if raw.hex() != digest:  # an older hash version, or an edit
                 if not link_holds(seq, prev, body, digest):
                     return bad(seq, "hash does not match the event body")
                 raw = bytes.fromhex(digest)
             if tag is None:
                 return bad(seq, _UNSEALED)
-            mac = host.copy()
+            mac = host()
             mac.update(place + raw)
             if len(tag) != SEAL_BYTES or not compare(tag[32:], mac.digest()):
                 return bad(seq, _FORGED)
