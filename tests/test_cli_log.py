@@ -226,3 +226,50 @@ def test_log_adopt_refuses_a_log_no_pinned_checkpoint_covers(
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM events WHERE seal IS NOT NULL").fetchone() == (0,)
     conn.close()
+
+
+def _rechained(lines: list[bytes]) -> list[bytes]:
+    """What an agent does to an export after editing a body: recompute every link (the seals,
+    made with keys it does not hold, stay as they were)."""
+    import orjson
+
+    from gnomon.firewall.log.events import GENESIS_HASH, chain_hash
+
+    out, prev = [lines[0]], GENESIS_HASH
+    for raw in lines[1:]:
+        doc = orjson.loads(raw)
+        doc["prev_hash"] = prev
+        doc["hash"] = prev = chain_hash(doc["seq"], prev, doc["body"].encode())
+        out.append(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS))
+    return out
+
+
+def test_an_export_carries_the_seals_and_the_auditor_checks_them(
+    demo: tuple[str, Path], tmp_path: Path
+) -> None:
+    from gnomon.firewall.store.sealing import file_identity, store_key_path
+
+    url, path = demo
+    verify_key = str(store_key_path(file_identity(path)).with_suffix(".verify"))
+    assert run("log", "export", "--url", url, "--out", "log.ndjson").exit_code == 0
+    lines = Path("log.ndjson").read_bytes().splitlines()
+    assert all(b'"seal":"' in line for line in lines[1:])
+    checked = run("log", "verify", "--file", "log.ndjson", "--seal-key", verify_key)
+    assert checked.exit_code == 0, checked.output
+    assert "seals verify with the auditor's key" in checked.output
+    # the attack: an exported event's body edited and the export re-chained
+    import orjson
+
+    edited = lines[:]
+    doc = orjson.loads(edited[3])
+    doc["body"] = doc["body"].replace('"actor":"', '"actor":"x', 1)
+    edited[3] = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    assert edited[3] != lines[3]
+    Path("edited.ndjson").write_bytes(b"\n".join(_rechained(edited)) + b"\n")
+    # the flip: the keyless chain alone accepts the re-chained export
+    assert run("log", "verify", "--file", "edited.ndjson").exit_code == 0
+    fails(
+        run("log", "verify", "--file", "edited.ndjson", "--seal-key", verify_key),
+        "not sealed by the host",
+        "auditor's key",
+    )

@@ -76,11 +76,13 @@ from gnomon.firewall.log.events import (
     records_from_payload,
 )
 from gnomon.firewall.log.ndjson import export_to_file, header_line, parse, read_file, write_export
+from gnomon.firewall.log.seal import Auditor, SealReport
 from gnomon.firewall.model.errors import InputError, LogFormatError, RedactionError
 from gnomon.firewall.model.states import Sensitivity
 
-Row = tuple[int, bytes, str, str]
-#: Where a shipment reads the log from, once per pass: e.g. ``store.chain_rows``.
+#: ``(seq, body, prev_hash, hash)``, or with the event's seal after them (kept lines carry it).
+Row = tuple[int, bytes, str, str] | tuple[int, bytes, str, str, bytes | None]
+#: Where a shipment reads the log from, once per pass: e.g. ``store.sealed_rows``.
 Rows = Callable[[], Iterable[Row]]
 
 #: Why an event was redacted (:attr:`Shipment.reasons`).
@@ -152,7 +154,7 @@ def _survey(rows: Iterable[Row], ceiling: Sensitivity) -> tuple[dict[int, Sensit
     seq, so pass two stops at the same head even if the log grows meanwhile."""
     above_seqs: dict[int, Sensitivity] = {}
     last = 0
-    for seq, body, _, _ in rows:
+    for seq, body, *_ in rows:
         last = seq
         level = event_sensitivity(body)
         if above(level, ceiling):
@@ -180,7 +182,9 @@ _NOTES = {
 }
 
 
-def redact_rows(rows: Rows, shipment: Shipment) -> Iterator[tuple[int, Body, str, str]]:
+def redact_rows(
+    rows: Rows, shipment: Shipment
+) -> Iterator[tuple[int, Body, str, str] | tuple[int, Body, str, str, bytes | None]]:
     """The log from ``rows()`` with every event that must not leave replaced by its digest
     (two passes over ``rows()``; see the module docstring for the rule)."""
     if not callable(rows):
@@ -192,14 +196,15 @@ def redact_rows(rows: Rows, shipment: Shipment) -> Iterator[tuple[int, Body, str
     ceiling = shipment.ceiling
     above_seqs, last = _survey(rows(), ceiling)
     shipment.above_ceiling = bool(above_seqs)
-    for seq, body, prev_hash, digest in rows():
+    for row in rows():
+        seq, body, prev_hash, digest = row[:4]
         if seq > last:
             break
         shipment.events += 1
         level = above_seqs.get(seq)
         why = _why(body, level, shipment.above_ceiling)
         if why is None:
-            yield seq, body, prev_hash, digest
+            yield row  # whole, its seal included
             continue
         if level is not None:
             note = f"{level.value} records above the {ceiling.value} ceiling"
@@ -255,6 +260,16 @@ def verify_file(
     return verify_log(rows, keys=pinned, checkpoint=checkpoint, require_tail=bool(pinned))
 
 
+def file_seal_report(path: str | os.PathLike[str], auditor: Auditor) -> SealReport:
+    """The seals an export's lines carry (``gnomon log export`` of a sealed store writes each
+    event's), checked by ``auditor`` from its ``k_0``: every event must carry a valid epoch tag
+    or be chained to a later one of its epoch (:meth:`~firewall.log.seal.Auditor.walk`; the
+    chain itself is checked by :func:`verify_file`). A line with no seal (a redacted event of a
+    shipped export, an export of an unsealed store) is reported unsealed."""
+    parsed = parse(read_file(path), str(path))
+    return auditor.walk((line.seq, line.hash, line.seal) for line in parsed.lines)
+
+
 __all__ = [
     "CREDENTIAL",
     "LABEL",
@@ -263,6 +278,7 @@ __all__ = [
     "Shipment",
     "above",
     "event_sensitivity",
+    "file_seal_report",
     "payload_sensitivity",
     "redact_rows",
     "ship",

@@ -22,7 +22,13 @@ import click
 
 from gnomon.firewall.audit.import_check import check_transitions
 from gnomon.firewall.audit.rebuild import rebuild as rebuild_store
-from gnomon.firewall.audit.shipping import Shipment, ship, ship_to_file, verify_file
+from gnomon.firewall.audit.shipping import (
+    Shipment,
+    file_seal_report,
+    ship,
+    ship_to_file,
+    verify_file,
+)
 from gnomon.firewall.cli.common import (
     F,
     ceiling_option,
@@ -98,7 +104,8 @@ def pinned_keys_option(help: str) -> Callable[[F], F]:
     "seal_key",
     default=None,
     help="The auditor's verification file (<key>.verify, written when the store's sealing key "
-    "was created): check every event's forward-secure seal with it.",
+    "was created): check every event's forward-secure seal with it, in the store or in an "
+    "export given with --file.",
 )
 @json_option
 @click.pass_context
@@ -120,12 +127,10 @@ def log_verify(
     seals: SealReport | None = None
     sealed_by = ""
     if export_file is not None:
-        if seal_key is not None:
-            raise InputError(
-                "--seal-key checks a store's seals; an export does not carry them",
-                hint="verify the store itself: gnomon log verify --url URL --seal-key FILE",
-            )
         report = verify_file(export_file, keys=pinned, checkpoint=checkpoint)
+        if seal_key is not None:  # the seals a whole export carries, as the auditor checks them
+            seals = file_seal_report(export_file, Auditor.from_file(Path(seal_key)))
+            sealed_by = "auditor's key"
     else:
         with _open(ctx, url) as store:
             total = store.head()[0]
@@ -249,15 +254,15 @@ def log_export(
     shipment: Shipment | None = None
     with _open(ctx, url) as store:
         if out and level is not None:
-            shipment = ship_to_file(store.chain_rows, out, level)
+            shipment = ship_to_file(store.sealed_rows, out, level)
             count = shipment.events
-        elif out:
-            count = export_to_file(store.chain_rows(), out)
+        elif out:  # a whole export carries each event's seal, for an auditor
+            count = export_to_file(store.sealed_rows(), out)
         else:
             if level is not None:
-                ship(store.chain_rows, sys.stdout.buffer, level)
+                ship(store.sealed_rows, sys.stdout.buffer, level)
             else:
-                write_export(store.chain_rows(), sys.stdout.buffer)
+                write_export(store.sealed_rows(), sys.stdout.buffer)
             sys.stdout.buffer.flush()
             return
     if as_json:

@@ -58,6 +58,9 @@ from gnomon.firewall.model.errors import InputError, LogFormatError
 FORMAT = "gnomon.events"
 FORMAT_VERSION = 1
 
+#: A row to export: ``(seq, body, prev_hash, hash)``, or with the event's seal after them.
+Row = tuple[int, Body, str, str] | tuple[int, Body, str, str, bytes | None]
+
 _KEYS = frozenset({"seq", "prev_hash", "hash", "body"})
 _REDACTED_KEYS = frozenset({"seq", "prev_hash", "hash", "body_digest", "redacted"})
 _OPTIONAL = frozenset({"more", "seal"})
@@ -368,22 +371,21 @@ def read_events(
     return [x.event(source) for x in lines if x.seq > head_seq]
 
 
-def export_lines(
-    rows: Iterable[tuple[int, Body, str, str]], header: bytes | None = None
-) -> Iterator[bytes]:
-    """The header, then one line per ``(seq, body, prev_hash, hash)`` row (a
-    :class:`~firewall.log.events.RedactedBody` becomes a redacted line)."""
+def export_lines(rows: Iterable[Row], header: bytes | None = None) -> Iterator[bytes]:
+    """The header, then one line per ``(seq, body, prev_hash, hash)`` row, or ``(seq, body,
+    prev_hash, hash, seal)`` row whose seal the line carries (a
+    :class:`~firewall.log.events.RedactedBody` becomes a redacted line, which carries none)."""
     yield header_line() if header is None else header
-    for seq, body, prev_hash, digest in rows:
+    for row in rows:
+        seq, body, prev_hash, digest = row[:4]
         if isinstance(body, RedactedBody):
             yield encode_redacted_line(seq, prev_hash, digest, body)
         else:
-            yield encode_line(seq, prev_hash, digest, body)
+            seal = row[4] if len(row) > 4 else None
+            yield encode_line(seq, prev_hash, digest, body, seal=seal)
 
 
-def write_export(
-    rows: Iterable[tuple[int, Body, str, str]], out: IO[bytes], header: bytes | None = None
-) -> int:
+def write_export(rows: Iterable[Row], out: IO[bytes], header: bytes | None = None) -> int:
     """Write an export to a binary stream; returns how many events were written."""
     count = -1
     buffer: list[bytes] = []
@@ -397,7 +399,7 @@ def write_export(
 
 
 def export_to_file(
-    rows: Iterable[tuple[int, Body, str, str]],
+    rows: Iterable[Row],
     path: str | os.PathLike[str],
     header: bytes | None = None,
 ) -> int:
