@@ -12,15 +12,20 @@ from pathlib import Path
 
 from gnomon.firewall.log.events import EventDraft, Records
 from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.store.sealing import file_identity, forget_keys, store_key_path
 from gnomon.firewall.store.sqlite import SQLiteStore
 
 
 def building_store(path: Path) -> tuple[Path, SQLiteStore]:
-    """A fresh store at ``path`` + ``.building`` (any leftover of an interrupted build removed)."""
+    """A fresh store at ``path`` + ``.building`` (any leftover of an interrupted build removed),
+    sealed with the key the store at ``path`` is opened with once it is moved there (the keys
+    of an earlier build at ``path`` are forgotten: this is a new store, not a truncated one)."""
     tmp = path.with_suffix(".building")
     for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
         leftover.unlink(missing_ok=True)
-    return tmp, SQLiteStore(tmp, cache_mb=256)
+    identity = file_identity(path)
+    forget_keys(identity)
+    return tmp, SQLiteStore(tmp, cache_mb=256, seal_key=store_key_path(identity))
 
 
 def commit_beliefs(

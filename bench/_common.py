@@ -204,7 +204,13 @@ class _NoSeal:
 
     keys = None
 
-    def tag(self, seq: int, digest: str) -> None:
+    def tag(self, seq: int, digest: str, msg: bytes | None = None) -> None:
+        return None
+
+    def row_tag(self, doc: bytes) -> None:
+        return None
+
+    def row_problem(self, doc: bytes, tag: bytes | None) -> None:
         return None
 
     def check(self, seq: int, digest: str, tag: bytes | None) -> None:
