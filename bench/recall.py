@@ -20,6 +20,9 @@ Each repetition runs ``--queries`` queries and times, per query and in alternati
   and contradiction queries, building the result, and committing its ``recall.performed`` event).
 
     .venv/bin/python bench/recall.py --beliefs 100000 --repeat 5 --queries 1000
+
+``--row-check`` prices the belief rows' seal check instead: ``Session.recall`` with the check on
+and off (the MAC skipped), alternating per query, as a same-run ratio.
 """
 
 from __future__ import annotations
@@ -143,6 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=10, help="results per recall")
     parser.add_argument("--no-session", action="store_true", help="skip Session.recall")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached database")
+    parser.add_argument(
+        "--row-check",
+        action="store_true",
+        help="instead: Session.recall with the belief rows' seal check on and off, interleaved",
+    )
     args = parser.parse_args(argv)
 
     print(common.machine())
@@ -175,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
         f"beliefs={total:,} queries/rep={len(queries)} k={k} "
         f"mean results: policy {accepted:.1f}, raw {matched:.1f}"
     )
+
+    if args.row_check:
+        return row_check(wall, queries, args.repeat, k)
 
     clock = time.perf_counter
     reps: dict[str, list[list[float]]] = {"policy": [], "raw": [], "session": []}
@@ -226,6 +237,44 @@ def main(argv: list[str] | None = None) -> int:
             f"median of {args.repeat} reps: Session.recall p50 {med('session', 50):.3f} ms "
             f"p95 {med('session', 95):.3f} p99 {med('session', 99):.3f}"
         )
+    return 0
+
+
+def row_check(wall: firewall.Firewall, queries: list[str], repeat: int, k: int) -> int:
+    """The belief rows' seal check (``Sealer.row_problem``, a keyed MAC of each row read) priced
+    in the same run: ``Session.recall`` per query with the check on, then off (the MAC skipped),
+    alternating which goes first."""
+    sealer = wall.store._seal.sealer
+    assert sealer is not None, "the cached store must be opened with its key"
+    checked = sealer.row_problem
+
+    def unchecked(doc: bytes, tag: bytes | None) -> None:
+        return None
+
+    ratios: list[float] = []
+    with wall.session(project=PROJECT, actor="bench", user=USER) as session:
+        for q in queries[:100]:
+            session.recall(q, k=k)
+        for rep in range(repeat):
+            times: dict[bool, list[float]] = {True: [], False: []}
+            for i, q in enumerate(queries):
+                for on in (True, False) if i % 2 == 0 else (False, True):
+                    sealer.row_problem = checked if on else unchecked  # type: ignore[method-assign]
+                    start = time.perf_counter()
+                    session.recall(q, k=k)
+                    times[on].append((time.perf_counter() - start) * 1000.0)
+            sealer.row_problem = checked  # type: ignore[method-assign]
+            on_p50, off_p50 = (common.percentile(times[m], 50) for m in (True, False))
+            ratios.append(on_p50 / off_p50)
+            print(
+                f"rep {rep + 1}: Session.recall p50 checked {on_p50:.3f} ms, unchecked "
+                f"{off_p50:.3f} ms, checked/unchecked {ratios[-1]:.3f}x",
+                flush=True,
+            )
+    wall.close()
+    print(
+        f"median of {repeat} reps: row check costs {common.median(ratios):.3f}x Session.recall p50"
+    )
     return 0
 
 
