@@ -79,7 +79,10 @@ def _proxy(
     from gnomon.firewall.host.mcp_config import load_proxy_config
 
     http = parse_listen(listen) if listen is not None else None
-    channel = parse_listen(approvals, "--approvals") if approvals is not None else None
+    channel = None
+    if approvals is not None:  # a port alone: loopback
+        where = f"127.0.0.1:{approvals}" if approvals.isdigit() else approvals
+        channel = parse_listen(where, "--approvals")
     config = load_proxy_config(config_path)
     anyio.run(lambda: run_proxy(config, list(command), http=http, approvals=channel))
 

@@ -514,16 +514,12 @@ def to_result(reply: ToolReply) -> types.CallToolResult:
 
 
 def parse_listen(text: str, option: str = "--http") -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6), or ``PORT`` alone (loopback), for ``--http``
-    and ``--approvals``, or a typed error.
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) for ``--http`` and ``--approvals``, or a typed
+    error.
 
     >>> parse_listen("127.0.0.1:8765")
     ('127.0.0.1', 8765)
-    >>> parse_listen("8766")
-    ('127.0.0.1', 8766)
     """
-    if text.isdigit():
-        text = f"127.0.0.1:{text}"
     host, sep, port = text.rpartition(":")
     host = host.removeprefix("[").removesuffix("]")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
