@@ -6,7 +6,8 @@ Run it from a checkout after the README's set-up command:
 
 A support agent has two tools of the shop's own: ``lookup_order`` (a read, L0) and ``refund``
 (money leaving: category ``spend``, whose floor is L4). Each gets an ``ActionContract`` with typed
-inputs; ``ToolRegistry([*BUILTIN, ...])`` is passed to the kernel as ``registry=``. The order
+inputs; ``ToolRegistry([*BUILTIN, ...])`` is passed to the kernel as ``registry=``, and the signed
+policy declares ``lookup_order``'s level (a tool the ladder does not know starts at L3). The order
 record the agent reads carries an injected instruction to refund 9,000 EUR; the agent obeys, the
 refund is held, and it runs only once a human signs an approval of that exact request. A contract
 that tries to put ``refund`` below its floor is refused when it is registered.
@@ -76,7 +77,10 @@ def main() -> None:
         ]
     )
     folder = Path(tempfile.mkdtemp())
-    (folder / "actions.yaml").write_bytes(preset_bytes("default"))
+    # the ladder does not know the shop's tools, so each starts at L3 unless the operator signs
+    # its level into the policy: lookup_order is a plain read
+    declared = preset_bytes("default") + b"tool_levels: {lookup_order: L0}\n"
+    (folder / "actions.yaml").write_bytes(declared)
     operator, approver = PolicySigner.generate(), ApprovalSigner.generate("alice")
     operator.sign_file(folder / "actions.yaml")
     wall = firewall.open(f"sqlite:///{folder / 'gnomon.db'}")

@@ -30,7 +30,7 @@ from gnomon.firewall.kernel import (
 from gnomon.firewall.kernel.actionpolicy import ActionPolicy
 from gnomon.firewall.kernel.approvals import ApprovalRequest
 from gnomon.firewall.kernel.contracts import BUILTIN, _model
-from gnomon.firewall.kernel.signing import SignedPolicy
+from gnomon.firewall.kernel.signing import PolicySigner, SignedPolicy
 from gnomon.firewall.model.origin import Origin
 from tests.attested import observe_as
 
@@ -77,6 +77,7 @@ class Host:
 @contextmanager
 def host(policy_yaml: str = "", host_values: dict[str, object] | None = None) -> Iterator[Host]:
     base = ActionPolicy.preset("default").plain()
+    base["tool_levels"] = {"fetch_page": "L1"}  # signed below: unknown tools start at L3
     if policy_yaml:
         import yaml
 
@@ -92,10 +93,12 @@ def host(policy_yaml: str = "", host_values: dict[str, object] | None = None) ->
         made.held.append(request)
 
     tools = [c.tool for c in (*BUILTIN, *EXTRA)]
+    operator = PolicySigner.generate()
+    signed = operator.sign(policy)
     made.kernel = ActionKernel(
         wall,
-        SignedPolicy(policy, policy.digest, None, None, "test"),
-        allow_unsigned=True,
+        SignedPolicy(policy, policy.digest, signed["key_id"], signed["signature"], "test"),
+        operator_keys=[operator.public_key],
         registry=ToolRegistry((*BUILTIN, *EXTRA)),
         executors={t: executor(t) for t in tools},
         resolver=resolver,

@@ -10,7 +10,13 @@ Invariants, checked by the executor on every call, whatever the kernel decided:
 * what was opened is checked again: its real path is under the root's, it is a regular file (a
   FIFO or device is refused, never blocked on), and a file written has one link (a hard link to
   a file outside the root is refused);
-* reads and writes are capped (``max_read``, ``max_write`` bytes).
+* reads and writes are capped (``max_read``, ``max_write`` bytes);
+* ``fs_write`` pins its file between the hold and the execution (``file_unchanged`` and
+  ``file_target`` over ``path`` under the root): the file's content digest, its real path, its
+  parent folder's identity and what the path is (absent, file, link). A file edited or replaced,
+  a link planted or a parent folder swapped after the approval refuses the execution, recorded;
+  after the kernel's re-check the executor's own walk (no link followed, one hard link) keeps
+  the write inside the root.
 
 >>> import tempfile
 >>> files = Files(tempfile.mkdtemp())
@@ -32,7 +38,13 @@ from typing import Any
 
 from pydantic import Field
 
-from gnomon.firewall.kernel.contracts import BlastRadius, Category, Level
+from gnomon.firewall.kernel.contracts import (
+    BlastRadius,
+    Category,
+    Level,
+    Precondition,
+    PreconditionKind,
+)
 from gnomon.tools.base import Inputs, Tool, ToolOutput, ToolRefused, contract
 
 _PATH = Field(min_length=1, max_length=4096)
@@ -111,9 +123,15 @@ class Files:
         )  # fmt: skip
         out = [Tool(read, self.read), Tool(listing, self.listing)]
         if self.writable:
-            write = contract(
-                "fs_write", Category.LOCAL_WRITE, Level.L3, FsWriteInputs, FsWriteOutput
+            root = str(self.root)
+            pins = (
+                Precondition(kind=PreconditionKind.FILE_UNCHANGED, arg="path", root=root),
+                Precondition(kind=PreconditionKind.FILE_TARGET, arg="path", root=root),
             )
+            write = contract(
+                "fs_write", Category.LOCAL_WRITE, Level.L3, FsWriteInputs, FsWriteOutput,
+                preconditions=pins,
+            )  # fmt: skip
             out.append(Tool(write, self.write))
         return out
 

@@ -11,12 +11,24 @@ Invariants, checked by the executor on every call:
   ``env``; nothing is inherited from the host process, so its secrets never reach the program;
 * stdin is empty, the program runs in its own process group, killed (all of it) at
   ``timeout`` seconds, and stdout and stderr are each captured up to ``max_output`` bytes (the
-  rest is drained and counted, never held in memory).
+  rest is drained and counted, never held in memory);
+* ``flags`` polices what a program's flags may be: for a program it names, every argument
+  starting with ``-`` must be one of its allowed flags (``--name=value`` is checked by
+  ``--name``; combined short flags such as ``-la`` must be listed as written), so
+  ``find -exec``, ``git -c core.sshCommand=...`` or ``rg --pre`` are refused unless allowed. A
+  program ``flags`` does not name takes any flag: allow only programs whose every flag you
+  accept, or name them.
 
 >>> import tempfile
 >>> sh = Shell(["echo"], cwd=tempfile.mkdtemp())
 >>> sh.run({"argv": ["echo", "a; rm -rf /"]}).stdout
 'a; rm -rf /\\n'
+>>> find = Shell(["find"], cwd=tempfile.mkdtemp(), flags={"find": ["-name", "-type"]})
+>>> try:
+...     find.run({"argv": ["find", ".", "-exec", "rm", "{}", ";"]})
+... except ToolRefused as refused:
+...     print(refused.message)
+shell_run refused: find does not allow the flag '-exec'
 """
 
 from __future__ import annotations
@@ -74,6 +86,7 @@ class Shell:
         max_output: int = 64 * 1024,
         level: Level = Level.L3,
         category: Category = Category.LOCAL_WRITE,
+        flags: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self.programs: dict[str, str] = {}
         for name in programs:
@@ -84,6 +97,13 @@ class Shell:
                 raise ToolRefused(f"shell_run: {name!r} is not on the host's PATH")
             self.programs[name] = os.path.abspath(found)  # not realpath: a multi-call binary
             # (busybox) picks its applet from the name it is run by
+        self.flags = {name: frozenset(allowed) for name, allowed in (flags or {}).items()}
+        stray = set(self.flags) - set(self.programs)
+        if stray:
+            raise ToolRefused(f"shell_run: flags names programs not allowed: {sorted(stray)}")
+        for name, allowed in self.flags.items():
+            if any(not f.startswith("-") for f in allowed):
+                raise ToolRefused(f"shell_run: the flags of {name} must each start with '-'")
         self.cwd = os.path.realpath(cwd)
         self.timeout = timeout
         self.max_output = max_output
@@ -116,6 +136,7 @@ class Shell:
             )
         if any("\x00" in a or len(a) > 4096 for a in argv):
             raise ToolRefused("shell_run refused: an argument has a NUL byte or is too long")
+        self._check_flags(argv)
         proc = subprocess.Popen(
             [program, *argv[1:]],
             cwd=self.cwd,
@@ -148,6 +169,18 @@ class Shell:
             stderr_truncated=err.truncated,
             timed_out=timed_out,
         )
+
+    def _check_flags(self, argv: list[str]) -> None:
+        allowed = self.flags.get(argv[0])
+        if allowed is None:
+            return
+        for arg in argv[1:]:
+            if arg.startswith("-") and arg not in allowed and arg.split("=", 1)[0] not in allowed:
+                listed = ", ".join(sorted(allowed)) or "none"
+                raise ToolRefused(
+                    f"shell_run refused: {argv[0]} does not allow the flag {arg[:64]!r}",
+                    hint=f"allowed flags of {argv[0]}: {listed}",
+                )
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

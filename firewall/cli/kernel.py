@@ -8,7 +8,7 @@ keys, and executes (or records a forgery).
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import click
@@ -24,6 +24,7 @@ from gnomon.firewall.cli.common import (
     url_option,
 )
 from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
+from gnomon.firewall.host.approval_http import fetch_hold, send_approval
 from gnomon.firewall.kernel.approvals import ApprovalRequest, ApprovalSigner, ResolutionSigner
 from gnomon.firewall.kernel.ledger import (
     post_approval,
@@ -216,32 +217,37 @@ def _resolve(
     url: str | None,
     decision: Literal["approve", "deny"],
     as_json: bool,
+    http: str | None = None,
 ) -> None:
     if not 1 <= ttl <= 24 * 60:
         raise InputError(f"--ttl must be 1..1440 minutes, got {ttl}")
     signer = ApprovalSigner.from_file(key, approver)
-    with firewall.open(resolve_url(ctx, url)) as wall:
-        state = read_request(wall.store, request_id)
-        if state is None or state.request is None:
-            raise UnknownIdError("request", request_id)
-        if state.request.approvers and signer.key_id not in state.request.approvers:
-            raise ForgedApprovalError(
-                "unauthorised",
-                f"key {signer.key_id} may not resolve {request_id}: the policy rule that held it "
-                f"names approver keys {', '.join(state.request.approvers)}",
-                hint="ask an approver the rule names (its approvers: key ids or roles)",
+    if http is not None:
+        request = fetch_hold(http, request_id)
+        _authorised(signer, request)
+        approval = signer.resolve(request, decision, ttl=timedelta(minutes=ttl), now=utc_now())
+        answer = send_approval(http, approval.to_json())
+        seq, where = answer.get("seq"), f"sent to {http}"
+        verdict = str(answer.get("status", "submitted"))
+    else:
+        with firewall.open(resolve_url(ctx, url)) as wall:
+            state = read_request(wall.store, request_id)
+            if state is None or state.request is None:
+                raise UnknownIdError("request", request_id)
+            request = state.request
+            _authorised(signer, request)
+            approval = signer.resolve(
+                request, decision, ttl=timedelta(minutes=ttl), now=wall.clock()
             )
-        approval = signer.resolve(
-            state.request, decision, ttl=timedelta(minutes=ttl), now=wall.clock()
-        )
-        event = post_approval(wall.store, approval, now=wall.clock())
-    request = state.request
+            seq = post_approval(wall.store, approval, now=wall.clock()).seq
+        where, verdict = "written to the log", "submitted"
     if as_json:
         echo_json(
             {
                 "request_id": request_id,
                 "decision": decision,
-                "seq": event.seq,
+                "seq": seq,
+                "status": verdict,
                 "tool": request.tool,
                 "arguments": [a.model_dump() for a in request.arguments],
             }
@@ -250,7 +256,22 @@ def _resolve(
     out = console()
     out.print(f"{decision}: {request.tool} [{request.level}]", markup=False, soft_wrap=True)
     _print_arguments(out, request)
-    echo(f"{decision} for {request_id} written to the log (#{event.seq}); the host verifies it")
+    then = "the host verifies it" if verdict == "submitted" else f"the request is {verdict}"
+    echo(f"{decision} for {request_id} {where} (#{seq}); {then}")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _authorised(signer: ApprovalSigner, request: ApprovalRequest) -> None:
+    if request.approvers and signer.key_id not in request.approvers:
+        raise ForgedApprovalError(
+            "unauthorised",
+            f"key {signer.key_id} may not resolve {request.id}: the policy rule that held it "
+            f"names approver keys {', '.join(request.approvers)}",
+            hint="ask an approver the rule names (its approvers: key ids or roles)",
+        )
 
 
 def _resolution_command(decision: Literal["approve", "deny"]) -> click.Command:
@@ -264,6 +285,13 @@ def _resolution_command(decision: Literal["approve", "deny"]) -> click.Command:
         "--ttl", type=int, default=10, show_default=True, help="Minutes the approval is valid."
     )
     @url_option
+    @click.option(
+        "--http",
+        default=None,
+        metavar="URL",
+        help="Send it to a running proxy's approval channel (gnomon mcp proxy --approvals) "
+        "instead of writing it to the store.",
+    )
     @json_option
     @click.pass_context
     def command(
@@ -273,9 +301,10 @@ def _resolution_command(decision: Literal["approve", "deny"]) -> click.Command:
         approver: str,
         ttl: int,
         url: str | None,
+        http: str | None,
         as_json: bool,
     ) -> None:
-        _resolve(ctx, request_id, key, approver, ttl, url, decision, as_json)
+        _resolve(ctx, request_id, key, approver, ttl, url, decision, as_json, http)
 
     command.help = f"Sign and submit a '{decision}' for the held REQUEST_ID (executed by the host)."
     return command

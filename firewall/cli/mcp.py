@@ -32,10 +32,22 @@ def mcp_group() -> None:
     metavar="HOST:PORT",
     help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
 )
+@click.option(
+    "--approvals",
+    "approvals",
+    default=None,
+    metavar="[HOST:]PORT",
+    help="Serve the HTTP approval channel (GET /holds/ID, POST /approvals) at HOST:PORT "
+    "(a port alone: loopback), for `gnomon approve --http`.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=False)
 @json_option
 def proxy_command(
-    config_path: str, listen: str | None, command: tuple[str, ...], as_json: bool
+    config_path: str,
+    listen: str | None,
+    approvals: str | None,
+    command: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Serve the MCP server started by COMMAND (after --) over stdio (or streamable HTTP with
     --http), every call through the kernel: gnomon mcp proxy --config proxy.yaml --
@@ -43,7 +55,7 @@ def proxy_command(
     tools) go in the config's servers:. ``--json`` only changes how a startup error is printed
     (stdout is the MCP wire once serving over stdio)."""
     try:
-        _proxy(config_path, listen, command)
+        _proxy(config_path, listen, approvals, command)
     except GnomonError as exc:
         # over stdio the user reads the MCP client, not our stderr: answer its initialize with
         # the problem and its fix (then the CLI prints it on stderr as well)
@@ -52,7 +64,9 @@ def proxy_command(
         raise
 
 
-def _proxy(config_path: str, listen: str | None, command: tuple[str, ...]) -> None:
+def _proxy(
+    config_path: str, listen: str | None, approvals: str | None, command: tuple[str, ...]
+) -> None:
     try:
         import anyio
 
@@ -65,8 +79,12 @@ def _proxy(config_path: str, listen: str | None, command: tuple[str, ...]) -> No
     from gnomon.firewall.host.mcp_config import load_proxy_config
 
     http = parse_listen(listen) if listen is not None else None
+    channel = None
+    if approvals is not None:  # a port alone: loopback
+        where = f"127.0.0.1:{approvals}" if approvals.isdigit() else approvals
+        channel = parse_listen(where, "--approvals")
     config = load_proxy_config(config_path)
-    anyio.run(lambda: run_proxy(config, list(command), http=http))
+    anyio.run(lambda: run_proxy(config, list(command), http=http, approvals=channel))
 
 
 __all__ = ["mcp_group"]

@@ -27,9 +27,29 @@ refused at startup.
     unlisted: deny                 # or L0..L5
     tools:
       git_status: {category: read, level: L0}
-      push: {category: push, level: L4, description: "Push the current branch"}
+      push:
+        category: push
+        level: L4
+        description: "Push the current branch"
+        preconditions:             # read at hold time, signed with the approval, re-read
+          - file: release.md       #   right before the call runs: a change refuses it
+          - git: .                 # a repository: its HEAD, a ref's commit, a remote's URL
+            head: true
+            ref: refs/heads/main
+            remote: origin
+          - command: [git, describe, --tags]   # argv only: exit status + output digest
+            cwd: .
+            timeout: 5
     pins:                          # listing digests the operator accepted (after a change)
       git: "sha256:…"
+
+A tool's ``preconditions`` pin the world the approver saw: each is read when the call is held,
+is part of what the signed approval covers (the contract digest), and is read again right
+before the proxied call runs; any difference (the file edited, the ref moved, the remote
+re-pointed, the command's output or exit status changed, or anything now unreadable) refuses the
+call, recorded as ``action.refused``, and the agent gets an error result. A command runs without
+a shell, with stdin closed, only ``PATH``, ``HOME`` and ``LC_ALL=C`` in its environment, a
+timeout (at most 60 s) and at most 1 MiB of output read (:mod:`firewall.kernel.preconditions`).
 
 Each server's ``tools/list`` is recorded as external content, pinned at first listing, and a
 later change is refused until the operator accepts it under ``pins:``; an operator-written
@@ -42,6 +62,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import orjson
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -50,6 +71,8 @@ from gnomon.firewall.kernel.contracts import (
     BlastRadius,
     Category,
     Level,
+    Precondition,
+    PreconditionKind,
     Reversibility,
     ToolRegistry,
 )
@@ -75,6 +98,82 @@ class AnyArgs(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
+_GIT_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,199}$"
+
+
+class PreconditionSpec(BaseModel):
+    """One fact a proxied tool's call is pinned to: a file's digest (``file``), a repository's
+    state (``git`` with ``head``, ``ref`` and/or ``remote``), or a host command's output
+    (``command``, an argv list, with ``cwd`` and ``timeout``). Paths are relative to the
+    config's folder."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: str | None = Field(default=None, min_length=1, max_length=4096)
+    git: str | None = Field(default=None, min_length=1, max_length=4096)
+    head: bool = Field(default=False, description="pin the repository's HEAD commit")
+    ref: str | None = Field(default=None, pattern=_GIT_NAME, description="pin this ref's commit")
+    remote: str | None = Field(
+        default=None, pattern=_GIT_NAME, description="pin this remote's resolved push URL"
+    )
+    command: list[Annotated[str, Field(min_length=1, max_length=4096)]] | None = Field(
+        default=None, min_length=1, max_length=64, description="argv of a host command (no shell)"
+    )
+    cwd: str | None = Field(default=None, min_length=1, max_length=4096)
+    timeout: float = Field(default=10.0, gt=0, le=60, description="seconds the command may run")
+
+    @model_validator(mode="after")
+    def _one_fact(self) -> PreconditionSpec:
+        given = [k for k in ("file", "git", "command") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of file, git or command")
+        if self.git is not None and not (self.head or self.ref or self.remote):
+            raise ValueError("git pins head: true, a ref, a remote, or several of them")
+        if self.git is None and (self.head or self.ref or self.remote):
+            raise ValueError("head, ref and remote go with git")
+        if self.command is None and self.cwd is not None:
+            raise ValueError("cwd goes with command")
+        return self
+
+    def under(self, base: Path) -> PreconditionSpec:
+        """This spec with its paths resolved against ``base`` (the config's folder)."""
+        update: dict[str, str] = {}
+        for key in ("file", "git"):
+            value = getattr(self, key)
+            if value is not None:
+                update[key] = str(base / value)
+        if self.command is not None:
+            update["cwd"] = str(base / (self.cwd or "."))
+        return self.model_copy(update=update)
+
+    def preconditions(self) -> list[Precondition]:
+        """The kernel's preconditions for this spec, each over a fixed target."""
+
+        def fixed(kind: PreconditionKind, target: str | dict[str, Any]) -> Precondition:
+            text = target if isinstance(target, str) else _json(target)
+            return Precondition(kind=kind, target=text)
+
+        if self.file is not None:
+            return [fixed(PreconditionKind.FILE_UNCHANGED, self.file)]
+        if self.command is not None:
+            doc = {"argv": self.command, "cwd": self.cwd, "timeout": self.timeout}
+            return [fixed(PreconditionKind.COMMAND_OUTPUT, doc)]
+        assert self.git is not None
+        out = []
+        if self.head:
+            out.append(fixed(PreconditionKind.GIT_HEAD_UNCHANGED, self.git))
+        if self.ref is not None:
+            out.append(fixed(PreconditionKind.GIT_REF, {"repo": self.git, "ref": self.ref}))
+        if self.remote is not None:
+            doc = {"repo": self.git, "remote": self.remote}
+            out.append(fixed(PreconditionKind.GIT_REMOTE_URL, doc))
+        return out
+
+
+def _json(doc: dict[str, Any]) -> str:
+    return orjson.dumps(doc, option=orjson.OPT_SORT_KEYS).decode()
+
+
 class ToolSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -91,6 +190,8 @@ class ToolSpec(BaseModel):
     #: but its name (:mod:`firewall.host.mcp_listing`).
     description: str | None = Field(default=None, min_length=1, max_length=4096)
     input_schema: dict[str, Any] | None = None
+    #: Facts the call is pinned to between its hold and its execution (see the module doc).
+    preconditions: list[PreconditionSpec] = Field(default_factory=list, max_length=32)
 
     @model_validator(mode="after")
     def _schema_with_description(self) -> ToolSpec:
@@ -177,6 +278,7 @@ class ProxyConfig(BaseModel):
             blast_radius=spec.blast_radius,
             reversibility=spec.reversibility,
             data_sensitivity=spec.data_sensitivity,
+            preconditions=tuple(p for pre in spec.preconditions for p in pre.preconditions()),
             inputs=AnyArgs,
         )
 
@@ -227,8 +329,13 @@ def load_proxy_config(path: str | Path) -> ProxyConfig:
                 hint="a contract can raise a tool's level, never lower it",
             )
     base = where.parent
+    tools = {
+        name: spec.model_copy(update={"preconditions": [p.under(base) for p in spec.preconditions]})
+        for name, spec in config.tools.items()
+    }
     return config.model_copy(
         update={
+            "tools": tools,
             "policy": base / config.policy,
             "operator_keys": [base / p for p in config.operator_keys],
             "approver_keys": [base / p for p in config.approver_keys],
@@ -242,4 +349,11 @@ def _floor(category: Category) -> Level:
     return FLOORS[category]
 
 
-__all__ = ["AnyArgs", "ProxyConfig", "ToolSpec", "UpstreamSpec", "load_proxy_config"]
+__all__ = [
+    "AnyArgs",
+    "PreconditionSpec",
+    "ProxyConfig",
+    "ToolSpec",
+    "UpstreamSpec",
+    "load_proxy_config",
+]

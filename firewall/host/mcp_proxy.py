@@ -77,6 +77,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from gnomon import firewall
 from gnomon.firewall.__about__ import __version__
 from gnomon.firewall.gate.grants import KeyPurpose, load_public_key
+from gnomon.firewall.host.approval_http import ApprovalChannel
 from gnomon.firewall.host.guard import GuardedTool, Recording, ToolReply, guard, wait_for_approval
 from gnomon.firewall.host.mcp_config import ProxyConfig
 from gnomon.firewall.host.mcp_listing import check_pins, listing_text, pin_event, pinned, served
@@ -512,8 +513,9 @@ def to_result(reply: ToolReply) -> types.CallToolResult:
     )
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) for ``--http``, or a typed error.
+def parse_listen(text: str, option: str = "--http") -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) for ``--http`` and ``--approvals``, or a typed
+    error.
 
     >>> parse_listen("127.0.0.1:8765")
     ('127.0.0.1', 8765)
@@ -522,8 +524,8 @@ def parse_listen(text: str) -> tuple[str, int]:
     host = host.removeprefix("[").removesuffix("]")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise InputError(
-            f"--http takes HOST:PORT, got {text!r}",
-            hint="gnomon mcp proxy --config proxy.yaml --http 127.0.0.1:8765 -- <server command>",
+            f"{option} takes HOST:PORT, got {text!r}",
+            hint=f"gnomon mcp proxy --config proxy.yaml {option} 127.0.0.1:8765 -- <server>",
         )
     return host, int(port)
 
@@ -550,11 +552,16 @@ async def _stop_on_signal(scope: anyio.CancelScope) -> None:
 
 
 async def run_proxy(
-    config: ProxyConfig, command: Sequence[str], *, http: tuple[str, int] | None = None
+    config: ProxyConfig,
+    command: Sequence[str],
+    *,
+    http: tuple[str, int] | None = None,
+    approvals: tuple[str, int] | None = None,
 ) -> None:
     """Serve ``command``'s MCP server (a command line, or one streamable HTTP URL) behind the
     kernel, over this process's stdio or, with ``http=(host, port)``, over streamable HTTP at
-    ``http://host:port/mcp``."""
+    ``http://host:port/mcp``; with ``approvals=(host, port)``, the HTTP approval channel
+    (:mod:`firewall.host.approval_http`) at ``http://host:port``."""
     targets: dict[str, str | StdioServerParameters] = {}
     if command:
         targets[config.server] = _target(list(command))
@@ -579,6 +586,8 @@ async def run_proxy(
             for name, target in targets.items()
         }
         wall = stack.enter_context(firewall.open(config.store))
+        if approvals is not None:
+            stack.enter_context(ApprovalChannel(config.store, *approvals))
         session = stack.enter_context(
             wall.session(project=config.project, actor=config.actor, user=config.user)
         )

@@ -172,14 +172,15 @@ class ActionPolicy(_Model):
         default=Duration.parse("PT15M"), description="how long a hold waits for a human"
     )
     unknown_tool_floor: LevelField = Field(
-        default=Level.L0,
-        description="lowest level of a tool the shipped ladder does not know (L3 makes every "
-        "unknown tool local-write or higher unless tool_levels names it)",
+        default=Level.L3,
+        description="lowest level of a tool the shipped ladder does not know (default L3: "
+        "local-write or higher unless tool_levels names it); a lower floor is accepted only "
+        "from a signed policy",
     )
     tool_levels: dict[ToolName, LevelField] = Field(
         default_factory=dict,
         description="levels the operator signs for tools the ladder does not know (below "
-        "unknown_tool_floor); a known tool keeps its ladder floor",
+        "unknown_tool_floor; a signed policy only); a known tool keeps its ladder floor",
     )
     roles: dict[
         Annotated[StrictStr, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")], tuple[KeyId, ...]
@@ -248,6 +249,17 @@ class ActionPolicy(_Model):
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         return {"$schema": SCHEMA_DIALECT, "$id": SCHEMA_ID, **cls.model_json_schema()}
+
+    def lowered_unknown_tools(self) -> list[str]:
+        """What this policy lowers below the L3 default for tools the ladder does not know
+        (accepted only when the policy is signed)."""
+        out = []
+        if self.unknown_tool_floor < Level.L3:
+            out.append(f"unknown_tool_floor: {self.unknown_tool_floor.name}")
+        out.extend(
+            f"tool_levels.{t}: {v.name}" for t, v in self.tool_levels.items() if v < Level.L3
+        )
+        return out
 
     def approver_keys(self, rule: str | None) -> frozenset[str]:
         """The key ids that may approve what ``rule`` holds (empty: any pinned key)."""

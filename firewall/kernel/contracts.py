@@ -29,7 +29,15 @@ from enum import IntEnum, StrEnum
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from gnomon.firewall.model.errors import ContractError, InputError
 from gnomon.firewall.model.states import Sensitivity
@@ -141,15 +149,34 @@ class PreconditionKind(StrEnum):
     #: st_ino) and what the path itself is (absent, file, link): a link planted after the
     #: approval, or a swapped parent, is a change
     FILE_TARGET = "file_target"
+    #: the commit a ref names (target: JSON ``{"repo", "ref"}``)
+    GIT_REF = "git_ref"
+    #: a remote's push URL as git resolves it (target: JSON ``{"repo", "remote"}``)
+    GIT_REMOTE_URL = "git_remote_url"
+    #: a host command's exit status and output digest (target: JSON ``{"argv", "cwd",
+    #: "timeout"}``; argv only, no shell, a scoped environment, bounded output)
+    COMMAND_OUTPUT = "command_output"
 
 
 class Precondition(BaseModel):
-    """A contract's precondition: ``kind`` over the path in argument ``arg``."""
+    """A contract's precondition: ``kind`` over the path in argument ``arg`` (under ``root``
+    when the argument is relative to a folder), or over a fixed ``target`` the operator wrote
+    (a proxied tool's preconditions: :mod:`firewall.host.mcp_config`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     kind: PreconditionKind
-    arg: StrictStr
+    arg: StrictStr = ""
+    root: StrictStr | None = None
+    target: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Precondition:
+        if (self.target is None) == (not self.arg):
+            raise ValueError("a precondition names an argument (arg) or a fixed target, not both")
+        if self.target is not None and self.root is not None:
+            raise ValueError("root applies to an argument, not to a fixed target")
+        return self
 
 
 class ActionContract(BaseModel):

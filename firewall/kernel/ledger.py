@@ -332,17 +332,25 @@ def post_approval(store: Store, approval: Approval, *, now: datetime) -> Event:
     """Write ``approval`` to the log as ``approval.submitted`` (the out-of-process channel:
     ``gnomon approve``). Nothing is trusted here: the host's kernel verifies it when it picks
     it up (:meth:`ActionKernel.process_submitted`), and records a bad one as a forgery."""
-    state = read_request(store, approval.request_id)
+    return post_submitted(store, approval.request_id, approval.to_json(), now=now)
+
+
+def post_submitted(store: Store, request_id: str, doc: dict[str, Any], *, now: datetime) -> Event:
+    """Write a submitted approval document as it came (the HTTP channel's: it may be malformed
+    or forged) to the log as ``approval.submitted``, for the kernel to verify exactly as it
+    verifies ``gnomon approve``'s; an unknown ``request_id`` raises and writes nothing."""
+    state = read_request(store, request_id)
     if state is None:
-        raise UnknownIdError("request", approval.request_id)
+        raise UnknownIdError("request", request_id)
+    approver = doc.get("approver")
     draft = EventDraft(
         kind=SUBMITTED,
-        actor=approval.approver,
+        actor=approver if isinstance(approver, str) and approver else "unknown",
         at=now,
         session_id=state.session_id,
         project=state.project,
         user=state.user,
-        data={"request_id": approval.request_id, "approval": approval.to_json()},
+        data={"request_id": request_id, "approval": doc},
     )
     return store.commit([draft])[0]
 
@@ -366,6 +374,7 @@ __all__ = [
     "accepted_approval",
     "post_approval",
     "post_resolution",
+    "post_submitted",
     "read_ledger",
     "read_request",
 ]

@@ -151,6 +151,13 @@ def reverify(
                 "allow_unsigned=True",
                 hint="sign it with `gnomon policy sign FILE --key KEY`",
             )
+        lowered = policy.lowered_unknown_tools()
+        if lowered:
+            raise UnsignedPolicyError(
+                f"{loaded.source} is unsigned and lowers tools the ladder does not know below "
+                f"L3 ({', '.join(lowered)}): only a signed policy may",
+                hint="sign it with `gnomon policy sign FILE --key KEY`, or drop those levels",
+            )
         return SignedPolicy(policy, policy.digest, None, None, loaded.source)
     doc = {"key_id": loaded.key_id, "signature": loaded.signature}
     key_id, signature = verify_policy(policy, doc, keys, loaded.source)
