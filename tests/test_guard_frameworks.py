@@ -398,3 +398,28 @@ def test_flip_a_blocking_wait_starves_the_approver_in_the_loop(
     monkeypatch.setattr(GuardedTool, "ainvoke", blocking)
     text, _ = _pydantic_ai_push_run(host, hold_timeout=0.3)
     assert "denied" in text and "timed out" in text, text
+
+
+def test_a_cancelled_async_wait_withdraws_the_hold(host: Host) -> None:
+    """An agent loop that gives up on a waiting call (the task is cancelled) leaves no hold
+    behind that a later approval would run with nobody waiting for it."""
+    with host.wall.session(project="shop", actor="coder", user="alice") as s:
+        (push,) = guard(
+            host.wall, host.kernel, s, ["git_push"], hold_timeout=30, poll_interval=0.02
+        )
+
+        async def give_up() -> None:
+            task = asyncio.ensure_future(push.ainvoke(dict(PUSH_ARGS)))
+            while not host.kernel.holds():
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(give_up())
+    (request_id,) = [
+        e.payload["request_id"] for e in host.wall.store.events() if e.kind == "action.held"
+    ]
+    status = host.kernel.status(request_id)
+    assert status.status == "denied" and "interrupted" in " ".join(status.reasons)
+    assert host.pushed == []

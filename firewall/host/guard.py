@@ -287,7 +287,14 @@ def waiting(
         left = deadline - time.monotonic()
         if left <= 0:
             return kernel.withdraw(request_id, reason)
-        yield Wait(min(poll_interval, left))
+        try:
+            yield Wait(min(poll_interval, left))
+        except BaseException:  # the waiting call was cancelled or interrupted: nobody is left
+            interrupted = (
+                "the waiting call was interrupted (denied; a later approval does not run it)"
+            )
+            kernel.withdraw(request_id, interrupted)
+            raise
 
 
 def _rule_of(wall: Firewall, request_id: str) -> str | None:

@@ -157,7 +157,10 @@ def drive(flow: Generator[Run | Wait, Ran, T]) -> T:
         while True:
             ran: Ran = (None, None)
             if isinstance(step, Wait):
-                time.sleep(step.seconds)
+                try:
+                    time.sleep(step.seconds)
+                except BaseException as exc:  # interrupted while waiting: the flow hears of it
+                    _failed(flow, exc)
             else:
                 try:
                     ran = (step.executor(step.args), None)
