@@ -48,8 +48,14 @@ def _one(tool: GuardedTool) -> GuardedStructuredTool:
         reply = tool(kwargs)
         return reply.text, {"is_error": reply.is_error, **reply.meta}
 
+    async def arun(**kwargs: Any) -> tuple[str, dict[str, Any]]:
+        # in the event loop, not a worker thread: a hold is waited out without blocking it
+        reply = await tool.ainvoke(kwargs)
+        return reply.text, {"is_error": reply.is_error, **reply.meta}
+
     made = GuardedStructuredTool.from_function(
         func=run,
+        coroutine=arun,
         name=tool.name,
         description=tool.description,
         args_schema=tool.inputs_model or tool.input_schema,

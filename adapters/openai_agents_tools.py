@@ -2,7 +2,8 @@
 
 A held or denied call returns an ordinary tool output (the model reads it as the call's
 result) naming the verdict, rule and request id, so the agent can re-plan; it never raises
-into the SDK's runner. ``pip install 'gnomon[openai-agents]'``.
+into the SDK's runner. The call runs in the runner's event loop (``GuardedTool.ainvoke``): a
+hold waited out (``hold_timeout``) does not block the loop. ``pip install 'gnomon[openai-agents]'``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def _one(tool: GuardedTool) -> FunctionTool:
             args = None
         if not isinstance(args, dict):
             return f"gnomon: {tool.name} was not run: arguments must be a JSON object"
-        return tool(args).text
+        return (await tool.ainvoke(args)).text
 
     return FunctionTool(
         name=tool.name,

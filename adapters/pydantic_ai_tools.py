@@ -2,7 +2,8 @@
 
 A held or denied call returns an ordinary tool return (the model reads it as the call's
 result) naming the verdict, rule and request id, so the agent can re-plan; it never raises
-into the agent's graph. ``pip install 'gnomon[pydantic-ai]'``.
+into the agent's graph. The call runs in the agent's event loop (``GuardedTool.ainvoke``): a
+hold waited out (``hold_timeout``) does not block the loop. ``pip install 'gnomon[pydantic-ai]'``.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ def pydantic_ai_tools(tools: Sequence[GuardedTool]) -> list[Tool[Any]]:
 
 
 def _one(tool: GuardedTool) -> Tool[Any]:
-    def run(**kwargs: Any) -> str:
-        return tool(kwargs).text
+    async def run(**kwargs: Any) -> str:
+        return (await tool.ainvoke(kwargs)).text
 
     made: Tool[Any] = Tool.from_schema(
         run, name=tool.name, description=tool.description, json_schema=tool.input_schema

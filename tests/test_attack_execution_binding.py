@@ -255,13 +255,13 @@ def _approved_then_host_died(h: Host, wall: firewall.Firewall, ttl: timedelta) -
     request_id = _hold_push(h, wall)
     request = next(r for r in h.kernel.holds() if r.id == request_id)
 
-    def died(_request_id: str) -> object:
+    def died(_request_id: str, **_: object) -> object:
         raise SystemExit("host killed between approval and claim")
 
-    h.kernel._execute = died  # type: ignore[method-assign]
+    h.kernel._execute_flow = died  # type: ignore[method-assign,assignment]
     with pytest.raises(SystemExit):
         h.kernel.submit(h.approver.approve(request, now=wall.clock(), ttl=ttl))
-    del h.kernel._execute
+    del h.kernel._execute_flow
     assert h.kernel.status(request_id).status == "approved"
     return request_id
 

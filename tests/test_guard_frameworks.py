@@ -306,3 +306,120 @@ def test_a_held_guarded_call_waits_for_an_approval_then_times_out_denied(host: H
         host.kernel.process_submitted(request_id)
         assert host.kernel.status(request_id).status == "denied"  # the late one never ran it
         assert host.pushed == []
+
+
+# -- the async wait: one flow with the sync one, in a real async loop ------------------------------
+
+
+def _approve_in_the_loop(host: Host, approved: list[str]) -> Any:
+    """An approver coroutine in the agent's own event loop: it posts an approval (as ``gnomon
+    approve`` does) as soon as the hold appears."""
+    from gnomon.firewall.kernel.ledger import post_approval
+
+    async def approve() -> None:
+        for _ in range(500):
+            holds = host.kernel.holds()
+            if holds:
+                approval = host.approver.resolve(holds[0], "approve", now=host.wall.clock())
+                post_approval(host.wall.store, approval, now=host.wall.clock())
+                approved.append(holds[0].id)
+                return
+            await asyncio.sleep(0.01)
+
+    return approve()
+
+
+def _pydantic_ai_push_run(host: Host, hold_timeout: float) -> tuple[str, list[str]]:
+    """A pydantic-ai agent (its function model scripted) pushes; an approver runs in the same
+    loop. The push's tool return, and the holds the approver approved."""
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from gnomon.adapters.pydantic_ai_tools import pydantic_ai_tools
+
+    turns = iter([[ToolCallPart("git_push", dict(PUSH_ARGS), tool_call_id="c1")], [TextPart("ok")]])
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=next(turns))
+
+    approved: list[str] = []
+    with host.wall.session(project="shop", actor="coder", user="alice") as s:
+        tools = guard(
+            host.wall, host.kernel, s, ["git_push"], hold_timeout=hold_timeout, poll_interval=0.02
+        )
+        agent = Agent(FunctionModel(scripted), tools=pydantic_ai_tools(tools))
+
+        async def both() -> Any:
+            result, _ = await asyncio.gather(
+                agent.run("push it"), _approve_in_the_loop(host, approved)
+            )
+            return result
+
+        result = asyncio.run(both())
+    (push,) = [
+        p
+        for m in result.all_messages()
+        for p in getattr(m, "parts", [])
+        if isinstance(p, ToolReturnPart)
+    ]
+    return str(push.content), approved
+
+
+def test_an_async_agent_loop_waits_for_an_approval_without_blocking_it(host: Host) -> None:
+    """Issue 22: the async guard waits out a hold like the sync one. In pydantic-ai's real loop
+    a held push waits (``hold_timeout``) while an approver in the same event loop approves; the
+    push then goes on to execution (the absent repository's precondition refuses it: past the
+    approval), instead of being denied at the timeout."""
+    _need("pydantic_ai", "pydantic-ai")
+    text, approved = _pydantic_ai_push_run(host, hold_timeout=10)
+    assert approved, "the approver in the loop never saw the hold"
+    assert "refused" in text and "git_push_target" in text, text
+    assert host.kernel.status(approved[0]).status == "refused"
+
+
+def test_flip_a_blocking_wait_starves_the_approver_in_the_loop(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flip: the async call made to wait the sync way (``time.sleep`` inside the loop, what
+    the OpenAI Agents tool did before) starves the approver in the same loop, and the push is
+    denied at the timeout although a human was ready to approve."""
+    _need("pydantic_ai", "pydantic-ai")
+
+    async def blocking(self: GuardedTool, args: Any = None) -> Any:
+        return self(args)
+
+    monkeypatch.setattr(GuardedTool, "ainvoke", blocking)
+    text, _ = _pydantic_ai_push_run(host, hold_timeout=0.3)
+    assert "denied" in text and "timed out" in text, text
+
+
+def test_a_cancelled_async_wait_withdraws_the_hold(host: Host) -> None:
+    """An agent loop that gives up on a waiting call (the task is cancelled) leaves no hold
+    behind that a later approval would run with nobody waiting for it."""
+    with host.wall.session(project="shop", actor="coder", user="alice") as s:
+        (push,) = guard(
+            host.wall, host.kernel, s, ["git_push"], hold_timeout=30, poll_interval=0.02
+        )
+
+        async def give_up() -> None:
+            task = asyncio.ensure_future(push.ainvoke(dict(PUSH_ARGS)))
+            while not host.kernel.holds():
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(give_up())
+    (request_id,) = [
+        e.payload["request_id"] for e in host.wall.store.events() if e.kind == "action.held"
+    ]
+    status = host.kernel.status(request_id)
+    assert status.status == "denied" and "interrupted" in " ".join(status.reasons)
+    assert host.pushed == []

@@ -25,10 +25,10 @@ def test_a_restarted_proxy_resumes_an_approved_unclaimed_call(tmp_path: Path) ->
         assert held.status == "held"
         (request,) = kernel.holds()
 
-        def died(_request_id: str) -> object:
+        def died(_request_id: str, **_: object) -> object:
             raise SystemExit("proxy killed between the approval and the run")
 
-        kernel._execute = died
+        kernel._execute_flow = died  # the claim and run of an approved request
         with pytest.raises(SystemExit):
             kernel.submit(approver.approve(request, now=first._wall.clock()))
         assert not (tmp_path / "pushed").exists()

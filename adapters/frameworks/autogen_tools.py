@@ -36,7 +36,7 @@ class AutoGenGuardedTool(BaseTool[BaseModel, str]):
         self._guarded = tool
 
     async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> str:
-        return self._guarded(args.model_dump(mode="json")).text
+        return (await self._guarded.ainvoke(args.model_dump(mode="json"))).text
 
     async def run_json(
         self,
@@ -46,7 +46,7 @@ class AutoGenGuardedTool(BaseTool[BaseModel, str]):
     ) -> Any:
         # the raw arguments go to the guard, which checks them against the contract and answers
         # an invalid call with a tool message (AutoGen's own validation would raise instead)
-        return self._guarded(dict(args)).text
+        return (await self._guarded.ainvoke(dict(args))).text
 
 
 def autogen_tools(tools: Sequence[GuardedTool]) -> list[AutoGenGuardedTool]:

@@ -13,7 +13,11 @@ hands the agent the *guarded* tools :func:`guard` returns. Each guarded call:
 3. a held call waits in process up to ``hold_timeout`` seconds (``guard(...,
    hold_timeout=60)``; 0, the default, returns at once) for an approval: an in-process
    resolver's, or ``gnomon approve`` from another process; past it, the hold is withdrawn
-   (denied) and a later approval never runs it;
+   (denied) and a later approval never runs it. The sync call (``tool(args)``) and the async
+   one (``await tool.ainvoke(args)``, what async frameworks call) are one flow
+   (:meth:`GuardedTool._call_flow`): the async one waits with ``asyncio.sleep``, so the event
+   loop (an approver in it, other tools) goes on while a call waits, and an approved tool that
+   is a coroutine function is awaited;
 4. when the kernel held, denied or refused the call, or the tool ran and failed (verdict
    ``failed``, its error recorded as what the session read), the agent gets an ordinary tool
    message (not an exception) naming the verdict, the rule and the request id, so it can re-plan.
@@ -38,14 +42,14 @@ The framework integrations (``firewall.integrations.langchain``, ``.openai_agent
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gnomon.firewall.host.channels import Channel
 from gnomon.firewall.host.tool_calls import ToolCall
 from gnomon.firewall.kernel import ledger as L
-from gnomon.firewall.kernel.kernel import ActionResult, Flow, Run, adrive, drive
+from gnomon.firewall.kernel.kernel import ActionResult, Flow, Ran, Run, Wait, adrive, drive
 from gnomon.firewall.log.events import EventDraft
 from gnomon.firewall.model.errors import GnomonError
 from gnomon.firewall.model.origin import Origin
@@ -73,6 +77,8 @@ class ToolReply:
 #: What :meth:`GuardedTool.acall` leaves to record: the reply of a call that ran and its
 #: ``action.executed`` draft, or ``None``.
 Recording = tuple[ToolReply, EventDraft | None] | None
+#: A guarded call: the kernel's flow, then the wait for a hold (:class:`Wait` steps).
+CallFlow = Generator[Run | Wait, Ran, tuple[ActionResult, EventDraft | None]]
 
 
 class GuardedTool:
@@ -133,20 +139,19 @@ class GuardedTool:
         return self._contract.inputs if self._contract is not None else None
 
     def __call__(self, args: Mapping[str, Any] | None = None) -> ToolReply:
+        """The call, in this thread (a hold waited out with ``time.sleep``)."""
         try:
-            result, outcome = drive(self._flow(args))
+            result, outcome = drive(self._call_flow(args))
         except GnomonError as exc:
             return self._invalid(exc)
-        if result.status == "held" and self._hold_timeout > 0:
-            kernel = self._handle._kernel
-            reason = (
-                f"approval timed out: no approval within {self._hold_timeout:g}s "
-                "(denied; a later approval does not run it)"
-            )
-            result = wait_for_approval(
-                kernel, result.request_id, self._hold_timeout, self._poll_interval, reason
-            )
         return self._reply(result, outcome)
+
+    async def ainvoke(self, args: Mapping[str, Any] | None = None) -> ToolReply:
+        """The call, in the event loop: :meth:`acall`, then its record committed. What an
+        async framework's tool calls; a hold is waited out without blocking the loop."""
+        reply, recording = await self.acall(args)
+        self.record(recording)
+        return reply
 
     async def acall(
         self,
@@ -159,7 +164,7 @@ class GuardedTool:
         must record before the session's next decision: until then the session's label lacks
         what this call read."""
         try:
-            result, outcome = await adrive(self._flow(args), run)
+            result, outcome = await adrive(self._call_flow(args), run)
         except GnomonError as exc:
             return self._invalid(exc), None
         reply = self._answer(result)
@@ -173,6 +178,24 @@ class GuardedTool:
     def _flow(self, args: Mapping[str, Any] | None) -> Flow:
         handle = self._handle
         return handle._kernel._propose_flow(handle._session, self.name, args, ())
+
+    def _call_flow(self, args: Mapping[str, Any] | None) -> CallFlow:
+        """The one flow of a guarded call, sync or async: the kernel's proposal, then (when
+        held and ``hold_timeout`` > 0) the wait for an approval."""
+        result, outcome = yield from self._flow(args)
+        if result.status == "held" and self._hold_timeout > 0:
+            reason = (
+                f"approval timed out: no approval within {self._hold_timeout:g}s "
+                "(denied; a later approval does not run it)"
+            )
+            result = yield from waiting(
+                self._handle._kernel,
+                result.request_id,
+                self._hold_timeout,
+                self._poll_interval,
+                reason,
+            )
+        return result, outcome
 
     def _invalid(self, exc: GnomonError) -> ToolReply:
         # bad arguments are the agent's to fix: a tool message, not a crash of its loop
@@ -242,19 +265,36 @@ class GuardedTool:
 def wait_for_approval(
     kernel: ActionKernel, request_id: str, timeout: float, poll_interval: float, reason: str
 ) -> ActionResult:
-    """Host side, blocking: wait up to ``timeout`` seconds for the held ``request_id`` to be
-    resolved (an approval written by ``gnomon approve`` is verified and acted on here); past
-    it, the hold is withdrawn with ``reason`` (denied: a later approval never runs it)."""
+    """Host side, blocking: :func:`waiting` driven in this thread."""
+    return drive(waiting(kernel, request_id, timeout, poll_interval, reason))
+
+
+def waiting(
+    kernel: ActionKernel, request_id: str, timeout: float, poll_interval: float, reason: str
+) -> Generator[Run | Wait, Ran, ActionResult]:
+    """Host side, as a flow: wait up to ``timeout`` seconds for the held ``request_id`` to be
+    resolved (an approval written by ``gnomon approve`` is verified and acted on here, the
+    approved tool a :class:`Run` step); past it, the hold is withdrawn with ``reason`` (denied:
+    a later approval never runs it). Each poll is a :class:`Wait` step."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for outcome in kernel.process_submitted(request_id):
+    while True:
+        for outcome in (yield from kernel.submitted_flow(request_id)):
             if isinstance(outcome, ActionResult) and outcome.request_id == request_id:
                 return outcome
         status = kernel.status(request_id)
         if status.status != "held":
             return status
-        time.sleep(poll_interval)
-    return kernel.withdraw(request_id, reason)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return kernel.withdraw(request_id, reason)
+        try:
+            yield Wait(min(poll_interval, left))
+        except BaseException:  # the waiting call was cancelled or interrupted: nobody is left
+            interrupted = (
+                "the waiting call was interrupted (denied; a later approval does not run it)"
+            )
+            kernel.withdraw(request_id, interrupted)
+            raise
 
 
 def _rule_of(wall: Firewall, request_id: str) -> str | None:
@@ -300,4 +340,4 @@ def guard(
     return out
 
 
-__all__ = ["GuardedTool", "ToolReply", "guard", "wait_for_approval"]
+__all__ = ["GuardedTool", "ToolReply", "guard", "wait_for_approval", "waiting"]

@@ -8,9 +8,11 @@ True
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gnomon.firewall.kernel.ledger import read_ledger, read_request
+from gnomon.firewall.kernel.provenance import ShownArgument, shown
 from gnomon.firewall.model.origin import Origin
 from gnomon.firewall.store.base import Store
 
@@ -40,6 +42,7 @@ def explain_action(store: Store, ident: str) -> dict[str, Any] | None:
         "label": Origin.model_validate(label, strict=False).describe() if label else "nothing read",
         "inputs_digest": p.get("inputs_digest"),
         "policy_digest": p.get("policy_digest"),
+        "arguments": [a.model_dump() for a in arguments(p)],
         "beliefs": [
             {
                 "id": c,
@@ -59,6 +62,28 @@ def explain_action(store: Store, ident: str) -> dict[str, Any] | None:
     }
 
 
+def arguments(proposal: dict[str, Any]) -> list[ShownArgument]:
+    """The canonical arguments of a proposal, each with the provenance of its value, secrets
+    redacted: what the kernel recorded for the approver. A proposal without that record (no
+    contract, so nothing was traced; or a log from before provenance) shows its arguments
+    redacted, marked not traced."""
+    recorded = proposal.get("provenance")
+    if recorded:
+        return [ShownArgument.model_validate(a) for a in recorded]
+    args = proposal.get("args")
+    if not isinstance(args, dict):
+        return []
+    untraced = "not traced (no contract, or recorded before argument provenance)"
+    return [
+        ShownArgument(
+            name=str(k),
+            value=shown(v if isinstance(v, str) else json.dumps(v, default=str)),
+            provenance=untraced,
+        )
+        for k, v in args.items()
+    ]
+
+
 def render_action(doc: dict[str, Any]) -> list[str]:
     """Plain lines for the terminal (the CLI strips control characters from each)."""
     lines = [
@@ -68,6 +93,9 @@ def render_action(doc: dict[str, Any]) -> list[str]:
         f"  inputs label: {doc['label']}",
         f"  inputs digest: {doc['inputs_digest']}  policy digest: {doc['policy_digest']}",
     ]
+    lines.append("  arguments (what ran or would run, and where each value came from):")
+    shown_args = [ShownArgument.model_validate(a) for a in doc["arguments"]]
+    lines.extend(f"    {a.line()}" for a in shown_args) if shown_args else lines.append("    -")
     lines.append("  reasons:")
     lines.extend(f"    - {r}" for r in doc["reasons"]) if doc["reasons"] else lines.append("    -")
     lines.append("  rests on:" if doc["beliefs"] else "  rests on: no cited belief")
@@ -83,4 +111,4 @@ def render_action(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-__all__ = ["explain_action", "render_action"]
+__all__ = ["arguments", "explain_action", "render_action"]

@@ -35,10 +35,11 @@ request no process claimed (its host died after the approval).
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -131,48 +132,78 @@ class Run:
     args: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """One step of a flow that waits (a host polling for an approval): the driver sleeps
+    ``seconds`` (an async driver without blocking its event loop) and sends back ``(None,
+    None)``."""
+
+    seconds: float
+
+
+#: What a driver sends back into a flow: the tool's output and the exception it raised.
+Ran = tuple[object, Exception | None]
+T = TypeVar("T")
 #: A request's flow: it yields :class:`Run` once when the action runs, and returns the result
 #: with the ``action.executed`` draft still to commit (``None`` when nothing ran). One flow,
 #: driven synchronously (:func:`drive`) or asynchronously (:func:`adrive`).
-Flow = Generator[Run, tuple[object, Exception | None], tuple[ActionResult, EventDraft | None]]
+Flow = Generator[Run, Ran, tuple[ActionResult, EventDraft | None]]
 
 
-def drive(flow: Flow) -> tuple[ActionResult, EventDraft | None]:
-    """Run ``flow`` in this thread, calling the executor directly."""
+def drive(flow: Generator[Run | Wait, Ran, T]) -> T:
+    """Run ``flow`` in this thread, calling the executor directly (and sleeping its waits)."""
     try:
         step = next(flow)
         while True:
-            try:
-                ran: tuple[object, Exception | None] = (step.executor(step.args), None)
-            except BaseException as exc:
-                ran = _failed(flow, exc)
+            ran: Ran = (None, None)
+            if isinstance(step, Wait):
+                try:
+                    time.sleep(step.seconds)
+                except BaseException as exc:  # interrupted while waiting: the flow hears of it
+                    _failed(flow, exc)
+            else:
+                try:
+                    ran = (step.executor(step.args), None)
+                except BaseException as exc:
+                    ran = _failed(flow, exc)
             step = flow.send(ran)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
 
 async def adrive(
-    flow: Flow, run: Callable[[Run], Awaitable[object]] | None = None
-) -> tuple[ActionResult, EventDraft | None]:
+    flow: Generator[Run | Wait, Ran, T],
+    run: Callable[[Run], Awaitable[object]] | None = None,
+) -> T:
     """Run ``flow`` in the event loop: the tool through ``run`` when given (the upstream call
-    of an MCP proxy), else its executor, awaited when it returns an awaitable. No worker
+    of an MCP proxy), else its executor, awaited when it returns an awaitable; a wait is an
+    ``asyncio.sleep``, so the loop goes on (an approver in the same loop can answer). No worker
     thread between the kernel and the tool."""
+    import asyncio
+
     try:
         step = next(flow)
         while True:
-            try:
-                output = step.executor(step.args) if run is None else run(step)
-                if inspect.isawaitable(output):
-                    output = await output
-                ran: tuple[object, Exception | None] = (output, None)
-            except BaseException as exc:
-                ran = _failed(flow, exc)
+            ran: Ran = (None, None)
+            if isinstance(step, Wait):
+                try:
+                    await asyncio.sleep(step.seconds)
+                except BaseException as exc:  # cancelled while waiting: the flow hears of it
+                    _failed(flow, exc)
+            else:
+                try:
+                    output = step.executor(step.args) if run is None else run(step)
+                    if inspect.isawaitable(output):
+                        output = await output
+                    ran = (output, None)
+                except BaseException as exc:
+                    ran = _failed(flow, exc)
             step = flow.send(ran)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
 
-def _failed(flow: Flow, exc: BaseException) -> tuple[object, Exception]:
+def _failed(flow: Generator[Any, Ran, Any], exc: BaseException) -> tuple[object, Exception]:
     """What a driver sends ``flow`` when the tool raised ``exc``: the tool's own failure (an
     :class:`Exception`) is an outcome, not our crash. An interruption (a cancellation, a
     ``KeyboardInterrupt``) is thrown into the flow, which records the call as aborted, and
@@ -376,10 +407,13 @@ class ActionKernel:
             self._record_in(session, request_id, L.DENIED, {"reasons": list(ruling.reasons)})
             return ActionResult(request_id, action.id, "denied", ruling.reasons), None
         shown = tuple(a.shown() for a in supplied or ())
-        held = self._hold(request_id, action.id, session, tool, ruling, (digest, terms), now, shown)
-        return held, None
+        return (
+            yield from self._hold_flow(
+                request_id, action.id, session, tool, ruling, (digest, terms), now, shown
+            )
+        )
 
-    def _hold(
+    def _hold_flow(
         self,
         request_id: str,
         action_id: str,
@@ -389,7 +423,9 @@ class ActionKernel:
         digests: tuple[str, str],
         now: datetime,
         shown: tuple[ShownArgument, ...] = (),
-    ) -> ActionResult:
+    ) -> Flow:
+        """Record the hold and ask the in-process resolver; an approval it gives runs the
+        action in this flow (the driver's executor, awaited by an async driver)."""
         deadline = self._policy.policy.approval_deadline.after(now)
         request = ApprovalRequest(
             id=request_id,
@@ -411,8 +447,8 @@ class ActionKernel:
         if self._resolver is not None:
             answer = self._resolver(request)
             if answer is not None:
-                return self.submit(answer)
-        return ActionResult(request_id, action_id, "held", ruling.reasons)
+                return (yield from self._submit_flow(answer))
+        return ActionResult(request_id, action_id, "held", ruling.reasons), None
 
     # -- approvals ------------------------------------------------------------------------
 
@@ -492,11 +528,15 @@ class ActionKernel:
         """Resolve a hold with a signed approval (host side). A forged, replayed, expired,
         wrong-key or wrong-digest approval is recorded as ``approval.forgery`` and raises
         :class:`ForgedApprovalError`; an approval executes the action (two-phase)."""
+        return self._settled(drive(self._submit_flow(approval, submitted_seq)))
+
+    def _submit_flow(self, approval: object, submitted_seq: int | None = None) -> Flow:
+        """:meth:`submit` as a flow (an approval's action is its :class:`Run`)."""
         request_id = _request_of(approval) or ""
         state = self._current(request_id) if request_id else None
         if state is not None and submitted_seq is not None and submitted_seq in state.handled:
             # another host process picked this submission up first: nothing to do here
-            return ActionResult(request_id, state.action_id, state.status, ())
+            return ActionResult(request_id, state.action_id, state.status, ()), None
         if state is None or state.request is None:
             self._forgery(None, "wrong_request", f"no held request {request_id!r}", submitted_seq)
             raise ForgedApprovalError("wrong_request", f"no held request {request_id!r}")
@@ -536,10 +576,9 @@ class ActionKernel:
             state=state,
         )
         if checked.decision == "deny":
-            return ActionResult(
-                request_id, state.action_id, "denied", (f"denied by {checked.approver}",)
-            )
-        return self._execute(request_id)
+            denied = (f"denied by {checked.approver}",)
+            return ActionResult(request_id, state.action_id, "denied", denied), None
+        return (yield from self._execute_flow(request_id))
 
     def process_submitted(
         self, request_id: str | None = None
@@ -548,6 +587,13 @@ class ActionKernel:
         every request's, or only ``request_id``'s (an indexed read, what a host waiting on one
         hold polls). It also resumes an approved request no process claimed (the host died
         between the approval and the claim): the approval is checked again, expiry included."""
+        return drive(self.submitted_flow(request_id))
+
+    def submitted_flow(
+        self, request_id: str | None = None
+    ) -> Generator[Run, Ran, list[ActionResult | ForgedApprovalError]]:
+        """:meth:`process_submitted` as a flow: an action an approval lets run is a
+        :class:`Run` step (an async driver awaits the tool), its outcome committed here."""
         out: list[ActionResult | ForgedApprovalError] = []
         if request_id is None:
             states = list(self._ledger().requests.values())
@@ -558,7 +604,7 @@ class ActionKernel:
             self._report_unverified(state)
             if state.status == "approved" and not state.pending:
                 try:
-                    out.append(self._execute(state.request_id))
+                    out.append(self._settled((yield from self._execute_flow(state.request_id))))
                 except ForgedApprovalError as exc:
                     out.append(exc)
                 except ActionPendingError:
@@ -572,7 +618,7 @@ class ActionKernel:
                     out.append(exc)
                     continue
                 try:
-                    out.append(self.submit(approval, submitted_seq=seq))
+                    out.append(self._settled((yield from self._submit_flow(approval, seq))))
                 except ForgedApprovalError as exc:
                     out.append(exc)
                 except ActionPendingError:
@@ -920,8 +966,10 @@ __all__ = [
     "ActionResult",
     "Executor",
     "Flow",
+    "Ran",
     "Resolver",
     "Run",
+    "Wait",
     "adrive",
     "drive",
 ]
