@@ -388,17 +388,30 @@ class Guard:
         """The origin of one conversation message, from its role (None: the agent's write,
         joined with everything the session has read, as :meth:`Session.remember` labels it).
 
-        * ``user``: the host's user channel when the host configured one; without it the role
-          is only the caller's claim, so the message is the agent's.
+        * ``user``: the host's user channel when the host configured one and the session has
+          read nothing untrusted (:attr:`Session.read_untrusted`); without the channel the role
+          is only the caller's claim, so the message is the agent's, and so it is once the
+          session has read a page: the agent could pass the page's words as the user's.
         * ``tool`` / ``function``: external content (a tool's output is read, not believed).
         * ``assistant``, ``system`` and anything else: the agent's.
         """
-        if role == "user" and self._user_channel is not None:
-            return self._user_channel
-        if role in ("tool", "function"):
-            tool = name if isinstance(name, str) and name.strip() else "tool"
-            return Origin.external(f"{self.store}:{role}:{tool}")
-        return None
+        return self.message_origins([(role, name)])[0]
+
+    def message_origins(self, said: Sequence[tuple[object, object]]) -> list[WriteOrigin | None]:
+        """:meth:`message_origin` of each ``(role, name)`` of one batch, as if recorded one at a
+        time: a tool message taints the session for the user messages after it."""
+        tainted = self.session.read_untrusted
+        out: list[WriteOrigin | None] = []
+        for role, name in said:
+            if role == "user" and self._user_channel is not None and not tainted:
+                out.append(self._user_channel)
+            elif role in ("tool", "function"):
+                tool = name if isinstance(name, str) and name.strip() else "tool"
+                out.append(Origin.external(f"{self.store}:{role}:{tool}"))
+                tainted = True
+            else:
+                out.append(None)
+        return out
 
     def worker(self) -> Executor:
         """The one thread an async wrapper runs this guard's firewall steps on (store I/O off

@@ -68,12 +68,14 @@ class _Guarded(Constructed, Refusing):
         """infer=False: record each non-system message and bind it ``pending``."""
         checked = merged_metadata(STORE, "add", self.gnomon._backend.limits, metadata)
         guard = self.gnomon._guard
-        kept = []
+        shown = []
         for message in messages_of(messages):
             text = content_of(message)
             if message.get("role") == "system" or text is None:
                 continue
-            kept.append((message, text, self._said(message, origin)))
+            shown.append((message, text))
+        said = self._said([m for m, _ in shown], origin)
+        kept = [(m, text, o) for (m, text), o in zip(shown, said, strict=True)]
         # all messages recorded in one event per run of labelled ones, all bound in one more
         beliefs = guard.record_many([(text, said) for _, text, said in kept])
         pending = guard.bind_pending_many(
@@ -85,11 +87,15 @@ class _Guarded(Constructed, Refusing):
         )
         return [(m, p) for (m, _, _), p in zip(kept, pending, strict=True)]
 
-    def _said(self, message: Mapping[str, Any], origin: WriteOrigin | None) -> WriteOrigin | None:
-        """The origin one message is recorded with: the caller's, else its role's."""
+    def _said(
+        self, messages: Sequence[Mapping[str, Any]], origin: WriteOrigin | None
+    ) -> list[WriteOrigin | None]:
+        """The origin each message is recorded with: the caller's, else its role's, in order
+        (a tool message taints the user messages after it, :meth:`Guard.message_origins`)."""
         if origin is not None:
-            return origin
-        return self.gnomon._guard.message_origin(message.get("role"), message.get("name"))
+            return [origin] * len(messages)
+        roles = [(m.get("role"), m.get("name")) for m in messages]
+        return self.gnomon._guard.message_origins(roles)
 
     def _inputs(
         self, messages: Any, metadata: Mapping[str, Any] | None, origin: WriteOrigin | None
@@ -100,13 +106,9 @@ class _Guarded(Constructed, Refusing):
         these messages included."""
         checked = merged_metadata(STORE, "add", self.gnomon._backend.limits, metadata)
         guard = self.gnomon._guard
-        inputs = guard.record_many(
-            [
-                (text, self._said(m, origin))
-                for m in messages_of(messages)
-                if (text := read_text(m)) is not None
-            ]
-        )
+        read = [(m, text) for m in messages_of(messages) if (text := read_text(m)) is not None]
+        said = self._said([m for m, _ in read], origin)
+        inputs = guard.record_many([(text, o) for (_, text), o in zip(read, said, strict=True)])
         label = guard.write_label(None)
         sent = dict(checked)
         sent[ORIGIN_KEY] = ",".join(sorted(label.origin_ids))

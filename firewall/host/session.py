@@ -150,6 +150,15 @@ class Session:
         return self._label
 
     @property
+    def read_untrusted(self) -> bool:
+        """Whether this session has read anything but the user's, a tool envelope's or its own
+        agent's text (external content, imports, probes): from then on, what it writes is
+        steerable by what it read. Then a message it passes as ``role="user"`` is not minted
+        as the user's (:meth:`adapters.guard.Guard.message_origin`) and a fact its store
+        extracts is not ``extracted`` (:meth:`extract`)."""
+        return self._label is not None and not self._label.classes <= _SESSION_CLEAN
+
+    @property
     def sensitivity(self) -> Sensitivity:
         """The highest sensitivity this session has read (``public`` before the first read).
 
@@ -611,7 +620,7 @@ class Session:
             bool(given)
             and all(user_statement(b) for b in given)
             and all(user_statement(b) or clean_extracted(b) for b in seen)
-            and (self._label is None or self._label.classes <= _SESSION_CLEAN)
+            and not self.read_untrusted
             and origin.user_lineage
         )
         now = self._wall.clock()
