@@ -956,10 +956,22 @@ class Guard:
         )
         return drifted, moved
 
-    def screen(self, items: Sequence[StoreItem], *, query: str, k: int, call: str = "read") -> Hits:
+    def screen(
+        self,
+        items: Sequence[StoreItem],
+        *,
+        query: str,
+        k: int,
+        call: str = "read",
+        limit: int | None = None,
+    ) -> Hits:
         """The read path for one SDK call's hits; logs the result as a recall, and says what
         it withheld (:attr:`Hits.summary`, INFO on the ``gnomon`` logger, a one-time warning
         when a read is empty only because of the policy: :mod:`adapters.withheld`).
+
+        ``limit``: the caller's ``top_k`` when ``items`` were over-fetched
+        (:func:`fetch_size`): the hits that pass are ranked trusted first
+        (:func:`trusted_first`) and at most ``limit`` are kept, before anything is logged.
 
         The policy is re-validated on every call (``self.policy`` may have been replaced or
         edited since the guard was made), and a privileged policy is refused: the audit path is
@@ -974,10 +986,10 @@ class Guard:
         resolved = dict(
             (binding.store_id, (binding, belief)) for binding, belief in self.resolve_items(items)
         )
-        out = capped(
-            [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items],
-            policy.quote.max_items,
-        )
+        verdicts = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items]
+        if limit is not None:
+            verdicts = trusted_first(verdicts, limit)
+        out = capped(verdicts, policy.quote.max_items)
         self.log(out, query=query, k=k, now=now, policy=policy, digest=digest)
         hits = Hits(out, report(out, policy=policy.name))
         reader = Reader(policy, self.session.project, self.session.user, now)
@@ -1104,6 +1116,48 @@ class Guard:
         return views
 
 
+#: A guarded search asks its store for this many times the caller's ``top_k`` ...
+OVERFETCH = 4
+#: ... and at least this many hits (at most :data:`MAX_FETCH`): untrusted look-alikes must
+#: outrank a trusted memory this many times over to push it out of ``top_k``.
+MIN_FETCH = 100
+MAX_FETCH = 1000
+
+
+def fetch_size(k: int) -> int:
+    """How many hits a guarded search asks its store for, for a caller's ``top_k`` of ``k``:
+    enough that writes the policy withholds or quotes cannot crowd a trusted memory out of
+    the ``k`` the caller sees (:func:`trusted_first` then keeps ``k``).
+
+    >>> fetch_size(5), fetch_size(50), fetch_size(2000)
+    (100, 200, 2000)
+    """
+    return max(k, min(max(k * OVERFETCH, MIN_FETCH), MAX_FETCH))
+
+
+def _rank(s: Screened) -> int:
+    if s.verdict == "accepted":
+        return 1 if s.extracted else 0
+    return 2
+
+
+def trusted_first(screened: Sequence[Screened], limit: int) -> list[Screened]:
+    """The hits that passed, trusted facts first, then extracted facts, then quoted data, each
+    in store order, at most ``limit`` of them; then the hits withheld (reported, not shown).
+
+    Hits that passed but rank past ``limit`` are left out altogether (never shown, so never
+    logged as read): the store returned them only because the search over-fetched.
+
+    >>> from gnomon.adapters.base import StoreItem
+    >>> hits = [Screened(StoreItem(str(i), "t"), None, v) for i, v in
+    ...         enumerate(["quoted", "rejected", "quoted", "accepted"])]
+    >>> [(s.item.store_id, s.verdict) for s in trusted_first(hits, 2)]
+    [('3', 'accepted'), ('0', 'quoted'), ('1', 'rejected')]
+    """
+    shown = sorted((s for s in screened if s.passed), key=_rank)[: max(limit, 0)]
+    return [*shown, *(s for s in screened if not s.passed)]
+
+
 def capped(screened: list[Screened], max_items: int) -> list[Screened]:
     """``screened`` with at most ``max_items`` quoted hits (the policy's ``quote.max_items``, in
     store order): each one past the cap is withheld with its reasons and the note
@@ -1155,7 +1209,9 @@ __all__ = [
     "Screened",
     "annotated",
     "capped",
+    "fetch_size",
     "outranks",
     "passed",
     "rivals",
+    "trusted_first",
 ]

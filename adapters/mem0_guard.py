@@ -203,10 +203,11 @@ class _Guarded(Constructed, Refusing):
         self.gnomon._guard.confirm_write(pending, stored.store_id, stored=stored)
         return row
 
-    def _screen(self, out: Any, call: str, *, query: str, k: int) -> Any:
-        """The hits that passed, and beside them (``"gnomon"``) what was withheld and why."""
+    def _screen(self, out: Any, call: str, *, query: str, k: int, limit: int | None = None) -> Any:
+        """The hits that passed, and beside them (``"gnomon"``) what was withheld and why;
+        ``limit``: at most that many, trusted first (the call over-fetched, :func:`fetch_size`)."""
         items = [to_item(r, call) for r in results_of(out, call)]
-        hits = self.gnomon._guard.screen(items, query=query, k=k, call=call)
+        hits = self.gnomon._guard.screen(items, query=query, k=k, call=call, limit=limit)
         shown = passed(hits)
         if isinstance(out, Mapping):
             channel = hits.summary["contradictions"]
