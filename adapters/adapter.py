@@ -29,6 +29,7 @@ from gnomon.firewall.gate.grants import Grant
 from gnomon.firewall.host.channels import WriteOrigin
 from gnomon.firewall.model.arguments import checked_call
 from gnomon.firewall.model.chain import StoreBinding
+from gnomon.firewall.model.content import MAX_QUERY_CHARS, checked_text
 
 T = TypeVar("T")
 
@@ -92,6 +93,7 @@ class Adapter:
         policy is withheld (:meth:`Screened.withheld`: no text, no belief). The store is asked
         for :func:`fetch_size` hits and the ``k`` shown are ranked trusted first, so untrusted
         look-alikes cannot crowd a trusted memory out."""
+        checked_text("query", query, limit=MAX_QUERY_CHARS)  # logged with the recall
         fetch = fetch_size(k)
         items = self.call("search", lambda: self._backend.search(query, limit=fetch, scope=scope))
         screened = self._guard.screen(items, query=query, k=k, limit=k)

@@ -99,6 +99,7 @@ from gnomon.adapters.letta_backend import (
 )
 from gnomon.adapters.letta_loop import AgentMessages, LoopCore
 from gnomon.firewall.model.chain import BindingState
+from gnomon.firewall.model.content import MAX_QUERY_CHARS, checked_text
 
 #: The ``top_k`` an agent's passage search returns when the caller names none (the server's
 #: default): the guarded search asks for :func:`fetch_size` of it and shows this many.
@@ -224,6 +225,7 @@ class AgentPassages(_Refusing):
 
     @core.guarded
     def search(self, a: core.Args) -> core.Flow:
+        checked_text("query", a["query"], limit=MAX_QUERY_CHARS)  # logged with the recall
         top_k = a.get("top_k")
         k = top_k if isinstance(top_k, int) and top_k > 0 else SEARCH_TOP_K
         found = yield a.raw(top_k=fetch_size(k))  # over-fetched, ranked trusted first

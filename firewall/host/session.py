@@ -68,9 +68,12 @@ from gnomon.firewall.model.chain import (
     SessionInfo,
 )
 from gnomon.firewall.model.content import (
+    MAX_QUERY_CHARS,
+    MAX_SUMMARY_CHARS,
     block_hash,
     checked_args,
     checked_name,
+    checked_text,
     checked_tool,
     content_blocks,
     render_args,
@@ -825,8 +828,7 @@ class Session:
         """Policy-filtered recall. Returns accepted, quoted, rejected (with reasons),
         contradictions and uncertainties, and logs what was returned."""
         self._check_open()
-        if not isinstance(query, str):
-            raise InputError(f"query must be a string, got {type(query).__name__}")
+        checked_text("query", query, limit=MAX_QUERY_CHARS)
         if not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise InputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
         # validated once, digest included (cached): the queries and the log use this one
@@ -1006,6 +1008,7 @@ class Session:
 
     @checked_call
     def record_outcome(self, action_id: str, *, success: bool, summary: str = "") -> Outcome:
+        checked_text("summary", summary, limit=MAX_SUMMARY_CHARS)
         now = self._following("action", self._wall.store.get_action, action_id)
         outcome = Outcome(
             id=new_id("out"),
