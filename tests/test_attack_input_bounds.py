@@ -7,7 +7,8 @@ a typed :class:`GnomonError` naming the field (and, for a length, the limit), a 
 bounded size (a refused value is never echoed whole into a log line or a terminal), and nothing
 written to the store (the store does not grow by the value). One checker serves them:
 :func:`firewall.model.content.checked_text` (with :func:`checked_name` / :func:`checked_tool`
-for names, the content blocks' byte bound for statements), and :class:`GnomonError` caps every message.
+for names, the content blocks' byte bound for statements), and :class:`GnomonError` caps
+every message.
 
 Flips: with ``checked_text`` letting everything through, a 4 MiB query is logged with its
 recall (the store grows by megabytes); with the message cap and :func:`shown_value` removed, a
