@@ -92,12 +92,13 @@ class Adapter:
         """The store's search, screened: every hit with its verdict; a hit that failed the
         policy is withheld (:meth:`Screened.withheld`: no text, no belief). The store is asked
         for :func:`fetch_size` hits and the ``k`` shown are ranked trusted first, so untrusted
-        look-alikes cannot crowd a trusted memory out."""
+        look-alikes cannot crowd a trusted memory out; at most ``k`` are returned, those that
+        passed first (every withheld one is in the recall's record)."""
         checked_text("query", query, limit=MAX_QUERY_CHARS)  # logged with the recall
         fetch = fetch_size(k)
         items = self.call("search", lambda: self._backend.search(query, limit=fetch, scope=scope))
         screened = self._guard.screen(items, query=query, k=k, limit=k)
-        return [s.withheld() for s in screened]
+        return [s.withheld() for s in screened[:k]]  # what passed first, then withheld ones
 
     def get(self, store_id: str) -> Screened | None:
         item = self.call("get", lambda: self._backend.get(store_id))
