@@ -970,8 +970,10 @@ class Guard:
         when a read is empty only because of the policy: :mod:`adapters.withheld`).
 
         ``limit``: the caller's ``top_k`` when ``items`` were over-fetched
-        (:func:`fetch_size`): the hits that pass are ranked trusted first
-        (:func:`trusted_first`) and at most ``limit`` are kept, before anything is logged.
+        (:func:`fetch_size`): the first ``limit`` hits are screened as before; past them only
+        trusted facts are looked for (:meth:`_trusted_tail`, read-only); then the hits that
+        pass are ranked trusted first (:func:`trusted_first`) and at most ``limit`` are kept,
+        before anything is logged.
 
         The policy is re-validated on every call (``self.policy`` may have been replaced or
         edited since the guard was made), and a privileged policy is refused: the audit path is
@@ -983,12 +985,15 @@ class Guard:
                 hint="use memory.gnomon.audit(query, grant=wall.grant('auditor', ...))",
             )
         now = self.wall.clock()
+        head = items if limit is None else items[: max(limit, 0)]
         resolved = dict(
-            (binding.store_id, (binding, belief)) for binding, belief in self.resolve_items(items)
+            (binding.store_id, (binding, belief)) for binding, belief in self.resolve_items(head)
         )
-        verdicts = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items]
+        verdicts = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in head]
         if limit is not None:
-            verdicts = trusted_first(verdicts, limit)
+            accepted = sum(1 for s in verdicts if s.verdict == "accepted")
+            tail = self._trusted_tail(policy, items[len(head) :], now, limit - accepted)
+            verdicts = trusted_first([*verdicts, *tail], limit)
         out = capped(verdicts, policy.quote.max_items)
         self.log(out, query=query, k=k, now=now, policy=policy, digest=digest)
         hits = Hits(out, report(out, policy=policy.name))
@@ -998,6 +1003,41 @@ class Guard:
         )
         self.announcer.announce(hits.summary, call=call)
         return hits
+
+    def _trusted_tail(
+        self, policy: ContextPolicy, items: Sequence[StoreItem], now: datetime, wanted: int
+    ) -> list[Screened]:
+        """Among over-fetched ``items`` (past the caller's ``top_k``), up to ``wanted`` that the
+        policy accepts as trusted context, in store order. Read-only and cheap: a hit that is
+        unbound, not ``written`` or no longer matches its binding is skipped (it would not be
+        accepted, and it is never shown, so nothing is recorded about it), and only a belief
+        the policy admits gets a verdict."""
+        if wanted <= 0 or not items:
+            return []
+        store = self.wall.store
+        bindings = store.bindings_by_store_id(self.store, [i.store_id for i in items])
+        beliefs = store.get_beliefs(list({b.belief_id for b in bindings.values()}))
+        out: list[Screened] = []
+        for item in items:
+            binding = bindings.get(item.store_id)
+            belief = beliefs.get(binding.belief_id) if binding is not None else None
+            if (
+                binding is None
+                or belief is None
+                or binding.state != BindingState.WRITTEN
+                or item.content_hash != binding.content_hash
+            ):
+                continue
+            if tuple(policy.rejection_reasons(belief, now)) and not policy.admits_extracted(
+                belief, now
+            ):
+                continue
+            screened = self._verdict(policy, item, (binding, belief), now)
+            if screened.verdict == "accepted":
+                out.append(screened)
+                if len(out) >= wanted:
+                    break
+        return out
 
     def contradictions(self, belief_ids: Sequence[str]) -> list[dict[str, Any]]:
         """The contradiction channel for ``belief_ids``, as this client's reader may know it
