@@ -1160,7 +1160,7 @@ class Guard:
 OVERFETCH = 4
 #: ... and at least this many hits (at most :data:`MAX_FETCH`): untrusted look-alikes must
 #: outrank a trusted memory this many times over to push it out of ``top_k``.
-MIN_FETCH = 100
+MIN_FETCH = 50
 MAX_FETCH = 1000
 
 
@@ -1170,7 +1170,7 @@ def fetch_size(k: int) -> int:
     the ``k`` the caller sees (:func:`trusted_first` then keeps ``k``).
 
     >>> fetch_size(5), fetch_size(50), fetch_size(2000)
-    (100, 200, 2000)
+    (50, 200, 2000)
     """
     return max(k, min(max(k * OVERFETCH, MIN_FETCH), MAX_FETCH))
 
