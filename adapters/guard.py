@@ -1017,20 +1017,22 @@ class Guard:
         store = self.wall.store
         bindings = store.bindings_by_store_id(self.store, [i.store_id for i in items])
         beliefs = store.get_beliefs(list({b.belief_id for b in bindings.values()}))
-        out: list[Screened] = []
+        bound: list[tuple[StoreItem, StoreBinding, Belief]] = []
         for item in items:
             binding = bindings.get(item.store_id)
             belief = beliefs.get(binding.belief_id) if binding is not None else None
             if (
-                binding is None
-                or belief is None
-                or binding.state != BindingState.WRITTEN
-                or item.content_hash != binding.content_hash
+                binding is not None
+                and belief is not None
+                and binding.state == BindingState.WRITTEN
+                and item.content_hash == binding.content_hash
             ):
-                continue
-            if tuple(policy.rejection_reasons(belief, now)) and not policy.admits_extracted(
-                belief, now
-            ):
+                bound.append((item, binding, belief))
+        # the policy's reasons for all of them at once (its age cutoff computed once)
+        reasons = policy.rejections([belief for _, _, belief in bound], now)
+        out: list[Screened] = []
+        for (item, binding, belief), why in zip(bound, reasons, strict=True):
+            if why and not policy.admits_extracted(belief, now):
                 continue
             screened = self._verdict(policy, item, (binding, belief), now)
             if screened.verdict == "accepted":
