@@ -24,11 +24,12 @@ from typing import IO, Any, TypeVar
 
 from gnomon.adapters.base import StoreBackend, StoreItem, merged_metadata
 from gnomon.adapters.errors import AdapterError, StoreCallError
-from gnomon.adapters.guard import AuditView, Guard, PendingWrite, Screened
+from gnomon.adapters.guard import AuditView, Guard, PendingWrite, Screened, fetch_size
 from gnomon.firewall.gate.grants import Grant
 from gnomon.firewall.host.channels import WriteOrigin
 from gnomon.firewall.model.arguments import checked_call
 from gnomon.firewall.model.chain import StoreBinding
+from gnomon.firewall.model.content import MAX_QUERY_CHARS, checked_text
 
 T = TypeVar("T")
 
@@ -89,9 +90,15 @@ class Adapter:
     @checked_call
     def search(self, query: str, *, scope: Mapping[str, str], k: int = 10) -> list[Screened]:
         """The store's search, screened: every hit with its verdict; a hit that failed the
-        policy is withheld (:meth:`Screened.withheld`: no text, no belief)."""
-        items = self.call("search", lambda: self._backend.search(query, limit=k, scope=scope))
-        return [s.withheld() for s in self._guard.screen(items, query=query, k=k)]
+        policy is withheld (:meth:`Screened.withheld`: no text, no belief). The store is asked
+        for :func:`fetch_size` hits and the ``k`` shown are ranked trusted first, so untrusted
+        look-alikes cannot crowd a trusted memory out; at most ``k`` are returned, those that
+        passed first (every withheld one is in the recall's record)."""
+        checked_text("query", query, limit=MAX_QUERY_CHARS)  # logged with the recall
+        fetch = fetch_size(k)
+        items = self.call("search", lambda: self._backend.search(query, limit=fetch, scope=scope))
+        screened = self._guard.screen(items, query=query, k=k, limit=k)
+        return [s.withheld() for s in screened[:k]]  # what passed first, then withheld ones
 
     def get(self, store_id: str) -> Screened | None:
         item = self.call("get", lambda: self._backend.get(store_id))

@@ -397,12 +397,15 @@ class Core:
         with self.guard.deleting(binding, call.name):
             return (yield call)
 
-    def screen(self, items: Sequence[StoreItem], query: str) -> Hits:
-        return self.guard.screen(items, query=query, k=max(1, min(len(items), 200)))
+    def screen(self, items: Sequence[StoreItem], query: str, limit: int | None = None) -> Hits:
+        k = limit if limit is not None else max(1, min(len(items), 200))
+        return self.guard.screen(items, query=query, k=k, limit=limit)
 
-    def passed(self, items: Sequence[StoreItem], query: str) -> list[Any]:
-        """The hits that passed, annotated; ``.gnomon`` says what was withheld and why."""
-        hits = self.screen(items, query)
+    def passed(self, items: Sequence[StoreItem], query: str, limit: int | None = None) -> list[Any]:
+        """The hits that passed, annotated; ``.gnomon`` says what was withheld and why.
+        ``limit``: the caller's ``top_k`` of an over-fetched search (:func:`fetch_size`): at
+        most that many, trusted first."""
+        hits = self.screen(items, query, limit)
         return attach([self.annotate(s) for s in hits if s.passed], hits.summary)
 
     def one(self, item: StoreItem, query: str) -> Any:

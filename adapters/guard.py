@@ -388,17 +388,30 @@ class Guard:
         """The origin of one conversation message, from its role (None: the agent's write,
         joined with everything the session has read, as :meth:`Session.remember` labels it).
 
-        * ``user``: the host's user channel when the host configured one; without it the role
-          is only the caller's claim, so the message is the agent's.
+        * ``user``: the host's user channel when the host configured one and the session has
+          read nothing untrusted (:attr:`Session.read_untrusted`); without the channel the role
+          is only the caller's claim, so the message is the agent's, and so it is once the
+          session has read a page: the agent could pass the page's words as the user's.
         * ``tool`` / ``function``: external content (a tool's output is read, not believed).
         * ``assistant``, ``system`` and anything else: the agent's.
         """
-        if role == "user" and self._user_channel is not None:
-            return self._user_channel
-        if role in ("tool", "function"):
-            tool = name if isinstance(name, str) and name.strip() else "tool"
-            return Origin.external(f"{self.store}:{role}:{tool}")
-        return None
+        return self.message_origins([(role, name)])[0]
+
+    def message_origins(self, said: Sequence[tuple[object, object]]) -> list[WriteOrigin | None]:
+        """:meth:`message_origin` of each ``(role, name)`` of one batch, as if recorded one at a
+        time: a tool message taints the session for the user messages after it."""
+        tainted = self.session.read_untrusted
+        out: list[WriteOrigin | None] = []
+        for role, name in said:
+            if role == "user" and self._user_channel is not None and not tainted:
+                out.append(self._user_channel)
+            elif role in ("tool", "function"):
+                tool = name if isinstance(name, str) and name.strip() else "tool"
+                out.append(Origin.external(f"{self.store}:{role}:{tool}"))
+                tainted = True
+            else:
+                out.append(None)
+        return out
 
     def worker(self) -> Executor:
         """The one thread an async wrapper runs this guard's firewall steps on (store I/O off
@@ -943,10 +956,24 @@ class Guard:
         )
         return drifted, moved
 
-    def screen(self, items: Sequence[StoreItem], *, query: str, k: int, call: str = "read") -> Hits:
+    def screen(
+        self,
+        items: Sequence[StoreItem],
+        *,
+        query: str,
+        k: int,
+        call: str = "read",
+        limit: int | None = None,
+    ) -> Hits:
         """The read path for one SDK call's hits; logs the result as a recall, and says what
         it withheld (:attr:`Hits.summary`, INFO on the ``gnomon`` logger, a one-time warning
         when a read is empty only because of the policy: :mod:`adapters.withheld`).
+
+        ``limit``: the caller's ``top_k`` when ``items`` were over-fetched
+        (:func:`fetch_size`): the first ``limit`` hits are screened as before; past them only
+        trusted facts are looked for (:meth:`_trusted_tail`, read-only); then the hits that
+        pass are ranked trusted first (:func:`trusted_first`) and at most ``limit`` are kept,
+        before anything is logged.
 
         The policy is re-validated on every call (``self.policy`` may have been replaced or
         edited since the guard was made), and a privileged policy is refused: the audit path is
@@ -958,13 +985,16 @@ class Guard:
                 hint="use memory.gnomon.audit(query, grant=wall.grant('auditor', ...))",
             )
         now = self.wall.clock()
+        head = items if limit is None else items[: max(limit, 0)]
         resolved = dict(
-            (binding.store_id, (binding, belief)) for binding, belief in self.resolve_items(items)
+            (binding.store_id, (binding, belief)) for binding, belief in self.resolve_items(head)
         )
-        out = capped(
-            [self._verdict(policy, item, resolved.get(item.store_id), now) for item in items],
-            policy.quote.max_items,
-        )
+        verdicts = [self._verdict(policy, item, resolved.get(item.store_id), now) for item in head]
+        if limit is not None:
+            accepted = sum(1 for s in verdicts if s.verdict == "accepted")
+            tail = self._trusted_tail(policy, items[len(head) :], now, limit - accepted)
+            verdicts = trusted_first([*verdicts, *tail], limit)
+        out = capped(verdicts, policy.quote.max_items)
         self.log(out, query=query, k=k, now=now, policy=policy, digest=digest)
         hits = Hits(out, report(out, policy=policy.name))
         reader = Reader(policy, self.session.project, self.session.user, now)
@@ -973,6 +1003,43 @@ class Guard:
         )
         self.announcer.announce(hits.summary, call=call)
         return hits
+
+    def _trusted_tail(
+        self, policy: ContextPolicy, items: Sequence[StoreItem], now: datetime, wanted: int
+    ) -> list[Screened]:
+        """Among over-fetched ``items`` (past the caller's ``top_k``), up to ``wanted`` that the
+        policy accepts as trusted context, in store order. Read-only and cheap: a hit that is
+        unbound, not ``written`` or no longer matches its binding is skipped (it would not be
+        accepted, and it is never shown, so nothing is recorded about it), and only a belief
+        the policy admits gets a verdict."""
+        if wanted <= 0 or not items:
+            return []
+        store = self.wall.store
+        bindings = store.bindings_by_store_id(self.store, [i.store_id for i in items])
+        beliefs = store.get_beliefs(list({b.belief_id for b in bindings.values()}))
+        bound: list[tuple[StoreItem, StoreBinding, Belief]] = []
+        for item in items:
+            binding = bindings.get(item.store_id)
+            belief = beliefs.get(binding.belief_id) if binding is not None else None
+            if (
+                binding is not None
+                and belief is not None
+                and binding.state == BindingState.WRITTEN
+                and item.content_hash == binding.content_hash
+            ):
+                bound.append((item, binding, belief))
+        # the policy's reasons for all of them at once (its age cutoff computed once)
+        reasons = policy.rejections([belief for _, _, belief in bound], now)
+        out: list[Screened] = []
+        for (item, binding, belief), why in zip(bound, reasons, strict=True):
+            if why and not policy.admits_extracted(belief, now):
+                continue
+            screened = self._verdict(policy, item, (binding, belief), now)
+            if screened.verdict == "accepted":
+                out.append(screened)
+                if len(out) >= wanted:
+                    break
+        return out
 
     def contradictions(self, belief_ids: Sequence[str]) -> list[dict[str, Any]]:
         """The contradiction channel for ``belief_ids``, as this client's reader may know it
@@ -1091,6 +1158,48 @@ class Guard:
         return views
 
 
+#: A guarded search asks its store for this many times the caller's ``top_k`` ...
+OVERFETCH = 4
+#: ... and at least this many hits (at most :data:`MAX_FETCH`): untrusted look-alikes must
+#: outrank a trusted memory this many times over to push it out of ``top_k``.
+MIN_FETCH = 50
+MAX_FETCH = 1000
+
+
+def fetch_size(k: int) -> int:
+    """How many hits a guarded search asks its store for, for a caller's ``top_k`` of ``k``:
+    enough that writes the policy withholds or quotes cannot crowd a trusted memory out of
+    the ``k`` the caller sees (:func:`trusted_first` then keeps ``k``).
+
+    >>> fetch_size(5), fetch_size(50), fetch_size(2000)
+    (50, 200, 2000)
+    """
+    return max(k, min(max(k * OVERFETCH, MIN_FETCH), MAX_FETCH))
+
+
+def _rank(s: Screened) -> int:
+    if s.verdict == "accepted":
+        return 1 if s.extracted else 0
+    return 2
+
+
+def trusted_first(screened: Sequence[Screened], limit: int) -> list[Screened]:
+    """The hits that passed, trusted facts first, then extracted facts, then quoted data, each
+    in store order, at most ``limit`` of them; then the hits withheld (reported, not shown).
+
+    Hits that passed but rank past ``limit`` are left out altogether (never shown, so never
+    logged as read): the store returned them only because the search over-fetched.
+
+    >>> from gnomon.adapters.base import StoreItem
+    >>> hits = [Screened(StoreItem(str(i), "t"), None, v) for i, v in
+    ...         enumerate(["quoted", "rejected", "quoted", "accepted"])]
+    >>> [(s.item.store_id, s.verdict) for s in trusted_first(hits, 2)]
+    [('3', 'accepted'), ('0', 'quoted'), ('1', 'rejected')]
+    """
+    shown = sorted((s for s in screened if s.passed), key=_rank)[: max(limit, 0)]
+    return [*shown, *(s for s in screened if not s.passed)]
+
+
 def capped(screened: list[Screened], max_items: int) -> list[Screened]:
     """``screened`` with at most ``max_items`` quoted hits (the policy's ``quote.max_items``, in
     store order): each one past the cap is withheld with its reasons and the note
@@ -1142,7 +1251,9 @@ __all__ = [
     "Screened",
     "annotated",
     "capped",
+    "fetch_size",
     "outranks",
     "passed",
     "rivals",
+    "trusted_first",
 ]

@@ -80,6 +80,7 @@ with sdk_imports("letta", "letta-client"):
 from gnomon.adapters import core
 from gnomon.adapters.base import GNOMON_KEYS, StoreItem, rendered_value
 from gnomon.adapters.errors import StoreCallError
+from gnomon.adapters.guard import fetch_size
 from gnomon.adapters.letta_backend import (
     BLOCK_FIELDS,
     STORE,
@@ -98,6 +99,11 @@ from gnomon.adapters.letta_backend import (
 )
 from gnomon.adapters.letta_loop import AgentMessages, LoopCore
 from gnomon.firewall.model.chain import BindingState
+from gnomon.firewall.model.content import MAX_QUERY_CHARS, checked_text
+
+#: The ``top_k`` an agent's passage search returns when the caller names none (the server's
+#: default): the guarded search asks for :func:`fetch_size` of it and shows this many.
+SEARCH_TOP_K = 10
 
 
 class _Core(core.Core, LoopCore):
@@ -219,12 +225,15 @@ class AgentPassages(_Refusing):
 
     @core.guarded
     def search(self, a: core.Args) -> core.Flow:
-        found = yield a.raw()
+        checked_text("query", a["query"], limit=MAX_QUERY_CHARS)  # logged with the recall
+        top_k = a.get("top_k")
+        k = top_k if isinstance(top_k, int) and top_k > 0 else SEARCH_TOP_K
+        found = yield a.raw(top_k=fetch_size(k))  # over-fetched, ranked trusted first
         results = getattr(found, "results", None)
         if not isinstance(results, list):
             raise _malformed(a.name, "a search response with results", found)
         items = [search_result_item(r, a["agent_id"], a.name) for r in results]
-        kept = self._core.passed(items, a["query"])
+        kept = self._core.passed(items, a["query"], limit=k)
         return found.model_copy(update={"results": kept, "count": len(kept), "gnomon": kept.gnomon})
 
     delete = core.deleting(lambda a: passage_store_id(a["agent_id"], a["memory_id"]))

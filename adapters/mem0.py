@@ -78,6 +78,7 @@ from gnomon.adapters.errors import (
     StoreCallError,
     StoreResponseError,
 )
+from gnomon.adapters.guard import fetch_size
 from gnomon.adapters.mem0_backend import (
     STORE,
     SyncView,
@@ -90,6 +91,7 @@ from gnomon.adapters.mem0_guard import _BIG, RESTORED_AS, _Guarded, _scope
 from gnomon.firewall.gate.grants import Grant
 from gnomon.firewall.host.channels import WriteOrigin
 from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.model.content import MAX_QUERY_CHARS, checked_text
 
 T = TypeVar("T")
 PLATFORM_SCOPE = ("user_id", "agent_id", "run_id", "app_id")
@@ -336,8 +338,10 @@ class _OssFlows(_Mem0Flows):
         query, kwargs = a["query"], a.arguments()
         top_k = kwargs.pop("top_k", 20)
         del kwargs["query"]
-        out = yield _Call("search", lambda: self._client.search(query, top_k=top_k, **kwargs))
-        return self._screen(out, "search", query=query, k=top_k)
+        checked_text("query", query, limit=MAX_QUERY_CHARS)  # logged with the recall
+        fetch = fetch_size(top_k)  # over-fetched, ranked trusted first, cut to top_k
+        out = yield _Call("search", lambda: self._client.search(query, top_k=fetch, **kwargs))
+        return self._screen(out, "search", query=query, k=top_k, limit=top_k)
 
     @guarded(returns=dict[str, Any] | None)
     def get(self, a: Args) -> Flow:
@@ -347,8 +351,9 @@ class _OssFlows(_Mem0Flows):
     def get_all(self, a: Args) -> Flow:
         kwargs = a.arguments()
         top_k = kwargs.pop("top_k", 20)
-        out = yield _Call("get_all", lambda: self._client.get_all(top_k=top_k, **kwargs))
-        return self._screen(out, "get_all", query="get_all", k=top_k)
+        fetch = fetch_size(top_k)
+        out = yield _Call("get_all", lambda: self._client.get_all(top_k=fetch, **kwargs))
+        return self._screen(out, "get_all", query="get_all", k=top_k, limit=top_k)
 
     @guarded(extras=WRITE, returns=dict[str, Any])
     def update(self, a: Args) -> Flow:
@@ -442,8 +447,11 @@ class _PlatformFlows(_Mem0Flows):
     @guarded(returns=dict[str, Any])
     def search(self, a: Args) -> Flow:
         query, kw = a["query"], _options(a)
+        checked_text("query", query, limit=MAX_QUERY_CHARS)  # logged with the recall
+        top_k = int(kw.get("top_k") or 10)
+        kw["top_k"] = fetch_size(top_k)  # over-fetched, ranked trusted first, cut to top_k
         out = yield _Call("search", lambda: self._client.search(query, **kw))
-        return self._screen(out, "search", query=query, k=int(kw.get("top_k") or 10))
+        return self._screen(out, "search", query=query, k=top_k, limit=top_k)
 
     @guarded(returns=dict[str, Any] | None)
     def get(self, a: Args) -> Flow:

@@ -68,12 +68,14 @@ class _Guarded(Constructed, Refusing):
         """infer=False: record each non-system message and bind it ``pending``."""
         checked = merged_metadata(STORE, "add", self.gnomon._backend.limits, metadata)
         guard = self.gnomon._guard
-        kept = []
+        shown = []
         for message in messages_of(messages):
             text = content_of(message)
             if message.get("role") == "system" or text is None:
                 continue
-            kept.append((message, text, self._said(message, origin)))
+            shown.append((message, text))
+        said = self._said([m for m, _ in shown], origin)
+        kept = [(m, text, o) for (m, text), o in zip(shown, said, strict=True)]
         # all messages recorded in one event per run of labelled ones, all bound in one more
         beliefs = guard.record_many([(text, said) for _, text, said in kept])
         pending = guard.bind_pending_many(
@@ -85,11 +87,15 @@ class _Guarded(Constructed, Refusing):
         )
         return [(m, p) for (m, _, _), p in zip(kept, pending, strict=True)]
 
-    def _said(self, message: Mapping[str, Any], origin: WriteOrigin | None) -> WriteOrigin | None:
-        """The origin one message is recorded with: the caller's, else its role's."""
+    def _said(
+        self, messages: Sequence[Mapping[str, Any]], origin: WriteOrigin | None
+    ) -> list[WriteOrigin | None]:
+        """The origin each message is recorded with: the caller's, else its role's, in order
+        (a tool message taints the user messages after it, :meth:`Guard.message_origins`)."""
         if origin is not None:
-            return origin
-        return self.gnomon._guard.message_origin(message.get("role"), message.get("name"))
+            return [origin] * len(messages)
+        roles = [(m.get("role"), m.get("name")) for m in messages]
+        return self.gnomon._guard.message_origins(roles)
 
     def _inputs(
         self, messages: Any, metadata: Mapping[str, Any] | None, origin: WriteOrigin | None
@@ -100,13 +106,9 @@ class _Guarded(Constructed, Refusing):
         these messages included."""
         checked = merged_metadata(STORE, "add", self.gnomon._backend.limits, metadata)
         guard = self.gnomon._guard
-        inputs = guard.record_many(
-            [
-                (text, self._said(m, origin))
-                for m in messages_of(messages)
-                if (text := read_text(m)) is not None
-            ]
-        )
+        read = [(m, text) for m in messages_of(messages) if (text := read_text(m)) is not None]
+        said = self._said([m for m, _ in read], origin)
+        inputs = guard.record_many([(text, o) for (_, text), o in zip(read, said, strict=True)])
         label = guard.write_label(None)
         sent = dict(checked)
         sent[ORIGIN_KEY] = ",".join(sorted(label.origin_ids))
@@ -201,10 +203,11 @@ class _Guarded(Constructed, Refusing):
         self.gnomon._guard.confirm_write(pending, stored.store_id, stored=stored)
         return row
 
-    def _screen(self, out: Any, call: str, *, query: str, k: int) -> Any:
-        """The hits that passed, and beside them (``"gnomon"``) what was withheld and why."""
+    def _screen(self, out: Any, call: str, *, query: str, k: int, limit: int | None = None) -> Any:
+        """The hits that passed, and beside them (``"gnomon"``) what was withheld and why;
+        ``limit``: at most that many, trusted first (the call over-fetched, :func:`fetch_size`)."""
         items = [to_item(r, call) for r in results_of(out, call)]
-        hits = self.gnomon._guard.screen(items, query=query, k=k, call=call)
+        hits = self.gnomon._guard.screen(items, query=query, k=k, call=call, limit=limit)
         shown = passed(hits)
         if isinstance(out, Mapping):
             channel = hits.summary["contradictions"]

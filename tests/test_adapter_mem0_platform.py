@@ -36,6 +36,7 @@ from gnomon.adapters.errors import (
     StoreTimeoutError,
 )
 from gnomon.adapters.fakes.mem0_platform import FakeMem0Platform
+from gnomon.adapters.guard import fetch_size
 from gnomon.adapters.mem0 import (
     AsyncGuardedMemory,
     AsyncGuardedMemoryClient,
@@ -223,7 +224,7 @@ def test_search_and_get_all_filter_poison(
     assert sent(mock, "search") == {
         "query": "Alice tea deploy force review",
         "filters": {"user_id": "alice"},
-        "top_k": 5,
+        "top_k": fetch_size(5),  # over-fetched: shown 5 at most, trusted first
     }
     assert set(found) == {"results", "contradictions", "gnomon"}  # SDK key; channel; withheld
     assert [r["memory"] for r in found["results"]] == [FACT]

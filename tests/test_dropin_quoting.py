@@ -264,6 +264,8 @@ def test_letta_and_zep_quoted_items_are_marked_and_a_letta_step_never_compiles_t
         assert reply.gnomon["detached"] == 1 and reply.gnomon["withheld"] == 1
         assert reply.gnomon["quoted"] == 0  # nothing was shown quoted to the step's model
 
+    # a fresh session: one that read the Letta note cannot write a user-attested message
+    with wall.session(project="shop", actor="coder", user="alice") as session:
         zep = GuardedZep(zep_raw, wall, session=session, user_channel=alice)
         zep.thread.add_messages(
             thread,

@@ -36,8 +36,9 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -158,6 +159,54 @@ def credential_kinds_memo(text: str) -> tuple[str, ...]:
     return credential_kinds(text)
 
 
+def _found(text: str) -> list[tuple[str, str]]:
+    """``(kind, matched text)`` for every credential found in ``text`` as stored."""
+    found = [(kind, m.group(0)) for kind, pattern in PATTERNS for m in pattern.finditer(text)]
+    for line in text.splitlines():
+        if line.strip():
+            found.extend((kind, match) for kind, detect in _engine()[1] for match in detect(line))
+    return found
+
+
+@lru_cache(maxsize=16384)
+def masked(text: str) -> str:
+    """``text`` with every credential in it replaced by ``[redacted: credential (<kind>)]``:
+    the one credential rule for text a surface prints beside structure it must keep (an id, an
+    origin, a tool name, an argument, a reason), called once per surface (``gnomon why``, the
+    trust report, ``gnomon holds``; OTel and a shipped export redact whole strings). Where a
+    credential is found only as the text is shown (split by a zero-width character) or is
+    still found once the matches are masked, the whole text is redacted to its hash.
+
+    >>> masked("origin external:web:https://x.example/?k=sk-live-4f9a1c0ffee (a page)")
+    'origin external:web:https://x.example/?k=[redacted: credential (hyphenated API key)] (a page)'
+    >>> masked("We deploy on Fridays.")
+    'We deploy on Fridays.'
+    """
+    if not credential_kinds_memo(text):
+        return text
+    out = text
+    for kind, match in sorted(_found(text), key=lambda f: -len(f[1])):
+        if match and match in out:
+            out = out.replace(match, f"[redacted: credential ({kind})]")
+    left = credential_kinds(out)
+    if left:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"[redacted: credential ({', '.join(left)})] sha256:{digest}"
+    return out
+
+
+def masked_tree(value: Any) -> Any:
+    """Every string in a JSON-like ``value`` (mapping keys included) through :func:`masked`:
+    the one call for a surface that prints a document (``gnomon why --json``)."""
+    if isinstance(value, str):
+        return masked(value)
+    if isinstance(value, Mapping):
+        return {masked_tree(k): masked_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked_tree(v) for v in value]
+    return value
+
+
 def _kinds(text: str) -> set[str]:
     kinds: set[str] = set()
     for kind, pattern in PATTERNS:
@@ -180,4 +229,6 @@ __all__ = [
     "credential_kinds",
     "credential_kinds_memo",
     "engine",
+    "masked",
+    "masked_tree",
 ]

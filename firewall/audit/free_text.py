@@ -16,7 +16,9 @@ id-shaped recall query is still a query):
 * values of the fixed vocabularies (the state enums, authorities, origin classes and
   integrities, recall reason codes, action levels and outcomes) in the fields that hold them;
 * names the host chose when it opened the session or store (``actor``, ``project``, ``user``,
-  ``store``, …: they are also in every event's envelope, which is not the caller's to write).
+  ``store``, …: they are also in every event's envelope, which is not the caller's to write);
+* an event's ``tool`` when the host named it (:func:`host_named_tool`: a tool in the kernel's
+  registry, an observation through a host channel); a tool name the agent chose stays free.
 
 Evidence for a labelled claim of the same event is the claim's own metadata (its source and
 independence group name the claim's origins) and is skipped with it. Mapping keys are judged
@@ -267,6 +269,21 @@ class TextScan:
         self.texts.append(text)
 
 
+def host_named_tool(payload: Mapping[str, Any]) -> bool:
+    """Is the ``tool`` of this event a name the host registered (structure, not free text)?
+    Yes when the host-written event says so: ``registered`` (the kernel found the tool's
+    contract in the host's registry) or a ``channel_id`` (an observation through a channel
+    the host opened, named by host code). A tool name the agent chose (an unknown tool, a call
+    reported without a channel) is not.
+
+    >>> host_named_tool({"tool": "read_file", "registered": True})
+    True
+    >>> host_named_tool({"tool": "sk-live-stolen", "registered": False})
+    False
+    """
+    return payload.get("registered") is True or isinstance(payload.get("channel_id"), str)
+
+
 def scan_payload(payload: Mapping[str, Any], *, labelled_ok: bool = True) -> TextScan:
     """Walk ``payload`` (an event body's ``payload``) by default-deny.
 
@@ -294,6 +311,8 @@ def scan_payload(payload: Mapping[str, Any], *, labelled_ok: bool = True) -> Tex
             _imports(value, scan)
         elif key == MOVES and isinstance(value, Mapping):
             _moves(value, scan)
+        elif key == "tool" and isinstance(value, str) and host_named_tool(payload):
+            scan.texts.append(value)  # the host's name for it: the credential scan only
         else:
             _walk(key, value, scan)
     return scan

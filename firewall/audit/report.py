@@ -43,19 +43,21 @@ the same way, ``[redacted: credential (<kinds>)]``, whatever its label: a live k
 reasons) is scanned too.
 A decision summary is as sensitive as the most sensitive belief it depends on (an unknown one
 counts as ``secret``).
-Ids, states, origins and hashes are never redacted.
+Ids, states, origins and hashes are never redacted by label; a credential inside one (an origin
+id naming a URL with its token, a tool name that is a key) is masked where it stands
+(:func:`firewall.audit.credentials.masked`, applied to every cell of the finished report).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
-from gnomon.firewall.audit.credentials import credential_kinds, engine
+from gnomon.firewall.audit.credentials import credential_kinds, engine, masked
 from gnomon.firewall.audit.report_render import render_html, render_markdown, report_json
 from gnomon.firewall.log.batch import record_docs
 from gnomon.firewall.log.events import Event, Records, records_from_payload
@@ -404,11 +406,23 @@ def _build(
         "redacted": f"{redact.count} ({redact.credentials} for credentials)",
         "credential scan": engine(),
     }
+    facts = {k: masked(v) for k, v in facts.items()}
+    # the one credential rule over everything shown, ids, origins, tool names and reasons
+    # included (the redactor above has already replaced whole texts it was given)
+    sections = [
+        replace(t, rows=[tuple(masked(c) for c in row) for row in t.rows], note=masked(t.note))
+        for t in sections
+    ]
+    verdict = replace(
+        verdict,
+        headline=masked(verdict.headline),
+        answers=tuple(masked(a) for a in verdict.answers),
+    )
     return TrustReport(
         session=session,
         ceiling=ceiling,
         verdict=verdict,
-        warnings=(*warnings, *late),
+        warnings=tuple(masked(w) for w in (*warnings, *late)),
         sections=tuple(sections),
         events=got.events,
         generated_at=now,

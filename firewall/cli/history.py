@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 import click
 
 from gnomon import firewall
+from gnomon.firewall.audit.credentials import masked, masked_tree
 from gnomon.firewall.audit.replay import ReplayResult, replay, replay_json
 from gnomon.firewall.audit.report import build_report, render_html, render_markdown, report_json
 from gnomon.firewall.audit.why import (
@@ -124,7 +125,7 @@ def why_command(
     if not result.entries:
         raise _nothing_found(result)
     if as_json:
-        echo_json(why_json(result))
+        echo_json(masked_tree(why_json(result)))
         return
     _render_why(result)
 
@@ -138,10 +139,17 @@ def _why_action(ctx: click.Context, ident: str, url: str | None, as_json: bool) 
     if doc is None:
         raise InputError(f"no action or request {ident!r} in this store")
     if as_json:
-        echo_json(doc)
+        echo_json(masked_tree(doc))
         return
     for line in render_action(doc):
-        echo(line)
+        _say(line)
+
+
+def _say(line: str) -> None:
+    """One line of ``gnomon why`` (and ``beliefs history``): the one place its text meets the
+    credential rule (:func:`firewall.audit.credentials.masked`): a key in a statement, an
+    origin id, a tool name, an argument or a reason is masked where it stands."""
+    echo(masked(line))
 
 
 def _nothing_found(result: WhyResult) -> InputError:
@@ -176,7 +184,7 @@ def _revision_line(r: Revision) -> str:
 
 
 def _render_why(result: WhyResult) -> None:
-    echo(
+    _say(
         f"{len(result.entries)} belief(s) for {result.query!r} (by {result.resolved_by})"
         f"{_when(result)}"
     )
@@ -186,56 +194,56 @@ def _render_why(result: WhyResult) -> None:
 
 def _render_entry(entry: BeliefWhy) -> None:
     b = entry.belief
-    echo("")
-    echo(f"{b.id} v{b.version}: {b.statement}")
-    echo(
+    _say("")
+    _say(f"{b.id} v{b.version}: {b.statement}")
+    _say(
         f"  truth={b.truth_status.value} retrieval={b.retrieval_status.value} "
         f"security={b.security_status.value} freshness={b.freshness_status.value} "
         f"sensitivity={b.sensitivity.value}"
     )
-    echo(f"  origin: {b.origin.describe()}  authority: {b.authority.value}")
+    _say(f"  origin: {b.origin.describe()}  authority: {b.authority.value}")
     if b.subject or b.predicate:
-        echo(f"  about: {b.subject or '-'} / {b.predicate or '-'}")
-    echo(f"  source says valid: {_t(b.valid_from)} .. {_t(b.valid_to)}")
-    echo(f"  system held this version from: {_t(b.updated_at)}")
+        _say(f"  about: {b.subject or '-'} / {b.predicate or '-'}")
+    _say(f"  source says valid: {_t(b.valid_from)} .. {_t(b.valid_to)}")
+    _say(f"  system held this version from: {_t(b.updated_at)}")
     current = entry.current
     if current is not None and current.version != b.version:
-        echo(
+        _say(
             f"  now (v{current.version}): truth={current.truth_status.value} "
             f"retrieval={current.retrieval_status.value} security={current.security_status.value}"
         )
     verified = entry.verified_against_source
-    echo(
+    _say(
         "  verified_against_source: "
         + {True: "yes", False: "NO (drift)", None: "n/a (no quote anchor)"}[verified]
     )
-    echo("  history:")
+    _say("  history:")
     for v in entry.history:
-        echo(
+        _say(
             f"    v{v.belief.version} held {_t(v.recorded_from)} .. {_t(v.recorded_until)}"
             f" [{', '.join(v.changed) or 'no change'}]"
         )
         for r in v.revisions:
-            echo(f"      {_revision_line(r)}")
+            _say(f"      {_revision_line(r)}")
     if entry.supersession:
-        echo("  supersession:")
+        _say("  supersession:")
         for link in entry.supersession:
-            echo(f"    {link.old_id} -> {link.new_id}: {link.reason or '(no reason recorded)'}")
+            _say(f"    {link.old_id} -> {link.new_id}: {link.reason or '(no reason recorded)'}")
     if entry.contradictions:
-        echo("  contradicted by:")
+        _say("  contradicted by:")
         for c in entry.contradictions:
             for other in c.others:
-                echo(
+                _say(
                     f"    {other.id} [{other.truth_status.value}] {other.statement} "
                     f"({c.contradiction.reason})"
                 )
-    echo("  sources:")
+    _say("  sources:")
     for s in entry.sources:
         mark = {True: "ok", False: "DRIFT", None: "-"}[s.verified_against_source]
-        echo(f"    [{mark}] {s.source} ({s.relation}, {s.quality}): {s.detail}")
+        _say(f"    [{mark}] {s.source} ({s.relation}, {s.quality}): {s.detail}")
         if s.recorded_hash:
-            echo(f"      recorded {s.recorded_hash}")
-            echo(f"      now      {s.current_hash}")
+            _say(f"      recorded {s.recorded_hash}")
+            _say(f"      now      {s.current_hash}")
 
 
 # -- beliefs history / supersede / export / verify ---------------------------------------------
@@ -250,18 +258,18 @@ def beliefs_history(ctx: click.Context, belief_id: str, url: str | None, as_json
         wall.require_belief(belief_id)
         views = history_of(wall.store, belief_id)
     if as_json:
-        echo_json({"belief": belief_id, "versions": [version_json(v) for v in views]})
+        echo_json(masked_tree({"belief": belief_id, "versions": [version_json(v) for v in views]}))
         return
     for v in views:
         b = v.belief
-        echo(
+        _say(
             f"v{b.version} {_t(v.recorded_from)} .. {_t(v.recorded_until)} "
             f"truth={b.truth_status.value} retrieval={b.retrieval_status.value} "
             f"security={b.security_status.value} freshness={b.freshness_status.value} "
             f"[{', '.join(v.changed) or 'no change'}]"
         )
         for r in v.revisions:
-            echo(f"    {_revision_line(r)}")
+            _say(f"    {_revision_line(r)}")
 
 
 @beliefs.command("supersede")

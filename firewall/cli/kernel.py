@@ -14,6 +14,7 @@ from typing import Any, Literal
 import click
 
 from gnomon import firewall
+from gnomon.firewall.audit.credentials import masked, masked_tree
 from gnomon.firewall.cli.admin import policy
 from gnomon.firewall.cli.common import (
     console,
@@ -121,9 +122,9 @@ def holds_command(
             }
             for s, status in unknown
         )
-        echo_json(listed)
+        echo_json(masked_tree(listed))
         return
-    out = console()
+    out = _Masked(console())
     for s, status in unknown:
         what = (
             "OUTCOME UNKNOWN: claimed for execution, never finished"
@@ -158,6 +159,18 @@ def holds_command(
         for reason in r.reasons:
             out.print(f"    - {reason}", markup=False, soft_wrap=True)
         _print_arguments(out, r)
+
+
+class _Masked:
+    """The console ``gnomon holds`` prints through: the one place its text meets the
+    credential rule (:func:`firewall.audit.credentials.masked`): a key in a tool name, a
+    reason or an argument is masked where it stands."""
+
+    def __init__(self, out: Any) -> None:
+        self._out = out
+
+    def print(self, text: str, **options: Any) -> None:
+        self._out.print(masked(text), **options)
 
 
 def _print_arguments(out: Any, request: ApprovalRequest) -> None:

@@ -6,7 +6,7 @@ import click
 
 from gnomon import firewall
 from gnomon.firewall.cli.common import echo, echo_json, json_option, resolve_url, url_option
-from gnomon.firewall.host.sentinels import Sentinel
+from gnomon.firewall.host.sentinels import LISTING_LIMIT, Sentinel, alert_listing
 from gnomon.firewall.model.render import terminal_text
 
 
@@ -44,11 +44,18 @@ def sentinel() -> None:
 @sentinel.command("run")
 @click.option("--follow", is_flag=True, help="Keep tailing the store (default: one pass).")
 @click.option("--interval", default=0.5, show_default=True, help="Seconds between polls.")
+@click.option(
+    "--limit",
+    default=LISTING_LIMIT,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Alerts to list (quarantines first); every alert is recorded either way.",
+)
 @url_option
 @json_option
 @click.pass_context
 def run_command(
-    ctx: click.Context, follow: bool, interval: float, url: str | None, as_json: bool
+    ctx: click.Context, follow: bool, interval: float, limit: int, url: str | None, as_json: bool
 ) -> None:
     """Run the sentinels over the store's events (from where the last run stopped, then new
     ones with --follow): alerts are recorded as events; flagged origins' beliefs are
@@ -58,9 +65,22 @@ def run_command(
         watcher = Sentinel(wall)
         watcher.resume()
         seen = watcher.follow(once=not follow, interval=interval, durable=True)
+    listed = alert_listing(watcher.alerts, limit)
     if as_json:
-        echo_json({"events": seen, "alerts": watcher.alerts})
+        echo_json(
+            {
+                "events": seen,
+                "alerts": list(listed.shown),
+                "total_alerts": listed.total,
+                "truncated": listed.truncated,
+            }
+        )
         return
-    echo(f"{seen} event(s) watched, {len(watcher.alerts)} alert(s)")
-    for alert in watcher.alerts:
+    echo(f"{seen} event(s) watched, {listed.total} alert(s)")
+    for alert in listed.shown:
         echo(f"  {alert['alert_id']} {alert['sentinel']}: {terminal_text(alert['reason'])}")
+    if listed.truncated:
+        echo(
+            f"  ... {listed.omitted} more not listed (more than {limit}: quarantines are listed "
+            "first; raise --limit, or read the sentinel.alert events)"
+        )

@@ -26,6 +26,7 @@ from gnomon import firewall
 from gnomon.firewall.audit.why import why
 from gnomon.firewall.gate.policy import floor_reasons
 from gnomon.firewall.host.session import Session
+from gnomon.firewall.model.content import MAX_QUERY_CHARS, checked_text
 from gnomon.firewall.model.errors import GnomonError
 from gnomon.firewall.model.render import model_line
 
@@ -75,11 +76,13 @@ class MemoryServer:
             if name == "why":
                 return self._why(args)
             if name == "remember":
-                belief = self._session.remember(_str(args, "statement"))
+                statement = _str(args, "statement", self._wall.max_block_bytes)
+                belief = self._session.remember(statement)
                 return f"remembered {belief.id} (unverified, your own note)", False
         except GnomonError as exc:
             return f"gnomon: {exc}", True
-        return f"gnomon: no tool {model_line(name)!s} (tools: recall, why, remember)", True
+        shown = model_line(name[:MAX_TOOL_SHOWN])  # a name is echoed, never a payload
+        return f"gnomon: no tool {shown!s} (tools: recall, why, remember)", True
 
     def _recall(self, args: dict[str, Any]) -> str:
         k = args.get("k", 10)
@@ -94,7 +97,7 @@ class MemoryServer:
     def _why(self, args: dict[str, Any]) -> tuple[str, bool]:
         """``(text, is_error)``: an id this connection was not shown (or no longer may see) is
         an error result."""
-        belief_id = _str(args, "belief_id")
+        belief_id = _str(args, "belief_id", MAX_ID_CHARS, line=True)
         unknown = f"{model_line(belief_id)}: not shown to you by recall on this connection"
         if belief_id not in self._shown:
             return unknown, True
@@ -124,13 +127,22 @@ class MemoryServer:
         return Server("gnomon-memory", on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def _str(args: dict[str, Any], key: str) -> str:
+#: How much of an unknown tool's name an error result echoes.
+MAX_TOOL_SHOWN = 64
+#: The longest belief id ``why`` accepts (ids are far shorter).
+MAX_ID_CHARS = 200
+
+
+def _str(
+    args: dict[str, Any], key: str, limit: int = MAX_QUERY_CHARS, *, line: bool = False
+) -> str:
+    """The string argument ``key``, bounded (:func:`firewall.model.content.checked_text`)."""
     from gnomon.firewall.model.errors import InputError
 
     value = args.get(key)
     if not isinstance(value, str):
         raise InputError(f"{key} must be a string", hint=f"call with {{'{key}': '...'}}")
-    return value
+    return checked_text(key, value, limit=limit, line=line)
 
 
 async def serve_memory(

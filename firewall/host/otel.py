@@ -70,7 +70,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     ) from None
 
 from gnomon.firewall import __about__
-from gnomon.firewall.audit.free_text import structural
+from gnomon.firewall.audit.free_text import host_named_tool, structural
 from gnomon.firewall.audit.report import Redactor
 from gnomon.firewall.audit.shipping import payload_sensitivity
 from gnomon.firewall.gate.policy import ContextPolicy
@@ -173,6 +173,9 @@ STRUCTURAL = frozenset(
         "gnomon.session.id",
     }
 )
+#: Attributes judged where the span is built (a tool's name: structure when the host
+#: registered the tool, :func:`firewall.audit.free_text.host_named_tool`, else free text).
+JUDGED = frozenset({"gen_ai.tool.name"})
 #: A belief's own text: exported under its label, at or below the ceiling.
 LABELLED = frozenset({"gnomon.belief.statement", "gnomon.belief.origin"})
 #: Structural attributes a caller can fill (a forged recall result's ids, the name of a policy
@@ -285,7 +288,9 @@ class SpanBuilder:
         out: dict[str, Any] = {}
         for key, value in attributes.items():
             text: Callable[[str], str]
-            if key in STRUCTURAL:
+            if key in JUDGED:
+                text = str  # judged where it was set
+            elif key in STRUCTURAL:
                 text = partial(self._made, key)  # firewall- or host-made, if it has the shape
             elif key in LABELLED and level is None:
                 text = self._text  # a belief's own text, judged by its label
@@ -458,9 +463,11 @@ class SpanBuilder:
     def _action(
         self, event: Event, action_id: str, name: str, data: Mapping[str, Any]
     ) -> ReadableSpan:
+        # a tool the host registered is named by the host: structure; any other is the agent's
+        shown = self._text(name) if host_named_tool(data) else self._free(name)
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
+            "gen_ai.tool.name": shown,
             "gen_ai.tool.call.id": action_id,
         }
         for key in ("level", "outcome", "inputs_digest"):
@@ -471,7 +478,7 @@ class SpanBuilder:
         failed = "denied" if data.get("outcome") == "deny" else None
         return self._span(
             event,
-            f"execute_tool {self._free(name)}",
+            f"execute_tool {shown}",
             attrs,
             span_id=action_span_id(action_id),
             failed=failed,

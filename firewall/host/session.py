@@ -68,9 +68,12 @@ from gnomon.firewall.model.chain import (
     SessionInfo,
 )
 from gnomon.firewall.model.content import (
+    MAX_QUERY_CHARS,
+    MAX_SUMMARY_CHARS,
     block_hash,
     checked_args,
     checked_name,
+    checked_text,
     checked_tool,
     content_blocks,
     render_args,
@@ -148,6 +151,15 @@ class Session:
 
         Read-only: it only ever gets worse, by what the session observes and recalls."""
         return self._label
+
+    @property
+    def read_untrusted(self) -> bool:
+        """Whether this session has read anything but the user's, a tool envelope's or its own
+        agent's text (external content, imports, probes): from then on, what it writes is
+        steerable by what it read. Then a message it passes as ``role="user"`` is not minted
+        as the user's (:meth:`adapters.guard.Guard.message_origin`) and a fact its store
+        extracts is not ``extracted`` (:meth:`extract`)."""
+        return self._label is not None and not self._label.classes <= _SESSION_CLEAN
 
     @property
     def sensitivity(self) -> Sensitivity:
@@ -611,7 +623,7 @@ class Session:
             bool(given)
             and all(user_statement(b) for b in given)
             and all(user_statement(b) or clean_extracted(b) for b in seen)
-            and (self._label is None or self._label.classes <= _SESSION_CLEAN)
+            and not self.read_untrusted
             and origin.user_lineage
         )
         now = self._wall.clock()
@@ -816,8 +828,7 @@ class Session:
         """Policy-filtered recall. Returns accepted, quoted, rejected (with reasons),
         contradictions and uncertainties, and logs what was returned."""
         self._check_open()
-        if not isinstance(query, str):
-            raise InputError(f"query must be a string, got {type(query).__name__}")
+        checked_text("query", query, limit=MAX_QUERY_CHARS)
         if not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise InputError(f"k must be an integer from 1 to {MAX_K}, got {k!r}")
         # validated once, digest included (cached): the queries and the log use this one
@@ -997,6 +1008,7 @@ class Session:
 
     @checked_call
     def record_outcome(self, action_id: str, *, success: bool, summary: str = "") -> Outcome:
+        checked_text("summary", summary, limit=MAX_SUMMARY_CHARS)
         now = self._following("action", self._wall.store.get_action, action_id)
         outcome = Outcome(
             id=new_id("out"),

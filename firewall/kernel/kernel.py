@@ -374,6 +374,8 @@ class ActionKernel:
                 "request_id": request_id,
                 "action_id": action.id,
                 "tool": tool,
+                # the host's registry has the tool: its name is the host's (structure in exports)
+                "registered": contract is not None,
                 "args": validated,
                 "cites": list(cites),
                 "label": label.json_dict() if label is not None else None,

@@ -28,11 +28,65 @@ _ARG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 _SHOWN_VALUE = re.compile(r"^[\w.,:/@+=#~%-]{0,64}$")
 
 
+#: The longest query a recall or a guarded search accepts (characters): a query is logged with
+#: its recall, so an unbounded one grows the log by whatever the agent sends.
+MAX_QUERY_CHARS = 4096
+#: The longest free-text summary (an outcome's) accepted, in characters.
+MAX_SUMMARY_CHARS = 64 * 1024
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL_OR_BREAK = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def shown_value(value: object, limit: int = 60) -> str:
+    """``repr(value)`` for an error message, cut at ``limit`` characters with the full length
+    named: a refused 4 MiB value must not become a 4 MiB message (or log line).
+
+    >>> shown_value("x" * 10_000)
+    "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (10000 characters)"
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f" ({len(value)} characters)" if isinstance(value, str) else ""
+    return text[: limit - 3] + "..." + size
+
+
+def checked_text(field: str, value: object, *, limit: int, line: bool = False) -> str:
+    """The one bound on a caller's string: a ``str`` of at most ``limit`` characters with no
+    control characters (tab, newline and carriage return allowed unless ``line``), or an
+    :class:`InputError` naming ``field`` and the limit. Content blocks have their own, byte
+    bound (:func:`content_blocks`); names use :func:`checked_name` / :func:`checked_tool`.
+
+    >>> try:
+    ...     checked_text("query", "deploy friday", limit=10)
+    ... except InputError as exc:
+    ...     print(exc.message)
+    query is 13 characters; the limit is 10
+    """
+    if not isinstance(value, str):
+        raise InputError(
+            f"{field} must be a string, got {type(value).__name__}", hint=f"pass text as {field}="
+        )
+    if len(value) > limit:
+        raise InputError(
+            f"{field} is {len(value)} characters; the limit is {limit}",
+            hint=f"pass a shorter {field}",
+        )
+    control = (_CONTROL_OR_BREAK if line else _CONTROL).search(value)
+    if control is not None:
+        raise InputError(
+            f"{field} contains a control character ({control.group()!r} at position "
+            f"{control.start()})",
+            hint=f"pass printable text as {field}",
+        )
+    return value
+
+
 def checked_name(field: str, value: object) -> str:
     """Project, actor, user and tool names: 1-200 printable characters."""
     if not isinstance(value, str) or not _NAME.match(value):
         raise InputError(
-            f"{field} must be 1-200 printable characters, got {value!r}",
+            f"{field} must be 1-200 printable characters, got {shown_value(value)}",
             hint=f"pass a short identifier as {field}=",
         )
     return value
@@ -43,7 +97,8 @@ def checked_tool(value: object) -> str:
     punctuation other than ``_`` (``read_file``, ``mem0.add``, ``mcp:github/create_issue``)."""
     if not isinstance(value, str) or not _TOOL.match(value):
         raise InputError(
-            f"tool must be an identifier of 1-64 letters, digits or _ . : / @ -, got {value!r}",
+            "tool must be an identifier of 1-64 letters, digits or _ . : / @ -, got "
+            f"{shown_value(value)}",
             hint="pass the tool's registered name, e.g. tool='read_file'",
         )
     return value

@@ -53,7 +53,14 @@ class GnomonError(Exception):
     ``hint`` carries the "how to fix it" sentence so the CLI can print it on its own line.
     """
 
+    #: The longest message kept (characters): a message that quotes a refused value must
+    #: not carry a 4 MiB argument into a log line or a terminal.
+    MAX_MESSAGE = 2000
+
     def __init__(self, message: str, *, hint: str | None = None) -> None:
+        if len(message) > self.MAX_MESSAGE:
+            cut = len(message) - self.MAX_MESSAGE
+            message = f"{message[: self.MAX_MESSAGE]}... ({cut} more characters not shown)"
         super().__init__(message)
         self.message = message
         self.hint = hint

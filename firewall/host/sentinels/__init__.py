@@ -11,14 +11,25 @@ session label includes a flagged origin, is held.
 
 from gnomon.firewall.host.sentinels.arbiter import SentinelArbiter
 from gnomon.firewall.host.sentinels.detectors import INJECTION_PATTERNS, looks_injected
-from gnomon.firewall.host.sentinels.sentinel import ALERT_KIND, FLAG_KIND, Sentinel, SentinelState
+from gnomon.firewall.host.sentinels.sentinel import (
+    ALERT_KIND,
+    FLAG_KIND,
+    LISTING_LIMIT,
+    AlertListing,
+    Sentinel,
+    SentinelState,
+    alert_listing,
+)
 
 __all__ = [
     "ALERT_KIND",
     "FLAG_KIND",
     "INJECTION_PATTERNS",
+    "LISTING_LIMIT",
+    "AlertListing",
     "Sentinel",
     "SentinelArbiter",
     "SentinelState",
+    "alert_listing",
     "looks_injected",
 ]

@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gnomon.firewall.host.sentinels.detectors import looks_injected
 from gnomon.firewall.log.events import ORIGIN_FLAGGED, SENTINEL_ALERT, SENTINEL_CURSOR, Event
-from gnomon.firewall.model.errors import GateError
+from gnomon.firewall.model.errors import GateError, InputError
 from gnomon.firewall.model.ids import new_id
 from gnomon.firewall.model.origin import Integrity
 from gnomon.firewall.model.states import Authority, SecurityStatus
@@ -83,6 +83,54 @@ def _alert(sentinel: str, reason: str, event: Event, **data: Any) -> dict[str, A
         "belief_ids": [],
         **data,
     }
+
+
+#: How many alerts an operator listing shows by default (``gnomon sentinel run --limit``).
+LISTING_LIMIT = 50
+
+#: Listing order: alerts that quarantined first, then those that hold or question an action,
+#: then mere suspicion of a text (the kind a flood of injection-like notes raises).
+_LISTING_RANK = {
+    "suspicious_origin": 0,
+    "tool_sequence": 1,
+    "low_confidence": 1,
+    "content_signal": 2,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AlertListing:
+    """What an operator listing shows of one run's alerts: at most ``limit``, the ones that
+    acted first, and whether any were left out (``omitted``; every alert is an event)."""
+
+    shown: tuple[dict[str, Any], ...]
+    total: int
+
+    @property
+    def omitted(self) -> int:
+        return self.total - len(self.shown)
+
+    @property
+    def truncated(self) -> bool:
+        return self.omitted > 0
+
+
+def alert_listing(alerts: Sequence[dict[str, Any]], limit: int = LISTING_LIMIT) -> AlertListing:
+    """``alerts`` ranked (quarantines first, injection-like text last; in raising order within
+    a rank) and cut at ``limit``: a flood of low-rank alerts cannot push a quarantine out of
+    the listing, and a cut listing says so.
+
+    >>> flood = [{"sentinel": "content_signal"}] * 3 + [{"sentinel": "suspicious_origin"}]
+    >>> listed = alert_listing(flood, limit=2)
+    >>> [a["sentinel"] for a in listed.shown], listed.omitted
+    (['suspicious_origin', 'content_signal'], 2)
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InputError(
+            f"limit must be a whole number >= 0, got {limit!r}", hint="pass e.g. limit=50"
+        )
+    ranked = sorted(alerts, key=lambda a: _LISTING_RANK.get(str(a.get("sentinel")), 3))
+    return AlertListing(tuple(ranked[:limit]), len(alerts))
 
 
 class Sentinel:
