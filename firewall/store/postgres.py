@@ -1540,6 +1540,11 @@ def ensure_schema(conn: psycopg.Connection[Any], database: str, *, create: bool)
             )
         upgrade(conn, database, only_if_empty=True)
         return
+    if version < schema.SCHEMA_VERSION and create:
+        # a concurrent first open may still be applying the migrations one by one: look
+        # again under its lock, once it is done (a store really older still gets the error)
+        upgrade(conn, database, only_if_empty=True)
+        return
     check_version(version, database)
 
 
