@@ -343,15 +343,21 @@ def test_flip_without_redaction_why_would_print_the_token(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The flip: with the shown form's redaction removed, the recorded provenance (what why
-    reads) carries the page's token in clear."""
+    reads) carries the page's token in clear. Two layers stand in its way: the shown form's
+    redaction and the CLI's credential rule; without the first the second still masks it,
+    without both the token is printed."""
     from click.testing import CliRunner
 
     from gnomon.firewall.cli import cli
+    from gnomon.firewall.cli import history as why_cli
     from gnomon.firewall.kernel import provenance
 
     monkeypatch.setattr(provenance, "credential_kinds_memo", lambda value: ())
     url = f"sqlite:///{tmp_path}/g.db"
     request_id = _held_deploy_in_a_store(url)
+    out = CliRunner().invoke(cli, ["why", request_id, "--url", url], catch_exceptions=False)
+    assert "sk-live-4f9a1c0ffee99" not in out.output, "the CLI's credential rule still masks it"
+    monkeypatch.setattr(why_cli, "masked", lambda text: text)
     out = CliRunner().invoke(cli, ["why", request_id, "--url", url], catch_exceptions=False)
     assert "sk-live-4f9a1c0ffee99" in out.output
 

@@ -66,7 +66,7 @@ from gnomon.firewall.gate.policy import ContextPolicy
 from gnomon.firewall.host.channels import Channel
 from gnomon.firewall.log.checkpoints import CheckpointSigner
 from gnomon.firewall.model.chain import Belief
-from gnomon.firewall.model.errors import GnomonError
+from gnomon.firewall.model.errors import GnomonError, TamperedLogError
 from gnomon.firewall.model.filters import BeliefFilter
 from gnomon.firewall.model.origin import Integrity, OriginClass
 from gnomon.firewall.model.states import (
@@ -627,7 +627,15 @@ class InjectedAgent(RuleBasedStateMachine):
         host = self._host
         found = list(self.violations)
         self.violations.clear()
-        beliefs = host.wall.store.find_beliefs(BeliefFilter(limit=100_000))
+        try:
+            beliefs = host.wall.store.find_beliefs(BeliefFilter(limit=100_000))
+            for ident in host.bank_states:
+                host.wall.store.get_belief(ident)
+        except TamperedLogError:
+            # the host refuses to read an edited row at all: nothing it says is served
+            assert self.edited, "a row was refused as tampered though nothing edited the store"
+            assert not found, found
+            return
         for b in beliefs:
             if b.truth_status == TruthStatus.SUPPORTED and b.origin.integrity < Integrity.OBSERVED:
                 found.append(f"belief {b.id} of {b.origin.describe()} is supported")
