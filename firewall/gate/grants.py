@@ -66,6 +66,9 @@ class GrantAuthority(StrEnum):
     USER = "user"
     PROBE = "probe"
     AUDITOR = "auditor"
+    #: erases memories from the store and the log (``gnomon forget``): a whole project, or
+    #: every project when none is given, like an auditor's
+    ERASER = "eraser"
 
 
 class Grant(BaseModel):
