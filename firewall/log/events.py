@@ -422,11 +422,14 @@ class ErasureLedger:
         # erasure seq -> [(erased seq, digest of the stored erased body)]
         self._pending: dict[int, list[tuple[int, bytes]]] = {}
         self.problem: str | None = None
+        #: The event the last failed check is about (an erased one, when its voucher failed).
+        self.bad_seq = 0
         #: How many erased bodies the walk found.
         self.erased = 0
 
     def holds(self, seq: int, prev_hash: str, body: Body, digest: str) -> bool:
         self.problem = None
+        self.bad_seq = seq
         if not self._holds(seq, prev_hash, body, digest):
             if not isinstance(body, bytes):
                 return False
@@ -445,6 +448,7 @@ class ErasureLedger:
                 problem = vouch_problem(erasure, erased_seq, erased_body)
                 if problem is not None:
                     self.problem = f"event {erased_seq}: {problem}"
+                    self.bad_seq = erased_seq
                     return False
         return True
 
@@ -543,7 +547,7 @@ def verify_chain(rows: Iterable[tuple[int, bytes, str, str]]) -> VerifyReport:
             )
         if not holds(seq, prev, body, digest):
             problem = ledger.problem or "hash does not match the event body"
-            return VerifyReport(False, count, seq - 1, prev, seq, problem)
+            return VerifyReport(False, count, seq - 1, prev, ledger.bad_seq, problem)
         prev = digest
         expected_seq += 1
         count += 1
