@@ -217,6 +217,10 @@ class KeyHolder:
     def generate(cls) -> Self:
         return cls(Ed25519PrivateKey.generate())
 
+    def sign_bytes(self, message: bytes) -> bytes:
+        """An Ed25519 signature over ``message`` (callers add their own domain tag first)."""
+        return self._key.sign(message)
+
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Self:
         return cls(load_private_key(path, purpose=cls.purpose))
