@@ -10,6 +10,7 @@ erasure event's vouch is what refuses it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,10 @@ import pytest
 
 from gnomon import firewall
 from gnomon.firewall.audit.erasure import ErasureTarget, TargetKind
+from gnomon.firewall.audit.replay import replay
+from gnomon.firewall.audit.report import build_report
+from gnomon.firewall.audit.report_render import render_markdown
+from gnomon.firewall.audit.why import why, why_json
 from gnomon.firewall.log import events as events_mod
 from gnomon.firewall.log.events import ERASED, body_digest
 from gnomon.firewall.model.errors import GrantScopeError, MissingGrantError, TamperedLogError
@@ -31,14 +36,16 @@ BOB = "Bob prefers green tea in the morning"
 TEXT = b"Oak Street"
 
 
-def _populate(wall: firewall.Firewall) -> None:
+def _populate(wall: firewall.Firewall) -> str:
     with wall.session(project="shop", actor="agent", user="alice") as s:
         observe_as(wall, s, Origin.user("alice"), tool="chat", content=ALICE)
         observe_as(wall, s, Origin.user("bob"), tool="chat", content=BOB)
         s.remember("Summary: " + ALICE + ", likes cats")
         s.recall("green tea")
+        s.recall("Springfield")
     auditor = wall.grant("auditor", "ops", project="shop")
     wall.audit(ALICE, grant=auditor)  # a privileged read that quotes her text
+    return s.id
 
 
 def _everything(store: Store) -> Iterator[bytes]:
@@ -59,7 +66,7 @@ class ErasureContract:
         self, store: Store
     ) -> None:
         wall = firewall.Firewall(store)
-        _populate(wall)
+        session = _populate(wall)
         assert any(TEXT in blob for blob in _everything(store))
         grant = wall.grant("eraser", "ops", project="shop")
         done = wall.forget(ErasureTarget(TargetKind.ORIGIN, "user:alice"), grant=grant)
@@ -78,6 +85,15 @@ class ErasureContract:
         before = sorted(store.projection_docs())
         store.rebuild_projections()
         assert sorted(store.projection_docs()) == before
+        # why and the report say where text was erased; replay says what it cannot reproduce
+        explained = why_json(why(store, done.beliefs[0]))
+        assert TEXT.decode() not in json.dumps(explained) and marker in json.dumps(explained)
+        assert "the text and its hash are gone" in json.dumps(explained)
+        report = render_markdown(build_report(store, session))
+        assert TEXT.decode() not in report and marker in report
+        replayed = replay(store, session, "default")
+        cannot = [r for r in replayed.recalls if r.unreproducible is not None]
+        assert [r.query for r in cannot] == ["Springfield"]
         event = done.event
         assert event.kind == "erasure" and event.payload["grant_id"] == grant.id
         assert {e["seq"] for e in event.payload["events"]} == {e.seq for e in done.events}

@@ -49,8 +49,13 @@ from gnomon.firewall.model.chain import Belief
 from gnomon.firewall.model.errors import InputError, StoreError
 from gnomon.firewall.store.base import Store
 
-#: Record fields that hold text, replaced whole in a record the erasure selects.
-TEXT_FIELDS = frozenset({"statement", "blocks", "args", "summary", "note", "detail"})
+#: Record fields that hold text, or a digest of the text alone (a short text's SHA-256 can be
+#: guessed), replaced whole in a record the erasure selects.
+TEXT_FIELDS = frozenset(
+    {"statement", "blocks", "block_hashes", "args", "summary", "note", "detail", "content_hash"}
+)
+#: The fields naming the record a row belongs to: an evidence item's claim, a binding's belief.
+_OWNER_FIELDS = ("id", "claim_id", "belief_id")
 #: Texts shorter than this are erased only from the records selected, never swept from other
 #: strings (a short word would otherwise be erased everywhere it occurs).
 MIN_QUOTE = 8
@@ -260,9 +265,22 @@ def _scrub_records(payload: dict[str, Any], ids: set[str], marker: str) -> None:
         if not isinstance(items, list):
             continue
         for item in items:
-            if isinstance(item, dict) and item.get("id") in ids:
+            if isinstance(item, dict) and any(item.get(f) in ids for f in _OWNER_FIELDS):
                 for name in TEXT_FIELDS & item.keys():
                     item[name] = _blank(item[name], marker)
+
+
+def _erase_block_hashes(payload: Any) -> None:
+    """An observation block swept to a marker loses its recorded hash too (a short text's
+    SHA-256 can be guessed); the observation's other blocks keep theirs."""
+    records = payload.get("records") if isinstance(payload, dict) else None
+    observations = records.get("observations") if isinstance(records, dict) else None
+    for item in observations if isinstance(observations, list) else ():
+        blocks, hashes = item.get("blocks"), item.get("block_hashes")
+        if isinstance(blocks, list) and isinstance(hashes, list):
+            for i, block in enumerate(blocks[: len(hashes)]):
+                if isinstance(block, str) and is_erased_text(block):
+                    hashes[i] = block
 
 
 def _erased_body(event: Event, by: int, grant_id: str, on: str, new_doc: dict[str, Any]) -> bytes:
@@ -292,6 +310,7 @@ def plan_rewrites(
         if isinstance(payload, dict):
             _scrub_records(payload, ids, marker)
         doc = _sweep(doc, quotes, marker)
+        _erase_block_hashes(doc.get("payload"))
         if orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) == before:
             continue
         body = _erased_body(event, by, grant_id, on, doc)
