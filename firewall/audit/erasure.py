@@ -29,6 +29,7 @@ transaction.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,12 +41,12 @@ import orjson
 from gnomon.firewall.log.events import (
     ERASED,
     ERASURE_KIND,
+    IMPORTS,
     Event,
     EventDraft,
     body_digest,
     erased_marker,
 )
-from gnomon.firewall.model.chain import Belief
 from gnomon.firewall.model.errors import InputError, StoreError
 from gnomon.firewall.store.base import Store
 
@@ -141,12 +142,12 @@ def is_erased_text(text: str) -> bool:
 
 @dataclass
 class _Selection:
-    beliefs: dict[str, Belief] = field(default_factory=dict)
-    derived: dict[str, Belief] = field(default_factory=dict)
-    every: list[Belief] = field(default_factory=list)
+    beliefs: dict[str, _Row] = field(default_factory=dict)
+    derived: dict[str, _Row] = field(default_factory=dict)
+    every: list[_Row] = field(default_factory=list)
 
 
-def _selects(target: ErasureTarget, belief: Belief, project: str | None) -> tuple[bool, bool]:
+def _selects(target: ErasureTarget, belief: _Row, project: str | None) -> tuple[bool, bool]:
     """``(erased, derived)`` for the latest version of ``belief``."""
     if project is not None and belief.project != project:
         return False, False
@@ -157,28 +158,76 @@ def _selects(target: ErasureTarget, belief: Belief, project: str | None) -> tupl
         return belief.subject == value, False
     if kind is TargetKind.PROJECT:
         return belief.project == value, False
-    ids = belief.origin.origin_ids
+    ids = belief.origin_ids
     if value not in ids:
         return False, False
     return (True, False) if ids == frozenset({value}) else (False, True)
 
 
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """What the selection needs of one record, read from the event's JSON as it is (a full
+    validation of every record of the log would cost more than the erasure itself)."""
+
+    id: str
+    statement: str = ""
+    claim_id: str = ""
+    project: str | None = None
+    subject: str | None = None
+    origin_ids: frozenset[str] = frozenset()
+    observation_ids: tuple[str, ...] = ()
+    blocks: tuple[str, ...] = ()
+
+
+def _row(doc: Mapping[str, Any]) -> _Row:
+    origin = doc.get("origin")
+    ids = origin.get("origin_ids", ()) if isinstance(origin, dict) else ()
+    return _Row(
+        id=str(doc.get("id", "")),
+        statement=str(doc.get("statement", "")),
+        claim_id=str(doc.get("claim_id", "")),
+        project=doc.get("project"),
+        subject=doc.get("subject"),
+        origin_ids=frozenset(str(i) for i in ids),
+        observation_ids=tuple(doc.get("observation_ids", ())),
+        blocks=tuple(b for b in doc.get("blocks", ()) if isinstance(b, str)),
+    )
+
+
+def _record_docs(event: Event) -> Mapping[str, Any]:
+    """The record documents ``event`` writes, by type (an import batch expanded)."""
+    payload = event.payload
+    if IMPORTS in payload:
+        typed = event.records()
+        return {
+            name: [item.to_json_dict() for item in getattr(typed, name)]
+            for name in ("beliefs", "claims", "observations")
+        }
+    docs = payload.get("records")
+    return docs if isinstance(docs, dict) else {}
+
+
 def _select(
     events: list[Event], target: ErasureTarget, project: str | None
-) -> tuple[_Selection, dict[str, Any], dict[str, Any]]:
+) -> tuple[_Selection, dict[str, _Row], dict[str, _Row]]:
     """The beliefs ``target`` selects (latest versions, from the log), and every claim and
     observation by id."""
-    latest: dict[str, Belief] = {}
-    claims: dict[str, Any] = {}
-    observations: dict[str, Any] = {}
+    latest: dict[str, _Row] = {}
+    claims: dict[str, _Row] = {}
+    observations: dict[str, _Row] = {}
     for event in events:
-        records = event.records()
-        for belief in records.beliefs:
-            latest[belief.id] = belief
-        for claim in records.claims:
-            claims[claim.id] = claim
-        for observation in records.observations:
-            observations[observation.id] = observation
+        docs = _record_docs(event)
+        if not docs:
+            continue
+        for name, table in (
+            ("beliefs", latest),
+            ("claims", claims),
+            ("observations", observations),
+        ):
+            for doc in docs.get(name, ()):
+                if isinstance(doc, dict):
+                    row = _row(doc)
+                    table[row.id] = row
     chosen = _Selection(every=list(latest.values()))
     for belief in latest.values():
         erased, derived = _selects(target, belief, project)
@@ -189,9 +238,14 @@ def _select(
     return chosen, claims, observations
 
 
+_WORD_START = re.compile(r"\b\w")
+
+
 class _Quotes:
     """Finds the erased texts inside other strings: an index on each text's first
-    :data:`MIN_QUOTE` characters, so a sweep costs one lookup per character, not per text."""
+    :data:`MIN_QUOTE` characters, looked up at each word start of a string (each character
+    when some text does not start a word), so a sweep costs one lookup per word, not per text.
+    """
 
     def __init__(self, texts: Iterable[str]) -> None:
         self.exact: set[str] = set()
@@ -204,6 +258,11 @@ class _Quotes:
                 self.by_prefix.setdefault(text[:MIN_QUOTE], []).append(text)
         for group in self.by_prefix.values():
             group.sort(key=len, reverse=True)  # the longest quote wins where they overlap
+        # a text with a space can only be inside a string with one: ids, digests, timestamps
+        # and kinds are skipped without a scan unless some text has no space
+        self.spaced = all(" " in text for text in self.exact)
+        # a text that starts a word is found by looking at word starts only
+        self.worded = all(_WORD_START.match(text) for text in self.exact)
 
     def __len__(self) -> int:
         return len(self.exact)
@@ -211,25 +270,28 @@ class _Quotes:
     def replace(self, value: str, marker: str) -> str:
         if value in self.exact:
             return marker
-        if len(value) < MIN_QUOTE or not self.by_prefix:
+        if len(value) < MIN_QUOTE or not self.by_prefix or (self.spaced and " " not in value):
             return value
-        out: list[str] = []
-        i = start = 0
-        limit = len(value) - MIN_QUOTE + 1
         prefixes = self.by_prefix
-        while i < limit:
+        starts: Iterable[int] = (
+            [m.start() for m in _WORD_START.finditer(value)]
+            if self.worded
+            else range(len(value) - MIN_QUOTE + 1)
+        )
+        out: list[str] = []
+        start = 0
+        for i in starts:
+            if i < start:
+                continue  # inside a quote already replaced
             group = prefixes.get(value[i : i + MIN_QUOTE])
-            if group is not None:
-                for text in group:
-                    if value.startswith(text, i):
-                        out.append(value[start:i])
-                        out.append(marker)
-                        i = start = i + len(text)
-                        break
-                else:
-                    i += 1
+            if group is None:
                 continue
-            i += 1
+            for text in group:
+                if value.startswith(text, i):
+                    out.append(value[start:i])
+                    out.append(marker)
+                    start = i + len(text)
+                    break
         if not out:
             return value
         out.append(value[start:])
@@ -247,27 +309,39 @@ def _blank(value: Any, marker: str) -> Any:
     return value
 
 
-def _sweep(value: Any, quotes: _Quotes, marker: str) -> Any:
-    if isinstance(value, str):
-        return quotes.replace(value, marker)
-    if isinstance(value, list):
-        return [_sweep(v, quotes, marker) for v in value]
-    if isinstance(value, dict):
-        return {k: _sweep(v, quotes, marker) for k, v in value.items()}
-    return value
+def _sweep(value: dict[str, Any] | list[Any], quotes: _Quotes, marker: str) -> bool:
+    """Replace every quote of an erased text inside ``value``, in place; True if any was."""
+    changed = False
+    keys: Iterable[Any] = value.keys() if isinstance(value, dict) else range(len(value))
+    for key in keys:
+        item = value[key]
+        if isinstance(item, str):
+            new = quotes.replace(item, marker)
+            if new is not item:
+                value[key] = new
+                changed = True
+        elif isinstance(item, dict | list) and _sweep(item, quotes, marker):
+            changed = True
+    return changed
 
 
-def _scrub_records(payload: dict[str, Any], ids: set[str], marker: str) -> None:
+def _scrub_records(payload: dict[str, Any], ids: set[str], marker: str) -> bool:
+    """Blank the text fields of the records ``ids`` names, in place; True if any was."""
     records = payload.get("records")
-    if not isinstance(records, dict):
-        return
+    if not isinstance(records, dict) or not ids:
+        return False
+    changed = False
     for items in records.values():
         if not isinstance(items, list):
             continue
         for item in items:
             if isinstance(item, dict) and any(item.get(f) in ids for f in _OWNER_FIELDS):
                 for name in TEXT_FIELDS & item.keys():
-                    item[name] = _blank(item[name], marker)
+                    blanked = _blank(item[name], marker)
+                    if blanked != item[name]:
+                        item[name] = blanked
+                        changed = True
+    return changed
 
 
 def _erase_block_hashes(payload: Any) -> None:
@@ -305,14 +379,11 @@ def plan_rewrites(
     for event in events:
         doc = orjson.loads(event.body)
         doc.pop(ERASED, None)
-        before = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
         payload = doc.get("payload")
-        if isinstance(payload, dict):
-            _scrub_records(payload, ids, marker)
-        doc = _sweep(doc, quotes, marker)
-        _erase_block_hashes(doc.get("payload"))
-        if orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) == before:
+        scrubbed = isinstance(payload, dict) and _scrub_records(payload, ids, marker)
+        if not (_sweep(doc, quotes, marker) or scrubbed):
             continue
+        _erase_block_hashes(payload)
         body = _erased_body(event, by, grant_id, on, doc)
         kept = erased_marker(body)
         assert kept is not None
@@ -344,7 +415,7 @@ def erase(
         events = list(store.events())
         chosen, claims, observations = _select(events, target, project)
         erased = dict(chosen.beliefs)
-        listed: dict[str, Belief] = {}
+        listed: dict[str, _Row] = {}
         if derived is DerivedMode.ERASE:
             erased.update(chosen.derived)
         else:
@@ -389,10 +460,10 @@ def erase(
 
 
 def _ids_and_texts(
-    beliefs: Iterable[Belief],
-    claims: Mapping[str, Any],
-    observations: Mapping[str, Any],
-    all_beliefs: Iterable[Belief],
+    beliefs: Iterable[_Row],
+    claims: Mapping[str, _Row],
+    observations: Mapping[str, _Row],
+    all_beliefs: Iterable[_Row],
 ) -> tuple[set[str], list[str]]:
     """The record ids whose text fields are blanked, and the texts swept from every string.
     An observation is blanked whole (its blocks, its arguments) only when every belief read

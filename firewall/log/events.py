@@ -394,20 +394,32 @@ def erased_marker(body: bytes) -> Mapping[str, Any] | None:
     return marker
 
 
-def vouch_problem(erasure: Event, seq: int, body: bytes) -> str | None:
-    """What is wrong with the erased ``body`` of event ``seq`` given the erasure event its
-    marker names, or ``None`` when that event lists it with this body's digest."""
-    if erasure.kind != ERASURE_KIND:
-        return f"its erasure marker names event {erasure.seq}, which is not an erasure"
-    listed = erasure.payload.get("events")
-    digest = body_digest(body)
+def vouched(erasure: Event) -> dict[int, str]:
+    """``{seq: digest of its erased body}`` for every event ``erasure`` lists (empty when it is
+    not an erasure)."""
+    listed = erasure.payload.get("events") if erasure.kind == ERASURE_KIND else None
+    out: dict[int, str] = {}
     if isinstance(listed, list):
         for item in listed:
-            if isinstance(item, dict) and item.get("seq") == seq:
-                if item.get("erased_digest") == digest:
-                    return None
-                return f"erasure event {erasure.seq} vouches for another body (edited)"
-    return f"erasure event {erasure.seq} does not list it (a forged erasure)"
+            if isinstance(item, dict) and type(item.get("seq")) is int:
+                out[item["seq"]] = str(item.get("erased_digest"))
+    return out
+
+
+def vouch_problem(
+    erasure: Event, seq: int, body: bytes, listing: Mapping[int, str] | None = None
+) -> str | None:
+    """What is wrong with the erased ``body`` of event ``seq`` given the erasure event its
+    marker names (and that event's :func:`vouched` listing, when the caller has it), or
+    ``None`` when that event lists it with this body's digest."""
+    if erasure.kind != ERASURE_KIND:
+        return f"its erasure marker names event {erasure.seq}, which is not an erasure"
+    digest = (vouched(erasure) if listing is None else listing).get(seq)
+    if digest is None:
+        return f"erasure event {erasure.seq} does not list it (a forged erasure)"
+    if digest != body_digest(body):
+        return f"erasure event {erasure.seq} vouches for another body (edited)"
+    return None
 
 
 class ErasureLedger:
@@ -444,8 +456,9 @@ class ErasureLedger:
             self.erased += 1
         if self._pending and seq in self._pending and isinstance(body, bytes):
             erasure = Event.from_body(seq, body, prev_hash, digest)
+            listing = vouched(erasure)
             for erased_seq, erased_body in self._pending.pop(seq):
-                problem = vouch_problem(erasure, erased_seq, erased_body)
+                problem = vouch_problem(erasure, erased_seq, erased_body, listing)
                 if problem is not None:
                     self.problem = f"event {erased_seq}: {problem}"
                     self.bad_seq = erased_seq
@@ -595,4 +608,5 @@ __all__ = [
     "seal",
     "verify_chain",
     "vouch_problem",
+    "vouched",
 ]

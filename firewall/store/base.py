@@ -29,6 +29,7 @@ from gnomon.firewall.log.events import (
     link_holds,
     verify_chain,
     vouch_problem,
+    vouched,
 )
 from gnomon.firewall.log.seal import Auditor, SealReport, check_seals
 from gnomon.firewall.model.chain import (
@@ -197,10 +198,19 @@ class Store(ABC):
         by = marker["by"]
         if by <= event.seq:
             return f"its erasure marker names event {by}, not a later one (forged)"
-        found = list(self.events(after=by - 1, limit=1))
-        if not found or found[0].seq != by:
-            return f"its erasure marker names event {by}, which the log does not hold"
-        return vouch_problem(found[0], event.seq, event.body)
+        # one verified read and one listing per erasure event (a read of many erased events
+        # names the same one): what was verified once stays the authentic listing
+        cache: dict[int, tuple[Event, dict[int, str]]] = self.__dict__.setdefault("_vouched", {})
+        held = cache.get(by)
+        if held is None:
+            found = list(self.events(after=by - 1, limit=1))
+            if not found or found[0].seq != by:
+                return f"its erasure marker names event {by}, which the log does not hold"
+            if len(cache) > 64:
+                cache.clear()
+            held = cache[by] = (found[0], vouched(found[0]))
+        erasure, listing = held
+        return vouch_problem(erasure, event.seq, event.body, listing)
 
     def erase_bodies(
         self, rewrites: Mapping[int, bytes], draft: EventDraft, head: int
