@@ -93,6 +93,16 @@ def test_forget_refuses_without_a_pinned_key(store: tuple[str, Path], tmp_path: 
     rogue = str(tmp_path / "rogue" / "operator.key")
     fails(run("forget", "--origin", "user:alice", "--key", rogue, "--url", url), "pinned")
     fails(run("forget", "--key", rogue, "--url", url), "exactly one")
+    fails(run("forget", "--origin", "user:alice", "--url", url), "needs --key")
+
+
+def test_forget_requests_lists_what_agents_asked(store: tuple[str, Path]) -> None:
+    url, _ = store
+    with firewall.open(url) as wall, wall.session(project="shop", actor="agent") as s:
+        belief = s.remember("Please drop the note about the parcel")
+        request = s.request_forget(belief.id, "outdated")
+    listed = run("forget", "--requests", "--url", url)
+    assert listed.exit_code == 0 and request in listed.output and "outdated" in listed.output
 
 
 def _edited(url: str, key: str) -> None:

@@ -61,6 +61,9 @@ _OWNER_FIELDS = ("id", "claim_id", "belief_id")
 #: strings (a short word would otherwise be erased everywhere it occurs).
 MIN_QUOTE = 8
 _ATTEMPTS = 5
+#: The kind of an agent's request to erase a belief (:meth:`firewall.Session.request_forget`):
+#: held for an operator, never executed on the agent's word.
+ERASURE_REQUESTED = "erasure.requested"
 
 
 class TargetKind(StrEnum):
@@ -492,15 +495,52 @@ def _ids_and_texts(
     return ids, texts
 
 
+@dataclass(frozen=True, slots=True)
+class HeldRequest:
+    """An agent's request to erase a belief, not acted on yet."""
+
+    request_id: str
+    belief_id: str
+    reason: str
+    actor: str
+    session_id: str | None
+    at: str
+
+
+def held_requests(store: Store) -> list[HeldRequest]:
+    """The erasure requests agents made whose belief no erasure has erased since."""
+    held: dict[str, HeldRequest] = {}
+    for event in store.events():
+        data = event.payload
+        if event.kind == ERASURE_REQUESTED:
+            request_id, belief_id = data.get("request_id"), data.get("belief_id")
+            if isinstance(request_id, str) and isinstance(belief_id, str):
+                held[request_id] = HeldRequest(
+                    request_id,
+                    belief_id,
+                    str(data.get("reason", "")),
+                    event.actor,
+                    event.session_id,
+                    event.at,
+                )
+        elif event.kind == ERASURE_KIND:
+            erased = set(data.get("beliefs", ()))
+            held = {k: r for k, r in held.items() if r.belief_id not in erased}
+    return list(held.values())
+
+
 __all__ = [
+    "ERASURE_REQUESTED",
     "MIN_QUOTE",
     "TEXT_FIELDS",
     "DerivedMode",
     "ErasedEvent",
     "ErasureResult",
     "ErasureTarget",
+    "HeldRequest",
     "TargetKind",
     "erase",
+    "held_requests",
     "is_erased_text",
     "marker_text",
     "plan_rewrites",

@@ -3,12 +3,13 @@ grant, and write a signed erasure certificate (:mod:`firewall.audit.erasure_cert
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
 from gnomon import firewall
-from gnomon.firewall.audit.erasure import DerivedMode, ErasureTarget, TargetKind
+from gnomon.firewall.audit.erasure import DerivedMode, ErasureTarget, TargetKind, held_requests
 from gnomon.firewall.audit.erasure_certificate import certificate_fields, sign_certificate
 from gnomon.firewall.cli.common import (
     echo_json,
@@ -22,7 +23,8 @@ from gnomon.firewall.cli.common import (
 )
 from gnomon.firewall.gate.grants import GrantSigner, key_id_of
 from gnomon.firewall.host import config
-from gnomon.firewall.model.errors import ForgedGrantError, InputError
+from gnomon.firewall.model.errors import ForgedGrantError, InputError, MissingGrantError
+from gnomon.firewall.store.registry import open_store
 
 
 def _target(
@@ -64,8 +66,14 @@ def _target(
     "facts): erase them too, or list them for you to decide.",
 )
 @click.option(
+    "--requests",
+    "list_requests",
+    is_flag=True,
+    help="List the erasure requests agents made (held, never executed on their word) and exit.",
+)
+@click.option(
     "--key",
-    required=True,
+    default=None,
     type=click.Path(dir_okay=False),
     help="Operator private key (PEM) that signs the eraser grant and the certificate; its "
     "public key must be pinned.",
@@ -89,7 +97,8 @@ def forget_command(
     subject: str | None,
     project: str | None,
     derived: str,
-    key: str,
+    list_requests: bool,
+    key: str | None,
     subject_name: str | None,
     out: str | None,
     url: str | None,
@@ -98,6 +107,15 @@ def forget_command(
 ) -> None:
     """Erase text from the store and the log for good, keep the chain verifiable, and write a
     signed erasure certificate (check it with `gnomon log verify --certificate FILE`)."""
+    if list_requests:
+        _show_requests(ctx, url, as_json=as_json)
+        return
+    if key is None:
+        raise MissingGrantError(
+            "gnomon forget needs --key: an erasure rests on a grant signed by a pinned operator "
+            "key",
+            hint="gnomon forget --origin user:alice --key ~/.local/share/gnomon/keys/operator.key",
+        )
     scope = project if belief or origin or subject else None
     target = _target(belief, origin, subject, None if scope else project)
     pinned = config.pinned_keys(resolve_trusted_keys(ctx, trusted_keys))
@@ -136,6 +154,21 @@ def forget_command(
     for belief_id in result.listed:
         say(f"derived, not erased: {belief_id} (erase it with --belief or --derived erase)")
     say(f"certificate: {path} (check it: gnomon log verify --certificate {path})")
+
+
+def _show_requests(ctx: click.Context, url: str | None, *, as_json: bool) -> None:
+    with open_store(resolve_url(ctx, url)) as store:
+        held = held_requests(store)
+    if as_json:
+        echo_json([asdict(r) for r in held])
+        return
+    if not held:
+        say("no erasure requests are held")
+    for r in held:
+        say(
+            f"{r.request_id}: {r.actor} asks to erase {r.belief_id} ({r.at}, session "
+            f"{r.session_id or '-'}): {r.reason or 'no reason given'}"
+        )
 
 
 __all__ = ["forget_command"]
