@@ -188,6 +188,11 @@ def log_verify(
         )
     if report.redacted:
         say(f"redacted: {report.redacted} event(s) verified from their body's digest only")
+    if report.erased:
+        say(
+            f"erased: {report.erased} event(s) verified through the digest they keep, each "
+            "vouched for by its erasure event"
+        )
     if report.signatures_checked:
         unsigned = report.head_seq - (report.signed_through or 0)
         say(

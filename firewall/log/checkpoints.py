@@ -206,6 +206,9 @@ class LogVerifyReport(VerifyReport):
     uncovered: int = 0
     #: How many events verified from their body's digest alone (a shipped, redacted export).
     redacted: int = 0
+    #: How many erased events verified through the digest they keep, each vouched for by the
+    #: erasure event that rewrote it (:mod:`firewall.audit.erasure`).
+    erased: int = 0
 
     def raise_for_problem(self) -> None:
         if self.ok:
@@ -387,6 +390,7 @@ def verify_log(
         signatures_checked=bool(pinned),
         signed_through=signed_through,
         redacted=redacted,
+        erased=ledger.erased,
     )
 
 
