@@ -83,6 +83,11 @@ def test_forget_an_origin_then_every_check_passes(store: tuple[str, Path], key: 
     assert ok.exit_code == 0, ok.output + ok.stderr
     assert "certificate of erasure" in ok.output
     assert run("rebuild", "--url", url).exit_code == 0
+    # a shipped export carries an erased event as the digest the chain keeps, and verifies
+    shipped = run("log", "export", "--url", url, "--sensitivity-ceiling", "public", "--out", "s")
+    assert shipped.exit_code == 0, shipped.output + shipped.stderr
+    assert "Oak Street" not in Path("s").read_text()
+    assert run("log", "verify", "--file", "s").exit_code == 0
     beliefs = run("beliefs", "list", "--url", url, "--json")
     assert "Oak Street" not in beliefs.output and "erased on" in beliefs.output
     assert BOB in beliefs.output
