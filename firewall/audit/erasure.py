@@ -129,8 +129,8 @@ class ErasureResult:
     beliefs: tuple[str, ...]
     listed: tuple[str, ...]
     events: tuple[ErasedEvent, ...]
+    #: How many distinct texts were swept from the log.
     texts: int = 0
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 def marker_text(on: str, grant_id: str) -> str:
