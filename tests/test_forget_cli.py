@@ -18,9 +18,11 @@ from click.testing import CliRunner, Result
 
 from gnomon import firewall
 from gnomon.firewall.audit import erasure_certificate as cert_mod
+from gnomon.firewall.audit.erasure import ErasureTarget, TargetKind
 from gnomon.firewall.audit.erasure_certificate import sign_certificate
 from gnomon.firewall.cli import cli
 from gnomon.firewall.gate.grants import GrantSigner
+from gnomon.firewall.model.errors import StoreError
 from gnomon.firewall.model.origin import Origin
 from tests.attested import observe_as
 
@@ -163,3 +165,18 @@ def test_attack_a_resigned_false_certificate_is_caught_by_the_log(
     fields = {k: v for k, v in doc.items() if k not in ("key_id", "signature")}
     Path("more.json").write_bytes(sign_certificate(fields, GrantSigner.from_file(key)))
     fails(run("log", "verify", "--url", url, "--certificate", "more.json"), "set of beliefs")
+
+
+def test_an_ndjson_file_store_refuses_to_erase_rather_than_leave_the_file(tmp_path: Path) -> None:
+    """The append-only NDJSON log cannot be rewritten in place: forget is refused, typed, and
+    the file keeps verifying (nothing half-erased)."""
+    url = f"memory://{tmp_path / 'log.ndjson'}"
+    with firewall.open(url) as wall:
+        with wall.session(project="shop", actor="agent") as s:
+            s.remember("Alice lives at 12 Oak Street")
+        with pytest.raises(StoreError, match="cannot erase"):
+            wall.forget(
+                ErasureTarget(TargetKind.PROJECT, "shop"),
+                grant=wall.grant("eraser", "ops", project="shop"),
+            )
+        assert wall.verify_log().ok
