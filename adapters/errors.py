@@ -107,6 +107,20 @@ def refused_attribute(store: str, name: str, hint: str) -> RefusedAttributeError
     return error
 
 
+class PartialDeleteError(AdapterError):
+    """The store reported a delete done, but a read afterwards still returns items it was asked
+    to delete (a known failure of bulk deletes): reported, never certified as erased."""
+
+    def __init__(self, message: str, *, store: str, call: str, remaining: list[str]) -> None:
+        super().__init__(
+            message,
+            store=store,
+            call=call,
+            hint="the listed items are still in the store: delete them one by one and check again",
+        )
+        self.remaining = remaining
+
+
 class ProtectedBeliefError(AdapterError):
     """An update or delete from a lower-integrity write aimed at a higher-integrity belief.
 
@@ -178,6 +192,7 @@ __all__ = [
     "BypassRefusedError",
     "ConflictingBeliefError",
     "MissingSDKError",
+    "PartialDeleteError",
     "ProtectedBeliefError",
     "RefusedAttributeError",
     "StoreCallError",

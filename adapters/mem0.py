@@ -369,15 +369,19 @@ class _OssFlows(_Mem0Flows):
 
     @guarded(extras=WRITE, returns=dict[str, Any])
     def delete_all(self, a: Args) -> Flow:
-        scope = _scope(user_id=a.get("user_id"), agent_id=a.get("agent_id"), run_id=a.get("run_id"))
-        listed = yield _Call("get_all", lambda: self._client.get_all(filters=scope, top_k=_BIG))
-        return (
-            yield from self._delete_rows_flow(
-                results_of(listed, "get_all"),
-                _Call("delete_all", lambda: self._client.delete_all(**scope)),
-                a.origin,
-            )
+        """Scoped to the session's user (an unscoped call is refused before any I/O), checked
+        afterwards: the answer lists what was deleted under ``gnomon.deleted``, and a store
+        that still returns any of it raises :class:`PartialDeleteError`."""
+        scope = self._delete_scope(
+            _scope(user_id=a.get("user_id"), agent_id=a.get("agent_id"), run_id=a.get("run_id"))
         )
+        listed = yield _Call("get_all", lambda: self._client.get_all(filters=scope, top_k=_BIG))
+        rows = results_of(listed, "get_all")
+        out = yield from self._delete_rows_flow(
+            rows, _Call("delete_all", lambda: self._client.delete_all(**scope)), a.origin
+        )
+        left = yield _Call("get_all", lambda: self._client.get_all(filters=scope, top_k=_BIG))
+        return self._deleted(out, rows, results_of(left, "get_all"))
 
     @guarded(extras=("grant",), returns=list[dict[str, Any]])
     def history(self, a: Args) -> Flow:
@@ -484,7 +488,7 @@ class _PlatformFlows(_Mem0Flows):
     @guarded(extras=WRITE, returns=dict[str, Any])
     def delete_all(self, a: Args) -> Flow:
         kw = _options(a)
-        scope = {k: v for k, v in kw.items() if k in PLATFORM_SCOPE and v}
+        scope = self._delete_scope({k: v for k, v in kw.items() if k in PLATFORM_SCOPE and v})
         rows = yield from self._scope_rows(scope)
         return (
             yield from self._delete_rows_flow(

@@ -15,7 +15,12 @@ from gnomon.adapters.base import (
     rendered_metadata,
 )
 from gnomon.adapters.core import Constructed, Refusing
-from gnomon.adapters.errors import AdapterError, BypassRefusedError, StoreResponseError
+from gnomon.adapters.errors import (
+    AdapterError,
+    BypassRefusedError,
+    PartialDeleteError,
+    StoreResponseError,
+)
 from gnomon.adapters.guard import PendingWrite, annotated, outranks, passed
 from gnomon.adapters.mem0_backend import (
     STORE,
@@ -257,6 +262,47 @@ class _Guarded(Constructed, Refusing):
             if ident in found:
                 guard.check_delete(found[ident], origin=origin, call="delete_all")
         return [b for i in ids if (b := guard.begin_delete(i, origin=origin, call="delete_all"))]
+
+    def _delete_scope(self, scope: dict[str, str]) -> dict[str, str]:
+        """The scope of a bulk delete, refused before any I/O when it could spill: no scope at
+        all (mem0's platform once wiped every user's memories on such a call), or a
+        ``user_id`` other than the session's user."""
+        if not scope:
+            raise BypassRefusedError(
+                "delete_all() without user_id, agent_id or run_id would delete every user's "
+                "memories",
+                store=STORE,
+                call="delete_all",
+                hint="pass user_id= (the session's user) to delete one user's memories",
+            )
+        user = self.gnomon._guard.session.user
+        if user is not None and scope.get("user_id", user) != user:
+            raise BypassRefusedError(
+                f"delete_all(user_id={scope['user_id']!r}) reaches beyond this session's user "
+                f"{user!r}",
+                store=STORE,
+                call="delete_all",
+                hint=f"delete_all(user_id={user!r}), or open a session for that user",
+            )
+        return scope
+
+    def _deleted(self, out: Any, rows: list[Any], left: list[Any]) -> dict[str, Any]:
+        """What a bulk delete did, checked: the store's own answer, and ``gnomon.deleted``
+        (every id it was asked to delete); an id a read afterwards still returns raises
+        :class:`PartialDeleteError` instead of being reported deleted."""
+        asked = [to_item(r, "get_all").store_id for r in rows]
+        still = {to_item(r, "get_all").store_id for r in left}
+        remaining = [i for i in asked if i in still]
+        if remaining:
+            raise PartialDeleteError(
+                f"the store reported the delete done, but still returns {len(remaining)} of "
+                f"the {len(asked)} memories: {', '.join(remaining[:10])}",
+                store=STORE,
+                call="delete_all",
+                remaining=remaining,
+            )
+        answer = dict(out) if isinstance(out, Mapping) else {"result": out}
+        return {**answer, "gnomon": {"deleted": asked}}
 
     def _fail_all(self, bindings: list[Any], error: AdapterError) -> None:
         for binding in bindings:

@@ -25,8 +25,10 @@ import pytest
 from gnomon import firewall
 from gnomon.adapters.adapter import Adapter
 from gnomon.adapters.base import BELIEF_KEY, HASH_KEY
+from gnomon.adapters.erasure import erase_in_store
 from gnomon.adapters.errors import AdapterError, ProtectedBeliefError, StoreMetadataError
 from gnomon.firewall import Origin
+from gnomon.firewall.audit.erasure import ErasureTarget, TargetKind
 from gnomon.firewall.gate.policy import ContextPolicy, resolve
 from gnomon.firewall.host.firewall import Firewall
 from gnomon.firewall.model.chain import BindingState, content_hash
@@ -104,6 +106,26 @@ class AdapterContract(ABC):
         assert stored.metadata.get(HASH_KEY) == content_hash("The build uses uv.")
         kinds = [e.kind for e in wall.store.events()]
         assert kinds.index("binding.pending") < kinds.index("binding.written")
+
+    def test_erasure_reaches_the_store_and_is_read_back(
+        self, wall: Firewall, h: Harness, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Forgetting a belief deletes its item through the store's SDK and reads it back; a
+        store whose delete reports success and deletes nothing is reported, not erased."""
+        kept, _ = h.adapter.write("The build uses uv.", scope=h.scope)
+        gone, bound = h.adapter.write("The deploy key rotates on Fridays.", scope=h.scope)
+        grant = wall.grant("eraser", "ops", project="shop")
+        done = wall.forget(ErasureTarget(TargetKind.BELIEF, bound.belief_id), grant=grant)
+        wrapped = erase_in_store(h.adapter, done.beliefs)
+        assert wrapped.deleted == (gone.store_id,) and wrapped.remaining == ()
+        assert h.adapter._backend.get(gone.store_id) is None
+        assert h.adapter._backend.get(kept.store_id) is not None
+        # the lying store: its delete answers, and the item stays
+        lied, bound = h.adapter.write("The on-call phone is in the drawer.", scope=h.scope)
+        monkeypatch.setattr(h.adapter._backend, "delete", lambda store_id: None)
+        done = wall.forget(ErasureTarget(TargetKind.BELIEF, bound.belief_id), grant=grant)
+        wrapped = erase_in_store(h.adapter, done.beliefs)
+        assert wrapped.remaining == (lied.store_id,) and wrapped.deleted == ()
 
     def test_agent_write_inherits_session_label(self, wall: Firewall, h: Harness) -> None:
         session = h.adapter._guard.session

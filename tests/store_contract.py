@@ -38,6 +38,7 @@ from gnomon.firewall.model.states import (
 )
 from gnomon.firewall.model.text import query_terms, tokens
 from gnomon.firewall.store.base import Store
+from tests.erasure_contract import ErasureContract
 from tests.factories import (
     T0,
     at,
@@ -198,7 +199,7 @@ FILTER_CASES: dict[str, tuple[dict[str, Any], set[str]]] = {
 }
 
 
-class StoreContract(LogContract, ABC):
+class StoreContract(LogContract, ErasureContract, ABC):
     """Every test a store backend must pass. Subclasses provide :meth:`make_store`."""
 
     @abstractmethod

@@ -101,7 +101,7 @@ def test_an_mcp_client_gets_filtered_memory_and_cannot_reach_the_audit_path(
         return out
 
     out = _serve(url, client_side)
-    assert out["tools"] == ["recall", "remember", "why"]
+    assert out["tools"] == ["forget", "recall", "remember", "why"]
     assert FACT in out["recall"]
     assert SECRET_POISON not in out["recall"]  # quarantined: never served
     assert ids["fact"] in out["recall"]  # a trusted fact's id is named, so why can be asked

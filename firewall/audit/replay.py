@@ -29,11 +29,12 @@ boundary can appear as gained or lost for ranking reasons alone; such losses are
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from gnomon.firewall.audit.erasure import is_erased_text
 from gnomon.firewall.gate.gate import GATE_VERSION, AdoptionRule, adoption_rule
 from gnomon.firewall.gate.policy import ContextPolicy, resolve
 from gnomon.firewall.log.batch import record_docs
@@ -63,6 +64,9 @@ class RecallReplay:
     lost: tuple[str, ...]
     #: For each lost belief: why policy X (under the gate replayed) excludes it.
     lost_reasons: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Why this recall cannot be reproduced (its query, or beliefs it returned, were erased:
+    #: :mod:`firewall.audit.erasure`), or ``None``: its outcome does not depend on erased text.
+    unreproducible: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -260,6 +264,10 @@ def _replay_recall(store: Store, policy: ContextPolicy, gate: _Gate, event: Even
             continue
         why = policy.rejection_reasons(gate.apply(held), at)
         reasons[ident] = tuple(str(r) for r in why) or ("outranked (k limit)",)
+    erased = _erased(store, (*actually_accepted, *actually_quoted))
+    for ident in lost:
+        if ident in erased:
+            reasons[ident] = ("erased: its text is gone",)
     return RecallReplay(
         seq=event.seq,
         at=at,
@@ -273,7 +281,22 @@ def _replay_recall(store: Store, policy: ContextPolicy, gate: _Gate, event: Even
         gained=gained,
         lost=lost,
         lost_reasons=reasons,
+        unreproducible=_unreproducible(query, erased),
     )
+
+
+def _erased(store: Store, ids: Sequence[str]) -> list[str]:
+    """The beliefs of ``ids`` whose text was erased."""
+    held = store.get_beliefs(list(dict.fromkeys(ids)))
+    return [i for i, b in held.items() if is_erased_text(b.statement)]
+
+
+def _unreproducible(query: str, erased: Sequence[str]) -> str | None:
+    if "[erased on " in query:
+        return "its query was erased"
+    if erased:
+        return f"it returned {len(erased)} erased belief(s): {', '.join(erased)}"
+    return None
 
 
 def _decision_risks(
@@ -329,6 +352,7 @@ def replay_json(result: ReplayResult) -> dict[str, Any]:
                 "gained": list(r.gained),
                 "lost": list(r.lost),
                 "lost_reasons": {k: list(v) for k, v in r.lost_reasons.items()},
+                "unreproducible": r.unreproducible,
             }
             for r in result.recalls
         ],

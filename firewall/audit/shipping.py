@@ -73,6 +73,8 @@ from gnomon.firewall.log.events import (
     RedactedBody,
     body_digest,
     chain_hash,
+    digest_link,
+    erased_marker,
     records_from_payload,
 )
 from gnomon.firewall.log.ndjson import export_to_file, header_line, parse, read_file, write_export
@@ -201,6 +203,14 @@ def redact_rows(
         if seq > last:
             break
         shipment.events += 1
+        marker = erased_marker(body)
+        if marker is not None and digest_link(seq, prev_hash, marker["body_digest"]) == digest:
+            # an erased event ships as the digest the chain keeps: its erased body is vouched
+            # for by an erasure event the shipment may redact, so it never ships at all
+            shipment.redacted_seqs.append(seq)
+            note = f"erased on {marker.get('on')} by {marker.get('grant')}"
+            yield seq, RedactedBody(marker["body_digest"], note), prev_hash, digest
+            continue
         level = above_seqs.get(seq)
         why = _why(body, level, shipment.above_ceiling)
         if why is None:

@@ -36,6 +36,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from gnomon.firewall.audit.erasure import is_erased_text
 from gnomon.firewall.model.chain import Belief, Contradiction, Observation, Revision
 from gnomon.firewall.model.content import block_hash
 from gnomon.firewall.model.filters import BeliefFilter
@@ -358,6 +359,19 @@ def _check_block(
             verified_against_source=False,
             detail=f"block {index} is missing from observation {observation.id}",
         )
+    if is_erased_text(observation.blocks[index]) or is_erased_text(belief.statement):
+        erased = (
+            observation.blocks[index]
+            if is_erased_text(observation.blocks[index])
+            else belief.statement
+        )
+        return SourceCheck(
+            **anchor,
+            recorded_hash=None,
+            current_hash=None,
+            verified_against_source=None,
+            detail=f"{erased.strip('[]')}: the text and its hash are gone, nothing to check",
+        )
     recorded = observation.block_hashes[index]
     current = block_hash(observation.blocks[index])
     quoted = block_hash(belief.statement)
@@ -387,6 +401,10 @@ def _check_block(
 
 
 def _check_observation(observation: Observation, base: dict[str, Any]) -> SourceCheck:
+    erased = next((b for b in observation.blocks if is_erased_text(b)), None)
+    if erased is not None:
+        detail = f"{erased.strip('[]')}: the text and its hash are gone, nothing to check"
+        return _unanchored(base, None, detail, observation.id)
     changed = [
         i
         for i, (text, recorded) in enumerate(

@@ -14,6 +14,7 @@
     gnomon report SESSION [--html]      the trust report of a session, with its verdict
     gnomon recall QUERY --project P     a policy-filtered recall, bucket by bucket
     gnomon promote | quarantine | clear privileged moves (signed grants)
+    gnomon forget --origin user:alice   erase text for good, with a signed certificate
     gnomon policy check FILE | schema   ContextPolicy files
     gnomon policy sign | verify FILE    action policies, Ed25519-signed by an operator key
     gnomon holds | approve | deny       actions held for a human, resolved across processes
@@ -50,6 +51,7 @@ from gnomon.firewall.cli.calibration import calibration_command
 from gnomon.firewall.cli.common import GnomonGroup, Settings
 from gnomon.firewall.cli.db import db, init
 from gnomon.firewall.cli.decay import decay_command
+from gnomon.firewall.cli.forget import forget_command
 from gnomon.firewall.cli.history import replay_command, report_command, why_command
 from gnomon.firewall.cli.kernel import approve_command, deny_command, holds_command
 from gnomon.firewall.cli.logcmd import otel_group, rebuild
@@ -95,6 +97,7 @@ for command in (
     promote,
     quarantine,
     clear,
+    forget_command,
     policy,
     log,
     rebuild,

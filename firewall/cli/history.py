@@ -453,6 +453,8 @@ def _render_replay(result: ReplayResult) -> None:
         echo(f"re-adopted {ident}: {before} -> {after}")
     for r in result.recalls:
         status = "changed" if r.changed else "unchanged"
+        if r.unreproducible is not None:
+            status = f"cannot be reproduced: {r.unreproducible}"
         echo(f"recall #{r.seq} {r.query!r} ({r.recorded_policy or '?'}): {status}")
         for ident in r.gained:
             echo(f"  + gains {ident}")

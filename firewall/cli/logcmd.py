@@ -17,9 +17,11 @@ import sys
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import click
 
+from gnomon.firewall.audit.erasure_certificate import verify_certificate
 from gnomon.firewall.audit.import_check import check_transitions
 from gnomon.firewall.audit.rebuild import rebuild as rebuild_store
 from gnomon.firewall.audit.shipping import (
@@ -37,6 +39,7 @@ from gnomon.firewall.cli.common import (
     echo_json,
     json_option,
     path_option,
+    resolve_trusted_keys,
     resolve_url,
     say,
     staged_file,
@@ -44,6 +47,7 @@ from gnomon.firewall.cli.common import (
 )
 from gnomon.firewall.cli.common import with_progress as progress
 from gnomon.firewall.gate.grants import load_public_key
+from gnomon.firewall.host import config
 from gnomon.firewall.log.checkpoints import (
     Checkpoint,
     CheckpointSigner,
@@ -107,6 +111,13 @@ def pinned_keys_option(help: str) -> Callable[[F], F]:
     "was created): check every event's forward-secure seal with it, in the store or in an "
     "export given with --file.",
 )
+@path_option(
+    "--certificate",
+    "certificate_file",
+    default=None,
+    help="An erasure certificate (`gnomon forget`): check its signature against the pinned "
+    "operator keys and what it says against the store.",
+)
 @json_option
 @click.pass_context
 def log_verify(
@@ -116,6 +127,7 @@ def log_verify(
     checkpoint_file: str | None,
     export_file: str | None,
     seal_key: str | None,
+    certificate_file: str | None,
     as_json: bool,
 ) -> None:
     """Verify every event's hash and link and every checkpoint; name the first bad seq (exit 1).
@@ -123,6 +135,9 @@ def log_verify(
     A store's seals are checked too: with the host's key when this process holds it, with the
     auditor's (``--seal-key``) otherwise; every unsealed or forged event is listed."""
     pinned = [load_public_key(k) for k in keys]
+    if certificate_file is not None:
+        _verify_certificate(ctx, url, certificate_file, pinned, as_json=as_json)
+        return
     checkpoint = Checkpoint.read(checkpoint_file) if checkpoint_file else None
     seals: SealReport | None = None
     sealed_by = ""
@@ -178,6 +193,11 @@ def log_verify(
         )
     if report.redacted:
         say(f"redacted: {report.redacted} event(s) verified from their body's digest only")
+    if report.erased:
+        say(
+            f"erased: {report.erased} event(s) verified through the digest they keep, each "
+            "vouched for by its erasure event"
+        )
     if report.signatures_checked:
         unsigned = report.head_seq - (report.signed_through or 0)
         say(
@@ -189,6 +209,33 @@ def log_verify(
             f"{report.checkpoints} checkpoint(s) match the chain; pass --key to check who "
             "signed them"
         )
+
+
+def _verify_certificate(
+    ctx: click.Context, url: str | None, path: str, keys: list[Any], *, as_json: bool
+) -> None:
+    """``log verify --certificate``: the pinned operator keys (and any ``--key``) check the
+    signature, the store checks the rest (:mod:`firewall.audit.erasure_certificate`)."""
+    pinned = keys or config.pinned_keys(resolve_trusted_keys(ctx, None))
+    with _open(ctx, url) as store:
+        cert = verify_certificate(read_file(path), pinned, store)
+    if as_json:
+        echo_json(
+            {
+                "ok": True,
+                "erasure_seq": cert.erasure_seq,
+                "grant_id": cert.grant_id,
+                "events": len(cert.events),
+                "beliefs": list(cert.beliefs),
+            }
+        )
+        return
+    say(
+        f"ok: certificate of erasure {cert.erasure_seq} by grant {cert.grant_id} on "
+        f"{cert.erased_on} verifies: signed by pinned key {cert.key_id}; {len(cert.events)} "
+        f"erased event(s) still chained under their recorded digests; the log and its seals "
+        "verify"
+    )
 
 
 @click.command("checkpoint")

@@ -66,6 +66,9 @@ class GrantAuthority(StrEnum):
     USER = "user"
     PROBE = "probe"
     AUDITOR = "auditor"
+    #: erases memories from the store and the log (``gnomon forget``): a whole project, or
+    #: every project when none is given, like an auditor's
+    ERASER = "eraser"
 
 
 class Grant(BaseModel):
@@ -213,6 +216,10 @@ class KeyHolder:
     @classmethod
     def generate(cls) -> Self:
         return cls(Ed25519PrivateKey.generate())
+
+    def sign_bytes(self, message: bytes) -> bytes:
+        """An Ed25519 signature over ``message`` (callers add their own domain tag first)."""
+        return self._key.sign(message)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Self:

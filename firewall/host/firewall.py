@@ -28,6 +28,13 @@ from typing import TYPE_CHECKING, Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from gnomon.firewall import __about__
+from gnomon.firewall.audit.erasure import (
+    DerivedMode,
+    ErasureResult,
+    ErasureTarget,
+    TargetKind,
+    erase,
+)
 from gnomon.firewall.gate.adoption import Adopter, Context
 from gnomon.firewall.gate.contradictions import (
     cited_flags,
@@ -499,10 +506,10 @@ class Firewall:
         if isinstance(beliefs, str):
             raise InputError("beliefs must be a list of belief ids, not one string")
         ids = list(dict.fromkeys(beliefs or ()))
-        if str(authority) == GrantAuthority.AUDITOR:
+        if str(authority) in (GrantAuthority.AUDITOR, GrantAuthority.ERASER):
             if ids or subject_prefix is not None or store is not None:
                 raise InputError(
-                    "an auditor grant reads a whole project; it names no beliefs",
+                    f"an {authority} grant covers a whole project; it names no beliefs",
                     hint="pass project='...' (or nothing, for every project)",
                 )
         elif not ids and subject_prefix is None and store is None:
@@ -901,6 +908,51 @@ class Firewall:
             versions=versions,
             data={"store": store_name, "count": len(batch)},
             batch=batch,
+        )
+
+    # -- erasure ----------------------------------------------------------------------------
+
+    def forget(
+        self,
+        target: ErasureTarget,
+        *,
+        grant: Grant,
+        derived: DerivedMode | str = DerivedMode.LIST,
+    ) -> ErasureResult:
+        """Erase what ``target`` selects from the store and the log, on an ``eraser`` grant
+        (:mod:`firewall.audit.erasure`): its text is replaced by "erased on DATE by GRANT" in
+        every event body, document, history row and index; the chain and the seals still
+        verify. A grant for one project erases in that project only. Beliefs derived from the
+        erased origin are erased too (``derived="erase"``) or listed (``"list"``)."""
+        try:
+            mode = DerivedMode(derived)
+        except ValueError as exc:
+            raise InputError(
+                f"unknown derived mode {derived!r}", hint="use 'erase' or 'list'"
+            ) from exc
+        if not isinstance(target, ErasureTarget):
+            raise InputError(
+                "forget() takes an ErasureTarget",
+                hint="ErasureTarget(TargetKind.ORIGIN, 'user:alice')",
+            )
+        scope = revalidated(grant).project if type(grant) is Grant else None
+        project = target.value if target.kind is TargetKind.PROJECT else scope
+        checked = self.verifier.verify(
+            grant,
+            {GrantAuthority.ERASER},
+            now=self.clock(),
+            operation="forgetting",
+            project=project,
+        )
+        return erase(
+            self.store,
+            target,
+            grant_id=checked.id,
+            actor=f"operator:{checked.subject}",
+            now=self.clock(),
+            derived=mode,
+            project=checked.project,
+            versions=self.versions(),
         )
 
     # -- log ------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ Three tools, all on one host-side :class:`~firewall.Session` the client never to
 * ``why(belief_id)``: the provenance of a belief this connection was *shown* by ``recall`` (any
   other id, and one quarantined since it was shown, is answered "not shown to you");
 * ``remember(statement)``: an agent-authored write, adopted unverified and labelled with
-  everything the session has read (it can never be stored as the user's or a tool's word).
+  everything the session has read (it can never be stored as the user's or a tool's word);
+* ``forget(belief_id, reason)``: a request to erase a memory this connection was shown, recorded
+  and held for an operator (``gnomon forget --requests``); nothing is erased on the agent's word.
 
 There is no audit tool, no grant, no approval and no policy switch over MCP: the privileged
 paths stay with the host's command line.
@@ -56,6 +58,12 @@ TOOLS = [
         {"statement": _TEXT},
         "statement",
     ),
+    _tool(
+        "forget",
+        "Ask the operator to erase a recalled memory (a held request: nothing is erased now).",
+        {"belief_id": _TEXT, "reason": _TEXT},
+        "belief_id",
+    ),
 ]
 
 
@@ -79,10 +87,12 @@ class MemoryServer:
                 statement = _str(args, "statement", self._wall.max_block_bytes)
                 belief = self._session.remember(statement)
                 return f"remembered {belief.id} (unverified, your own note)", False
+            if name == "forget":
+                return self._forget(args)
         except GnomonError as exc:
             return f"gnomon: {exc}", True
         shown = model_line(name[:MAX_TOOL_SHOWN])  # a name is echoed, never a payload
-        return f"gnomon: no tool {shown!s} (tools: recall, why, remember)", True
+        return f"gnomon: no tool {shown!s} (tools: recall, why, remember, forget)", True
 
     def _recall(self, args: dict[str, Any]) -> str:
         k = args.get("k", 10)
@@ -93,6 +103,19 @@ class MemoryServer:
             rendered += "\n(ask why(belief_id) about the trusted facts above, in order: "
             rendered += ", ".join(model_line(b.id) for b in result.accepted) + ")"
         return rendered
+
+    def _forget(self, args: dict[str, Any]) -> tuple[str, bool]:
+        """A held erasure request for an id this connection was shown (any other is unknown)."""
+        belief_id = _str(args, "belief_id", MAX_ID_CHARS, line=True)
+        if belief_id not in self._shown:
+            return f"{model_line(belief_id)}: not shown to you by recall on this connection", True
+        reason = _str(args, "reason") if "reason" in args else ""
+        request = self._session.request_forget(belief_id, reason)
+        return (
+            f"request {request} recorded and held for an operator; nothing was erased "
+            "(the operator decides)",
+            False,
+        )
 
     def _why(self, args: dict[str, Any]) -> tuple[str, bool]:
         """``(text, is_error)``: an id this connection was not shown (or no longer may see) is

@@ -30,6 +30,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from gnomon.firewall.audit.erasure import ERASURE_REQUESTED
 from gnomon.firewall.audit.recall_credentials import withhold_credentials
 from gnomon.firewall.gate.adoption import (
     Context,
@@ -755,6 +756,22 @@ class Session:
                 hint="pass via= the channel the observation was recorded through",
             )
         return True
+
+    def request_forget(self, belief_id: str, reason: str = "") -> str:
+        """Ask the host to erase a belief this session may name: recorded as a request held
+        for an operator (an ``erasure.requested`` event), **never executed on the agent's
+        word**. The operator lists held requests with ``gnomon forget --requests`` and erases
+        with ``gnomon forget --belief ID --key KEY`` (an eraser grant). Returns the request id.
+        """
+        self._check_open()
+        belief = self._belief(belief_id)
+        why = statement_text(reason, self._wall.max_block_bytes) if reason else ""
+        request_id = new_id("erq")
+        self._commit(
+            ERASURE_REQUESTED,
+            data={"request_id": request_id, "belief_id": belief.id, "reason": why},
+        )
+        return request_id
 
     def _belief(self, belief_id: str) -> Belief:
         """A belief this session may name: of its project, and not in a privileged state

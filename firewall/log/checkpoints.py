@@ -53,10 +53,10 @@ from gnomon.firewall.gate.grants import KeyHolder, KeyPurpose, key_id_of
 from gnomon.firewall.log.events import (
     GENESIS_HASH,
     Body,
+    ErasureLedger,
     EventDraft,
     RedactedBody,
     VerifyReport,
-    link_checker,
 )
 from gnomon.firewall.model.clock import iso, utcnow
 from gnomon.firewall.model.errors import CheckpointError, InputError, LogIntegrityError
@@ -206,6 +206,9 @@ class LogVerifyReport(VerifyReport):
     uncovered: int = 0
     #: How many events verified from their body's digest alone (a shipped, redacted export).
     redacted: int = 0
+    #: How many erased events verified through the digest they keep, each vouched for by the
+    #: erasure event that rewrote it (:mod:`firewall.audit.erasure`).
+    erased: int = 0
 
     def raise_for_problem(self) -> None:
         if self.ok:
@@ -256,7 +259,8 @@ def verify_log(
     last_matched = 0  # highest seq a checkpoint confirmed
     mark = _MARK
     redacted = 0
-    link_holds = link_checker()
+    ledger = ErasureLedger()
+    link_holds = ledger.holds
 
     def report(bad: int, problem: str, *, cp: bool = False) -> LogVerifyReport:
         return LogVerifyReport(
@@ -311,7 +315,7 @@ def verify_log(
         if prev_hash != prev:
             return report(seq, "prev_hash does not match the previous event")
         if not link_holds(seq, prev, body, digest):
-            return report(seq, "hash does not match the event body")
+            return report(seq, ledger.problem or "hash does not match the event body")
         if isinstance(body, RedactedBody):
             redacted += 1
         elif mark in body:
@@ -337,6 +341,9 @@ def verify_log(
             failed = check(checkpoint, "the checkpoint file", seq)
             if failed is not None:
                 return report(*failed, cp=True)
+    missing = ledger.unvouched()
+    if missing is not None:
+        return report(*missing)
     if checkpoint is not None:
         if checkpoint.seq > count:
             return report(
@@ -383,6 +390,7 @@ def verify_log(
         signatures_checked=bool(pinned),
         signed_through=signed_through,
         redacted=redacted,
+        erased=ledger.erased,
     )
 
 

@@ -379,6 +379,120 @@ def link_holds(seq: int, prev_hash: str, body: Body, digest: str) -> bool:
     return chain_hash_v1(seq, prev_hash, body) == digest
 
 
+#: The top-level key of an erased body (:mod:`firewall.log.erasure`): the digest of the body it
+#: replaced (what the chain covers), the erasure event that vouches for it, the grant and the date.
+ERASED = "erased"
+#: How an erased body's canonical bytes show it (sorted keys: ``body_digest`` comes first).
+_ERASED_MARK = b'"erased":{"body_digest":"'
+#: The kind of the event that records an erasure and vouches for every body it rewrote.
+ERASURE_KIND = "erasure"
+
+
+def erased_marker(body: bytes) -> Mapping[str, Any] | None:
+    """The erasure marker of an erased body (``body_digest``, ``by``, ``grant``, ``on``), or
+    ``None`` for a body as it was committed. A marker says nothing until the erasure event it
+    names vouches for the body (:class:`ErasureLedger`): anyone can write one."""
+    if _ERASED_MARK not in body:
+        return None
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    marker = doc.get(ERASED) if isinstance(doc, dict) else None
+    if (
+        not isinstance(marker, dict)
+        or not _is_hex64(marker.get("body_digest"))
+        or type(marker.get("by")) is not int
+    ):
+        return None
+    return marker
+
+
+def vouched(erasure: Event) -> dict[int, str]:
+    """``{seq: digest of its erased body}`` for every event ``erasure`` lists (empty when it is
+    not an erasure)."""
+    listed = erasure.payload.get("events") if erasure.kind == ERASURE_KIND else None
+    out: dict[int, str] = {}
+    if isinstance(listed, list):
+        for item in listed:
+            if isinstance(item, dict) and type(item.get("seq")) is int:
+                out[item["seq"]] = str(item.get("erased_digest"))
+    return out
+
+
+def vouch_problem(
+    erasure: Event, seq: int, body: bytes, listing: Mapping[int, str] | None = None
+) -> str | None:
+    """What is wrong with the erased ``body`` of event ``seq`` given the erasure event its
+    marker names (and that event's :func:`vouched` listing, when the caller has it), or
+    ``None`` when that event lists it with this body's digest."""
+    if erasure.kind != ERASURE_KIND:
+        return f"its erasure marker names event {erasure.seq}, which is not an erasure"
+    digest = (vouched(erasure) if listing is None else listing).get(seq)
+    if digest is None:
+        return f"erasure event {erasure.seq} does not list it (a forged erasure)"
+    if digest != body_digest(body):
+        return f"erasure event {erasure.seq} vouches for another body (edited)"
+    return None
+
+
+class ErasureLedger:
+    """A chain walk's link check that also accepts erased bodies, each only once the erasure
+    event its marker names (later in the chain, sealed like any event) lists it with its digest.
+
+    Use :meth:`holds` for every event in order, then :meth:`unvouched`; :attr:`problem` says why
+    the last failed check failed."""
+
+    def __init__(self) -> None:
+        self._holds = link_checker()
+        # erasure seq -> [(erased seq, digest of the stored erased body)]
+        self._pending: dict[int, list[tuple[int, bytes]]] = {}
+        self.problem: str | None = None
+        #: The event the last failed check is about (an erased one, when its voucher failed).
+        self.bad_seq = 0
+        #: How many erased bodies the walk found.
+        self.erased = 0
+
+    def holds(self, seq: int, prev_hash: str, body: Body, digest: str) -> bool:
+        self.problem = None
+        self.bad_seq = seq
+        if not self._holds(seq, prev_hash, body, digest):
+            if not isinstance(body, bytes):
+                return False
+            marker = erased_marker(body)
+            if marker is None or digest_link(seq, prev_hash, marker["body_digest"]) != digest:
+                return False
+            by = marker["by"]
+            if by <= seq:
+                self.problem = f"its erasure marker names event {by}, not a later one (forged)"
+                return False
+            self._pending.setdefault(by, []).append((seq, body))
+            self.erased += 1
+        if self._pending and seq in self._pending and isinstance(body, bytes):
+            erasure = Event.from_body(seq, body, prev_hash, digest)
+            listing = vouched(erasure)
+            for erased_seq, erased_body in self._pending.pop(seq):
+                problem = vouch_problem(erasure, erased_seq, erased_body, listing)
+                if problem is not None:
+                    self.problem = f"event {erased_seq}: {problem}"
+                    self.bad_seq = erased_seq
+                    return False
+        return True
+
+    def awaits(self, seq: int) -> bool:
+        """Whether event ``seq`` is an erasure that an erased body earlier in the walk names
+        (so the walk must show it to :meth:`holds` even when its own link is plain)."""
+        return seq in self._pending
+
+    def unvouched(self) -> tuple[int, str] | None:
+        """The first erased body no erasure event vouched for (its event is missing), if any."""
+        if not self._pending:
+            return None
+        by = min(self._pending)
+        seq = self._pending[by][0][0]
+        return seq, f"its erasure marker names event {by}, which the log does not hold"
+
+
 def link_checker() -> Callable[[int, str, Body, str], bool]:
     """:func:`link_holds` for a walk along a chain: the version the previous event matched is
     tried first (a log is long runs of one version), so verifying an old log costs one hash per
@@ -455,7 +569,8 @@ def verify_chain(rows: Iterable[tuple[int, bytes, str, str]]) -> VerifyReport:
     expected_seq = 1
     prev = GENESIS_HASH
     count = 0
-    holds = link_checker()
+    ledger = ErasureLedger()
+    holds = ledger.holds
     for seq, body, prev_hash, digest in rows:
         if not isinstance(body, bytes):
             problem = f"event body is stored as {type(body).__name__}, not bytes (edited?)"
@@ -468,12 +583,14 @@ def verify_chain(rows: Iterable[tuple[int, bytes, str, str]]) -> VerifyReport:
                 False, count, seq - 1, prev, seq, "prev_hash does not match the previous event"
             )
         if not holds(seq, prev, body, digest):
-            return VerifyReport(
-                False, count, seq - 1, prev, seq, "hash does not match the event body"
-            )
+            problem = ledger.problem or "hash does not match the event body"
+            return VerifyReport(False, count, seq - 1, prev, ledger.bad_seq, problem)
         prev = digest
         expected_seq += 1
         count += 1
+    missing = ledger.unvouched()
+    if missing is not None:
+        return VerifyReport(False, count, expected_seq - 1, prev, *missing)
     return VerifyReport(True, count, expected_seq - 1, prev)
 
 
@@ -481,6 +598,8 @@ __all__ = [
     "BODY_DOMAIN",
     "DOMAIN",
     "DOMAIN_V2",
+    "ERASED",
+    "ERASURE_KIND",
     "GENESIS_HASH",
     "IMPORTS",
     "KNOWN_SCHEMAS",
@@ -494,6 +613,7 @@ __all__ = [
     "SENTINEL_ALERT",
     "SENTINEL_CURSOR",
     "Body",
+    "ErasureLedger",
     "Event",
     "EventDraft",
     "Records",
@@ -505,6 +625,7 @@ __all__ = [
     "chain_hash",
     "chain_hash_v1",
     "digest_link",
+    "erased_marker",
     "link_checker",
     "link_digest",
     "link_holds",
@@ -512,4 +633,6 @@ __all__ = [
     "records_from_payload",
     "seal",
     "verify_chain",
+    "vouch_problem",
+    "vouched",
 ]

@@ -49,9 +49,9 @@ from gnomon.firewall.log.events import (
     KNOWN_SCHEMAS,
     SCHEMA_VERSION,
     Body,
+    ErasureLedger,
     Event,
     RedactedBody,
-    link_checker,
 )
 from gnomon.firewall.model.errors import InputError, LogFormatError
 
@@ -284,7 +284,8 @@ def verify_lines(
     lines: Iterable[LogLine], source: str, *, seq: int = 0, prev: str = GENESIS_HASH
 ) -> tuple[int, str]:
     """Check the lines continue the chain at ``(seq, prev)``; return the new head."""
-    link_holds = link_checker()
+    ledger = ErasureLedger()
+    link_holds = ledger.holds
     for item in lines:
         if item.seq != seq + 1:
             raise LogFormatError(
@@ -299,10 +300,12 @@ def verify_lines(
                 source, item.line, "prev_hash does not match the previous event", seq=item.seq
             )
         if not link_holds(item.seq, prev, item.body, item.hash):
-            raise LogFormatError(
-                source, item.line, "hash does not match the event body (edited?)", seq=item.seq
-            )
+            problem = ledger.problem or "hash does not match the event body (edited?)"
+            raise LogFormatError(source, item.line, problem, seq=item.seq)
         seq, prev = item.seq, item.hash
+    missing = ledger.unvouched()
+    if missing is not None:
+        raise LogFormatError(source, 0, missing[1], seq=missing[0])
     return seq, prev
 
 

@@ -50,7 +50,7 @@ from pathlib import Path
 
 import orjson
 
-from gnomon.firewall.log.events import GENESIS_HASH, VerifyReport, link_holds, link_state
+from gnomon.firewall.log.events import GENESIS_HASH, ErasureLedger, VerifyReport, link_state
 from gnomon.firewall.model.errors import KeyFileError, TamperedLogError
 
 #: Events per epoch of the ratcheting key.
@@ -355,6 +355,7 @@ class Sealer:
         host = self._host._state.copy
         compare = hmac.compare_digest
         body_state, domain, sha256 = link_state()
+        ledger = ErasureLedger()  # erased bodies verify through the digest their marker keeps
 
         def bad(seq: int, problem: str) -> VerifyReport:
             return VerifyReport(False, count, expected - 1, prev, seq, problem)
@@ -374,10 +375,14 @@ class Sealer:
             inner = body_state()
             inner.update(body)
             raw = sha256(domain + place + prev_raw + inner.digest()).digest()
-            if raw.hex() != digest:  # an older hash version, or an edit
-                if not link_holds(seq, prev, body, digest):
-                    return bad(seq, "hash does not match the event body")
+            if raw.hex() != digest:  # an older hash version, an erased body, or an edit
+                if not ledger.holds(seq, prev, body, digest):
+                    return bad(
+                        ledger.bad_seq, ledger.problem or "hash does not match the event body"
+                    )
                 raw = bytes.fromhex(digest)
+            elif ledger.awaits(seq) and not ledger.holds(seq, prev, body, digest):
+                return bad(ledger.bad_seq, ledger.problem or "hash does not match the event body")
             if tag is None:
                 return bad(seq, _UNSEALED)
             mac = host()
@@ -387,6 +392,9 @@ class Sealer:
             prev, prev_raw = digest, raw
             expected += 1
             count += 1
+        missing = ledger.unvouched()
+        if missing is not None:
+            return VerifyReport(False, count, expected - 1, prev, *missing)
         return VerifyReport(True, count, expected - 1, prev)
 
     def head_tag(self, seq: int, digest: str) -> bytes:

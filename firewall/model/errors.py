@@ -40,6 +40,7 @@ should let a driver or parser exception escape raw.
     │   ├── LogFormatError            an NDJSON log file that cannot be read (names the line)
     │   ├── CheckpointError           a signed checkpoint that is forged, unpinned or disagrees
     │   ├── RedactionError            an event above the ceiling that cannot be redacted verifiably
+    │   ├── CertificateError          an erasure certificate forged, edited, unpinned or untrue
     │   └── TamperedLogError          an event or the log's head not sealed by the host's key
     └── KeyFileError                  a key file that cannot be read or parsed
 """
@@ -284,6 +285,20 @@ class CheckpointError(LogIntegrityError):
         self.problem = problem
 
 
+class CertificateError(LogIntegrityError):
+    """An erasure certificate does not verify: its signature (forged, edited, unpinned key) or
+    its claims against the log (an event it lists is not erased as it says)."""
+
+    def __init__(self, seq: int, problem: str) -> None:
+        GnomonError.__init__(
+            self,
+            f"erasure certificate check fails at seq {seq}: {problem}",
+            hint="do not rely on this certificate; re-run `gnomon forget` and keep the new one",
+        )
+        self.seq = seq
+        self.problem = problem
+
+
 class RedactionError(LogIntegrityError):
     """A shipped export would have to redact an event whose link needs its whole body (hash
     version 1, written before gnomon hashed bodies through their digest): shipping it would
@@ -321,6 +336,7 @@ class KeyFileError(GnomonError):
 __all__ = [
     "ActionError",
     "ActionPendingError",
+    "CertificateError",
     "CheckpointError",
     "ContractError",
     "ExpiredGrantError",

@@ -28,6 +28,7 @@ PREFIXES = frozenset(
         "chn",
         "req",
         "alr",
+        "erq",
     }
 )
 

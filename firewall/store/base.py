@@ -15,12 +15,22 @@ One contract test suite (``tests/store_contract.py``) runs against every backend
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from gnomon.firewall.log.events import Event, EventDraft, VerifyReport, link_holds, verify_chain
+from gnomon.firewall.log.events import (
+    Event,
+    EventDraft,
+    VerifyReport,
+    digest_link,
+    erased_marker,
+    link_holds,
+    verify_chain,
+    vouch_problem,
+    vouched,
+)
 from gnomon.firewall.log.seal import Auditor, SealReport, check_seals
 from gnomon.firewall.model.chain import (
     Action,
@@ -161,6 +171,8 @@ class Store(ABC):
         last: Event | None = None
         for event in events:
             problem = problem_of(event)
+            if problem is not None and (marker := erased_marker(event.body)) is not None:
+                problem = self._erased_problem(event, marker)
             if problem is None and contiguous and last is not None:
                 if event.seq != last.seq + 1:
                     problem = f"events {last.seq + 1} to {event.seq - 1} are missing (deleted)"
@@ -170,6 +182,48 @@ class Store(ABC):
                 raise self._tampered(event.seq, problem)
             last = event
             yield event
+
+    def _erased_problem(self, event: Event, marker: Any) -> str | None:
+        """What is wrong with an erased event as read (:mod:`firewall.log.erasure`): its link
+        must hold through the digest its marker keeps, its seal must verify, and the later
+        erasure event its marker names (read, and so verified, the same way) must list it with
+        its body's digest. Anyone can write a marker; only a sealed erasure event vouches."""
+        if digest_link(event.seq, event.prev_hash, marker["body_digest"]) != event.hash:
+            return "its hash does not match its body (edited)"
+        sealer = self._seal.sealer
+        if sealer is not None:
+            problem = sealer.check(event.seq, event.hash, event.tag)
+            if problem is not None:
+                return problem
+        by = marker["by"]
+        if by <= event.seq:
+            return f"its erasure marker names event {by}, not a later one (forged)"
+        # one verified read and one listing per erasure event (a read of many erased events
+        # names the same one): what was verified once stays the authentic listing
+        cache: dict[int, tuple[Event, dict[int, str]]] = self.__dict__.setdefault("_vouched", {})
+        held = cache.get(by)
+        if held is None:
+            found = list(self.events(after=by - 1, limit=1))
+            if not found or found[0].seq != by:
+                return f"its erasure marker names event {by}, which the log does not hold"
+            if len(cache) > 64:
+                cache.clear()
+            held = cache[by] = (found[0], vouched(found[0]))
+        erasure, listing = held
+        return vouch_problem(erasure, event.seq, event.body, listing)
+
+    def erase_bodies(
+        self, rewrites: Mapping[int, bytes], draft: EventDraft, head: int
+    ) -> list[Event] | None:
+        """Replace the bodies of the events ``rewrites`` names by their erased bodies, rebuild
+        every projection from the log (documents, history, text indexes), and commit ``draft``
+        (the erasure event that vouches for them), in one transaction, provided the chain head
+        is still ``head`` (else ``None``, nothing done: plan again). Only
+        :mod:`firewall.audit.erasure` calls this; it checks each rewrite keeps its link."""
+        raise StoreError(
+            f"{self.url} cannot erase event bodies in place",
+            hint="use a memory://, sqlite:/// or postgresql:// store",
+        )
 
     def _verify_since(self, request_id: str) -> None:
         """Before an execution claim: every event from the request's first one to the head
@@ -650,7 +704,11 @@ def check_continues(event: Event, seq: int, prev: str) -> None:
             event.seq, "prev_hash does not match the head of the log it is appended to"
         )
     if not link_holds(event.seq, prev, event.body, event.hash):
-        raise LogIntegrityError(event.seq, "hash does not match the event body")
+        # an erased body keeps its link through the digest it keeps; the erasure event that
+        # vouches for it is checked when the event is read (Store._verified) or walked
+        marker = erased_marker(event.body)
+        if marker is None or digest_link(event.seq, prev, marker["body_digest"]) != event.hash:
+            raise LogIntegrityError(event.seq, "hash does not match the event body")
 
 
 __all__ = [

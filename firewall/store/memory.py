@@ -17,7 +17,7 @@ import bisect
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -315,6 +315,22 @@ class MemoryStore(Store):
                 self._put_contradiction(contradiction)
             for binding in rec.bindings:
                 self._put_binding(binding)
+
+    def erase_bodies(
+        self, rewrites: Mapping[int, bytes], draft: EventDraft, head: int
+    ) -> list[Event] | None:
+        with self._lock:
+            self._check_open()
+            self._seal.require("erasing event bodies")
+            if self.head()[0] != head:
+                return None
+            kept = list(self._events)
+            for seq, body in rewrites.items():
+                old = kept[seq - 1]
+                kept[seq - 1] = Event.from_body(seq, body, old.prev_hash, old.hash, old.tag)
+            self._events = kept
+            self.rebuild_projections()
+            return self.commit([draft])
 
     def rebuild_projections(self) -> int:
         with self._lock:

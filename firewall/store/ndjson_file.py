@@ -38,7 +38,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,6 +295,16 @@ class FileLogStore(MemoryStore):
                 return
             with self._flock(fcntl.LOCK_SH):
                 self._catch_up(recover=False)
+
+    def erase_bodies(
+        self, rewrites: Mapping[int, bytes], draft: EventDraft, head: int
+    ) -> list[Event] | None:
+        # the log is an append-only file: rewriting a line in place is not supported, and the
+        # in-memory erasure MemoryStore does would leave the text in the file
+        raise StoreError(
+            f"{self.url} cannot erase event bodies in place (an append-only NDJSON file)",
+            hint="import the log into a sqlite:/// or postgresql:// store and forget there",
+        )
 
     def rebuild_projections(self) -> int:
         with self._lock:

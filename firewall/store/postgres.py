@@ -51,7 +51,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -618,6 +618,12 @@ class PostgresStore(SQLStore[psycopg.Connection[Any]]):
             attempt += 1
 
     # -- the only write path --------------------------------------------------------------
+
+    def _rewrite_bodies(self, conn: psycopg.Connection[Any], rewrites: Mapping[int, bytes]) -> None:
+        conn.cursor().executemany(
+            "UPDATE events SET body = %s WHERE tenant = %s AND seq = %s",
+            [(body, self.tenant, seq) for seq, body in rewrites.items()],
+        )
 
     def _head_is(self, conn: psycopg.Connection[Any], head: int) -> bool:
         # The head row is locked FOR UPDATE when the transaction begins: no other writer of

@@ -11,7 +11,7 @@ confines a statement to the store's own rows (:meth:`SQLStore._scope`: PostgreSQ
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -173,6 +173,30 @@ class SQLStore(Store, Generic[C]):
             self._sealed_write(
                 "appending sealed events", lambda conn: self._write_sealed(conn, events)
             )
+
+    @abstractmethod
+    def _rewrite_bodies(self, conn: C, rewrites: Mapping[int, bytes]) -> None:
+        """Inside :meth:`_atomic`: store each ``seq``'s erased body in place of its body."""
+
+    def erase_bodies(
+        self, rewrites: Mapping[int, bytes], draft: EventDraft, head: int
+    ) -> list[Event] | None:
+        def work(conn: C) -> list[Event] | None:
+            if not self._head_is(conn, head):
+                return None
+            self._rewrite_bodies(conn, rewrites)
+            # the projections (documents, history, text indexes) rebuilt from the erased log,
+            # then the erasure event (it writes no records) continues the chain
+            self._rebuild(conn)
+            return self._write(conn, [draft])
+
+        events = self._sealed_write("erasing event bodies", work)
+        if events is not None:
+            self._after_erasure()
+        return events
+
+    def _after_erasure(self) -> None:
+        """After an erasure committed: purge what the backend keeps of old row versions."""
 
     def rebuild_projections(self) -> int:
         self._seal.require("rebuilding the projections")

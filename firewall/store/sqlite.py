@@ -432,6 +432,18 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
                 ) from exc
             return done
 
+    def _rewrite_bodies(self, conn: sqlite3.Connection, rewrites: Mapping[int, bytes]) -> None:
+        # secure_delete: the pages that held the erased text are zeroed, not left free
+        conn.execute("PRAGMA secure_delete = ON")
+        conn.executemany(
+            "UPDATE events SET body = ? WHERE seq = ?", [(b, s) for s, b in rewrites.items()]
+        )
+
+    def _after_erasure(self) -> None:
+        # the write-ahead log still holds the old pages until it is checkpointed and truncated
+        with self._guard("checkpointing after an erasure") as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
     def _gap(self, conn: sqlite3.Connection) -> int | None:
         count, top = conn.execute("SELECT count(*), coalesce(max(seq), 0) FROM events").fetchone()
         return None if count == top else int(top)
