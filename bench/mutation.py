@@ -1,0 +1,187 @@
+"""Mutation testing of the security core: which hand-made bugs does the suite miss?
+
+mutmut changes one condition, operator or constant of a module at a time (a *mutant*) and runs
+the tests that reach the changed function; a mutant under which every one of them still passes
+*survived*: a careless refactor or a malicious patch of that kind would go unnoticed. Each
+survivor is killed by an attack or boundary test, or recorded as equivalent (it cannot change
+behaviour) in ``bench/mutation_equivalent.toml`` with one line of why.
+
+The modules and the tests that guard each one are ``[tool.gnomon-mutation.tests]`` in
+``pyproject.toml``; mutmut's own settings (what it copies into ``mutants/``) are
+``[tool.mutmut]``. Run from the repository root (it needs ``mutmut``, in the dev extra)::
+
+    nice -n 10 python bench/mutation.py --module firewall/gate/grants.py
+    nice -n 10 python bench/mutation.py            # every module of the table, one by one
+
+Each module runs in its own mutmut process with one worker; the survivors that are not recorded
+as equivalent go to ``bench/results/mutation-survivors.txt``, one block per mutant with its
+diff, and the score per module is printed. Exit status 1 when any survivor is left.
+
+``python bench/mutation.py --list firewall/gate/grants.py`` generates the module's mutants
+without running a test and prints their names and the line each one changes (the fast check
+in ``tests/test_mutation_equivalent.py`` uses the same generation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import os
+import subprocess
+import sys
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EQUIVALENT_FILE = ROOT / "bench" / "mutation_equivalent.toml"
+SURVIVORS_FILE = ROOT / "bench" / "results" / "mutation-survivors.txt"
+#: mutmut's status names that mean "the tests did not catch it".
+ALIVE = frozenset({"survived", "no tests", "suspicious", "not checked", "skipped"})
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A mutant recorded as unable to change behaviour: its name, the line it writes, and why."""
+
+    mutant: str
+    line: str
+    why: str
+
+
+def module_tests() -> dict[str, list[str]]:
+    """The security core's modules (paths under the repository root) and their tests."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+    table: dict[str, list[str]] = data["tool"]["gnomon-mutation"]["tests"]
+    return table
+
+
+def equivalents() -> list[Equivalent]:
+    """The committed list of equivalent mutants."""
+    data = tomllib.loads(EQUIVALENT_FILE.read_text("utf-8"))
+    return [Equivalent(e["mutant"], e["line"], e["why"]) for e in data.get("mutant", [])]
+
+
+def module_name(module: str) -> str:
+    """``firewall/gate/grants.py`` -> ``gnomon.firewall.gate.grants`` (mutmut's prefix)."""
+    return "gnomon." + module.removesuffix(".py").replace("/", ".")
+
+
+def generated_mutants(module: str) -> dict[str, str]:
+    """Every mutant mutmut makes of ``module`` (no test run): name -> the lines it writes."""
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    path = ROOT / module
+    mutated = mutate_file_contents(str(path), path.read_text("utf-8"))
+    lines = mutated.code.splitlines()
+    bodies = {
+        node.name: lines[node.lineno : node.end_lineno]  # the body, without the def line
+        for node in ast.walk(ast.parse(mutated.code))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and "__mutmut_" in node.name
+    }
+    prefix = module_name(module)
+    out = {}
+    for name in mutated.mutant_names:
+        original = bodies[name.partition("__mutmut_")[0] + "__mutmut_orig"]
+        diff = difflib.unified_diff(original, bodies[name], lineterm="", n=0)
+        added = [d[1:].strip() for d in diff if d.startswith("+") and not d.startswith("+++")]
+        out[f"{prefix}.{name}"] = "\n".join(added)
+    return out
+
+
+def _configure(module: str, tests: list[str]) -> None:
+    """Point mutmut's loaded configuration at one module and its tests."""
+    from mutmut import configuration
+
+    cfg = configuration.config()
+    cfg.only_mutate = [f"gnomon/{module}"]
+    cfg.pytest_add_cli_args_test_selection = list(tests)
+
+
+def run_one(module: str) -> int:
+    """Run mutmut over ``module`` in this process (``--one``); its results stay in mutants/."""
+    from mutmut.__main__ import _run
+
+    tests = module_tests()[module]
+    _configure(module, tests)
+    _run([module_name(module) + ".*"], max_children=1)
+    return 0
+
+
+def results(module: str) -> dict[str, str]:
+    """The last run's status of each mutant of ``module`` (mutmut's meta file in mutants/)."""
+    from mutmut.models.source_file_mutation_data import SourceFileMutationData
+    from mutmut.stats import status_by_exit_code
+
+    cwd = Path.cwd()
+    os.chdir(ROOT)
+    try:
+        data = SourceFileMutationData(path=Path("gnomon") / module)
+        data.load()
+    finally:
+        os.chdir(cwd)
+    return {name: status_by_exit_code[code] for name, code in data.exit_code_by_key.items()}
+
+
+def report(modules: list[str]) -> int:
+    """Print the score per module, write the unexplained survivors, return how many."""
+    known = {e.mutant: e for e in equivalents()}
+    lines: list[str] = []
+    left = 0
+    for module in modules:
+        status = results(module)
+        diffs = generated_mutants(module)
+        counts = Counter(status.values())
+        alive = sorted(n for n, s in status.items() if s in ALIVE)
+        equivalent = [n for n in alive if n in known]
+        survivors = [n for n in alive if n not in known]
+        killed = len(status) - len(alive)
+        scored = len(status) - len(equivalent)
+        score = 100.0 * killed / scored if scored else 100.0
+        print(
+            f"{module}: {len(status)} mutants, {killed} killed, {len(survivors)} survived, "
+            f"{len(equivalent)} equivalent; score {score:.1f}% "
+            f"({', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})"
+        )
+        for name in survivors:
+            lines += [f"## {name} ({status[name]})", diffs.get(name, "(not generated)"), ""]
+        left += len(survivors)
+    SURVIVORS_FILE.parent.mkdir(parents=True, exist_ok=True)
+    SURVIVORS_FILE.write_text("\n".join(lines), "utf-8")
+    print(f"{left} survivor(s) not recorded as equivalent: {SURVIVORS_FILE.relative_to(ROOT)}")
+    return left
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--module", action="append", help="e.g. firewall/gate/grants.py")
+    parser.add_argument("--list", metavar="MODULE", help="list MODULE's mutants, run nothing")
+    parser.add_argument("--report", action="store_true", help="report the last run, run nothing")
+    parser.add_argument("--one", metavar="MODULE", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    os.chdir(ROOT)
+    if args.one:
+        return run_one(args.one)
+    if args.list:
+        for name, line in generated_mutants(args.list).items():
+            print(f"{name}\t{line.replace(chr(10), ' | ')}")
+        return 0
+    table = module_tests()
+    modules = args.module or list(table)
+    unknown = [m for m in modules if m not in table]
+    if unknown:
+        parser.error(f"not in [tool.gnomon-mutation.tests]: {', '.join(unknown)}")
+    if not args.report:
+        for module in modules:
+            print(f"== {module}: {len(table[module])} test file(s)", flush=True)
+            done = subprocess.run([sys.executable, __file__, "--one", module], check=False)
+            if done.returncode != 0:
+                print(f"mutmut failed on {module} (exit {done.returncode})", file=sys.stderr)
+                return 2
+    return 1 if report(modules) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
