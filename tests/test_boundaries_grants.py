@@ -1,0 +1,132 @@
+"""Grants at their boundaries: both sides of every time and scope comparison in the verifier.
+
+Written as attacks by an agent that holds a genuine grant and tries to stretch it: one tick past
+its expiry, one tick before it was issued, a project-scoped grant for an operation that spans
+every project, a subject prefix or store coverage stretched to beliefs it does not name. Each
+boundary is pinned on both sides, so a mutant that moves a comparison by one (``<`` for ``<=``)
+or drops one conjunct of a scope check fails here (bench/mutation.py, issue 28). The FLIP of each
+attack is its other side in the same test: the same grant, one tick inside, is accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gnomon import firewall
+from gnomon.firewall.gate.grants import GrantAuthority, GrantSigner, GrantVerifier
+from gnomon.firewall.host.firewall import Firewall
+from gnomon.firewall.model.chain import Belief
+from gnomon.firewall.model.errors import ExpiredGrantError, GrantScopeError
+from gnomon.firewall.model.origin import Origin
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+TTL = timedelta(minutes=5)
+TICK = timedelta(microseconds=1)
+SIGNER = GrantSigner.generate()
+VERIFIER = GrantVerifier.pinning(SIGNER.public_key)
+USER = {GrantAuthority.USER}
+
+
+@pytest.fixture
+def wall(tmp_path: Path) -> Iterator[Firewall]:
+    with firewall.open(f"sqlite:///{tmp_path / 'b.db'}") as w:
+        yield w
+
+
+def _note(
+    wall: Firewall, subject: str, project: str = "shop", origin: Origin | None = None
+) -> Belief:
+    with wall.session(project=project, actor="coder") as s:
+        return s.observe(
+            tool="fetch",
+            content=f"a page about {subject}",
+            origin=origin or Origin.external(f"web:{subject}"),
+            subject=subject,
+        ).content[0]
+
+
+@given(offset=st.integers(min_value=-(10**9), max_value=10**9))
+def test_a_grant_is_valid_from_its_issue_to_one_tick_before_its_expiry(offset: int) -> None:
+    grant = SIGNER.issue(GrantAuthority.USER, "alice", beliefs=["bel_1"], now=NOW, ttl=TTL)
+    moment = NOW + timedelta(microseconds=offset)
+    if NOW <= moment < NOW + TTL:
+        assert VERIFIER.verify(grant, USER, now=moment).id == grant.id
+    else:
+        with pytest.raises(ExpiredGrantError):
+            VERIFIER.verify(grant, USER, now=moment)
+
+
+@pytest.mark.parametrize(
+    ("moment", "valid"),
+    [
+        (NOW - TICK, False),  # one tick before issue: not yet valid
+        (NOW, True),  # at the instant of issue
+        (NOW + TTL - TICK, True),  # one tick before expiry
+        (NOW + TTL, False),  # at expires_at: expired
+        (NOW + TTL + TICK, False),
+    ],
+)
+def test_grant_expiry_at_each_instant(moment: datetime, valid: bool) -> None:
+    grant = SIGNER.issue(GrantAuthority.USER, "alice", beliefs=["bel_1"], now=NOW, ttl=TTL)
+    if valid:
+        VERIFIER.verify(grant, USER, now=moment)
+    else:
+        with pytest.raises(ExpiredGrantError, match="is valid from"):
+            VERIFIER.verify(grant, USER, now=moment)
+
+
+def test_a_project_scoped_grant_does_not_reach_an_every_project_operation() -> None:
+    grant = SIGNER.issue(GrantAuthority.AUDITOR, "sec", project="shop", now=NOW)
+    auditor = {GrantAuthority.AUDITOR}
+    with pytest.raises(GrantScopeError, match="not every project"):
+        VERIFIER.verify(grant, auditor, now=NOW, project=None, operation="audit")
+    with pytest.raises(GrantScopeError, match="not project 'other'"):
+        VERIFIER.verify(grant, auditor, now=NOW, project="other", operation="audit")
+    # FLIP: the same grant inside its project, and an every-project grant everywhere
+    VERIFIER.verify(grant, auditor, now=NOW, project="shop", operation="audit")
+    everywhere = SIGNER.issue(GrantAuthority.AUDITOR, "sec", now=NOW)
+    VERIFIER.verify(everywhere, auditor, now=NOW, project=None, operation="audit")
+    VERIFIER.verify(everywhere, auditor, now=NOW, project="other", operation="audit")
+
+
+def test_a_subject_prefix_covers_its_subjects_only(wall: Firewall) -> None:
+    inside, outside = _note(wall, "ops.deploy"), _note(wall, "opsdeploy")
+    grant = SIGNER.issue(
+        GrantAuthority.USER, "alice", project="shop", subject_prefix="ops.", now=NOW
+    )
+    assert grant.covers(inside) and not grant.covers(outside)
+    with pytest.raises(GrantScopeError, match="does not cover"):
+        VERIFIER.verify(grant, USER, now=NOW, belief=outside)
+    VERIFIER.verify(grant, USER, now=NOW, belief=inside)  # FLIP
+
+
+def test_a_belief_id_grant_covers_that_belief_only(wall: Firewall) -> None:
+    mine, theirs = _note(wall, "a"), _note(wall, "b")
+    grant = SIGNER.issue(GrantAuthority.USER, "alice", project="shop", beliefs=[mine.id], now=NOW)
+    assert grant.covers(mine) and not grant.covers(theirs)
+    with pytest.raises(GrantScopeError, match="does not cover"):
+        VERIFIER.verify(grant, USER, now=NOW, belief=theirs)
+
+
+def test_a_store_grant_covers_exactly_that_stores_imports_in_its_project(wall: Firewall) -> None:
+    page = _note(wall, "m")
+
+    def imported(store: str, project: str = "shop") -> Belief:
+        return page.model_copy(update={"origin": Origin.imported(store), "project": project})
+
+    mine = imported("mem0")
+    assert mine.origin.origin_ids == frozenset({"imported:mem0"})
+    grant = SIGNER.issue(GrantAuthority.USER, "alice", project="shop", store="mem0", now=NOW)
+    assert grant.covers(mine)
+    for outside in (imported("zep"), imported("mem0", project="other"), page):
+        assert not grant.covers(outside), (outside.project, outside.origin.origin_ids)
+    # a store grant without a project covers nothing of the store (issue refuses to make one;
+    # a grant object is frozen and signed, so only the cover rule itself is left to pin)
+    unscoped = grant.model_copy(update={"project": None})
+    assert not unscoped.covers(mine.model_copy(update={"project": None}))
