@@ -10,6 +10,7 @@ attack is its other side in the same test: the same grant, one tick inside, is a
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,10 +20,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gnomon import firewall
-from gnomon.firewall.gate.grants import GrantAuthority, GrantSigner, GrantVerifier
+from gnomon.firewall.gate.grants import (
+    GrantAuthority,
+    GrantSigner,
+    GrantVerifier,
+    KeyPurpose,
+    key_purpose,
+    write_keypair,
+)
 from gnomon.firewall.host.firewall import Firewall
 from gnomon.firewall.model.chain import Belief
-from gnomon.firewall.model.errors import ExpiredGrantError, GrantScopeError
+from gnomon.firewall.model.errors import (
+    ExpiredGrantError,
+    ForgedGrantError,
+    GrantScopeError,
+    KeyFileError,
+)
 from gnomon.firewall.model.origin import Origin
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -130,3 +143,58 @@ def test_a_store_grant_covers_exactly_that_stores_imports_in_its_project(wall: F
     # a grant object is frozen and signed, so only the cover rule itself is left to pin)
     unscoped = grant.model_copy(update={"project": None})
     assert not unscoped.covers(mine.model_copy(update={"project": None}))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("beliefs", ("bel_1", "bel_victim")),
+        ("issued_at", NOW - timedelta(days=1)),
+        ("expires_at", NOW + timedelta(days=1)),
+        ("project", "other"),
+        ("subject_prefix", ""),
+        ("store", "mem0"),
+        ("subject", "root"),
+    ],
+)
+def test_every_field_of_a_grant_is_covered_by_its_signature(field: str, value: object) -> None:
+    """The agent holds a genuine grant and widens one field (more beliefs, an earlier start,
+    a later expiry, ...): the edited grant must not verify."""
+    grant = SIGNER.issue(GrantAuthority.USER, "alice", beliefs=["bel_1"], now=NOW, ttl=TTL)
+    VERIFIER.verify(grant, USER, now=NOW)  # FLIP: as issued
+    edited = grant.model_copy(update={field: value})
+    with pytest.raises(ForgedGrantError, match="does not verify"):
+        VERIFIER.verify(edited, USER, now=NOW)
+
+
+@pytest.mark.parametrize("junk", ["!", " ", "\n", "*"])
+def test_a_signature_with_junk_characters_is_not_the_same_signature(junk: str) -> None:
+    """A lenient base64 decoder would drop the junk and verify: one grant, many spellings of its
+    signature, each a fresh identity to anything that remembers grants by their text."""
+    grant = SIGNER.issue(GrantAuthority.USER, "alice", beliefs=["bel_1"], now=NOW)
+    spelled = grant.model_copy(
+        update={"signature": grant.signature[:10] + junk + grant.signature[10:]}
+    )
+    with pytest.raises(ForgedGrantError, match="does not verify"):
+        VERIFIER.verify(spelled, USER, now=NOW)
+
+
+def test_a_key_file_with_a_non_ascii_purpose_is_refused_typed(tmp_path: Path) -> None:
+    key, _ = write_keypair(tmp_path, "k", purpose=KeyPurpose.GRANT)
+    forged = tmp_path / "forged.key"
+    forged.write_bytes(key.read_bytes().replace(b"grant", "gr\u00e4nt".encode(), 1))
+    assert key_purpose(forged.read_bytes()) == "gr\ufffd\ufffdnt"
+    with pytest.raises(KeyFileError, match="not a grant key"):
+        GrantSigner.from_file(forged)
+    GrantSigner.from_file(key)  # FLIP: the file as written
+
+
+def test_key_files_are_written_owner_only_in_new_folders(tmp_path: Path) -> None:
+    folder = tmp_path / "a" / "b"
+    private, public = write_keypair(folder)  # the default name, parents created
+    assert (private.name, public.name) == ("operator.key", "operator.pub")
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    assert private.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")  # no purpose line
+    assert public.read_bytes().startswith(b"-----BEGIN PUBLIC KEY-----")
+    assert key_purpose(private.read_bytes()) is None
