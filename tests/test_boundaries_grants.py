@@ -35,6 +35,7 @@ from gnomon.firewall.model.errors import (
     ForgedGrantError,
     GrantScopeError,
     KeyFileError,
+    MissingGrantError,
 )
 from gnomon.firewall.model.origin import Origin
 
@@ -97,7 +98,7 @@ def test_grant_expiry_at_each_instant(moment: datetime, valid: bool) -> None:
 def test_a_project_scoped_grant_does_not_reach_an_every_project_operation() -> None:
     grant = SIGNER.issue(GrantAuthority.AUDITOR, "sec", project="shop", now=NOW)
     auditor = {GrantAuthority.AUDITOR}
-    with pytest.raises(GrantScopeError, match="not every project"):
+    with pytest.raises(GrantScopeError, match=r"^audit: grant .* not every project"):
         VERIFIER.verify(grant, auditor, now=NOW, project=None, operation="audit")
     with pytest.raises(GrantScopeError, match="not project 'other'"):
         VERIFIER.verify(grant, auditor, now=NOW, project="other", operation="audit")
@@ -117,6 +118,14 @@ def test_a_subject_prefix_covers_its_subjects_only(wall: Firewall) -> None:
     with pytest.raises(GrantScopeError, match="does not cover"):
         VERIFIER.verify(grant, USER, now=NOW, belief=outside)
     VERIFIER.verify(grant, USER, now=NOW, belief=inside)  # FLIP
+
+
+def test_a_missing_or_wrong_grant_names_what_the_operation_needs() -> None:
+    with pytest.raises(MissingGrantError, match=r"^this operation needs a user grant and none"):
+        VERIFIER.verify(None, USER, now=NOW)
+    auditor = SIGNER.issue(GrantAuthority.AUDITOR, "sec", now=NOW)
+    with pytest.raises(MissingGrantError, match=r"^promote needs a probe or user grant; grant"):
+        VERIFIER.verify(auditor, {GrantAuthority.USER, GrantAuthority.PROBE}, operation="promote")
 
 
 def test_a_belief_id_grant_covers_that_belief_only(wall: Firewall) -> None:
