@@ -110,9 +110,11 @@ def generated_mutants(module: str) -> dict[str, str]:
     out = {}
     for name in mutated.mutant_names:
         original = bodies[name.partition("__mutmut_")[0] + "__mutmut_orig"]
-        diff = difflib.unified_diff(original, bodies[name], lineterm="", n=0)
-        added = [d[1:].strip() for d in diff if d.startswith("+") and not d.startswith("+++")]
-        out[f"{prefix}.{name}"] = "\n".join(added)
+        diff = list(difflib.unified_diff(original, bodies[name], lineterm="", n=0))[2:]
+        added = [d[1:].strip() for d in diff if d.startswith("+")]
+        removed = [d[1:].strip() for d in diff if d.startswith("-")]
+        # a mutant that only deletes (an argument dropped) is named by what it drops
+        out[f"{prefix}.{name}"] = "\n".join(added or ["deleted: " + r for r in removed])
     return out
 
 

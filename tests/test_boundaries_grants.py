@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 
 from gnomon import firewall
 from gnomon.firewall.gate.grants import (
+    GRANT_DOMAIN,
+    Grant,
     GrantAuthority,
     GrantSigner,
     GrantVerifier,
@@ -34,6 +36,7 @@ from gnomon.firewall.model.errors import (
     ExpiredGrantError,
     ForgedGrantError,
     GrantScopeError,
+    InputError,
     KeyFileError,
     MissingGrantError,
 )
@@ -207,3 +210,47 @@ def test_key_files_are_written_owner_only_in_new_folders(tmp_path: Path) -> None
     assert private.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")  # no purpose line
     assert public.read_bytes().startswith(b"-----BEGIN PUBLIC KEY-----")
     assert key_purpose(private.read_bytes()) is None
+
+
+def test_the_signed_bytes_of_a_grant_are_a_fixed_format() -> None:
+    """Grants outlive one process (``gnomon grant`` writes them, another version verifies): the
+    bytes a signature covers are pinned, so a change of sorting, field form or time format is a
+    visible break, not a silent one that only the signer and verifier of one build agree on."""
+    grant = Grant.model_validate(
+        {
+            "id": "grt_1",
+            "authority": GrantAuthority.USER,
+            "subject": "alice",
+            "project": "shop",
+            "beliefs": ("bel_2", "bel_1"),
+            "subject_prefix": None,
+            "store": None,
+            "issued_at": NOW,
+            "expires_at": NOW + TTL,
+            "key_id": "0123456789abcdef",
+            "signature": "",
+        }
+    )
+    assert grant.signed_bytes() == GRANT_DOMAIN + (
+        b'{"authority":"user","beliefs":["bel_2","bel_1"],"expires_at":"2026-11-22T12:05:00.000000Z",'
+        b'"id":"grt_1","issued_at":"2026-11-22T12:00:00.000000Z","key_id":"0123456789abcdef",'
+        b'"project":"shop","store":null,"subject":"alice","subject_prefix":null}'
+    )
+    assert len(SIGNER.key_id) == 16 and int(SIGNER.key_id, 16) >= 0
+
+
+@pytest.mark.parametrize(
+    ("scope", "problem"),
+    [
+        ({"subject_prefix": ""}, "must not be empty"),
+        ({"store": "mem0"}, "must name the store and its project"),
+        ({"store": "  ", "project": "shop"}, "must name the store and its project"),
+    ],
+)
+def test_a_signer_refuses_a_grant_that_would_cover_everything(
+    scope: dict[str, str], problem: str
+) -> None:
+    with pytest.raises(InputError, match=problem):
+        SIGNER.issue(GrantAuthority.USER, "alice", now=NOW, **scope)  # type: ignore[arg-type]
+    SIGNER.issue(GrantAuthority.USER, "alice", now=NOW, project="shop", store="mem0")  # FLIP
+    SIGNER.issue(GrantAuthority.USER, "alice", now=NOW, subject_prefix="ops.")
