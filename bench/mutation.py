@@ -29,6 +29,7 @@ import argparse
 import ast
 import contextlib
 import difflib
+import json
 import os
 import subprocess
 import sys
@@ -39,7 +40,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENT_FILE = ROOT / "bench" / "mutation_equivalent.toml"
-SURVIVORS_FILE = ROOT / "bench" / "results" / "mutation-survivors.txt"
+RESULTS_DIR = ROOT / "bench" / "results"
+SURVIVORS_FILE = RESULTS_DIR / "mutation-survivors.txt"
 #: mutmut's status names that mean "the tests did not catch it".
 ALIVE = frozenset({"survived", "no tests", "suspicious", "not checked", "skipped"})
 
@@ -138,8 +140,10 @@ def run_one(module: str, names: list[str]) -> int:
     return 0
 
 
-def results(module: str) -> dict[str, str]:
-    """The last run's status of each mutant of ``module`` (mutmut's meta file in mutants/)."""
+def _meta_results(module: str) -> dict[str, str]:
+    """The status of each mutant of ``module`` in mutmut's meta file in mutants/ (only the
+    module last run is current there: mutmut resets every result when the test selection
+    changes, as it does from one module to the next)."""
     from mutmut.mutation.data import SourceFileMutationData
     from mutmut.stats import status_by_exit_code
 
@@ -151,6 +155,29 @@ def results(module: str) -> dict[str, str]:
     finally:
         os.chdir(cwd)
     return {name: status_by_exit_code[code] for name, code in data.exit_code_by_key.items()}
+
+
+def _saved(module: str) -> Path:
+    return RESULTS_DIR / f"mutation-{module.removesuffix('.py').replace('/', '.')}.json"
+
+
+def save_results(module: str, names: list[str]) -> None:
+    """Keep the run just made of ``module``: every mutant's status, or with ``names`` (a rerun
+    of those) the saved statuses with these replaced."""
+    current = _meta_results(module)
+    merged = results(module) if names else {}
+    merged.update({n: current[n] for n in names} if names else current)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    _saved(module).write_text(json.dumps(merged, indent=1, sort_keys=True), "utf-8")
+
+
+def results(module: str) -> dict[str, str]:
+    """The saved status of each mutant of ``module`` from its last run (and reruns)."""
+    path = _saved(module)
+    if not path.exists():
+        return _meta_results(module)
+    saved: dict[str, str] = json.loads(path.read_text("utf-8"))
+    return saved
 
 
 def again(module: str) -> list[str]:
@@ -221,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             if done.returncode != 0:
                 print(f"mutmut failed on {module} (exit {done.returncode})", file=sys.stderr)
                 return 2
+            save_results(module, names)
     return 1 if report(modules) else 0
 
 
