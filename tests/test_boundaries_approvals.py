@@ -9,19 +9,28 @@ at a time: a resolution matching the request in every field but one is refused.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gnomon.firewall.gate.grants import KeyPurpose, write_keypair
 from gnomon.firewall.kernel.approvals import (
+    CONTRACT_DOMAIN,
+    INPUTS_DOMAIN,
+    Approval,
     ApprovalRequest,
     ApprovalSigner,
     check_approval,
     check_expiry,
+    contract_digest,
+    inputs_digest,
 )
-from gnomon.firewall.model.errors import ForgedApprovalError
+from gnomon.firewall.model.errors import ForgedApprovalError, KeyFileError
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TTL = timedelta(minutes=10)
@@ -117,3 +126,53 @@ def test_only_the_rules_approvers_resolve_its_hold() -> None:
     assert err.value.kind == "unauthorised"
     check_approval(approval, REQUEST, keys, now=T0, authorised={bob.key_id})  # FLIP
     check_approval(approval, REQUEST, keys, now=T0)  # no rule approvers: any pinned key
+
+
+def test_the_digests_an_approval_binds_are_a_fixed_format() -> None:
+    """``gnomon approve`` in one process signs the digests a hold recorded in another: the
+    bytes behind them are pinned, and different terms never share a digest (a constant digest
+    would let an approval of one contract cover any other)."""
+    assert (
+        inputs_digest("git_push", {"b": 1, "a": "x"})
+        == hashlib.sha256(INPUTS_DOMAIN + b'{"args":{"a":"x","b":1},"tool":"git_push"}').hexdigest()
+    )
+    terms = {"tool": "git_push", "level": "L4", "preconditions": []}
+    assert (
+        contract_digest(terms)
+        == hashlib.sha256(
+            CONTRACT_DOMAIN + b'{"level":"L4","preconditions":[],"tool":"git_push"}'
+        ).hexdigest()
+    )
+    assert contract_digest({**terms, "level": "L3"}) != contract_digest(terms)
+
+
+@pytest.mark.parametrize("junk", ["!", " ", "*"])
+def test_an_approval_signature_spelled_with_junk_is_forged(junk: str) -> None:
+    spelled = APPROVAL.signature[:8] + junk + APPROVAL.signature[8:]
+    edited = Approval.model_validate({**APPROVAL.model_dump(), "signature": spelled})
+    with pytest.raises(ForgedApprovalError) as err:
+        check_approval(edited, REQUEST, KEYS, now=T0)
+    assert err.value.kind == "forged"
+
+
+def test_a_denial_and_an_approval_carry_the_time_and_a_fresh_nonce_they_were_made_with() -> None:
+    denial = SIGNER.deny(REQUEST, now=T0, ttl=TTL)
+    assert denial.decision == "deny" and denial.expires_at == T0 + TTL
+    assert len(APPROVAL.nonce) == 32 and int(APPROVAL.nonce, 16) >= 0  # 128 random bits
+    assert SIGNER.approve(REQUEST, now=T0).nonce != APPROVAL.nonce
+
+
+def test_an_approval_key_file_is_loaded_for_approvals_only(tmp_path: Path) -> None:
+    grant_key, _ = write_keypair(tmp_path, "g", purpose=KeyPurpose.GRANT)
+    with pytest.raises(KeyFileError, match="not a approval key"):
+        ApprovalSigner.from_file(grant_key, "alice")
+    own, _ = write_keypair(tmp_path, "a", purpose=KeyPurpose.APPROVAL)
+    signer = ApprovalSigner.from_file(own, "alice")  # FLIP
+    assert signer.approver == "alice" and signer.approve(REQUEST, now=T0).approver == "alice"
+
+
+def test_a_malformed_approval_document_is_refused_typed() -> None:
+    doc = {**APPROVAL.to_json(), "decision": "maybe"}
+    with pytest.raises(ForgedApprovalError, match="not a valid approval: decision"):
+        Approval.from_json(doc)
+    assert Approval.from_json(orjson.loads(orjson.dumps(APPROVAL.to_json()))) == APPROVAL
