@@ -25,10 +25,12 @@ from gnomon.firewall.kernel.approvals import (
     Approval,
     ApprovalRequest,
     ApprovalSigner,
+    ResolutionSigner,
     check_approval,
     check_expiry,
     contract_digest,
     inputs_digest,
+    verify_resolution,
 )
 from gnomon.firewall.model.errors import ForgedApprovalError, KeyFileError
 
@@ -158,8 +160,9 @@ def test_an_approval_signature_spelled_with_junk_is_forged(junk: str) -> None:
 def test_a_denial_and_an_approval_carry_the_time_and_a_fresh_nonce_they_were_made_with() -> None:
     denial = SIGNER.deny(REQUEST, now=T0, ttl=TTL)
     assert denial.decision == "deny" and denial.expires_at == T0 + TTL
-    assert len(APPROVAL.nonce) == 32 and int(APPROVAL.nonce, 16) >= 0  # 128 random bits
-    assert SIGNER.approve(REQUEST, now=T0).nonce != APPROVAL.nonce
+    fresh = SIGNER.approve(REQUEST, now=T0)  # made inside the test, where mutmut sees it
+    assert len(fresh.nonce) == 32 and int(fresh.nonce, 16) >= 0  # 128 random bits
+    assert fresh.nonce != APPROVAL.nonce
 
 
 def test_an_approval_key_file_is_loaded_for_approvals_only(tmp_path: Path) -> None:
@@ -176,3 +179,22 @@ def test_a_malformed_approval_document_is_refused_typed() -> None:
     with pytest.raises(ForgedApprovalError, match="not a valid approval: decision"):
         Approval.from_json(doc)
     assert Approval.from_json(orjson.loads(orjson.dumps(APPROVAL.to_json()))) == APPROVAL
+
+
+def test_a_resolution_of_unknown_outcome_is_signed_over_its_note_and_time() -> None:
+    """An operator's word that a claimed action ran or failed: its note and instant are signed
+    (in a pinned time format), and a junk-spelled signature is not the same signature."""
+    operator = ResolutionSigner.generate()
+    plain = operator.resolve("req_1", "act_1", "failed", operator="op", now=T0)
+    assert plain.note == ""
+    said = operator.resolve("req_1", "act_1", "ran", operator="op", now=T0, note="checked by hand")
+    assert said.note == "checked by hand"
+    assert b'"at":"2026-01-01T00:00:00.000000Z"' in said.signed_bytes()
+    keys = [operator.public_key]
+    assert verify_resolution(said.to_json(), "req_1", "act_1", keys) == said  # FLIP
+    for edit in ({"note": "never ran"}, {"outcome": "failed"}):
+        with pytest.raises(ForgedApprovalError, match="not signed by a pinned operator key"):
+            verify_resolution({**said.to_json(), **edit}, "req_1", "act_1", keys)
+    spelled = said.signature[:8] + "!" + said.signature[8:]
+    with pytest.raises(ForgedApprovalError, match="not signed by a pinned operator key"):
+        verify_resolution({**said.to_json(), "signature": spelled}, "req_1", "act_1", keys)
