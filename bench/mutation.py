@@ -187,9 +187,15 @@ def results(module: str) -> dict[str, str]:
 
 
 def again(module: str) -> list[str]:
-    """The last run's survivors of ``module``, those no test reached included (the test table
-    may name more tests now)."""
-    return sorted(n for n, s in results(module).items() if s in ALIVE)
+    """The last run's survivors of ``module`` not recorded as equivalent, those no test reached
+    included (the test table may name more tests now)."""
+    known = {e.mutant for e in equivalents()}
+    texts = {t.function for t in text_only()}
+    return sorted(
+        n
+        for n, s in results(module).items()
+        if s in ALIVE and n not in known and function_of(n) not in texts
+    )
 
 
 def report(modules: list[str]) -> int:
