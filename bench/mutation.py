@@ -136,10 +136,10 @@ def run_one(module: str, names: list[str]) -> int:
 
     tests = module_tests()[module]
     copy = ROOT / "mutants" / "gnomon" / module
+    # mutmut copies a module it does not mutate with a fresh mtime, then takes that plain copy
+    # for an already mutated one: every run starts from no copy (a full run from no results)
+    copy.unlink(missing_ok=True)
     if not names:
-        # mutmut copies a module it does not mutate with a fresh mtime and then takes that copy
-        # for an already mutated one: a full run of a module starts from no copy at all
-        copy.unlink(missing_ok=True)
         copy.with_name(copy.name + ".meta").unlink(missing_ok=True)
     _configure(module, tests)
     _run(names or [module_name(module) + ".*"], max_children=1)
