@@ -13,8 +13,11 @@ from __future__ import annotations
 import pytest
 
 from gnomon.firewall.log.checkpoints import (
+    CHECKPOINT_DOMAIN,
     Checkpoint,
     CheckpointSigner,
+    checkpoint_bytes,
+    store_identity,
     verify_log,
     write_checkpoint,
 )
@@ -117,3 +120,40 @@ def test_the_signature_covers_every_field_the_store_identity_included(
     assert cp.verify_signature(KEYS) is None  # FLIP: as signed
     edited = Checkpoint.model_validate({**cp.model_dump(), field: value})
     assert edited.verify_signature(KEYS) == "its signature does not verify: it was forged or edited"
+
+
+def test_a_checkpoint_of_the_empty_log_does_not_cover_the_first_event() -> None:
+    """Seq 0 is a real boundary: a checkpoint over the empty log vouches for no event, so the
+    first event after it is an uncovered tail."""
+    store = MemoryStore()
+    _, head = store.head()
+    genesis = SIGNER.sign(store.url, 0, head, now=T0)
+    _events(store, 1)
+    report = verify_log(store.chain_rows(), keys=KEYS, checkpoint=genesis, require_tail=True)
+    assert not report.ok and report.uncovered == 1 and report.signed_through == 0
+    assert verify_log(store.chain_rows(), keys=KEYS, checkpoint=genesis).ok  # FLIP
+
+
+def test_the_signed_bytes_of_a_checkpoint_are_a_fixed_format() -> None:
+    assert checkpoint_bytes("sqlite:///a.db", 3, "e" * 64, "2026-01-01T00:00:00.000000Z", "k1") == (
+        CHECKPOINT_DOMAIN
+        + b'{"at":"2026-01-01T00:00:00.000000Z","head_hash":"'
+        + b"e" * 64
+        + b'","key_id":"k1","seq":3,"store":"sqlite:///a.db"}'
+    )
+
+
+class _Tenanted:
+    """What a PostgreSQL store shows of itself to a checkpoint (its URL names no tenant)."""
+
+    url = "postgresql://db.example/shop"
+    database = "shop"
+    tenant = "acme"
+
+
+def test_a_checkpoint_names_a_postgresql_tenant_not_only_its_database() -> None:
+    assert store_identity(_Tenanted()) == "postgresql://shop?tenant=acme"  # type: ignore[arg-type]
+    untenanted = _Tenanted()
+    untenanted.tenant = None  # type: ignore[assignment]
+    assert store_identity(untenanted) == "postgresql://db.example/shop"  # type: ignore[arg-type]
+    assert store_identity(MemoryStore()) == MemoryStore().url
