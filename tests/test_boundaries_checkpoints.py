@@ -157,3 +157,26 @@ def test_a_checkpoint_names_a_postgresql_tenant_not_only_its_database() -> None:
     untenanted.tenant = None  # type: ignore[assignment]
     assert store_identity(untenanted) == "postgresql://db.example/shop"  # type: ignore[arg-type]
     assert store_identity(MemoryStore()) == MemoryStore().url
+
+
+@pytest.mark.parametrize("tamper", ["truncate", "append", "forge"])
+def test_a_failed_verification_reports_how_far_it_got(tamper: str) -> None:
+    """What an operator reads after an attack: how many events verified, the last good seq and
+    hash, how many checkpoints were seen and whether signatures were checked."""
+    store = _checkpointed(4)  # events 1..4, the checkpoint event 5
+    seq, head = store.head()
+    file_cp = SIGNER.sign(store.url, seq, head, now=T0)
+    rows = list(store.chain_rows())
+    if tamper == "truncate":
+        report = verify_log(rows[:-1], keys=KEYS, checkpoint=file_cp)
+        expect = (4, 4, rows[3][3], 0)
+    elif tamper == "append":
+        _events(store, 1, start=4)
+        report = verify_log(store.chain_rows(), keys=KEYS, require_tail=True)
+        expect = (6, 6, list(store.chain_rows())[5][3], 1)
+    else:
+        report = verify_log(rows, keys=[CheckpointSigner.generate().public_key])
+        expect = (4, 4, rows[3][3], 1)
+    assert not report.ok and report.signatures_checked
+    assert (report.events, report.head_seq, report.head_hash, report.checkpoints) == expect
+    assert report.to_json()["events"] == expect[0] and "checkpoint_failure" not in report.to_json()
