@@ -100,16 +100,17 @@ def approval_grant_unchecked(mp: pytest.MonkeyPatch) -> None:
 
 def redacted_links_unchecked(mp: pytest.MonkeyPatch) -> None:
     """A redacted event's digest is taken on trust: its link is never recomputed."""
-    import gnomon.firewall.log.checkpoints as checkpoints
     import gnomon.firewall.log.events as events
 
-    def link_checker() -> Callable[..., bool]:
-        real = events.link_checker()
+    real_checker = events.link_checker
+
+    def link_checker() -> Callable[..., bool]:  # what every chain walk's ErasureLedger uses
+        real = real_checker()
         return lambda seq, prev, body, digest: (
             isinstance(body, events.RedactedBody) or real(seq, prev, body, digest)
         )
 
-    mp.setattr(checkpoints, "link_checker", link_checker)
+    mp.setattr(events, "link_checker", link_checker)
 
 
 def adopt_everything_trusted(mp: pytest.MonkeyPatch) -> None:
