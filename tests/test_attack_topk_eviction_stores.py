@@ -1,13 +1,15 @@
 """Attack: look-alike agent writes crowd the user's trusted fact out of a Zep or Letta search.
 
 The same attack as :mod:`tests.test_attack_topk_eviction`, on the stores whose searches page
-or cap their answer: Zep Cloud's ``graph.search_episodes`` (the first ``page_size`` of a ranked
-set), Zep v2's ``memory.search_sessions`` (``limit``) and Letta's organisation-wide
-``passages.search`` (``limit``). An agent writes thirty memories that match the question better
-than the user's own fact; the store's first ``k`` hits are all the agent's. The promise: the
-guarded search asks for :func:`adapters.guard.fetch_size` hits and shows ``k``, trusted first
+or cap their answer: Zep Cloud's ``graph.search_episodes`` and ``search_edges`` (the first
+``page_size`` of a ranked set; an edge is a fact the store extracted from an episode), Zep
+v2's ``memory.search_sessions`` (``limit``) and Letta's organisation-wide ``passages.search``
+(``limit``). An agent writes thirty memories that match the question better than the user's
+own fact; the store's first ``k`` hits are all the agent's. The promise: the guarded search
+asks for :func:`adapters.guard.fetch_size` hits and shows ``k``, trusted first
 (:func:`adapters.guard.trusted_first`), so the user's fact is returned first, as trusted
-context, through the real SDK client against the store's fake server (:mod:`adapters.fakes`).
+context (an extracted fact, for an edge), through the real SDK client against the store's
+fake server (:mod:`adapters.fakes`).
 
 Flip: with ``fetch_size`` the identity (no over-fetch), the user's fact is evicted.
 """
@@ -36,9 +38,10 @@ def wall() -> Iterator[Firewall]:
     wall.close()
 
 
-def _zep(wall: Firewall) -> tuple[list[Any], list[str]]:
+def _zep(wall: Firewall, search: str = "search_episodes") -> tuple[list[Any], list[str]]:
     """Zep Cloud: the user's message (an episode of her graph), then thirty agent episodes;
-    the guarded ``search_episodes`` page, and what the raw client's same page holds."""
+    the guarded search's page (``search_episodes``, or ``search_edges``: the facts the store
+    extracted from them), and what the raw client's same page holds."""
     pytest.importorskip("zep_cloud")
     from zep_cloud import AddMessage
 
@@ -54,9 +57,13 @@ def _zep(wall: Firewall) -> tuple[list[Any], list[str]]:
     for text in LOOKALIKES:
         agent.graph.episode.add(graph_uuid=graph, data=text, type="text")
     reader = GuardedZep(raw, wall, project="shop", actor="coder", user="alice")
-    page = reader.graph.search_episodes(graph, query=QUERY, page_size=K).items
-    nearest = [e.content for e in raw.graph.search_episodes(graph, query=QUERY, page_size=K).items]
-    return [(e.content, e.gnomon) for e in page], nearest
+    field = "fact" if search == "search_edges" else "content"
+
+    def page(client: Any) -> list[Any]:
+        return list(getattr(client.graph, search)(graph, query=QUERY, page_size=K).items)
+
+    nearest = [getattr(e, field) for e in page(raw)]
+    return [(getattr(e, field), e.gnomon) for e in page(reader)], nearest
 
 
 def _zep_legacy(wall: Firewall) -> tuple[list[Any], list[str]]:
@@ -112,6 +119,7 @@ def _letta(wall: Firewall) -> tuple[list[Any], list[str]]:
 
 STORES: dict[str, Callable[[Firewall], tuple[list[Any], list[str]]]] = {
     "zep": _zep,
+    "zep-edges": lambda wall: _zep(wall, "search_edges"),
     "zep-legacy": _zep_legacy,
     "letta": _letta,
 }
