@@ -104,6 +104,9 @@ from gnomon.firewall.model.content import MAX_QUERY_CHARS, checked_text
 #: The ``top_k`` an agent's passage search returns when the caller names none (the server's
 #: default): the guarded search asks for :func:`fetch_size` of it and shows this many.
 SEARCH_TOP_K = 10
+#: ``passages.search``' ``limit`` when the caller gives none (the server's default): the
+#: guarded search asks for :func:`fetch_size` of it and shows at most this many.
+PASSAGES_SEARCH_LIMIT = 50
 
 
 class _Core(core.Core, LoopCore):
@@ -332,9 +335,11 @@ class Passages(_Refusing):
 
     @core.guarded
     def search(self, a: core.Args) -> core.Flow:
-        hits = yield a.raw()
+        limit = a.get("limit")
+        k = limit if isinstance(limit, int) and limit > 0 else PASSAGES_SEARCH_LIMIT
+        hits = yield a.raw(limit=fetch_size(k))  # over-fetched, ranked trusted first
         items = _search_hit_items(hits, a.name, a.get("agent_id"))
-        return self._core.passed(items, str(a.get("query") or ""))
+        return self._core.passed(items, str(a.get("query") or ""), limit=k)
 
 
 class GuardedLetta(core.GuardedClient):

@@ -10,7 +10,9 @@ refused (:class:`~adapters.errors.BypassRefusedError`):
 * ``zep.thread.add_messages / list_messages / get_context`` (plus ``create``/``get``, which
   carry no memory text);
 * ``zep.graph.episode.add / get / list / delete``;
-* ``zep.graph.search_edges / search_nodes / search_episodes`` and ``zep.graph.get_context``;
+* ``zep.graph.search_edges / search_nodes / search_episodes`` (one page: the first of
+  :func:`~adapters.guard.fetch_size` hits, ``page_size`` of them shown, trusted first) and
+  ``zep.graph.get_context``;
 * ``zep.user.create / get / lookup`` (containers: a user's ``metadata`` is not returned, a
   name or email holding a credential or markup is blanked).
 
@@ -97,7 +99,7 @@ from gnomon.adapters.base import (
 )
 from gnomon.adapters.errors import StoreCallError
 from gnomon.adapters.fern_errors import FernEdge
-from gnomon.adapters.guard import Hits, PendingWrite
+from gnomon.adapters.guard import Hits, PendingWrite, fetch_size
 from gnomon.adapters.withheld import Summary, attach
 from gnomon.adapters.zep_context import render_context
 from gnomon.firewall.gate.adoption import user_statement
@@ -111,6 +113,9 @@ STORE = "zep"
 #: Zep: at most 10 metadata keys, scalar values or lists of scalars.
 LIMITS = MetadataLimits(max_keys=10, nested=False)
 CONTEXT_MESSAGES = 4
+#: A graph search's ``page_size`` when the caller gives none (Zep's own default): the guarded
+#: search asks for :func:`~adapters.guard.fetch_size` of it and shows at most this many.
+SEARCH_PAGE_SIZE = 10
 #: A user's free-form fields: the store's text, with no label or binding (never returned).
 USER_FREE_TEXT = ("metadata",)
 T = TypeVar("T")
@@ -279,6 +284,23 @@ def all_items(pager: Any, call: str) -> Any:
     return _collected([(page.items, page.response) for page in pager.iter_pages()], call)
 
 
+def first_page(pager: Any, call: str) -> Any:
+    """The items of a pager's first page and its response (a search ranks its best hits
+    first: the top ``page_size`` are the first page); for the async SDK, a coroutine."""
+    if inspect.isawaitable(pager):
+        return _afirst_page(pager, call)
+    if not isinstance(pager, SyncPager):
+        raise EDGE.malformed(call, "a pager", pager)
+    return _collected([(pager.items, pager.response)], call)
+
+
+async def _afirst_page(coroutine: Any, call: str) -> tuple[list[Any], Any]:
+    pager = await coroutine
+    if not isinstance(pager, AsyncPager):
+        raise EDGE.malformed(call, "a pager", pager)
+    return _collected([(pager.items, pager.response)], call)
+
+
 async def _aall_items(coroutine: Any, call: str) -> tuple[list[Any], Any]:
     pager = await coroutine
     if not isinstance(pager, AsyncPager):
@@ -437,20 +459,28 @@ class _Core(core.Core):
 
     # reads
 
-    def contents(self, objs: Sequence[Any], graph: str, call: str, query: str) -> list[Any]:
-        return self.passed([content_item(o, graph, call) for o in objs], query)
+    def contents(
+        self, objs: Sequence[Any], graph: str, call: str, query: str, limit: int | None = None
+    ) -> list[Any]:
+        """Messages or episodes that passed; ``limit``: see :meth:`Core.passed`."""
+        return self.passed([content_item(o, graph, call) for o in objs], query, limit)
 
-    def derived(self, objs: Sequence[Any], graph: str, call: str, query: str) -> list[Any]:
+    def derived(
+        self, objs: Sequence[Any], graph: str, call: str, query: str, limit: int | None = None
+    ) -> list[Any]:
         """Edges or nodes that passed: see :meth:`screen_derived`."""
-        hits = self.screen_derived(objs, graph, call, query)
+        hits = self.screen_derived(objs, graph, call, query, limit)
         return attach([self.annotate(s) for s in hits], hits.summary)
 
-    def screen_derived(self, objs: Sequence[Any], graph: str, call: str, query: str) -> Hits:
+    def screen_derived(
+        self, objs: Sequence[Any], graph: str, call: str, query: str, limit: int | None = None
+    ) -> Hits:
         """Edges or nodes: each labelled with the extractor joined with its source episodes
         (recorded on first sight), then screened; dropped if any source is quarantined or
-        malicious. Only those that passed (accepted or quoted) are returned."""
+        malicious. Only those that passed (accepted or quoted) are returned. ``limit``: the
+        caller's ``page_size`` of an over-fetched search (:meth:`Core.screen`)."""
         items, tainted, _linked = self.prepare(objs, graph, call)
-        screened = self.screen(items, query)
+        screened = self.screen(items, query, limit)
         kept = [s for s in screened if s.passed and s.item.store_id not in tainted]
         return Hits(kept, screened.summary)
 
@@ -748,8 +778,14 @@ class Graph(_Refusing):
     _children = core.children(Episodes)
 
     def _search(self, a: core.Args, screen: Callable[..., list[Any]]) -> core.Flow:
-        items, response = yield a.raw().then(lambda pager: all_items(pager, a.name))
-        return screen(items, a["graph_uuid"], a.name, a["query"]), response
+        """The first page of :func:`~adapters.guard.fetch_size` hits for the caller's
+        ``page_size`` (over-fetched), screened, the ``page_size`` shown ranked trusted first:
+        look-alike writes cannot crowd a trusted memory out of the page."""
+        size = a.get("page_size")
+        k = size if isinstance(size, int) and size > 0 else SEARCH_PAGE_SIZE
+        fetched = a.raw(page_size=fetch_size(k))
+        items, response = yield fetched.then(lambda pager: first_page(pager, a.name))
+        return screen(items, a["graph_uuid"], a.name, a["query"], k), response
 
     @_paged()
     def search_edges(self, a: core.Args) -> core.Flow:

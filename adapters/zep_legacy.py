@@ -84,7 +84,7 @@ from gnomon.adapters.errors import (
     StoreMetadataError,
 )
 from gnomon.adapters.fern_errors import FernEdge
-from gnomon.adapters.guard import PendingWrite, Screened
+from gnomon.adapters.guard import PendingWrite, Screened, fetch_size
 from gnomon.adapters.withheld import attach
 from gnomon.firewall.model.chain import content_hash
 
@@ -92,6 +92,9 @@ STORE = "zep-legacy"
 #: Zep v2 message metadata is a free JSON object; nesting is allowed.
 LIMITS = MetadataLimits(max_keys=None, nested=True)
 DELETED_KEY = "gnomon_deleted"
+#: ``memory.search_sessions``' ``limit`` when the caller gives none (the server's default): the
+#: guarded search asks for :func:`~adapters.guard.fetch_size` of it and shows at most this many.
+SEARCH_LIMIT = 10
 T = TypeVar("T")
 
 
@@ -427,8 +430,13 @@ class LegacyMemory(_Refusing):
     @core.guarded
     def search_sessions(self, a: core.Args) -> core.Flow:
         """Only results with a part (message, fact, summary) that passes the screen, holding only
-        the parts that passed: a part the screen did not pass is never returned (no raw text)."""
-        response = yield a.raw()
+        the parts that passed: a part the screen did not pass is never returned (no raw text).
+        Over-fetched (:func:`~adapters.guard.fetch_size` of the caller's ``limit``): at most
+        ``limit`` parts are shown, trusted first, so look-alike writes cannot crowd a trusted
+        memory out of the results."""
+        given = a.get("limit")
+        k = given if isinstance(given, int) and given > 0 else SEARCH_LIMIT
+        response = yield a.raw(limit=fetch_size(k))
         if not isinstance(response, SessionSearchResponse):
             raise EDGE.malformed(a.name, "a SessionSearchResponse", response)
         results = list(response.results or [])
@@ -447,15 +455,17 @@ class LegacyMemory(_Refusing):
                 parts.append(
                     (n, "summary", derived_item("summary", s.uuid_, s.content, session, s))
                 )
-        screened = self._core.screen([item for _, _, item in parts], a.get("text") or a.name)
-        shown: dict[int, dict[str, Any]] = {}
-        for (n, field, _), one in zip(parts, screened, strict=True):
+        query = a.get("text") or a.name
+        screened = self._core.screen([item for _, _, item in parts], query, limit=k)
+        where = {id(item): (n, field) for n, field, item in parts}
+        shown: dict[int, dict[str, Any]] = {}  # in the screen's order: trusted first
+        for one in screened:
             if one.passed:
+                n, field = where[id(one.item)]
                 shown.setdefault(n, {})[field] = annotate(one)
         kept = [
-            result.copy(update={**core.undeclared(result), **_EMPTY_RESULT, **shown[n]})
-            for n, result in enumerate(results)
-            if n in shown
+            results[n].copy(update={**core.undeclared(results[n]), **_EMPTY_RESULT, **fields})
+            for n, fields in shown.items()
         ]
         rebuilt = response.copy(update={**core.undeclared(response), "results": kept})
         return attach(rebuilt, screened.summary)

@@ -5,11 +5,11 @@ sensitive as the log (a hostile agent can copy what it read anywhere it writes).
 used to count as free text wherever it appeared, so the user's public statement, observed
 through the host's channel as ``chat``, was withheld from a shipped export, and a registered
 tool's span lost its name. The promise: a tool name the host registered
-(:func:`firewall.audit.free_text.host_named_tool`: the kernel found its contract in the host's
+(:func:`firewall.audit.free_text.host_named`: the kernel found its contract in the host's
 registry, or the observation came through a host channel) is structure; one the agent chose (an
 unknown tool, a call reported without a channel) stays free text and is withheld.
 
-Flip: with ``host_named_tool`` always false, the user's statement is withheld again (the
+Flip: with ``host_named`` always false, the user's statement is withheld again (the
 export says too little); with it always true, the agent's tool name leaves (too much).
 """
 
@@ -86,8 +86,8 @@ def test_a_registered_tools_span_keeps_its_name_and_the_agents_does_not(url: str
 def test_flip_without_host_names_the_statement_is_withheld(
     url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(free_text, "host_named_tool", lambda payload: False)
-    monkeypatch.setattr(otel, "host_named_tool", lambda payload: False)
+    monkeypatch.setattr(free_text, "host_named", lambda payload: False)
+    monkeypatch.setattr(otel, "host_named", lambda payload: False)
     assert STATEMENT not in _shipped(url, tmp_path)
     assert "execute_tool read_file" not in [str(s["name"]) for s in _spans(url)]
 
@@ -95,5 +95,5 @@ def test_flip_without_host_names_the_statement_is_withheld(
 def test_flip_treating_every_name_as_the_hosts_leaks_the_agents(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(otel, "host_named_tool", lambda payload: True)
+    monkeypatch.setattr(otel, "host_named", lambda payload: True)
     assert AGENT_TOOL in json.dumps(_spans(url))

@@ -17,8 +17,10 @@ id-shaped recall query is still a query):
   integrities, recall reason codes, action levels and outcomes) in the fields that hold them;
 * names the host chose when it opened the session or store (``actor``, ``project``, ``user``,
   ``store``, …: they are also in every event's envelope, which is not the caller's to write);
-* an event's ``tool`` when the host named it (:func:`host_named_tool`: a tool in the kernel's
-  registry, an observation through a host channel); a tool name the agent chose stays free.
+* an event's ``tool`` and ``origin`` when the host named them (:func:`host_named`: a tool in
+  the kernel's registry, an observation through a host channel, the opening of that channel,
+  whose origin ids, ``user:alice``, the host gave); a tool name or an origin id the agent chose
+  stays free. The calls of a batch of observations are judged each as an event.
 
 Evidence for a labelled claim of the same event is the claim's own metadata (its source and
 independence group name the claim's origins) and is skipped with it. Mapping keys are judged
@@ -269,19 +271,24 @@ class TextScan:
         self.texts.append(text)
 
 
-def host_named_tool(payload: Mapping[str, Any]) -> bool:
-    """Is the ``tool`` of this event a name the host registered (structure, not free text)?
-    Yes when the host-written event says so: ``registered`` (the kernel found the tool's
-    contract in the host's registry) or a ``channel_id`` (an observation through a channel
-    the host opened, named by host code). A tool name the agent chose (an unknown tool, a call
-    reported without a channel) is not.
+def host_named(payload: Mapping[str, Any]) -> bool:
+    """Are the ``tool`` and ``origin`` of this event names the host gave (structure, not free
+    text)? Yes when the host-written event says so: ``registered`` (the kernel found the tool's
+    contract in the host's registry) or a ``channel_id`` (a channel the host opened, named by
+    host code, with the origin the host gave it: its opening, an observation through it). A
+    tool name or an origin the agent chose (an unknown tool, a call reported without a
+    channel, a file path it named as its source) is not.
 
-    >>> host_named_tool({"tool": "read_file", "registered": True})
+    >>> host_named({"tool": "read_file", "registered": True})
     True
-    >>> host_named_tool({"tool": "sk-live-stolen", "registered": False})
+    >>> host_named({"tool": "sk-live-stolen", "registered": False})
     False
     """
     return payload.get("registered") is True or isinstance(payload.get("channel_id"), str)
+
+
+#: The fields of an event that :func:`host_named` makes structure.
+HOST_GIVEN = frozenset({"tool", "origin"})
 
 
 def scan_payload(payload: Mapping[str, Any], *, labelled_ok: bool = True) -> TextScan:
@@ -311,8 +318,16 @@ def scan_payload(payload: Mapping[str, Any], *, labelled_ok: bool = True) -> Tex
             _imports(value, scan)
         elif key == MOVES and isinstance(value, Mapping):
             _moves(value, scan)
-        elif key == "tool" and isinstance(value, str) and host_named_tool(payload):
-            scan.texts.append(value)  # the host's name for it: the credential scan only
+        elif key in HOST_GIVEN and host_named(payload):
+            _collect(key, value, scan)  # the host's name or label: the credential scan only
+        elif key == "calls" and isinstance(value, list):
+            for call in value:  # a batch of observations: each call judged as an event
+                if not isinstance(call, Mapping):
+                    _walk(key, call, scan)
+                    continue
+                one = scan_payload(call, labelled_ok=labelled_ok)
+                scan.free = scan.free or one.free
+                scan.texts.extend(one.texts)
         else:
             _walk(key, value, scan)
     return scan
@@ -457,12 +472,14 @@ __all__ = [
     "BY_ID",
     "CALLER_DATA",
     "HEX_FIELDS",
+    "HOST_GIVEN",
     "HOST_NAMED",
     "ID_FIELDS",
     "LABELLED",
     "VOCABULARY",
     "TextScan",
     "agent_written",
+    "host_named",
     "scan_payload",
     "structural",
 ]

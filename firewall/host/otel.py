@@ -70,7 +70,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     ) from None
 
 from gnomon.firewall import __about__
-from gnomon.firewall.audit.free_text import host_named_tool, structural
+from gnomon.firewall.audit.free_text import host_named, structural
 from gnomon.firewall.audit.report import Redactor
 from gnomon.firewall.audit.shipping import payload_sensitivity
 from gnomon.firewall.gate.policy import ContextPolicy
@@ -174,7 +174,7 @@ STRUCTURAL = frozenset(
     }
 )
 #: Attributes judged where the span is built (a tool's name: structure when the host
-#: registered the tool, :func:`firewall.audit.free_text.host_named_tool`, else free text).
+#: registered the tool, :func:`firewall.audit.free_text.host_named`, else free text).
 JUDGED = frozenset({"gen_ai.tool.name"})
 #: A belief's own text: exported under its label, at or below the ceiling.
 LABELLED = frozenset({"gnomon.belief.statement", "gnomon.belief.origin"})
@@ -464,7 +464,7 @@ class SpanBuilder:
         self, event: Event, action_id: str, name: str, data: Mapping[str, Any]
     ) -> ReadableSpan:
         # a tool the host registered is named by the host: structure; any other is the agent's
-        shown = self._text(name) if host_named_tool(data) else self._free(name)
+        shown = self._text(name) if host_named(data) else self._free(name)
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": shown,
