@@ -194,3 +194,52 @@ def test_a_store_option_that_cannot_connect_erases_nothing(setup: dict[str, Any]
 def test_requests_take_no_store(setup: dict[str, Any]) -> None:
     result = run("forget", "--requests", "--url", setup["url"], *setup["mem0"])
     assert result.exit_code == 1 and "erases nothing" in result.stderr
+
+
+# -- Letta and Zep: the real SDK clients against the fake servers (the import commands' hook) --
+
+
+def _seed(url: str, store: str) -> tuple[Any, tuple[str, ...]]:
+    """Alice's two memories and Bob's one, written through the guarded client of ``store``."""
+    from tests.test_cli_stores import SERVERS, client_for
+
+    server: Any
+    if store == "letta":
+        from gnomon.adapters.fakes.letta import FakeLettaServer
+        from gnomon.adapters.letta import GuardedLetta as Guarded
+
+        server = SERVERS["letta"] = FakeLettaServer()
+        agent = server.add_agent(blocks={})
+        scope, options = {"agent_id": agent}, ("letta", "--agent-id", agent)
+    else:
+        from gnomon.adapters.fakes.zep import FakeZepServer
+        from gnomon.adapters.zep import GuardedZep as Guarded  # type: ignore[assignment]
+
+        server = SERVERS["zep"] = FakeZepServer()
+        graph = client_for("zep", {}).user.create(user_id="alice").graph_uuid
+        scope, options = {"graph_uuid": graph}, ("zep", "--graph-uuid", graph)
+    with firewall.open(url) as wall:
+        guarded = Guarded(client_for(store, {}), wall, project="shop", actor="coder", user="alice")
+        for text, who in ((ALICE[0], "alice"), (ALICE[1], "alice"), (BOB, "bob")):
+            guarded.gnomon.write(text, scope=scope, origin=attested(wall, Origin.user(who)))
+        guarded.gnomon.close()
+    return server, options
+
+
+@pytest.mark.parametrize(("store", "sdk"), [("letta", "letta_client"), ("zep", "zep_cloud")])
+def test_forget_erases_the_wrapped_letta_and_zep_stores(
+    setup: dict[str, Any], monkeypatch: pytest.MonkeyPatch, store: str, sdk: str
+) -> None:
+    if os.environ.get("CI") != "true":
+        pytest.importorskip(sdk)
+    monkeypatch.setenv(CLIENT_HOOK, "tests.test_cli_stores:client_for")
+    url = f"sqlite:///{Path.cwd() / f'{store}.db'}"
+    server, options = _seed(url, store)
+    result = forget({**setup, "url": url}, *options)
+    assert result.exit_code == 0, result.output + result.stderr
+    (wrapped,) = json.loads(result.stdout)["wrapped"]
+    assert wrapped["store"] == store and len(wrapped["deleted"]) == 2
+    assert wrapped["remaining"] == []
+    held = server.passages.values() if store == "letta" else server.episodes.values()
+    assert sorted(r.get("text") or r.get("content") for r in held) == [BOB]
+    assert verify({**setup, "url": url}).exit_code == 0
