@@ -114,9 +114,16 @@ def forget_command(ctx: click.Context, /, **_options: Any) -> None:
         _forget(ctx, None, {})
 
 
-def _forget(ctx: click.Context, spec: StoreSpec | None, store_options: dict[str, Any]) -> None:
-    """The erasure ``ctx``'s options ask for; with ``spec``, in that wrapped store too."""
-    p = ctx.params
+def _forget(
+    ctx: click.Context,
+    spec: StoreSpec | None,
+    store_options: dict[str, Any],
+    *,
+    as_json: bool = False,
+) -> None:
+    """The erasure ``ctx``'s options ask for; with ``spec``, in that wrapped store too
+    (``as_json``: ``--json`` given after the store's name)."""
+    p = {**ctx.params, "as_json": ctx.params["as_json"] or as_json}
     if p["list_requests"]:
         if spec is not None:
             raise InputError(
@@ -210,15 +217,15 @@ def _report(result: Any, wrapped: list[WrappedErasure], path: str, *, as_json: b
 
 def _store_command(spec: StoreSpec) -> click.Command:
     @click.pass_context
-    def run(ctx: click.Context, /, **opts: Any) -> None:
+    def run(ctx: click.Context, /, as_json: bool, **opts: Any) -> None:
         assert ctx.parent is not None
-        _forget(ctx.parent, spec, opts)
+        _forget(ctx.parent, spec, opts, as_json=as_json)
 
     doc = (
         f"Also erase the copies {spec.title} holds of the erased beliefs, through its SDK, and "
         "read each back (the options of `gnomon import`)."
     )
-    return click.command(spec.name, help=doc)(with_options(spec.options, run))
+    return click.command(spec.name, help=doc)(with_options((json_option, *spec.options), run))
 
 
 def _show_requests(ctx: click.Context, url: str | None, *, as_json: bool) -> None:
