@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gnomon import firewall
-from gnomon.firewall.audit.erasure import DerivedMode, ErasureTarget, TargetKind, held_requests
+from gnomon.firewall.audit.erasure import (
+    DerivedMode,
+    ErasureResult,
+    ErasureTarget,
+    TargetKind,
+    held_requests,
+)
 from gnomon.firewall.audit.erasure_certificate import certificate_fields, sign_certificate
 from gnomon.firewall.cli.common import (
     EXIT_ERROR,
@@ -187,7 +193,9 @@ def _forget(
         ctx.exit(EXIT_ERROR)
 
 
-def _report(result: Any, wrapped: list[WrappedErasure], path: str, *, as_json: bool) -> None:
+def _report(
+    result: ErasureResult, wrapped: list[WrappedErasure], path: str, *, as_json: bool
+) -> None:
     if as_json:
         echo_json(
             {
