@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from gnomon.adapters.base import StoreBackend, StoreItem, merged_metadata
 from gnomon.adapters.errors import AdapterError, StoreCallError
@@ -30,6 +30,9 @@ from gnomon.firewall.host.channels import WriteOrigin
 from gnomon.firewall.model.arguments import checked_call
 from gnomon.firewall.model.chain import StoreBinding
 from gnomon.firewall.model.content import MAX_QUERY_CHARS, checked_text
+
+if TYPE_CHECKING:
+    from gnomon.adapters.bulk_delete import BulkDeleted
 
 T = TypeVar("T")
 
@@ -155,6 +158,16 @@ class Adapter:
             if binding is not None:
                 self._guard.fail_delete(binding, exc, "delete")
             raise
+
+    def delete_all(
+        self, scope: Mapping[str, str], *, origin: WriteOrigin | None = None
+    ) -> BulkDeleted:
+        """Delete the memories of ``scope`` this session may revise, then read the scope back:
+        an unscoped or wildcard call is refused before any I/O, an item the store still returns
+        raises :class:`~adapters.errors.PartialDeleteError` (:mod:`adapters.bulk_delete`)."""
+        from gnomon.adapters.bulk_delete import delete_all
+
+        return delete_all(self, scope, origin=origin)
 
     def contradictions(
         self, query: str | None = None, ids: Sequence[str] | None = None

@@ -281,6 +281,16 @@ class _Mem0Flows(_Guarded):
             self._fail_all(bindings, exc)
             raise
 
+    def _delete_all_flow(
+        self, scope: Mapping[str, Any], call: _Call, origin: WriteOrigin | None
+    ) -> Flow:
+        """A bulk delete of ``scope``: what it holds listed first (every binding retired),
+        ``call`` made, then the scope read back (:meth:`_deleted`)."""
+        rows = yield from self._scope_rows(scope)
+        out = yield from self._delete_rows_flow(rows, call, origin)
+        left = yield from self._scope_rows(scope)
+        return self._deleted(out, rows, left)
+
     def _history_flow(self, memory_id: str, grant: Grant | None) -> Flow:
         self._history(memory_id, grant)
         rows = yield _Call("history", lambda: self._client.history(memory_id))
@@ -375,13 +385,8 @@ class _OssFlows(_Mem0Flows):
         scope = self._delete_scope(
             _scope(user_id=a.get("user_id"), agent_id=a.get("agent_id"), run_id=a.get("run_id"))
         )
-        listed = yield _Call("get_all", lambda: self._client.get_all(filters=scope, top_k=_BIG))
-        rows = results_of(listed, "get_all")
-        out = yield from self._delete_rows_flow(
-            rows, _Call("delete_all", lambda: self._client.delete_all(**scope)), a.origin
-        )
-        left = yield _Call("get_all", lambda: self._client.get_all(filters=scope, top_k=_BIG))
-        return self._deleted(out, rows, results_of(left, "get_all"))
+        call = _Call("delete_all", lambda: self._client.delete_all(**scope))
+        return (yield from self._delete_all_flow(scope, call, a.origin))
 
     @guarded(extras=("grant",), returns=list[dict[str, Any]])
     def history(self, a: Args) -> Flow:
@@ -487,14 +492,13 @@ class _PlatformFlows(_Mem0Flows):
 
     @guarded(extras=WRITE, returns=dict[str, Any])
     def delete_all(self, a: Args) -> Flow:
+        """Scoped to the session's user (an unscoped or wildcard call is refused before any
+        I/O), checked afterwards: the answer lists what was deleted under ``gnomon.deleted``,
+        and a store that still returns any of it raises :class:`PartialDeleteError`."""
         kw = _options(a)
         scope = self._delete_scope({k: v for k, v in kw.items() if k in PLATFORM_SCOPE and v})
-        rows = yield from self._scope_rows(scope)
-        return (
-            yield from self._delete_rows_flow(
-                rows, _Call("delete_all", lambda: self._client.delete_all(**kw)), a.origin
-            )
-        )
+        call = _Call("delete_all", lambda: self._client.delete_all(**kw))
+        return (yield from self._delete_all_flow(scope, call, a.origin))
 
     @guarded(extras=("grant",), returns=list[dict[str, Any]])
     def history(self, a: Args) -> Flow:

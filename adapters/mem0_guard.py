@@ -42,6 +42,8 @@ _BIG = 1_000_000
 
 #: Who a trusted memory mem0 rewrote, written back, says it is from.
 RESTORED_AS = {"role": "user"}
+#: The platform's "any value" in a scope (documented for filters): never a bulk delete's scope.
+WILDCARD = "*"
 
 
 class _Guarded(Constructed, Refusing):
@@ -265,8 +267,9 @@ class _Guarded(Constructed, Refusing):
 
     def _delete_scope(self, scope: dict[str, str]) -> dict[str, str]:
         """The scope of a bulk delete, refused before any I/O when it could spill: no scope at
-        all (mem0's platform once wiped every user's memories on such a call), or a
-        ``user_id`` other than the session's user."""
+        all (mem0's platform once wiped every user's memories on such a call), a wildcard
+        (``"*"``, the platform's "any value"), or a ``user_id`` other than the session's
+        user."""
         if not scope:
             raise BypassRefusedError(
                 "delete_all() without user_id, agent_id or run_id would delete every user's "
@@ -274,6 +277,15 @@ class _Guarded(Constructed, Refusing):
                 store=STORE,
                 call="delete_all",
                 hint="pass user_id= (the session's user) to delete one user's memories",
+            )
+        wild = sorted(k for k, v in scope.items() if v == WILDCARD)
+        if wild:
+            raise BypassRefusedError(
+                f"delete_all({wild[0]}='*') matches every {wild[0]}: it would delete every "
+                "user's memories",
+                store=STORE,
+                call="delete_all",
+                hint="name the one user, agent or run whose memories to delete",
             )
         user = self.gnomon._guard.session.user
         if user is not None and scope.get("user_id", user) != user:

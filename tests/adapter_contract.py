@@ -19,14 +19,24 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
 from gnomon import firewall
+from gnomon.adapters import bulk_delete
+from gnomon.adapters import guard as guard_module
 from gnomon.adapters.adapter import Adapter
 from gnomon.adapters.base import BELIEF_KEY, HASH_KEY
 from gnomon.adapters.erasure import erase_in_store
-from gnomon.adapters.errors import AdapterError, ProtectedBeliefError, StoreMetadataError
+from gnomon.adapters.errors import (
+    AdapterError,
+    BypassRefusedError,
+    PartialDeleteError,
+    ProtectedBeliefError,
+    StoreMetadataError,
+)
+from gnomon.adapters.guard import Guard
 from gnomon.firewall import Origin
 from gnomon.firewall.audit.erasure import ErasureTarget, TargetKind
 from gnomon.firewall.gate.policy import ContextPolicy, resolve
@@ -126,6 +136,78 @@ class AdapterContract(ABC):
         done = wall.forget(ErasureTarget(TargetKind.BELIEF, bound.belief_id), grant=grant)
         wrapped = erase_in_store(h.adapter, done.beliefs)
         assert wrapped.remaining == (lied.store_id,) and wrapped.deleted == ()
+
+    # -- bulk delete (adapters.bulk_delete) ----------------------------------------------------
+
+    def _stored(self, h: Harness, *ids: str) -> list[bool]:
+        return [h.adapter._backend.get(i) is not None for i in ids]
+
+    def test_bulk_delete_refuses_an_unscoped_or_wildcard_call_before_any_io(
+        self, h: Harness, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        item, _ = h.adapter.write("The build uses uv.", scope=h.scope)
+        touched: list[str] = []
+        for name in ("walk", "list_page", "delete", "get"):
+            real = getattr(h.adapter._backend, name)
+            spy = lambda *a, _n=name, _r=real, **k: touched.append(_n) or _r(*a, **k)  # noqa: E731
+            monkeypatch.setattr(h.adapter._backend, name, spy)
+        key = next(iter(h.scope))
+        for scope in ({}, {**h.scope, key: "*"}, {**h.scope, key: " "}):
+            with pytest.raises(BypassRefusedError, match="delete_all"):
+                h.adapter.delete_all(scope)
+        assert touched == []
+        monkeypatch.undo()
+        assert self._stored(h, item.store_id) == [True]
+
+    def test_bulk_delete_deletes_exactly_its_own_and_cannot_spill(
+        self, wall: Firewall, h: Harness, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Items of the scope this session wrote are deleted and read back; another tenant's
+        item in the same store scope, and one written around the firewall, are kept. FLIP:
+        without the tenant check, the other tenant's item is deleted too."""
+        mine = [h.adapter.write(t, scope=h.scope)[0].store_id for t in ("Uses uv.", "Ships Fri.")]
+        around = h.raw_write("Written around the firewall.")
+        other = Adapter(
+            Guard(wall, h.adapter.store, project="other", actor="coder"), h.adapter._backend
+        )
+        theirs, _ = other.write("Another tenant's memory.", scope=h.scope)
+        done = h.adapter.delete_all(h.scope)
+        assert sorted(done.deleted) == sorted(mine)
+        assert set(done.kept) == {around, theirs.store_id}
+        assert self._stored(h, *mine) == [False, False]
+        assert self._stored(h, around, theirs.store_id) == [True, True]
+        for store_id in mine:
+            binding = wall.store.bindings_by_store_id(h.adapter.store, [store_id])[store_id]
+            assert binding.state == BindingState.DELETED
+        # FLIP: without the tenant check (the bulk delete's filter and the guard's own, on
+        # each revision) the bulk delete spills into the other project
+        monkeypatch.setattr(bulk_delete, "in_scope", lambda *args: True)
+        monkeypatch.setattr(guard_module, "in_scope", lambda *args: True)
+        assert theirs.store_id in h.adapter.delete_all(h.scope).deleted
+        assert self._stored(h, theirs.store_id) == [False]
+
+    def test_bulk_delete_catches_a_store_that_lies(
+        self, h: Harness, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A delete that answers and deletes nothing raises PartialDeleteError. FLIP: blind
+        the read-back and the lie is reported as deleted."""
+        item, _ = h.adapter.write("The on-call phone is in the drawer.", scope=h.scope)
+        monkeypatch.setattr(h.adapter._backend, "delete", lambda store_id: None)
+        with pytest.raises(PartialDeleteError) as caught:
+            h.adapter.delete_all(h.scope)
+        assert caught.value.remaining == [item.store_id]
+        assert self._stored(h, item.store_id) == [True]
+        lied, _ = h.adapter.write("The spare key is under the mat.", scope=h.scope)
+        real_walk = h.adapter._backend.walk
+        walks: list[int] = []
+
+        def blind(scope: Any, **kw: Any) -> Any:  # the read-back (second walk) sees nothing
+            walks.append(1)
+            return real_walk(scope, **kw) if len(walks) == 1 else iter(())
+
+        monkeypatch.setattr(h.adapter._backend, "walk", blind)
+        assert lied.store_id in h.adapter.delete_all(h.scope).deleted
+        assert self._stored(h, lied.store_id) == [True]  # the lie stands
 
     def test_agent_write_inherits_session_label(self, wall: Firewall, h: Harness) -> None:
         session = h.adapter._guard.session

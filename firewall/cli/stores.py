@@ -373,7 +373,7 @@ def _project_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def _with(options: tuple[Decorator, ...], f: Callable[..., Any]) -> Callable[..., Any]:
+def with_options(options: tuple[Decorator, ...], f: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         f = option(f)
     return f
@@ -486,7 +486,9 @@ def _import_command(spec: StoreSpec) -> click.Command:
             ctx.exit(EXIT_ERROR)
 
     run.__doc__ = f"Import what {spec.title} holds, idempotently."
-    f = _with((url_option, _project_option, json_option, *_ADOPT_OPTIONS, *spec.options), run)
+    f = with_options(
+        (url_option, _project_option, json_option, *_ADOPT_OPTIONS, *spec.options), run
+    )
     return click.command(spec.name, help=run.__doc__)(f)
 
 
@@ -516,7 +518,7 @@ def _export_command(spec: StoreSpec) -> click.Command:
         f"Write every belief bound to {spec.title}, with its labels and binding, as JSON "
         "lines. Reads the firewall only."
     )
-    f = _with(
+    f = with_options(
         (
             url_option,
             click.option(
@@ -579,7 +581,7 @@ def _sync_command(spec: StoreSpec) -> click.Command:
         f"Find edits made to {spec.title} around the firewall and record them (drifted items "
         f"become suspicious). Exit status {DRIFT_EXIT} when any are found."
     )
-    f = _with((url_option, _project_option, json_option, *spec.options), run)
+    f = with_options((url_option, _project_option, json_option, *spec.options), run)
     return click.command(spec.name, help=doc)(f)
 
 
@@ -613,4 +615,5 @@ __all__ = [
     "hooked_client",
     "import_group",
     "sync_group",
+    "with_options",
 ]
