@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import os
 from enum import StrEnum
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -260,6 +261,32 @@ class ActionPolicy(_Model):
             f"tool_levels.{t}: {v.name}" for t, v in self.tool_levels.items() if v < Level.L3
         )
         return out
+
+    @cached_property
+    def rule_index(self) -> tuple[dict[str, tuple[Rule, ...]], tuple[Rule, ...]]:
+        """For first-match without a scan of every rule: each tool a rule names -> the rules
+        that can match it (naming it, or ``*``), in policy order; and the ``*`` rules alone,
+        for any other tool. Built once per policy (the policy is frozen)."""
+        anywhere = tuple(r for r in self.rules if "*" in r.tools)
+        named = {t for r in self.rules for t in r.tools if t != "*"}
+        by_tool = {t: tuple(r for r in self.rules if "*" in r.tools or t in r.tools) for t in named}
+        return by_tool, anywhere
+
+    def first_match(self, tool: str, level: Level, radius: BlastRadius) -> Rule | None:
+        """The first rule, in policy order, that matches the action (``None``: no rule does).
+
+        >>> p = ActionPolicy.from_yaml_text(
+        ...     "{name: p, rules: [{name: a, tools: [x], verdict: deny}, {name: b, verdict: hold},"
+        ...     " {name: c, tools: [y], verdict: allow}]}"
+        ... )
+        >>> [p.first_match(t, Level.L1, BlastRadius.SELF).name for t in ("x", "y", "z")]
+        ['a', 'b', 'b']
+        """
+        by_tool, anywhere = self.rule_index
+        for rule in by_tool.get(tool, anywhere):
+            if rule.matches(tool, level, radius):
+                return rule
+        return None
 
     def approver_keys(self, rule: str | None) -> frozenset[str]:
         """The key ids that may approve what ``rule`` holds (empty: any pinned key)."""

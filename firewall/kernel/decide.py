@@ -70,9 +70,7 @@ def rule_verdict(policy: ActionPolicy, contract: ActionContract, level: Level) -
     """Steps 2-4: the rules under the ladder."""
     if level >= Level.L5:
         return Ruling(Outcome.DENY, level, None, (f"{contract.tool} is L5: prohibited",))
-    matched = next(
-        (r for r in policy.rules if r.matches(contract.tool, level, contract.blast_radius)), None
-    )
+    matched = policy.first_match(contract.tool, level, contract.blast_radius)
     if matched is None:
         return Ruling(
             Outcome.DENY, level, None, (f"no rule of policy {policy.name!r} matches: deny",)
