@@ -27,6 +27,9 @@ def test_the_published_schema_is_current_and_accepts_the_preset() -> None:
     published = json.loads((ROOT / "policies" / "action-policy.schema.json").read_text())
     assert published == json.loads(json.dumps(ActionPolicy.json_schema(), sort_keys=True))
     jsonschema.validate(yaml.safe_load(preset_bytes("default")), published)
+    # a default is shown as an operator writes it, not as the parsed object's fields
+    assert published["properties"]["approval_deadline"]["default"] == "PT15M"
+    jsonschema.validate({"name": "p", "rules": [], "approval_deadline": "PT15M"}, published)
 
 
 def test_a_forged_approval_turns_the_report_red_and_shows_every_section() -> None:

@@ -170,7 +170,9 @@ class ActionPolicy(_Model):
         default_factory=Egress, description="destinations L1-L3 calls may reach without a human"
     )
     approval_deadline: Duration = Field(
-        default=Duration.parse("PT15M"), description="how long a hold waits for a human"
+        default=Duration.parse("PT15M"),
+        description="how long a hold waits for a human",
+        json_schema_extra={"default": "PT15M"},  # as written in YAML, not the parsed fields
     )
     unknown_tool_floor: LevelField = Field(
         default=Level.L3,
