@@ -6,9 +6,15 @@ move it straight back: contradicted -> supported, hidden -> normal. Only a grant
 ``probe``) may undo a sentinel's verdict. The expectations are written here, not read from
 ``TRANSITIONS``, so a table edit that widens the authority fails this file. Each attack has its
 FLIP: the same call with the table row widened by one authority, where the attack succeeds.
+
+The same file holds the re-check at execution (issue 28: "a cited belief contradicted since the
+hold still runs"): a sentinel contradicts, without deleting, a belief an approved hold cited;
+:func:`revalidate` must report it. FLIP: the citation re-check removed, the hold would run.
 """
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 import pytest
 
@@ -16,11 +22,24 @@ from gnomon import firewall
 from gnomon.firewall import Authority, Origin
 from gnomon.firewall.gate import gate
 from gnomon.firewall.gate.gate import Move
+from gnomon.firewall.gate.policy import ContextPolicy
+from gnomon.firewall.kernel import ActionContract, BlastRadius, Category, Level, Reversibility
+from gnomon.firewall.kernel.contracts import _model
+from gnomon.firewall.kernel.preconditions import BELIEF_CLEAN, Snapshot, capture, revalidate
 from gnomon.firewall.model.errors import TransitionRefused
 from gnomon.firewall.model.states import Axis, RetrievalStatus, TruthStatus
 from tests.attested import attested
 
 T, R = TruthStatus, RetrievalStatus
+NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+CONTRACT = ActionContract(
+    tool="custom_tool",
+    category=Category.READ,
+    required_level=Level.L0,
+    blast_radius=BlastRadius.SELF,
+    reversibility=Reversibility.REVERSIBLE,
+    inputs=_model("Nothing"),
+)
 
 
 def _fact(wall: firewall.Firewall, text: str) -> firewall.Belief:
@@ -159,3 +178,50 @@ def test_flip_a_table_admitting_policy_lets_the_hidden_belief_back(
 def test_undoing_a_sentinel_verdict_needs_a_grant(axis: Axis, move: tuple[str, str]) -> None:
     """Pinned: only the granted authorities undo a sentinel's verdict on these rows."""
     assert gate.TRANSITIONS[axis][move] <= {Authority.USER, Authority.PROBE}
+
+
+# -- re-checks at execution: a cited belief contradicted (not deleted) since the hold ---------
+
+
+def _held_on(wall: firewall.Firewall) -> tuple[firewall.Belief, list[Snapshot]]:
+    cited = _fact(wall, "The release branch is frozen")
+    assert (cited.truth_status, cited.retrieval_status) == (T.SUPPORTED, R.NORMAL)
+    return cited, capture(CONTRACT, {}, [cited.id], "a" * 64)
+
+
+def _recheck(wall: firewall.Firewall, snapshots: list[Snapshot]) -> list[str]:
+    policy = ContextPolicy.preset("default")
+    return revalidate(
+        snapshots, store=wall.store, citation_policy=policy, policy_digest="a" * 64, now=NOW
+    )
+
+
+def test_a_cited_belief_contradicted_since_the_hold_is_noticed_at_execution() -> None:
+    wall = firewall.open("memory://")
+    cited, snapshots = _held_on(wall)
+    assert _recheck(wall, snapshots) == []  # the other side: nothing changed, nothing reported
+    wall.transition(
+        cited.id,
+        [Move(Axis.TRUTH, T.CONTRADICTED)],
+        reason="an independent check says the branch is open",
+        authority=Authority.SENTINEL,
+    )
+    problems = _recheck(wall, snapshots)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{BELIEF_CLEAN}: belief {cited.id} is no longer accepted")
+    assert "contradicted" in problems[0]
+
+
+def test_flip_without_the_citation_recheck_the_contradicted_belief_still_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    wall = firewall.open("memory://")
+    cited, snapshots = _held_on(wall)
+    wall.transition(
+        cited.id,
+        [Move(Axis.TRUTH, T.CONTRADICTED)],
+        reason="an independent check says the branch is open",
+        authority=Authority.SENTINEL,
+    )
+    monkeypatch.setattr(ContextPolicy, "rejection_reasons", lambda *_a, **_k: [])
+    assert _recheck(wall, snapshots) == []  # the attack succeeds: the hold would run
