@@ -54,15 +54,22 @@ class BulkDeleted:
     kept: tuple[str, ...]
 
 
-def checked_scope(store: str, scope: Mapping[str, str]) -> dict[str, str]:
-    """``scope`` if it names one container; refused (before any I/O) when it could spill."""
+def checked_scope(
+    store: str,
+    scope: Mapping[str, str],
+    *,
+    hint: str = "pass the scope to delete, e.g. {'agent_id': ...} or {'graph_uuid': ...}",
+) -> dict[str, str]:
+    """``scope`` if it names one container; refused (before any I/O) when it could spill: no
+    scope at all, or an empty or wildcard value. ``hint`` says how to scope this store's call."""
     given = {str(k): v for k, v in dict(scope).items()}
     if not given:
         raise BypassRefusedError(
-            "delete_all() without a scope would delete every memory the store holds",
+            "delete_all() without a scope would delete every memory the store holds, "
+            "every user's memories",
             store=store,
             call=CALL,
-            hint="pass the scope to delete, e.g. {'agent_id': ...} or {'graph_uuid': ...}",
+            hint=hint,
         )
     loose = sorted(
         k for k, v in given.items() if not isinstance(v, str) or v.strip() in ("", WILDCARD)

@@ -14,6 +14,7 @@ from gnomon.adapters.base import (
     merged_metadata,
     rendered_metadata,
 )
+from gnomon.adapters.bulk_delete import checked_scope
 from gnomon.adapters.core import Constructed, Refusing
 from gnomon.adapters.errors import (
     AdapterError,
@@ -42,8 +43,6 @@ _BIG = 1_000_000
 
 #: Who a trusted memory mem0 rewrote, written back, says it is from.
 RESTORED_AS = {"role": "user"}
-#: The platform's "any value" in a scope (documented for filters): never a bulk delete's scope.
-WILDCARD = "*"
 
 
 class _Guarded(Constructed, Refusing):
@@ -270,23 +269,9 @@ class _Guarded(Constructed, Refusing):
         all (mem0's platform once wiped every user's memories on such a call), a wildcard
         (``"*"``, the platform's "any value"), or a ``user_id`` other than the session's
         user."""
-        if not scope:
-            raise BypassRefusedError(
-                "delete_all() without user_id, agent_id or run_id would delete every user's "
-                "memories",
-                store=STORE,
-                call="delete_all",
-                hint="pass user_id= (the session's user) to delete one user's memories",
-            )
-        wild = sorted(k for k, v in scope.items() if v == WILDCARD)
-        if wild:
-            raise BypassRefusedError(
-                f"delete_all({wild[0]}='*') matches every {wild[0]}: it would delete every "
-                "user's memories",
-                store=STORE,
-                call="delete_all",
-                hint="name the one user, agent or run whose memories to delete",
-            )
+        scope = checked_scope(
+            STORE, scope, hint="pass user_id= (the session's user) to delete one user's memories"
+        )
         user = self.gnomon._guard.session.user
         if user is not None and scope.get("user_id", user) != user:
             raise BypassRefusedError(

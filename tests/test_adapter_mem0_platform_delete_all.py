@@ -23,7 +23,7 @@ if os.environ.get("CI") != "true":
 import respx
 
 from gnomon import firewall
-from gnomon.adapters import mem0_guard
+from gnomon.adapters import bulk_delete, mem0_guard
 from gnomon.adapters.errors import BypassRefusedError, PartialDeleteError
 from gnomon.adapters.fakes.mem0_platform import FakeMem0Platform
 from gnomon.adapters.mem0 import GuardedMemoryClient
@@ -129,6 +129,6 @@ def test_attack_a_wildcard_is_refused_even_where_no_user_is_bound(
     with pytest.raises(BypassRefusedError, match=r"user_id='\*'"):
         anyone.delete_all(user_id="*")
     assert texts(mock, "bob") == [BOB]
-    monkeypatch.setattr(mem0_guard, "WILDCARD", object())
+    monkeypatch.setattr(bulk_delete, "WILDCARD", object())
     anyone.delete_all(user_id="*")
     assert texts(mock, "bob") == []  # every user's memories: the spill the check prevents
