@@ -445,8 +445,10 @@ class ErasureLedger:
 
     def __init__(self) -> None:
         self._holds = link_checker()
-        # erasure seq -> [(erased seq, digest of the stored erased body)]
-        self._pending: dict[int, list[tuple[int, bytes]]] = {}
+        #: erasure seq -> [(erased seq, the stored erased body)]: an event whose seq is a key
+        #: is an erasure an earlier erased body names, which a walk must show to :meth:`holds`
+        #: even when its own link is plain.
+        self.awaiting: dict[int, list[tuple[int, bytes]]] = {}
         self.problem: str | None = None
         #: The event the last failed check is about (an erased one, when its voucher failed).
         self.bad_seq = 0
@@ -466,12 +468,12 @@ class ErasureLedger:
             if by <= seq:
                 self.problem = f"its erasure marker names event {by}, not a later one (forged)"
                 return False
-            self._pending.setdefault(by, []).append((seq, body))
+            self.awaiting.setdefault(by, []).append((seq, body))
             self.erased += 1
-        if self._pending and seq in self._pending and isinstance(body, bytes):
+        if self.awaiting and seq in self.awaiting and isinstance(body, bytes):
             erasure = Event.from_body(seq, body, prev_hash, digest)
             listing = vouched(erasure)
-            for erased_seq, erased_body in self._pending.pop(seq):
+            for erased_seq, erased_body in self.awaiting.pop(seq):
                 problem = vouch_problem(erasure, erased_seq, erased_body, listing)
                 if problem is not None:
                     self.problem = f"event {erased_seq}: {problem}"
@@ -479,17 +481,12 @@ class ErasureLedger:
                     return False
         return True
 
-    def awaits(self, seq: int) -> bool:
-        """Whether event ``seq`` is an erasure that an erased body earlier in the walk names
-        (so the walk must show it to :meth:`holds` even when its own link is plain)."""
-        return seq in self._pending
-
     def unvouched(self) -> tuple[int, str] | None:
         """The first erased body no erasure event vouched for (its event is missing), if any."""
-        if not self._pending:
+        if not self.awaiting:
             return None
-        by = min(self._pending)
-        seq = self._pending[by][0][0]
+        by = min(self.awaiting)
+        seq = self.awaiting[by][0][0]
         return seq, f"its erasure marker names event {by}, which the log does not hold"
 
 

@@ -356,6 +356,7 @@ class Sealer:
         compare = hmac.compare_digest
         body_state, domain, sha256 = link_state()
         ledger = ErasureLedger()  # erased bodies verify through the digest their marker keeps
+        awaiting = ledger.awaiting  # one dict for the walk: a plain event costs a falsy test
 
         def bad(seq: int, problem: str) -> VerifyReport:
             return VerifyReport(False, count, expected - 1, prev, seq, problem)
@@ -381,7 +382,7 @@ class Sealer:
                         ledger.bad_seq, ledger.problem or "hash does not match the event body"
                     )
                 raw = bytes.fromhex(digest)
-            elif ledger.awaits(seq) and not ledger.holds(seq, prev, body, digest):
+            elif awaiting and seq in awaiting and not ledger.holds(seq, prev, body, digest):
                 return bad(ledger.bad_seq, ledger.problem or "hash does not match the event body")
             if tag is None:
                 return bad(seq, _UNSEALED)
